@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The typed, immutable configuration. Built once by config_load() from an INI file (the one
+ * option table is in options.c); modules get a const pointer to their own section and never
+ * read a global. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/cleanup.h"
+#include "util/error.h"
+
+typedef struct HttpConfig {
+        char *listen_address;
+        uint32_t port;
+        uint64_t max_body_bytes;
+        uint32_t max_connections;
+        uint32_t idle_timeout_ms;
+} HttpConfig;
+
+typedef struct ConfigHeader {
+        char *name;
+        char *value;
+} ConfigHeader;
+
+typedef struct CatalogConfig {
+        char *type;              /* "rest" */
+        char *uri;               /* REST base URI, e.g. http://127.0.0.1:8181 */
+        char *warehouse;
+        char *credential;        /* OAuth2 client credentials "id:secret" */
+        char *token;             /* static bearer token */
+        char *oauth2_server_uri; /* token endpoint for client credentials */
+        char *scope;
+        char *ca_file;
+        bool tls_verify;
+        bool send_idempotency_key;
+        uint32_t connect_timeout_ms;
+        uint32_t request_timeout_ms;
+        uint32_t max_connections;
+        uint64_t max_response_bytes;
+        ConfigHeader *headers;   /* header.* keys, sent on every catalog request */
+        size_t n_headers;
+} CatalogConfig;
+
+typedef struct CommitConfig {
+        uint32_t max_attempts;
+        uint32_t min_backoff_ms;
+        uint32_t max_backoff_ms;
+        uint64_t total_timeout_ms;
+        uint32_t max_batch_requests;
+        uint32_t max_batch_manifests;
+        uint32_t max_queue_requests;
+        uint32_t max_manifests_per_request;
+        uint32_t retry_after_s;
+        uint32_t receipt_cache_size;
+} CommitConfig;
+
+typedef struct StorageConfig {
+        uint64_t max_manifest_bytes;
+        uint64_t max_manifest_entries;
+} StorageConfig;
+
+typedef struct Config {
+        char *path;
+        HttpConfig http;
+        CatalogConfig catalog;
+        CommitConfig commit;
+        StorageConfig storage;
+        int log_level;
+} Config;
+
+/* Returns a Config holding every default (the catalog URI is unset). -ENOMEM on failure. */
+int config_new_default(Config **ret_config);
+/* Loads an INI file over the defaults. On a bad file, key or value returns -EINVAL (or -errno
+ * when the file cannot be read) and fills *error with "FILE:LINE: key 'K': reason". */
+int config_load(const char *path, Config **ret_config, Error *error);
+/* Applies one "section.key = value" setting, as the loader does for each line. */
+int config_set(Config *c, const char *section, const char *key, const char *value, Error *error);
+/* Checks cross-option rules (required keys, min <= max). */
+int config_verify(const Config *c, Error *error);
+Config *config_free(Config *c);
+DEFINE_CLEANUP_FUNC(Config, config_free);

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* INI file (libinih) -> Config, strictly: unknown sections or keys, bad numbers, values out of
+ * bounds and repeated keys are errors naming the file, line and key. */
+#include <errno.h>
+#include <inttypes.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/options.h"
+#include "util/log.h"
+#include "util/parse.h"
+
+static void *config_field(Config *c, const ConfigOption *o) {
+        return (uint8_t *)c + o->offset;
+}
+
+static int config_apply_default(Config *c, const ConfigOption *o) {
+        void *field = config_field(c, o);
+
+        switch (o->kind) {
+        case OPTION_KIND_STRING:
+                if (o->default_string) {
+                        char *s = strdup(o->default_string);
+                        if (!s)
+                                return -ENOMEM;
+                        *(char **)field = s;
+                }
+                return 0;
+        case OPTION_KIND_BOOL:
+                *(bool *)field = o->default_number != 0;
+                return 0;
+        case OPTION_KIND_U32:
+                *(uint32_t *)field = (uint32_t)o->default_number;
+                return 0;
+        case OPTION_KIND_U64:
+                *(uint64_t *)field = o->default_number;
+                return 0;
+        case OPTION_KIND_LOG_LEVEL:
+                *(int *)field = (int)o->default_number;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int config_new_default(Config **ret_config) {
+        _cleanup_(config_freep) Config *c = NULL;
+        int r;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        for (size_t i = 0; i < config_n_options; i++) {
+                r = config_apply_default(c, &config_options[i]);
+                if (r < 0)
+                        return r;
+        }
+        *ret_config = TAKE_PTR(c);
+        return 0;
+}
+
+static int config_add_header(Config *c, const char *name, const char *value, Error *error) {
+        ConfigHeader *headers;
+        char *n, *v;
+
+        if (name[0] == '\0' || strpbrk(name, " \t:\r\n"))
+                return error_set(error, -EINVAL, "header name '%s' is not a valid HTTP field name", name);
+        if (strpbrk(value, "\r\n"))
+                return error_set(error, -EINVAL, "header value must not contain line breaks");
+        headers = reallocarray(c->catalog.headers, c->catalog.n_headers + 1, sizeof(*headers));
+        if (!headers)
+                return -ENOMEM;
+        c->catalog.headers = headers;
+        n = strdup(name);
+        v = strdup(value);
+        if (!n || !v) {
+                free(n);
+                free(v);
+                return -ENOMEM;
+        }
+        headers[c->catalog.n_headers++] = (ConfigHeader){ n, v };
+        return 0;
+}
+
+int config_set(Config *c, const char *section, const char *key, const char *value, Error *error) {
+        const ConfigOption *o;
+        void *field;
+        uint64_t n;
+        bool b;
+        int r;
+
+        if (strcmp(section, "catalog") == 0 && strncmp(key, "header.", 7) == 0)
+                return config_add_header(c, key + 7, value, error);
+
+        o = config_option_find(section, key);
+        if (!o)
+                return error_set(error, -EINVAL, "unknown option");
+        field = config_field(c, o);
+
+        switch (o->kind) {
+        case OPTION_KIND_STRING: {
+                char *s;
+
+                if (value[0] == '\0')
+                        return error_set(error, -EINVAL, "value must not be empty");
+                s = strdup(value);
+                if (!s)
+                        return -ENOMEM;
+                free(*(char **)field);
+                *(char **)field = s;
+                return 0;
+        }
+        case OPTION_KIND_BOOL:
+                r = parse_bool(value, &b);
+                if (r < 0)
+                        return error_set(error, -EINVAL, "'%s' is not a boolean (use true or false)", value);
+                *(bool *)field = b;
+                return 0;
+        case OPTION_KIND_U32:
+        case OPTION_KIND_U64:
+                r = parse_u64(value, &n);
+                if (r < 0 || n < o->min || n > o->max)
+                        return error_set(error, -EINVAL,
+                                         "'%s' is not a whole number from %" PRIu64 " to %" PRIu64,
+                                         value, o->min, o->max);
+                if (o->kind == OPTION_KIND_U32)
+                        *(uint32_t *)field = (uint32_t)n;
+                else
+                        *(uint64_t *)field = n;
+                return 0;
+        case OPTION_KIND_LOG_LEVEL:
+                r = log_level_from_string(value);
+                if (r < 0)
+                        return error_set(error, -EINVAL,
+                                         "'%s' is not a log level (error, warning, notice, info, debug)", value);
+                *(int *)field = r;
+                return 0;
+        }
+        return error_set(error, -EINVAL, "unsupported option kind");
+}
+
+int config_verify(const Config *c, Error *error) {
+        if (strcmp(c->catalog.type, "rest") != 0)
+                return error_set(error, -EINVAL, "key 'catalog.type': '%s' is not supported (use rest)",
+                                 c->catalog.type);
+        if (!c->catalog.uri)
+                return error_set(error, -EINVAL, "key 'catalog.uri': required, the REST catalog's base URI");
+        if (strncmp(c->catalog.uri, "http://", 7) != 0 && strncmp(c->catalog.uri, "https://", 8) != 0)
+                return error_set(error, -EINVAL, "key 'catalog.uri': '%s' must start with http:// or https://",
+                                 c->catalog.uri);
+        if (c->catalog.token && c->catalog.credential)
+                return error_set(error, -EINVAL,
+                                 "keys 'catalog.token' and 'catalog.credential': set one, not both");
+        if (c->catalog.credential && !strchr(c->catalog.credential, ':'))
+                return error_set(error, -EINVAL, "key 'catalog.credential': expected 'client-id:client-secret'");
+        if (c->commit.min_backoff_ms > c->commit.max_backoff_ms)
+                return error_set(error, -EINVAL,
+                                 "key 'commit.min-backoff-ms': %u is above commit.max-backoff-ms %u",
+                                 c->commit.min_backoff_ms, c->commit.max_backoff_ms);
+        if (c->commit.max_manifests_per_request > c->commit.max_batch_manifests)
+                return error_set(error, -EINVAL,
+                                 "key 'commit.max-manifests-per-request': %u is above commit.max-batch-manifests %u",
+                                 c->commit.max_manifests_per_request, c->commit.max_batch_manifests);
+        return 0;
+}
+
+typedef struct LoadState {
+        Config *config;
+        const char *path;
+        Error *error;
+        int result;
+        unsigned n_lines_seen;
+        char **seen;            /* "section.key" already set, to refuse repeats */
+        size_t n_seen;
+} LoadState;
+
+static int config_ini_handler(void *userdata, const char *section, const char *key, const char *value) {
+        LoadState *s = userdata;
+        char full[256];
+        char **seen;
+        int r;
+
+        if (s->result < 0)
+                return 0;
+        if ((size_t)snprintf(full, sizeof(full), "%s.%s", section, key) >= sizeof(full)) {
+                s->result = error_set(s->error, -EINVAL, "key too long");
+                return 0;
+        }
+        for (size_t i = 0; i < s->n_seen; i++)
+                if (strcmp(s->seen[i], full) == 0) {
+                        s->result = error_set(s->error, -EINVAL, "key '%s': set twice", full);
+                        return 0;
+                }
+        seen = reallocarray(s->seen, s->n_seen + 1, sizeof(*seen));
+        if (!seen) {
+                s->result = -ENOMEM;
+                return 0;
+        }
+        s->seen = seen;
+        s->seen[s->n_seen] = strdup(full);
+        if (!s->seen[s->n_seen]) {
+                s->result = -ENOMEM;
+                return 0;
+        }
+        s->n_seen++;
+
+        r = config_set(s->config, section, key, value, s->error);
+        if (r < 0) {
+                s->result = r == -ENOMEM ? r : error_prefix(s->error, r, "key '%s'", full);
+                return 0;
+        }
+        return 1;
+}
+
+int config_load(const char *path, Config **ret_config, Error *error) {
+        _cleanup_(config_freep) Config *c = NULL;
+        _cleanup_(fclosep) FILE *f = NULL;
+        LoadState s = { .path = path, .error = error };
+        int line, r;
+
+        r = config_new_default(&c);
+        if (r < 0)
+                return error_set(error, r, "%s: out of memory", path);
+        c->path = strdup(path);
+        if (!c->path)
+                return -ENOMEM;
+
+        f = fopen(path, "re");
+        if (!f)
+                return error_set(error, -errno, "%s: cannot open: %s", path, strerror(errno));
+
+        s.config = c;
+        line = ini_parse_file(f, config_ini_handler, &s);
+        for (size_t i = 0; i < s.n_seen; i++)
+                free(s.seen[i]);
+        free(s.seen);
+        if (s.result < 0)
+                return s.result == -ENOMEM ? error_set(error, -ENOMEM, "%s: out of memory", path)
+                                           : error_prefix(error, s.result, "%s:%d", path, line);
+        if (line != 0)
+                return error_set(error, -EINVAL, "%s:%d: not an INI line (expected [section] or key = value)",
+                                 path, line);
+
+        r = config_verify(c, error);
+        if (r < 0)
+                return error_prefix(error, r, "%s", path);
+
+        *ret_config = TAKE_PTR(c);
+        return 0;
+}
+
+Config *config_free(Config *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < config_n_options; i++)
+                if (config_options[i].kind == OPTION_KIND_STRING)
+                        free(*(char **)config_field(c, &config_options[i]));
+        for (size_t i = 0; i < c->catalog.n_headers; i++) {
+                free(c->catalog.headers[i].name);
+                free(c->catalog.headers[i].value);
+        }
+        free(c->catalog.headers);
+        free(c->path);
+        free(c);
+        return NULL;
+}

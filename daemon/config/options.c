@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The one table of configuration options: name, type, default and bounds. conf/icecommitd.conf
+ * documents each of them; tests/unit/test-config.c checks the two agree. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/options.h"
+
+#define OPTION(sec, key, kind, field, def, lo, hi)                                                \
+        { sec, key, kind, offsetof(Config, field), def, NULL, lo, hi }
+#define OPTION_STR(sec, key, field, def)                                                          \
+        { sec, key, OPTION_KIND_STRING, offsetof(Config, field), 0, def, 0, 0 }
+
+const ConfigOption config_options[] = {
+        OPTION_STR("http", "listen-address", http.listen_address, "127.0.0.1"),
+        OPTION("http", "port", OPTION_KIND_U32, http.port, 8080, 0, 65535),
+        OPTION("http", "max-body-bytes", OPTION_KIND_U64, http.max_body_bytes, 1u << 20, 1024, 1u << 30),
+        OPTION("http", "max-connections", OPTION_KIND_U32, http.max_connections, 1024, 1, 65536),
+        OPTION("http", "idle-timeout-ms", OPTION_KIND_U32, http.idle_timeout_ms, 60000, 100, 3600000),
+
+        OPTION_STR("catalog", "type", catalog.type, "rest"),
+        OPTION_STR("catalog", "uri", catalog.uri, NULL),
+        OPTION_STR("catalog", "warehouse", catalog.warehouse, NULL),
+        OPTION_STR("catalog", "credential", catalog.credential, NULL),
+        OPTION_STR("catalog", "token", catalog.token, NULL),
+        OPTION_STR("catalog", "oauth2-server-uri", catalog.oauth2_server_uri, NULL),
+        OPTION_STR("catalog", "scope", catalog.scope, "catalog"),
+        OPTION_STR("catalog", "ca-file", catalog.ca_file, NULL),
+        OPTION("catalog", "tls-verify", OPTION_KIND_BOOL, catalog.tls_verify, 1, 0, 1),
+        OPTION("catalog", "send-idempotency-key", OPTION_KIND_BOOL, catalog.send_idempotency_key, 0, 0, 1),
+        OPTION("catalog", "connect-timeout-ms", OPTION_KIND_U32, catalog.connect_timeout_ms, 5000, 10, 600000),
+        OPTION("catalog", "request-timeout-ms", OPTION_KIND_U32, catalog.request_timeout_ms, 30000, 10, 3600000),
+        OPTION("catalog", "max-connections", OPTION_KIND_U32, catalog.max_connections, 16, 1, 1024),
+        OPTION("catalog", "max-response-bytes", OPTION_KIND_U64, catalog.max_response_bytes, 256u << 20, 4096, 1ull << 32),
+
+        OPTION("commit", "max-attempts", OPTION_KIND_U32, commit.max_attempts, 10, 1, 1000),
+        OPTION("commit", "min-backoff-ms", OPTION_KIND_U32, commit.min_backoff_ms, 100, 1, 600000),
+        OPTION("commit", "max-backoff-ms", OPTION_KIND_U32, commit.max_backoff_ms, 60000, 1, 3600000),
+        OPTION("commit", "total-timeout-ms", OPTION_KIND_U64, commit.total_timeout_ms, 1800000, 100, 86400000),
+        OPTION("commit", "max-batch-requests", OPTION_KIND_U32, commit.max_batch_requests, 256, 1, 100000),
+        OPTION("commit", "max-batch-manifests", OPTION_KIND_U32, commit.max_batch_manifests, 1024, 1, 1000000),
+        OPTION("commit", "max-queue-requests", OPTION_KIND_U32, commit.max_queue_requests, 10000, 1, 10000000),
+        OPTION("commit", "max-manifests-per-request", OPTION_KIND_U32, commit.max_manifests_per_request, 256, 1, 100000),
+        OPTION("commit", "retry-after-s", OPTION_KIND_U32, commit.retry_after_s, 1, 1, 3600),
+        OPTION("commit", "receipt-cache-size", OPTION_KIND_U32, commit.receipt_cache_size, 100000, 0, 100000000),
+
+        OPTION("storage", "max-manifest-bytes", OPTION_KIND_U64, storage.max_manifest_bytes, 64u << 20, 1024, 1ull << 34),
+        OPTION("storage", "max-manifest-entries", OPTION_KIND_U64, storage.max_manifest_entries, 1000000, 1, 1ull << 32),
+
+        OPTION("log", "level", OPTION_KIND_LOG_LEVEL, log_level, 6, 3, 7),
+};
+
+const size_t config_n_options = sizeof(config_options) / sizeof(config_options[0]);
+
+const ConfigOption *config_option_find(const char *section, const char *key) {
+        for (size_t i = 0; i < config_n_options; i++)
+                if (strcmp(config_options[i].section, section) == 0 &&
+                    strcmp(config_options[i].key, key) == 0)
+                        return &config_options[i];
+        return NULL;
+}

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Test-peer CLI for icecommit: drives a REST catalog with Iceberg's own Java client (RESTCatalog)
+// so the daemon's commits can be prepared, raced and checked against the reference
+// implementation. Each subcommand prints exactly one JSON object on stdout; on failure it prints
+// a message on stderr and exits non-zero (2 for usage errors, 1 for everything else).
+//
+//   create-table --uri U --table ns.name [--format-version N] [--partitioned] [--if-not-exists]
+//   stage        --uri U --table ns.name --files F --rows R --start-id K [--manifest-dir DIR] [--bucket B]
+//   append       --uri U --table ns.name --rows R --start-id K [--branch B] [--count N] [--bucket B]
+//   dump         --uri U --table ns.name [--branch B] [--no-rows]
+//   metadata     --uri U --table ns.name
+//
+// Table layout: schema {1: id long required, 2: data string optional}; with --partitioned a third
+// column {3: bucket int optional} and spec identity(bucket). Rows get data = "row-<id>" and
+// bucket = --bucket (default 0), so every data file lies in one partition.
+// --format-version defaults to 3 (the catalog's own default would be 2).
+package icecommit.peers;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.iceberg.AppendFiles;
+import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.ManifestFile;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableMetadataParser;
+import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.AlreadyExistsException;
+import org.apache.iceberg.rest.RESTCatalog;
+import org.apache.iceberg.types.Types;
+
+public final class Peer {
+  static final ObjectMapper JSON = new ObjectMapper();
+
+  private static final String USAGE =
+      "usage: peer <create-table|stage|append|dump|metadata> --uri URI --table NS.NAME [options]";
+
+  private Peer() {}
+
+  public static void main(String[] argv) {
+    int status;
+    String cmd = argv.length > 0 ? argv[0] : "";
+    try {
+      if (argv.length == 0 || cmd.equals("-h") || cmd.equals("--help")) {
+        throw new Args.UsageException("no subcommand");
+      }
+      String[] rest = java.util.Arrays.copyOfRange(argv, 1, argv.length);
+      String out = run(cmd, rest);
+      System.out.println(out);
+      System.out.flush();
+      status = 0;
+    } catch (Args.UsageException e) {
+      System.err.println("peer: " + e.getMessage());
+      System.err.println(USAGE);
+      status = 2;
+    } catch (Throwable e) {
+      reportFailure(cmd, e);
+      status = 1;
+    }
+    // RESTCatalog and FileIO keep non-daemon worker threads; do not wait for them.
+    System.exit(status);
+  }
+
+  private static void reportFailure(String cmd, Throwable e) {
+    PrintStream err = System.err;
+    err.println("peer: " + cmd + " failed: " + e.getClass().getName() + ": " + e.getMessage());
+    for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+      err.println("  caused by: " + c.getClass().getName() + ": " + c.getMessage());
+    }
+    if (System.getenv("PEER_DEBUG") != null) {
+      e.printStackTrace(err);
+    }
+  }
+
+  static String run(String cmd, String[] rest) throws Exception {
+    switch (cmd) {
+      case "create-table":
+        return createTable(
+            new Args(rest, Set.of("uri", "table", "format-version"),
+                Set.of("partitioned", "if-not-exists")));
+      case "stage":
+        return stage(
+            new Args(rest,
+                Set.of("uri", "table", "files", "rows", "start-id", "manifest-dir", "bucket"),
+                Set.of()));
+      case "append":
+        return append(
+            new Args(rest,
+                Set.of("uri", "table", "rows", "start-id", "branch", "count", "bucket"),
+                Set.of()));
+      case "dump":
+        return Dump.run(new Args(rest, Set.of("uri", "table", "branch"), Set.of("no-rows")));
+      case "metadata":
+        return metadata(new Args(rest, Set.of("uri", "table"), Set.of()));
+      default:
+        throw new Args.UsageException("unknown subcommand: " + cmd);
+    }
+  }
+
+  /** Opens Iceberg's REST client on --uri. */
+  static RESTCatalog catalog(Args args) {
+    RESTCatalog catalog = new RESTCatalog();
+    catalog.setConf(new Configuration());
+    catalog.initialize("peer", Map.of(CatalogProperties.URI, args.str("uri")));
+    return catalog;
+  }
+
+  static TableIdentifier ident(Args args) {
+    String name = args.str("table");
+    TableIdentifier id = TableIdentifier.parse(name);
+    if (id.namespace().isEmpty()) {
+      throw new Args.UsageException("--table must be NAMESPACE.NAME, got: " + name);
+    }
+    return id;
+  }
+
+  static TableMetadata current(Table table) {
+    return ((HasTableOperations) table).operations().current();
+  }
+
+  static Schema tableSchema(boolean partitioned) {
+    List<Types.NestedField> cols = new ArrayList<>();
+    cols.add(Types.NestedField.required(1, "id", Types.LongType.get()));
+    cols.add(Types.NestedField.optional(2, "data", Types.StringType.get()));
+    if (partitioned) {
+      cols.add(Types.NestedField.optional(3, PeerData.BUCKET_COLUMN, Types.IntegerType.get()));
+    }
+    return new Schema(cols);
+  }
+
+  private static String createTable(Args args) throws Exception {
+    TableIdentifier id = ident(args);
+    int formatVersion = args.integer("format-version", 3);
+    boolean partitioned = args.flag("partitioned");
+    try (RESTCatalog catalog = catalog(args)) {
+      Namespace ns = id.namespace();
+      if (!catalog.namespaceExists(ns)) {
+        try {
+          catalog.createNamespace(ns);
+        } catch (AlreadyExistsException e) {
+          // created concurrently: fine
+        }
+      }
+      Schema schema = tableSchema(partitioned);
+      PartitionSpec spec =
+          partitioned
+              ? PartitionSpec.builderFor(schema).identity(PeerData.BUCKET_COLUMN).build()
+              : PartitionSpec.unpartitioned();
+      Table table;
+      boolean created = true;
+      try {
+        table =
+            catalog
+                .buildTable(id, schema)
+                .withPartitionSpec(spec)
+                .withProperty(TableProperties.FORMAT_VERSION, Integer.toString(formatVersion))
+                .create();
+      } catch (AlreadyExistsException e) {
+        if (!args.flag("if-not-exists")) {
+          throw e;
+        }
+        table = catalog.loadTable(id);
+        created = false;
+      }
+      TableMetadata md = current(table);
+      Map<String, Object> out = new LinkedHashMap<>();
+      out.put("table", id.toString());
+      out.put("location", table.location());
+      out.put("format-version", md.formatVersion());
+      out.put("table-uuid", md.uuid());
+      out.put("metadata-location", md.metadataFileLocation());
+      out.put("partitioned", table.spec().isPartitioned());
+      out.put("created", created);
+      return JSON.writeValueAsString(out);
+    }
+  }
+
+  private static String stage(Args args) throws Exception {
+    TableIdentifier id = ident(args);
+    long files = args.lng("files");
+    long rows = args.lng("rows");
+    long startId = args.lng("start-id");
+    int bucket = args.integer("bucket", 0);
+    if (files < 1 || rows < 0) {
+      throw new Args.UsageException("--files must be >= 1 and --rows >= 0");
+    }
+    try (RESTCatalog catalog = catalog(args)) {
+      Table table = catalog.loadTable(id);
+      List<DataFile> dataFiles = new ArrayList<>();
+      List<Map<String, Object>> fileInfo = new ArrayList<>();
+      for (long i = 0; i < files; i++) {
+        long firstId = startId + i * rows;
+        DataFile df = PeerData.writeDataFile(table, firstId, rows, bucket);
+        dataFiles.add(df);
+        Map<String, Object> f = new LinkedHashMap<>();
+        f.put("path", df.location());
+        f.put("record-count", df.recordCount());
+        f.put("file-size-in-bytes", df.fileSizeInBytes());
+        f.put("first-id", firstId);
+        fileInfo.add(f);
+      }
+      String dir = args.str("manifest-dir", PeerData.metadataDir(table));
+      if (dir.endsWith("/")) {
+        dir = dir.substring(0, dir.length() - 1);
+      }
+      String location = dir + "/staged-" + UUID.randomUUID() + "-m0.avro";
+      ManifestFile mf = PeerData.writeStagedManifest(table, location, dataFiles);
+
+      Map<String, Object> out = new LinkedHashMap<>();
+      out.put("manifest", mf.path());
+      out.put("manifest-length", mf.length());
+      out.put("partition-spec-id", mf.partitionSpecId());
+      out.put("format-version", PeerData.formatVersion(table));
+      out.put("added-files", mf.addedFilesCount());
+      out.put("added-rows", mf.addedRowsCount());
+      out.put("data-files", fileInfo);
+      return JSON.writeValueAsString(out);
+    }
+  }
+
+  private static String append(Args args) throws Exception {
+    TableIdentifier id = ident(args);
+    long rows = args.lng("rows");
+    long startId = args.lng("start-id");
+    long count = args.lng("count", 1);
+    int bucket = args.integer("bucket", 0);
+    String branch = args.str("branch", null);
+    if (count < 1 || rows < 0) {
+      throw new Args.UsageException("--count must be >= 1 and --rows >= 0");
+    }
+    try (RESTCatalog catalog = catalog(args)) {
+      Table table = catalog.loadTable(id);
+      List<Long> snapshots = new ArrayList<>();
+      List<String> paths = new ArrayList<>();
+      for (long i = 0; i < count; i++) {
+        DataFile df = PeerData.writeDataFile(table, startId + i * rows, rows, bucket);
+        AppendFiles append = table.newFastAppend().appendFile(df);
+        if (branch != null) {
+          append.toBranch(branch);
+        }
+        append.commit(); // retries on 409 like any Iceberg writer
+        Snapshot s = branch != null ? table.snapshot(branch) : table.currentSnapshot();
+        snapshots.add(s.snapshotId());
+        paths.add(df.location());
+      }
+      Map<String, Object> out = new LinkedHashMap<>();
+      out.put("commits", count);
+      out.put("snapshots", snapshots);
+      out.put("branch", branch == null ? "main" : branch);
+      out.put("data-files", paths);
+      return JSON.writeValueAsString(out);
+    }
+  }
+
+  private static String metadata(Args args) throws Exception {
+    TableIdentifier id = ident(args);
+    try (RESTCatalog catalog = catalog(args)) {
+      return TableMetadataParser.toJson(current(catalog.loadTable(id)));
+    }
+  }
+}

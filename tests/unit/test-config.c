@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* config/: defaults, bounds, errors naming file/line/key, and conf/icecommitd.conf documenting
+ * exactly the options of the table. */
+#include <errno.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "config/options.h"
+#include "test.h"
+
+static char *write_temp(const char *text) {
+        static char path[64];
+        int fd;
+
+        snprintf(path, sizeof(path), "/tmp/icecommit-test-config-XXXXXX");
+        fd = mkstemp(path);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_EQ(write(fd, text, strlen(text)), (int64_t)strlen(text));
+        close(fd);
+        return path;
+}
+
+static int load_text(const char *text, Config **ret, Error *e) {
+        char *path = write_temp(text);
+        int r = config_load(path, ret, e);
+
+        unlink(path);
+        return r;
+}
+
+TEST(defaults_and_values_load) {
+        _cleanup_(config_freep) Config *c = NULL;
+        Error e = {};
+
+        ASSERT_OK(load_text("[catalog]\nuri = http://127.0.0.1:8181\nheader.X-Tenant = blue\n"
+                            "[commit]\nmax-attempts = 7\n[log]\nlevel = debug\n",
+                            &c, &e));
+        ASSERT_STREQ(c->catalog.uri, "http://127.0.0.1:8181");
+        ASSERT_EQ(c->commit.max_attempts, 7);
+        ASSERT_EQ(c->commit.min_backoff_ms, 100);
+        ASSERT_EQ(c->http.port, 8080);
+        ASSERT_TRUE(c->catalog.tls_verify);
+        ASSERT_EQ(c->catalog.n_headers, 1);
+        ASSERT_STREQ(c->catalog.headers[0].name, "X-Tenant");
+        ASSERT_STREQ(c->catalog.headers[0].value, "blue");
+        ASSERT_EQ(c->log_level, 7);
+}
+
+TEST(errors_name_file_line_key_and_reason) {
+        Config *c = NULL;
+        Error e = {};
+
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[commit]\nmax-attempts = 0\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, ":4: key 'commit.max-attempts': '0' is not a whole number from 1 to 1000");
+        ASSERT_TRUE(c == NULL);
+
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\nbogus = 1\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, ":3: key 'catalog.bogus': unknown option");
+
+        ASSERT_EQ(load_text("[http]\nport = 80\nport = 81\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, ":3: key 'http.port': set twice");
+
+        ASSERT_EQ(load_text("[http]\nport = 8080\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "key 'catalog.uri': required");
+
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\ntls-verify = sometimes\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "'sometimes' is not a boolean");
+
+        ASSERT_EQ(load_text("this is not ini\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, ":1: not an INI line");
+
+        ASSERT_EQ(config_load("/nonexistent/icecommitd.conf", &c, &e), -ENOENT);
+        ASSERT_CONTAINS(e.message, "/nonexistent/icecommitd.conf: cannot open");
+}
+
+TEST(cross_option_rules) {
+        Config *c = NULL;
+        Error e = {};
+
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[commit]\nmin-backoff-ms = 5000\nmax-backoff-ms = 10\n",
+                            &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "commit.min-backoff-ms");
+        ASSERT_EQ(load_text("[catalog]\nuri = ftp://x\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "must start with http:// or https://");
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\ntoken = a\ncredential = b:c\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "set one, not both");
+}
+
+/* Every option of the table is documented in conf/icecommitd.conf as "#key = default" (or set),
+ * under its [section], and the example names no option that does not exist. */
+TEST(example_config_documents_every_option) {
+        _cleanup_(freep) char *text = test_read_source_file("conf/icecommitd.conf", NULL);
+
+        for (size_t i = 0; i < config_n_options; i++) {
+                const ConfigOption *o = &config_options[i];
+                char section[64], line[128];
+
+                snprintf(section, sizeof(section), "[%s]", o->section);
+                snprintf(line, sizeof(line), "\n#%s = ", o->key);
+                ASSERT_CONTAINS(text, section);
+                if (!strstr(text, line)) {
+                        snprintf(line, sizeof(line), "\n%s = ", o->key);
+                        ASSERT_CONTAINS(text, line);
+                }
+        }
+}
+
+TEST(example_config_loads) {
+        _cleanup_(config_freep) Config *c = NULL;
+        const char *root = getenv("ICECOMMIT_SOURCE_ROOT");
+        char path[4096];
+        Error e = {};
+
+        snprintf(path, sizeof(path), "%s/conf/icecommitd.conf", root ? root : ".");
+        ASSERT_OK(config_load(path, &c, &e));
+}
