@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Snapshot summary and commit request JSON (iceberg-commit-rules.md sections 3.6, 5.3, 8). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "iceberg/snapshot.h"
+#include "util/checked.h"
+#include "util/parse.h"
+
+/* Keys computed here; a writer may not set them (nor anything under "icecommit."). */
+static const char *const snapshot_computed_keys[] = {
+        "operation", "added-data-files", "added-records", "added-files-size",
+        "total-data-files", "total-records", "total-files-size", "total-delete-files",
+        "total-position-deletes", "total-equality-deletes", "manifests-created",
+        "manifests-kept", "manifests-replaced", "engine-name", "engine-version",
+        "deleted-data-files", "deleted-records", "removed-files-size", "changed-partition-count",
+};
+
+bool snapshot_summary_key_is_reserved(const char *key) {
+        if (strncmp(key, "icecommit.", 10) == 0)
+                return true;
+        for (size_t i = 0; i < sizeof(snapshot_computed_keys) / sizeof(snapshot_computed_keys[0]); i++)
+                if (strcmp(key, snapshot_computed_keys[i]) == 0)
+                        return true;
+        return false;
+}
+
+static int summary_set_i64(json_t *summary, const char *key, int64_t value) {
+        char text[24];
+
+        (void)snprintf(text, sizeof(text), "%" PRId64, value);
+        return json_object_set_new(summary, key, json_string(text)) < 0 ? -ENOMEM : 0;
+}
+
+/* Java SnapshotSummary.updateTotal: previous + added - deleted; the total is left out when the
+ * previous summary lacks it, is not a number, or the result would be negative. */
+static int summary_set_total(json_t *summary, const json_t *parent_summary, const char *key,
+                             int64_t added) {
+        int64_t previous = 0, total;
+
+        if (parent_summary) {
+                const char *text = json_string_value(json_object_get(parent_summary, key));
+
+                if (!text || parse_i64(text, &previous) < 0)
+                        return 0;
+        }
+        if (checked_add_i64(&total, previous, added) || total < 0)
+                return 0;
+        return summary_set_i64(summary, key, total);
+}
+
+int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *added,
+                           const json_t *writer_properties, const char *idempotency_keys,
+                           json_t **ret_summary, Error *error) {
+        json_t *summary = json_object();
+        const char *key;
+        json_t *value;
+        int r = 0;
+
+        if (!summary)
+                return -ENOMEM;
+        json_object_foreach((json_t *)writer_properties, key, value) {
+                if (!json_is_string(value)) {
+                        json_decref(summary);
+                        return error_set(error, -EINVAL, "snapshot property '%s' is not a string", key);
+                }
+                if (snapshot_summary_key_is_reserved(key)) {
+                        json_decref(summary);
+                        return error_set(error, -EINVAL, "snapshot property '%s' is computed by icecommitd", key);
+                }
+                if (json_object_set(summary, key, value) < 0)
+                        r = -ENOMEM;
+        }
+
+        if (json_object_set_new(summary, "operation", json_string("append")) < 0)
+                r = -ENOMEM;
+        /* Counters only when > 0 (SnapshotSummary.java:266-289). */
+        if (r == 0 && added->data_files > 0)
+                r = summary_set_i64(summary, "added-data-files", added->data_files);
+        if (r == 0 && added->records > 0)
+                r = summary_set_i64(summary, "added-records", added->records);
+        if (r == 0 && added->files_size > 0)
+                r = summary_set_i64(summary, "added-files-size", added->files_size);
+        if (r == 0)
+                r = summary_set_total(summary, parent_summary, "total-records", added->records);
+        if (r == 0)
+                r = summary_set_total(summary, parent_summary, "total-files-size", added->files_size);
+        if (r == 0)
+                r = summary_set_total(summary, parent_summary, "total-data-files", added->data_files);
+        if (r == 0)
+                r = summary_set_total(summary, parent_summary, "total-delete-files", 0);
+        if (r == 0)
+                r = summary_set_total(summary, parent_summary, "total-position-deletes", 0);
+        if (r == 0)
+                r = summary_set_total(summary, parent_summary, "total-equality-deletes", 0);
+        if (r == 0)
+                r = summary_set_i64(summary, "manifests-created", added->manifests_created);
+        if (r == 0)
+                r = summary_set_i64(summary, "manifests-kept", added->manifests_kept);
+        if (r == 0)
+                r = summary_set_i64(summary, "manifests-replaced", 0);
+        if (r == 0 && (json_object_set_new(summary, "engine-name", json_string("icecommit")) < 0 ||
+                       json_object_set_new(summary, "engine-version", json_string(ICECOMMIT_VERSION)) < 0))
+                r = -ENOMEM;
+        if (r == 0 && idempotency_keys &&
+            json_object_set_new(summary, SNAPSHOT_SUMMARY_KEYS, json_string(idempotency_keys)) < 0)
+                r = -ENOMEM;
+        if (r < 0) {
+                json_decref(summary);
+                return r;
+        }
+        *ret_summary = summary;
+        return 0;
+}
+
+static json_t *snapshot_json(const SnapshotSpec *s) {
+        json_t *o = json_pack("{s:I, s:I, s:I, s:O, s:s}",
+                              "snapshot-id", (json_int_t)s->snapshot_id,
+                              "sequence-number", (json_int_t)s->sequence_number,
+                              "timestamp-ms", (json_int_t)s->timestamp_ms,
+                              "summary", s->summary,
+                              "manifest-list", s->manifest_list);
+
+        if (!o)
+                return NULL;
+        /* parent-snapshot-id only when there is a parent (SnapshotParser). */
+        if (s->has_parent &&
+            json_object_set_new(o, "parent-snapshot-id", json_integer(s->parent_snapshot_id)) < 0)
+                goto fail;
+        if (s->has_schema_id && json_object_set_new(o, "schema-id", json_integer(s->schema_id)) < 0)
+                goto fail;
+        if (s->has_first_row_id &&
+            (json_object_set_new(o, "first-row-id", json_integer(s->first_row_id)) < 0 ||
+             json_object_set_new(o, "added-rows", json_integer(s->added_rows)) < 0))
+                goto fail;
+        return o;
+fail:
+        json_decref(o);
+        return NULL;
+}
+
+int snapshot_commit_request_build(const TableMetadata *table, const char *branch,
+                                  const TableBranch *head, const SnapshotSpec *snapshot,
+                                  json_t **ret_request) {
+        static const char *const retention[] = { "max-ref-age-ms", "max-snapshot-age-ms",
+                                                 "min-snapshots-to-keep" };
+        json_t *request, *set_ref, *snap;
+
+        snap = snapshot_json(snapshot);
+        if (!snap)
+                return -ENOMEM;
+        set_ref = json_pack("{s:s, s:s, s:s, s:I}", "action", "set-snapshot-ref", "ref-name", branch,
+                            "type", "branch", "snapshot-id", (json_int_t)snapshot->snapshot_id);
+        if (!set_ref) {
+                json_decref(snap);
+                return -ENOMEM;
+        }
+        /* set-snapshot-ref replaces the whole ref: carry its retention settings over. */
+        for (size_t i = 0; head->ref && i < sizeof(retention) / sizeof(retention[0]); i++) {
+                json_t *v = json_object_get(head->ref, retention[i]);
+
+                if (v && !json_is_null(v) && json_object_set(set_ref, retention[i], v) < 0) {
+                        json_decref(snap);
+                        json_decref(set_ref);
+                        return -ENOMEM;
+                }
+        }
+
+        /* "snapshot-id": null asserts that the branch does not exist yet. */
+        request = json_pack("{s:[{s:s, s:s}, {s:s, s:s, s:o}], s:[{s:s, s:o}, o]}",
+                            "requirements",
+                            "type", "assert-table-uuid", "uuid", table->uuid,
+                            "type", "assert-ref-snapshot-id", "ref", branch, "snapshot-id",
+                            head->exists ? json_integer(head->snapshot_id) : json_null(),
+                            "updates",
+                            "action", "add-snapshot", "snapshot", snap,
+                            set_ref);
+        if (!request)
+                return -ENOMEM;
+        *ret_request = request;
+        return 0;
+}
+
+int64_t snapshot_id_generate(void) {
+        uint64_t v = 0;
+
+        /* Like Java's SnapshotIdGeneratorUtil: random bits masked to a positive long. */
+        do {
+                if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+                        v = 0;
+                v &= (uint64_t)INT64_MAX;
+        } while (v == 0);
+        return (int64_t)v;
+}

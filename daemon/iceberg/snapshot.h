@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The snapshot an append creates: its summary (Java SnapshotSummary rules) and the REST
+ * CommitTableRequest carrying it. Pure JSON building, no I/O. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "iceberg/table.h"
+#include "util/error.h"
+
+/* Summary key holding the idempotency keys a snapshot committed, comma-separated. */
+#define SNAPSHOT_SUMMARY_KEYS "icecommit.idempotency-keys"
+
+typedef struct SnapshotAdded {
+        int64_t data_files;
+        int64_t records;
+        int64_t files_size;
+        int64_t manifests_created;      /* list entries added by this snapshot */
+        int64_t manifests_kept;         /* inherited from the parent */
+} SnapshotAdded;
+
+typedef struct SnapshotSpec {
+        int64_t snapshot_id;
+        bool has_parent;
+        int64_t parent_snapshot_id;
+        int64_t sequence_number;
+        int64_t timestamp_ms;
+        bool has_schema_id;
+        int32_t schema_id;
+        const char *manifest_list;
+        bool has_first_row_id;          /* v3 only */
+        int64_t first_row_id;
+        int64_t added_rows;
+        json_t *summary;                /* borrowed; string values only */
+} SnapshotSpec;
+
+/* Whether a writer's snapshot property would clash with a key icecommitd computes. */
+bool snapshot_summary_key_is_reserved(const char *key);
+
+/* Builds the append summary: writer properties, then operation, added-* counters (only when
+ * > 0), totals = parent's + added (left out when the parent's summary lacks one; "0" based
+ * without a parent), manifests-created/kept/replaced, engine keys. Every value a string. */
+int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *added,
+                           const json_t *writer_properties, const char *idempotency_keys,
+                           json_t **ret_summary, Error *error);
+
+/* Builds the CommitTableRequest: requirements assert-table-uuid and assert-ref-snapshot-id
+ * (null for a new branch); updates add-snapshot and set-snapshot-ref, the latter keeping the
+ * ref's retention fields. */
+int snapshot_commit_request_build(const TableMetadata *table, const char *branch,
+                                  const TableBranch *head, const SnapshotSpec *snapshot,
+                                  json_t **ret_request);
+
+/* Generates a positive, random snapshot id (Appendix F: not time based). */
+int64_t snapshot_id_generate(void);

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The parts of Iceberg table metadata (REST LoadTableResult) a commit needs, read from JSON
+ * once per attempt. Pure: no I/O. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/cleanup.h"
+#include "util/error.h"
+
+typedef struct TableMetadata {
+        json_t *metadata;               /* owned reference to the "metadata" object */
+        int format_version;
+        const char *uuid;               /* borrowed from metadata */
+        const char *location;
+        const char *metadata_dir;       /* write.metadata.path, else <location>/metadata (owned) */
+        int64_t last_sequence_number;
+        int64_t next_row_id;            /* 0 when absent (v1/v2) */
+        int32_t current_schema_id;
+        bool has_current_schema_id;
+} TableMetadata;
+
+typedef struct TableBranch {
+        bool exists;                    /* false: the commit creates the branch */
+        int64_t snapshot_id;
+        json_t *ref;                    /* borrowed ref object (retention fields), NULL if new */
+        json_t *snapshot;               /* borrowed head snapshot, NULL if new or not listed */
+} TableBranch;
+
+/* Parses a LoadTableResult (or a bare metadata object). Returns -EINVAL with the reason for
+ * metadata we cannot commit to (missing uuid/location, bad numbers). */
+int table_metadata_parse(json_t *load_result, TableMetadata **ret_table, Error *error);
+TableMetadata *table_metadata_free(TableMetadata *t);
+DEFINE_CLEANUP_FUNC(TableMetadata, table_metadata_free);
+
+/* Looks up a branch head. A tag of that name is -EINVAL: tags cannot be committed to. */
+int table_branch(const TableMetadata *t, const char *branch, TableBranch *ret_branch, Error *error);
+/* Returns the snapshot object with that id (borrowed) or NULL. */
+json_t *table_snapshot(const TableMetadata *t, int64_t snapshot_id);
+/* Whether partition spec `spec_id` exists in the table. */
+bool table_has_partition_spec(const TableMetadata *t, int32_t spec_id);
+
+/* Reads an int64 member strictly; -EINVAL when absent or not an integer. */
+int json_get_i64(const json_t *object, const char *key, int64_t *ret);

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Process metrics: counters, gauges and histograms with one optional label, exposed in the
+ * Prometheus text format. Owned by the daemon; modules get a borrowed pointer. Loop thread only. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+#include "util/cleanup.h"
+
+typedef struct Metrics Metrics;
+
+typedef enum MetricKind {
+        METRIC_COUNTER,
+        METRIC_GAUGE,
+        METRIC_HISTOGRAM,
+} MetricKind;
+
+typedef enum MetricId {
+        METRIC_HTTP_REQUESTS,           /* counter{code} */
+        METRIC_COMMIT_REQUESTS,         /* counter{outcome}: writer requests by final outcome */
+        METRIC_COMMIT_ATTEMPTS,         /* counter{outcome}: catalog commit attempts */
+        METRIC_COMMIT_RETRIES,          /* counter{reason} */
+        METRIC_COMMIT_SNAPSHOTS,        /* counter: snapshots committed */
+        METRIC_COMMIT_DURATION,         /* histogram: request accepted -> durable, seconds */
+        METRIC_BATCH_REQUESTS,          /* histogram: requests per committed snapshot */
+        METRIC_QUEUE_REQUESTS,          /* gauge: requests waiting or in flight */
+        METRIC_ROWS_ASSIGNED,           /* counter: row ids assigned (sum of added-rows) */
+        METRIC_CATALOG_READY,           /* gauge: 1 once /v1/config was loaded */
+        _METRIC_MAX,
+} MetricId;
+
+int metrics_new(Metrics **ret);
+Metrics *metrics_free(Metrics *m);
+DEFINE_CLEANUP_FUNC(Metrics, metrics_free);
+
+/* Adds to a counter (or gauge) sample; label may be NULL. Allocation failure only loses the
+ * sample: metrics never fail a commit. */
+void metrics_add(Metrics *m, MetricId id, const char *label, double value);
+void metrics_set(Metrics *m, MetricId id, const char *label, double value);
+void metrics_observe(Metrics *m, MetricId id, double value);
+/* Reads a counter or gauge sample (0 when never set); for tests. */
+double metrics_get(const Metrics *m, MetricId id, const char *label);
+/* Appends the Prometheus text exposition of every metric. */
+int metrics_expose(const Metrics *m, Buf *out);
