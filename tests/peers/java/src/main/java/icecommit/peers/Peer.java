@@ -116,7 +116,11 @@ public final class Peer {
   static RESTCatalog catalog(Args args) {
     RESTCatalog catalog = new RESTCatalog();
     catalog.setConf(new Configuration());
-    catalog.initialize("peer", Map.of(CatalogProperties.URI, args.str("uri")));
+    catalog.initialize(
+        "peer",
+        Map.of(
+            CatalogProperties.URI, args.str("uri"),
+            CatalogProperties.METRICS_REPORTER_IMPL, CommitAttempts.class.getName()));
     return catalog;
   }
 
@@ -246,6 +250,7 @@ public final class Peer {
     try (RESTCatalog catalog = catalog(args)) {
       Table table = catalog.loadTable(id);
       List<Long> snapshots = new ArrayList<>();
+      List<Long> attempts = new ArrayList<>();
       List<String> paths = new ArrayList<>();
       for (long i = 0; i < count; i++) {
         DataFile df = PeerData.writeDataFile(table, startId + i * rows, rows, bucket);
@@ -253,14 +258,16 @@ public final class Peer {
         if (branch != null) {
           append.toBranch(branch);
         }
-        append.commit(); // retries on 409 like any Iceberg writer
+        append.commit(); // retries on 409 like any Iceberg writer (commit.retry.* properties)
         Snapshot s = branch != null ? table.snapshot(branch) : table.currentSnapshot();
         snapshots.add(s.snapshotId());
+        attempts.add(CommitAttempts.attempts(s.snapshotId()));
         paths.add(df.location());
       }
       Map<String, Object> out = new LinkedHashMap<>();
       out.put("commits", count);
       out.put("snapshots", snapshots);
+      out.put("attempts", attempts); // 1 = first try; more = lost that many races
       out.put("branch", branch == null ? "main" : branch);
       out.put("data-files", paths);
       return JSON.writeValueAsString(out);

@@ -18,13 +18,13 @@ package org.apache.iceberg.rest;
 
 import java.io.File;
 import java.nio.file.Files;
+import java.util.HashMap;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.CatalogUtil;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.jdbc.JdbcCatalog;
-import org.apache.iceberg.relocated.com.google.common.collect.Maps;
 import org.apache.iceberg.util.PropertyUtil;
 import org.eclipse.jetty.compression.gzip.GzipCompression;
 import org.eclipse.jetty.compression.server.CompressionHandler;
@@ -45,7 +45,7 @@ public class LoopbackCatalogServer {
 
   /** Same steps as RESTCatalogServer.initializeBackendCatalog() in Iceberg 1.11.0. */
   static RESTCatalogServer.CatalogContext initializeBackendCatalog() throws Exception {
-    Map<String, String> catalogProperties = Maps.newHashMap(RCKUtils.environmentCatalogConfig());
+    Map<String, String> catalogProperties = new HashMap<>(RCKUtils.environmentCatalogConfig());
     catalogProperties.putIfAbsent(CatalogProperties.CATALOG_IMPL, JdbcCatalog.class.getName());
     catalogProperties.putIfAbsent(CatalogProperties.URI, "jdbc:sqlite::memory:");
     catalogProperties.putIfAbsent("jdbc.schema-version", "V1");
