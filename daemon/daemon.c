@@ -1,12 +1,179 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Owns the uv loop and every module; starts them in dependency order and stops them in reverse. */
+/* Owns the uv loop and every module: starts them in dependency order (metrics, catalog, commit
+ * engine, HTTP), tells systemd when it listens, and on SIGTERM/SIGINT stops them in reverse,
+ * runs the loop dry and requires uv_loop_close() == 0. */
 #define LOG_MODULE "daemon"
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <uv.h>
 
+#include "catalog/client.h"
+#include "commit/engine.h"
 #include "daemon.h"
+#include "http/http.h"
+#include "metrics/metrics.h"
 #include "util/log.h"
+#include "writer/api.h"
+
+typedef struct Daemon {
+        uv_loop_t loop;
+        const Config *config;
+        Metrics *metrics;
+        CatalogClient *catalog;
+        CommitEngine *engine;
+        HttpServer *http;
+        uv_signal_t sigterm, sigint;
+        uv_timer_t watchdog;
+        bool has_watchdog;
+        bool has_signals;
+        bool is_stopping;
+        int exit_status;
+} Daemon;
+
+static void daemon_on_catalog_started(const CatalogResult *result, void *userdata) {
+        if (result->status == 0)
+                log_info("catalog configuration loaded");
+        else
+                /* The client keeps retrying in the background; /readyz says 503 until then. */
+                log_warning("catalog not reachable yet: %s", result->message);
+}
+
+static void daemon_on_watchdog(uv_timer_t *t) {
+        (void)sd_notify(0, "WATCHDOG=1");
+}
+
+static void daemon_close_handle(uv_handle_t *h) {
+        if (!uv_is_closing(h))
+                uv_close(h, NULL);
+}
+
+static void daemon_on_http_closed(void *userdata) {
+        Daemon *d = userdata;
+
+        if (d->has_signals) {
+                daemon_close_handle((uv_handle_t *)&d->sigterm);
+                daemon_close_handle((uv_handle_t *)&d->sigint);
+        }
+        if (d->has_watchdog)
+                daemon_close_handle((uv_handle_t *)&d->watchdog);
+}
+
+static void daemon_on_catalog_closed(void *userdata) {
+        Daemon *d = userdata;
+
+        if (d->http)
+                http_server_close(d->http, daemon_on_http_closed, d);
+        else
+                daemon_on_http_closed(d);
+}
+
+static void daemon_on_engine_stopped(void *userdata) {
+        Daemon *d = userdata;
+
+        log_info("commit engine stopped");
+        catalog_client_close(d->catalog, daemon_on_catalog_closed, d);
+}
+
+static void daemon_stop(Daemon *d) {
+        if (d->is_stopping)
+                return;
+        d->is_stopping = true;
+        (void)sd_notify(0, "STOPPING=1");
+        log_info("stopping: no new requests, finishing the commits in flight");
+        http_server_stop_accepting(d->http);
+        commit_engine_stop(d->engine, daemon_on_engine_stopped, d);
+}
+
+static void daemon_on_signal(uv_signal_t *s, int signum) {
+        daemon_stop(s->data);
+}
+
+static int daemon_start(Daemon *d) {
+        CommitRequestLimits limits = { .max_manifests = d->config->commit.max_manifests_per_request };
+        uint64_t watchdog_usec = 0;
+        int r;
+
+        r = metrics_new(&d->metrics);
+        if (r < 0)
+                return r;
+        r = catalog_client_new(&d->loop, &d->config->catalog, &d->catalog);
+        if (r < 0) {
+                log_error("cannot create the catalog client: %s", strerror(-r));
+                return r;
+        }
+        r = commit_engine_new(&d->loop, &d->config->commit, &d->config->storage, d->catalog, d->metrics,
+                              &d->engine);
+        if (r < 0)
+                return r;
+        r = http_server_new(&d->loop, &d->config->http, &d->http);
+        if (r < 0)
+                return r;
+        r = writer_api_register(d->http, &limits, commit_engine_hooks(), d->engine);
+        if (r < 0)
+                return r;
+        r = http_server_start(d->http);
+        if (r < 0) {
+                log_error("cannot listen on %s:%u: %s", d->config->http.listen_address, d->config->http.port,
+                          strerror(-r));
+                return r;
+        }
+        r = catalog_client_start(d->catalog, daemon_on_catalog_started, d);
+        if (r < 0) {
+                log_error("cannot start the catalog client: %s", strerror(-r));
+                return r;
+        }
+
+        (void)uv_signal_init(&d->loop, &d->sigterm);
+        (void)uv_signal_init(&d->loop, &d->sigint);
+        d->sigterm.data = d->sigint.data = d;
+        (void)uv_signal_start(&d->sigterm, daemon_on_signal, SIGTERM);
+        (void)uv_signal_start(&d->sigint, daemon_on_signal, SIGINT);
+        d->has_signals = true;
+        if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec >= 2000) {
+                (void)uv_timer_init(&d->loop, &d->watchdog);
+                d->has_watchdog = true;
+                (void)uv_timer_start(&d->watchdog, daemon_on_watchdog, watchdog_usec / 2000, watchdog_usec / 2000);
+        }
+
+        log_notice("listening on http://%s:%u, catalog %s", d->config->http.listen_address,
+                   http_server_port(d->http), d->config->catalog.uri);
+        (void)sd_notifyf(0, "READY=1\nSTATUS=listening on port %u", http_server_port(d->http));
+        return 0;
+}
 
 int daemon_run(const Config *config) {
-        log_error("not implemented yet");
-        return -ENOSYS;
+        Daemon d = { .config = config };
+        int r;
+
+        /* A writer that disconnects mid-answer must not kill the daemon. */
+        (void)signal(SIGPIPE, SIG_IGN);
+        r = uv_loop_init(&d.loop);
+        if (r < 0)
+                return r;
+
+        r = daemon_start(&d);
+        if (r < 0) {
+                /* Unwind what did start, then run the loop dry so every handle is closed. */
+                if (d.engine)
+                        commit_engine_stop(d.engine, daemon_on_engine_stopped, &d);
+                else if (d.catalog)
+                        catalog_client_close(d.catalog, NULL, NULL);
+                d.is_stopping = true;
+        }
+        (void)uv_run(&d.loop, UV_RUN_DEFAULT);
+
+        d.http = http_server_free(d.http);
+        d.engine = commit_engine_free(d.engine);
+        d.catalog = catalog_client_free(d.catalog);
+        d.metrics = metrics_free(d.metrics);
+        if (uv_loop_close(&d.loop) != 0) {
+                log_error("event loop still had open handles at exit");
+                return r < 0 ? r : -EBUSY;
+        }
+        if (r >= 0)
+                log_info("stopped");
+        return r;
 }

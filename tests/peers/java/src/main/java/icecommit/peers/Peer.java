@@ -7,6 +7,7 @@
 //
 //   create-table --uri U --table ns.name [--format-version N] [--partitioned] [--if-not-exists]
 //   stage        --uri U --table ns.name --files F --rows R --start-id K [--manifest-dir DIR] [--bucket B]
+//                [--manifests M]   (M manifests in one run: {"manifests": [...]})
 //   append       --uri U --table ns.name --rows R --start-id K [--branch B] [--count N] [--bucket B]
 //   dump         --uri U --table ns.name [--branch B] [--no-rows]
 //   metadata     --uri U --table ns.name
@@ -96,7 +97,7 @@ public final class Peer {
       case "stage":
         return stage(
             new Args(rest,
-                Set.of("uri", "table", "files", "rows", "start-id", "manifest-dir", "bucket"),
+                Set.of("uri", "table", "files", "rows", "start-id", "manifest-dir", "bucket", "manifests"),
                 Set.of()));
       case "append":
         return append(
@@ -200,41 +201,56 @@ public final class Peer {
     long rows = args.lng("rows");
     long startId = args.lng("start-id");
     int bucket = args.integer("bucket", 0);
-    if (files < 1 || rows < 0) {
-      throw new Args.UsageException("--files must be >= 1 and --rows >= 0");
+    long manifests = args.lng("manifests", 0);
+    if (files < 1 || rows < 0 || manifests < 0) {
+      throw new Args.UsageException("--files must be >= 1, --rows and --manifests >= 0");
     }
     try (RESTCatalog catalog = catalog(args)) {
       Table table = catalog.loadTable(id);
-      List<DataFile> dataFiles = new ArrayList<>();
-      List<Map<String, Object>> fileInfo = new ArrayList<>();
-      for (long i = 0; i < files; i++) {
-        long firstId = startId + i * rows;
-        DataFile df = PeerData.writeDataFile(table, firstId, rows, bucket);
-        dataFiles.add(df);
-        Map<String, Object> f = new LinkedHashMap<>();
-        f.put("path", df.location());
-        f.put("record-count", df.recordCount());
-        f.put("file-size-in-bytes", df.fileSizeInBytes());
-        f.put("first-id", firstId);
-        fileInfo.add(f);
-      }
       String dir = args.str("manifest-dir", PeerData.metadataDir(table));
       if (dir.endsWith("/")) {
         dir = dir.substring(0, dir.length() - 1);
       }
-      String location = dir + "/staged-" + UUID.randomUUID() + "-m0.avro";
-      ManifestFile mf = PeerData.writeStagedManifest(table, location, dataFiles);
-
-      Map<String, Object> out = new LinkedHashMap<>();
-      out.put("manifest", mf.path());
-      out.put("manifest-length", mf.length());
-      out.put("partition-spec-id", mf.partitionSpecId());
-      out.put("format-version", PeerData.formatVersion(table));
-      out.put("added-files", mf.addedFilesCount());
-      out.put("added-rows", mf.addedRowsCount());
-      out.put("data-files", fileInfo);
-      return JSON.writeValueAsString(out);
+      if (manifests == 0) {
+        return JSON.writeValueAsString(stageOne(table, dir, files, rows, startId, bucket));
+      }
+      // --manifests M: M staged manifests in one JVM run (ids consecutive across them), so that
+      // load tests do not pay a JVM start per manifest.
+      List<Map<String, Object>> all = new ArrayList<>();
+      for (long m = 0; m < manifests; m++) {
+        all.add(stageOne(table, dir, files, rows, startId + m * files * rows, bucket));
+      }
+      return JSON.writeValueAsString(Map.of("manifests", all));
     }
+  }
+
+  private static Map<String, Object> stageOne(
+      Table table, String dir, long files, long rows, long startId, int bucket) throws Exception {
+    List<DataFile> dataFiles = new ArrayList<>();
+    List<Map<String, Object>> fileInfo = new ArrayList<>();
+    for (long i = 0; i < files; i++) {
+      long firstId = startId + i * rows;
+      DataFile df = PeerData.writeDataFile(table, firstId, rows, bucket);
+      dataFiles.add(df);
+      Map<String, Object> f = new LinkedHashMap<>();
+      f.put("path", df.location());
+      f.put("record-count", df.recordCount());
+      f.put("file-size-in-bytes", df.fileSizeInBytes());
+      f.put("first-id", firstId);
+      fileInfo.add(f);
+    }
+    String location = dir + "/staged-" + UUID.randomUUID() + "-m0.avro";
+    ManifestFile mf = PeerData.writeStagedManifest(table, location, dataFiles);
+
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("manifest", mf.path());
+    out.put("manifest-length", mf.length());
+    out.put("partition-spec-id", mf.partitionSpecId());
+    out.put("format-version", PeerData.formatVersion(table));
+    out.put("added-files", mf.addedFilesCount());
+    out.put("added-rows", mf.addedRowsCount());
+    out.put("data-files", fileInfo);
+    return out;
   }
 
   private static String append(Args args) throws Exception {

@@ -1,0 +1,1107 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The REST catalog client (see client.h): turns each operation into one HTTP request, holds it
+ * back until a token and /v1/config are there, and maps the answer to an outcome. Owns the
+ * calls, the token (wiped when dropped) and the transport. Never resends a mutation except
+ * after a 401/419 (the server did not act on it), and logs at debug only. */
+#define LOG_MODULE "catalog"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "catalog/client.h"
+#include "catalog/curl_uv.h"
+#include "catalog/rest.h"
+#include "util/buf.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+static_assert(sizeof(((CatalogResult *)0)->message) == sizeof(((RestError *)0)->message),
+              "error messages are copied whole");
+static_assert(sizeof(((CatalogResult *)0)->error_type) == sizeof(((RestError *)0)->type),
+              "error types are copied whole");
+
+/* URLs and bodies we build: far above any real path or commit request, far below memory. */
+#define CATALOG_MAX_REQUEST_BYTES (64u << 20)
+
+typedef enum CallKind {
+        CALL_CONFIG,
+        CALL_LOAD_TABLE,
+        CALL_COMMIT_TABLE,
+        CALL_CREATE_NAMESPACE,
+        CALL_CREATE_TABLE,
+} CallKind;
+
+/* One operation. Owned by the client from the public function that accepted it until its
+ * callback returned; meanwhile it sits on one wait queue or is the userdata of one transfer. */
+typedef struct CatalogCall {
+        CatalogClient *client;
+        CallKind kind;
+        char **namespace;
+        size_t n_namespace;
+        char *table;
+        char *body;                     /* serialized JSON for POST, NULL for GET */
+        size_t body_len;
+        char *idempotency_key;
+        uint64_t token_generation;      /* the token the last send carried */
+        bool is_auth_retried;
+        CatalogCallback cb;             /* NULL for the client's own /v1/config fetch */
+        void *userdata;
+        struct CatalogCall *next;
+} CatalogCall;
+
+typedef struct CallQueue {
+        CatalogCall *head;
+        CatalogCall *tail;
+} CallQueue;
+
+/* Owned by the daemon. Secrets (credential, token) are wiped before they are freed. */
+struct CatalogClient {
+        uv_loop_t *loop;
+        CurlUv *curl;
+        uv_timer_t retry_timer;         /* /v1/config again after a failed start */
+        unsigned n_open_handles;        /* the timer and curl_uv, while closing */
+        bool is_closing;
+        bool is_closed;
+        void (*close_done)(void *userdata);
+        void *close_userdata;
+
+        char *base_uri;                 /* config uri without trailing '/' */
+        char *warehouse;
+        char *token_endpoint;
+        char *credential;
+        char *scope;
+        bool send_idempotency_key;
+        char **headers;                 /* Accept and header.* lines, sent on every request */
+        size_t n_headers;
+        json_t *client_properties;      /* what we tell /v1/config merging about ourselves */
+
+        /* OAuth2: has_oauth when a credential can fetch tokens. A token without expiry (a
+         * static one, or a response without expires_in) is used until a 401 or 419. */
+        bool has_oauth;
+        char *token;
+        uint64_t token_generation;
+        uint64_t token_refresh_at_ms;   /* uv_now() from which a refresh starts in the background */
+        uint64_t token_expires_at_ms;   /* uv_now() from which calls wait for a new token */
+        bool is_token_fetching;
+        CallQueue waiting_token;
+
+        RestConfig config;
+        bool is_ready;
+        bool is_started;                /* catalog_client_start() was called */
+        unsigned n_config_calls;        /* /v1/config fetches in flight or waiting */
+        unsigned n_config_failures;     /* in a row, for the retry backoff */
+        CallQueue waiting_config;       /* never non-empty while n_config_calls == 0 */
+};
+
+/* Background retries of /v1/config: 1 s, doubling, at most a minute apart. */
+#define CATALOG_RETRY_MIN_MS 1000u
+#define CATALOG_RETRY_MAX_MS 60000u
+
+static int call_submit(CatalogCall *call, bool has_fresh_token);
+
+static void queue_push(CallQueue *q, CatalogCall *call) {
+        call->next = NULL;
+        if (q->tail)
+                q->tail->next = call;
+        else
+                q->head = call;
+        q->tail = call;
+}
+
+/* Empties the queue, returning its former head: callers walk a detached list, so calls they
+ * requeue cannot make them loop. */
+static CatalogCall *queue_take_all(CallQueue *q) {
+        CatalogCall *head = q->head;
+
+        *q = (CallQueue){};
+        return head;
+}
+
+static void wipe_free(char *s) {
+        if (!s)
+                return;
+        explicit_bzero(s, strlen(s));
+        free(s);
+}
+
+static void strv_free(char **v, size_t n) {
+        for (size_t i = 0; v && i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
+static bool call_is_mutation(const CatalogCall *call) {
+        return call->kind == CALL_COMMIT_TABLE || call->kind == CALL_CREATE_NAMESPACE ||
+               call->kind == CALL_CREATE_TABLE;
+}
+
+static CatalogCall *call_free(CatalogCall *call) {
+        if (!call)
+                return NULL;
+        strv_free(call->namespace, call->n_namespace);
+        free(call->table);
+        free(call->body);
+        free(call->idempotency_key);
+        free(call);
+        return NULL;
+}
+
+DEFINE_CLEANUP_FUNC(CatalogCall, call_free);
+
+_printf_(2, 3) static void result_set_message(CatalogResult *result, const char *fmt, ...) {
+        char text[2 * sizeof(result->message)];
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                n = 0;
+        rest_text_copy(result->message, sizeof(result->message), text,
+                       (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
+}
+
+int catalog_outcome_from_http(bool is_mutation, long http_status, const char *message) {
+        if (http_status >= 200 && http_status <= 299)
+                return _CATALOG_E_SUCCESS;
+        switch (http_status) {
+        case 404:
+                return CATALOG_E_NOT_FOUND;
+        case 409:
+                return CATALOG_E_CONFLICT;
+        case 429:
+                /* Too Many Requests: not acted upon; Java retries it even for POST. */
+                return CATALOG_E_UNAVAILABLE;
+        case 400:
+                /* Servers before 1.11.0 raise a plain ValidationException for a stale sequence
+                 * number or first-row-id (PR #15126): a conflict, not our mistake. */
+                if (is_mutation && message &&
+                    (strstr(message, "first-row-id is behind") ||
+                     strstr(message, "Cannot add snapshot with sequence number")))
+                        return CATALOG_E_CONFLICT;
+                return CATALOG_E_REJECTED;
+        case 501:
+                /* Not Implemented: nothing was done, and doing it again will not help. */
+                return CATALOG_E_REJECTED;
+        case 408:
+                return is_mutation ? CATALOG_E_STATE_UNKNOWN : CATALOG_E_UNAVAILABLE;
+        default:
+                /* ErrorHandlers.java:119-139 makes 500/502/503/504 CommitStateUnknown (503 too,
+                 * although the OpenAPI calls it unavailable); any other 5xx may equally come
+                 * from behind a server that acted, so a mutation stays unknown. */
+                if (http_status >= 500 && http_status <= 599)
+                        return is_mutation ? CATALOG_E_STATE_UNKNOWN : CATALOG_E_UNAVAILABLE;
+                return CATALOG_E_REJECTED;
+        }
+}
+
+const char *catalog_outcome_to_string(int status) {
+        switch (status) {
+        case _CATALOG_E_SUCCESS:
+                return "success";
+        case CATALOG_E_CONFLICT:
+                return "conflict";
+        case CATALOG_E_STATE_UNKNOWN:
+                return "state-unknown";
+        case CATALOG_E_REJECTED:
+                return "rejected";
+        case CATALOG_E_NOT_FOUND:
+                return "not-found";
+        case CATALOG_E_UNAVAILABLE:
+                return "unavailable";
+        default:
+                return "error";
+        }
+}
+
+static const char *call_describe(const CatalogCall *call) {
+        switch (call->kind) {
+        case CALL_CONFIG:
+                return "load catalog config";
+        case CALL_LOAD_TABLE:
+                return "load table";
+        case CALL_COMMIT_TABLE:
+                return "commit table";
+        case CALL_CREATE_NAMESPACE:
+                return "create namespace";
+        case CALL_CREATE_TABLE:
+                return "create table";
+        }
+        return "call";
+}
+
+static void call_finish(CatalogCall *call, const CatalogResult *result);
+
+static void queue_fail_all(CallQueue *q, const CatalogResult *result) {
+        CatalogCall *call = queue_take_all(q);
+
+        while (call) {
+                CatalogCall *next = call->next;
+
+                call_finish(call, result);
+                call = next;
+        }
+}
+
+static void fail_with_errno(CatalogCall *call, int r, const char *what) {
+        CatalogResult result = { .status = r };
+
+        result_set_message(&result, "%s: %s", what, strerror(-r));
+        call_finish(call, &result);
+}
+
+/* Moves a wait queue on after what it waited for arrived. */
+static void queue_resubmit_all(CatalogClient *c, CallQueue *q, bool has_fresh_token) {
+        CatalogCall *call = queue_take_all(q);
+
+        while (call) {
+                CatalogCall *next = call->next;
+                int r;
+
+                r = c->is_closing ? -ECANCELED : call_submit(call, has_fresh_token);
+                if (r < 0)
+                        fail_with_errno(call, r, r == -ECANCELED ? "cancelled" : "cannot send");
+                call = next;
+        }
+}
+
+/* Calls that waited for a /v1/config that failed cannot go out either; nothing was sent, so
+ * a "table not found" from the config endpoint must not read as one for them. */
+static void config_fail_waiting(CatalogClient *c, const CatalogResult *config_result) {
+        CatalogResult result = { .status = config_result->status };
+
+        if (result.status == CATALOG_E_NOT_FOUND || result.status == CATALOG_E_CONFLICT)
+                result.status = CATALOG_E_REJECTED;
+        else if (result.status == CATALOG_E_STATE_UNKNOWN)
+                result.status = CATALOG_E_UNAVAILABLE;
+        memcpy(result.error_type, config_result->error_type, sizeof(result.error_type));
+        result_set_message(&result, "catalog configuration unavailable: %s", config_result->message);
+        queue_fail_all(&c->waiting_config, &result);
+}
+
+static int config_call_start(CatalogClient *c, CatalogCallback cb, void *userdata);
+
+static void config_on_retry(uv_timer_t *timer) {
+        CatalogClient *c = timer->data;
+        int r;
+
+        if (c->is_closing || c->is_ready || c->n_config_calls > 0)
+                return;
+        r = config_call_start(c, /* cb= */ NULL, /* userdata= */ NULL);
+        if (r < 0) {
+                /* Could not even send (memory): try again later rather than never. */
+                c->n_config_failures++;
+                (void)uv_timer_start(&c->retry_timer, config_on_retry, CATALOG_RETRY_MAX_MS, 0);
+        }
+}
+
+/* A started client that is not ready keeps asking, so that readiness (/readyz) does not wait
+ * for the next writer request. */
+static void config_schedule_retry(CatalogClient *c, const CatalogResult *result) {
+        uint64_t delay_ms = CATALOG_RETRY_MIN_MS;
+
+        if (!c->is_started || c->is_ready || c->is_closing || c->n_config_calls > 0 ||
+            result->status == -ECANCELED)
+                return;
+        for (unsigned i = 0; i < c->n_config_failures && delay_ms < CATALOG_RETRY_MAX_MS; i++)
+                delay_ms *= 2;
+        if (delay_ms > CATALOG_RETRY_MAX_MS)
+                delay_ms = CATALOG_RETRY_MAX_MS;
+        c->n_config_failures++;
+        log_debug("catalog config failed attempt=%u, retrying in %" PRIu64 " ms: %s",
+                  c->n_config_failures, delay_ms, result->message);
+        (void)uv_timer_start(&c->retry_timer, config_on_retry, delay_ms, 0);
+}
+
+static void call_finish(CatalogCall *call, const CatalogResult *result) {
+        CatalogClient *c = call->client;
+        bool is_config = call->kind == CALL_CONFIG;
+
+        if (is_config) {
+                assert(c->n_config_calls > 0);
+                c->n_config_calls--;
+                if (result->status == 0 && c->n_config_failures > 0) {
+                        /* The start callback reported the first failure; this is the news. */
+                        log_info("catalog configuration loaded after %u failed attempts",
+                                 c->n_config_failures);
+                        c->n_config_failures = 0;
+                }
+        }
+        if (call->cb)
+                call->cb(result, call->userdata);
+        call_free(call);
+
+        if (is_config) {
+                if (result->status == 0)
+                        queue_resubmit_all(c, &c->waiting_config, /* has_fresh_token= */ false);
+                else if (c->n_config_calls == 0) {
+                        config_fail_waiting(c, result);
+                        config_schedule_retry(c, result);
+                }
+        }
+}
+
+static int call_build_url(const CatalogCall *call, Buf *url) {
+        CatalogClient *c = call->client;
+        const char *const *ns = (const char *const *)call->namespace;
+        int r;
+
+        r = buf_append_str(url, c->base_uri);
+        if (r < 0)
+                return r;
+        switch (call->kind) {
+        case CALL_CONFIG:
+                r = buf_append_str(url, "/v1/config");
+                if (r >= 0 && c->warehouse) {
+                        r = buf_append_str(url, "?warehouse=");
+                        if (r >= 0)
+                                r = rest_percent_encode(url, c->warehouse, strlen(c->warehouse));
+                }
+                return r;
+        case CALL_CREATE_NAMESPACE:
+                return rest_path_append(url, REST_RESOURCE_NAMESPACES, c->config.prefix,
+                                        c->config.namespace_separator, NULL, 0, NULL);
+        case CALL_CREATE_TABLE:
+                return rest_path_append(url, REST_RESOURCE_TABLES, c->config.prefix,
+                                        c->config.namespace_separator, ns, call->n_namespace, NULL);
+        case CALL_LOAD_TABLE:
+        case CALL_COMMIT_TABLE:
+                return rest_path_append(url, REST_RESOURCE_TABLE, c->config.prefix,
+                                        c->config.namespace_separator, ns, call->n_namespace,
+                                        call->table);
+        }
+        return -EINVAL;
+}
+
+static void call_on_response(const CurlUvResponse *response, void *userdata);
+
+static int call_send(CatalogCall *call) {
+        CatalogClient *c = call->client;
+        _cleanup_(buf_deinitp) Buf url = {}, auth = {}, key = {};
+        _cleanup_(freep) const char **lines = NULL;
+        size_t n_lines = 0;
+        CurlUvRequest req;
+        int r;
+
+        buf_init(&url, CATALOG_MAX_REQUEST_BYTES);
+        buf_init(&auth, CATALOG_MAX_REQUEST_BYTES);
+        buf_init(&key, CATALOG_MAX_REQUEST_BYTES);
+        r = call_build_url(call, &url);
+        if (r < 0)
+                return r;
+
+        lines = calloc(c->n_headers + 3, sizeof(*lines));
+        if (!lines)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_headers; i++)
+                lines[n_lines++] = c->headers[i];
+        if (call->body)
+                lines[n_lines++] = "Content-Type: application/json";
+        if (c->token) {
+                r = buf_printf(&auth, "Authorization: Bearer %s", c->token);
+                if (r < 0)
+                        return r;
+                lines[n_lines++] = buf_str(&auth);
+        }
+        if (call->idempotency_key) {
+                r = buf_printf(&key, "Idempotency-Key: %s", call->idempotency_key);
+                if (r < 0)
+                        return r;
+                lines[n_lines++] = buf_str(&key);
+        }
+
+        req = (CurlUvRequest){
+                .method = call->body ? "POST" : "GET",
+                .url = buf_str(&url),
+                .headers = lines,
+                .n_headers = n_lines,
+                .body = slice_make(call->body, call->body_len),
+        };
+        r = curl_uv_send(c->curl, &req, call_on_response, call);
+        /* curl copied the header lines; ours held the token. */
+        if (auth.data)
+                explicit_bzero(auth.data, auth.len);
+        if (r < 0)
+                return r;
+        call->token_generation = c->token_generation;
+        return 0;
+}
+
+static void token_on_response(const CurlUvResponse *response, void *userdata);
+
+static int token_fetch_start(CatalogClient *c) {
+        _cleanup_(buf_deinitp) Buf form = {};
+        const char *secret, *colon;
+        _cleanup_(freep) char *client_id = NULL;
+        _cleanup_(freep) const char **lines = NULL;
+        size_t n_lines = 0;
+        CurlUvRequest req;
+        int r;
+
+        if (c->is_token_fetching)
+                return 0;
+        lines = calloc(c->n_headers + 1, sizeof(*lines));
+        if (!lines)
+                return -ENOMEM;
+
+        /* Java's OAuth2Util: "id:secret", or a bare secret without a client id. */
+        secret = c->credential;
+        colon = strchr(c->credential, ':');
+        if (colon) {
+                client_id = strndup(c->credential, (size_t)(colon - c->credential));
+                if (!client_id)
+                        return -ENOMEM;
+                secret = colon + 1;
+        }
+        buf_init(&form, CATALOG_MAX_REQUEST_BYTES);
+        r = rest_form_append(&form, "grant_type", "client_credentials");
+        if (r >= 0 && client_id)
+                r = rest_form_append(&form, "client_id", client_id);
+        if (r >= 0)
+                r = rest_form_append(&form, "client_secret", secret);
+        if (r >= 0 && c->scope)
+                r = rest_form_append(&form, "scope", c->scope);
+
+        if (r >= 0) {
+                for (size_t i = 0; i < c->n_headers; i++)
+                        lines[n_lines++] = c->headers[i];
+                lines[n_lines++] = "Content-Type: application/x-www-form-urlencoded";
+                req = (CurlUvRequest){
+                        .method = "POST",
+                        .url = c->token_endpoint,
+                        .headers = lines,
+                        .n_headers = n_lines,
+                        .body = buf_slice(&form),
+                };
+                r = curl_uv_send(c->curl, &req, token_on_response, c);
+        }
+        if (form.data)
+                explicit_bzero(form.data, form.len);
+        if (r < 0)
+                return r;
+        c->is_token_fetching = true;
+        return 0;
+}
+
+static void token_forget(CatalogClient *c) {
+        wipe_free(c->token);
+        c->token = NULL;
+}
+
+static void token_on_response(const CurlUvResponse *response, void *userdata) {
+        CatalogClient *c = userdata;
+        _cleanup_(rest_token_deinit) RestToken token = {};
+        CatalogResult result = {};
+        uint64_t now, lifetime_ms, margin_ms;
+        Error error = {};
+        RestError rest_error;
+        int r;
+
+        c->is_token_fetching = false;
+
+        if (response->status < 0) {
+                result.status = response->status;
+                result_set_message(&result, "oauth2 token request: %s", response->error);
+        } else if (response->status > 0) {
+                /* Nothing that waits for a token has been sent: retrying is safe. */
+                result.status = CATALOG_E_UNAVAILABLE;
+                result_set_message(&result, "oauth2 token request to '%s': %s", c->token_endpoint,
+                                   response->error);
+        } else if (response->http_status < 200 || response->http_status > 299) {
+                result.http_status = response->http_status;
+                result.status = response->http_status == 429 || response->http_status >= 500 ?
+                                        CATALOG_E_UNAVAILABLE : CATALOG_E_REJECTED;
+                if (response->body_error == 0 && rest_error_parse(response->body, &rest_error) == 0) {
+                        memcpy(result.error_type, rest_error.type, sizeof(result.error_type));
+                        result_set_message(&result, "oauth2 token request to '%s': HTTP %ld: %s",
+                                           c->token_endpoint, response->http_status,
+                                           rest_error.message);
+                } else
+                        result_set_message(&result, "oauth2 token request to '%s': HTTP %ld",
+                                           c->token_endpoint, response->http_status);
+        } else if (response->body_error < 0) {
+                result.status = response->body_error;
+                result_set_message(&result, "oauth2 token response: %s",
+                                   strerror(-response->body_error));
+        } else if ((r = rest_token_parse(response->body, &token, &error)) < 0) {
+                result.status = r;
+                result_set_message(&result, "%s", error.message);
+        } else {
+                wipe_free(c->token);
+                c->token = TAKE_PTR(token.access_token);
+                c->token_generation++;
+                now = uv_now(c->loop);
+                if (token.has_expires_in) {
+                        /* Refresh ahead of expiry, as Java does: a tenth of the lifetime, at
+                         * most five minutes early. */
+                        lifetime_ms = (uint64_t)token.expires_in_s * 1000;
+                        margin_ms = lifetime_ms / 10 < 300000 ? lifetime_ms / 10 : 300000;
+                        c->token_expires_at_ms = now + lifetime_ms;
+                        c->token_refresh_at_ms = now + lifetime_ms - margin_ms;
+                } else {
+                        c->token_expires_at_ms = UINT64_MAX;
+                        c->token_refresh_at_ms = UINT64_MAX;
+                }
+                log_debug("oauth2 token obtained generation=%" PRIu64 " expires_in_s=%u",
+                          c->token_generation, token.has_expires_in ? token.expires_in_s : 0);
+                queue_resubmit_all(c, &c->waiting_token, /* has_fresh_token= */ true);
+                return;
+        }
+        queue_fail_all(&c->waiting_token, &result);
+}
+
+/* Sends the call now, or parks it until what it needs (a token, the configuration) arrives.
+ * Returns <0 only when the call was neither sent nor parked. */
+static int call_submit(CatalogCall *call, bool has_fresh_token) {
+        CatalogClient *c = call->client;
+        uint64_t now;
+        int r;
+
+        if (c->is_closing)
+                return -ESHUTDOWN;
+
+        if (c->has_oauth && !has_fresh_token) {
+                now = uv_now(c->loop);
+                if (!c->token || now >= c->token_expires_at_ms) {
+                        r = token_fetch_start(c);
+                        if (r < 0)
+                                return r;
+                        queue_push(&c->waiting_token, call);
+                        return 0;
+                }
+                /* Still valid: use it, and fetch the next one meanwhile. A failed start is
+                 * retried by the next call. */
+                if (now >= c->token_refresh_at_ms)
+                        (void)token_fetch_start(c);
+        }
+
+        if (call->kind != CALL_CONFIG && !c->is_ready) {
+                if (c->n_config_calls == 0) {
+                        r = config_call_start(c, /* cb= */ NULL, /* userdata= */ NULL);
+                        if (r < 0)
+                                return r;
+                }
+                queue_push(&c->waiting_config, call);
+                return 0;
+        }
+        return call_send(call);
+}
+
+static int config_call_start(CatalogClient *c, CatalogCallback cb, void *userdata) {
+        CatalogCall *call;
+        int r;
+
+        call = calloc(1, sizeof(*call));
+        if (!call)
+                return -ENOMEM;
+        call->client = c;
+        call->kind = CALL_CONFIG;
+        call->cb = cb;
+        call->userdata = userdata;
+        c->n_config_calls++;
+        r = call_submit(call, /* has_fresh_token= */ false);
+        if (r < 0) {
+                c->n_config_calls--;
+                call_free(call);
+                return r;
+        }
+        return 0;
+}
+
+/* Fills result from a 2xx answer; returns the parsed body (owned) or NULL. */
+static json_t *call_read_success(const CatalogCall *call, const CurlUvResponse *response,
+                                 CatalogResult *result) {
+        bool is_mutation = call_is_mutation(call);
+        Error error = {};
+        json_t *body = NULL;
+        int r;
+
+        /* A mutation's verdict is its status line: a body we cannot read does not undo the
+         * commit, so it stays a success and says why the body is missing. */
+        if (response->body_error < 0) {
+                result->status = is_mutation ? 0 : response->body_error;
+                result_set_message(result, "%s: HTTP %ld response body dropped: %s",
+                                   call_describe(call), response->http_status,
+                                   strerror(-response->body_error));
+                return NULL;
+        }
+        if (response->body.len == 0) {
+                if (!is_mutation) {
+                        result->status = -EBADMSG;
+                        result_set_message(result, "%s: HTTP %ld with an empty body",
+                                           call_describe(call), response->http_status);
+                }
+                return NULL;
+        }
+        r = rest_json_parse(response->body, &body, &error);
+        if (r >= 0 && call->kind == CALL_LOAD_TABLE) {
+                r = rest_table_result_check(body, &error);
+                if (r < 0) {
+                        json_decref(body);
+                        body = NULL;
+                }
+        }
+        if (r < 0) {
+                result->status = is_mutation ? 0 : r;
+                result_set_message(result, "%s: HTTP %ld with an unreadable body: %s",
+                                   call_describe(call), response->http_status, error.message);
+                return NULL;
+        }
+        return body;
+}
+
+static void call_read_error(const CatalogCall *call, const CurlUvResponse *response,
+                            CatalogResult *result) {
+        RestError rest_error;
+        char snippet[201];
+
+        if (response->body_error == 0 && rest_error_parse(response->body, &rest_error) == 0) {
+                memcpy(result->message, rest_error.message, sizeof(result->message));
+                memcpy(result->error_type, rest_error.type, sizeof(result->error_type));
+                if (result->message[0] == '\0')
+                        result_set_message(result, "%s: HTTP %ld", call_describe(call),
+                                           response->http_status);
+        } else {
+                /* Not an IcebergErrorResponse (a proxy's or servlet container's HTML page):
+                 * its first bytes are still the best clue. */
+                rest_text_copy(snippet, sizeof(snippet), (const char *)response->body.ptr,
+                               response->body.len);
+                result_set_message(result, "%s: HTTP %ld%s%s", call_describe(call),
+                                   response->http_status, snippet[0] ? ": " : "", snippet);
+        }
+        result->status = catalog_outcome_from_http(call_is_mutation(call), response->http_status,
+                                                   result->message);
+}
+
+static void call_on_response(const CurlUvResponse *response, void *userdata) {
+        CatalogCall *call = userdata;
+        CatalogClient *c = call->client;
+        _cleanup_(json_decrefp) json_t *body = NULL;
+        CatalogResult result = {};
+        RestConfig config;
+        Error error = {};
+        int r;
+
+        if (response->status == 0 && (response->http_status == 401 || response->http_status == 419) &&
+            c->has_oauth && !call->is_auth_retried && !c->is_closing) {
+                /* The token expired or was revoked; the server did not act on the request, so
+                 * the same request (same Idempotency-Key) goes again, once, with a new token. */
+                call->is_auth_retried = true;
+                if (call->token_generation == c->token_generation)
+                        token_forget(c);
+                r = call_submit(call, /* has_fresh_token= */ false);
+                if (r >= 0)
+                        return;
+                fail_with_errno(call, r, "cannot resend after refreshing the token");
+                return;
+        }
+
+        if (response->status < 0) {
+                result.status = response->status;
+                result_set_message(&result, "%s: %s", call_describe(call), response->error);
+        } else if (response->status == CURL_UV_E_NOT_SENT) {
+                result.status = CATALOG_E_UNAVAILABLE;
+                result_set_message(&result, "%s: catalog unreachable: %s", call_describe(call),
+                                   response->error);
+        } else if (response->status == CURL_UV_E_NO_RESPONSE) {
+                result.status = call_is_mutation(call) ? CATALOG_E_STATE_UNKNOWN :
+                                                         CATALOG_E_UNAVAILABLE;
+                result_set_message(&result, "%s: no answer from the catalog: %s",
+                                   call_describe(call), response->error);
+        } else {
+                result.http_status = response->http_status;
+                if (response->http_status >= 200 && response->http_status <= 299)
+                        body = call_read_success(call, response, &result);
+                else
+                        call_read_error(call, response, &result);
+        }
+
+        if (call->kind == CALL_CONFIG && result.status == 0) {
+                r = rest_config_parse(body, c->client_properties, &config, &error);
+                if (r < 0) {
+                        result.status = r;
+                        result_set_message(&result, "%s", error.message);
+                } else {
+                        rest_config_deinit(&c->config);
+                        c->config = config;
+                        c->is_ready = true;
+                        log_debug("catalog config loaded prefix='%s' separator='%s' idempotency=%s",
+                                  c->config.prefix ? c->config.prefix : "",
+                                  c->config.namespace_separator,
+                                  c->config.has_idempotency ? "advertised" : "no");
+                }
+        }
+
+        result.body = body;
+        call_finish(call, &result);
+}
+
+static void catalog_client_destroy(CatalogClient *c) {
+        if (!c)
+                return;
+        wipe_free(c->token);
+        wipe_free(c->credential);
+        free(c->base_uri);
+        free(c->warehouse);
+        free(c->token_endpoint);
+        free(c->scope);
+        strv_free(c->headers, c->n_headers);
+        json_decref(c->client_properties);
+        rest_config_deinit(&c->config);
+        free(c);
+}
+
+DEFINE_CLEANUP_FUNC(CatalogClient, catalog_client_destroy);
+
+CatalogClient *catalog_client_free(CatalogClient *c) {
+        if (!c)
+                return NULL;
+        /* Its uv handles must be closed: the loop still points at them otherwise. */
+        assert(c->is_closed);
+        catalog_client_destroy(c);
+        return NULL;
+}
+
+static bool is_http_uri(const char *s) {
+        return s && (strncasecmp(s, "http://", 7) == 0 || strncasecmp(s, "https://", 8) == 0);
+}
+
+/* A header.* line must stay one line: no CR, LF or other controls that would let a value
+ * smuggle in a second header. */
+static bool is_header_text(const char *s) {
+        for (; *s; s++)
+                if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7F)
+                        return false;
+        return true;
+}
+
+static bool is_header_name(const char *s) {
+        if (!s || !*s)
+                return false;
+        for (; *s; s++)
+                if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7F || *s == ':')
+                        return false;
+        return true;
+}
+
+static char *strdup_or_null(const char *s, int *r) {
+        char *d;
+
+        if (!s)
+                return NULL;
+        d = strdup(s);
+        if (!d)
+                *r = -ENOMEM;
+        return d;
+}
+
+int catalog_client_new(uv_loop_t *loop, const CatalogConfig *config, CatalogClient **ret_client) {
+        _cleanup_(catalog_client_destroyp) CatalogClient *c = NULL;
+        size_t n;
+        int r = 0;
+
+        assert(loop && config && ret_client);
+        if (!is_http_uri(config->uri))
+                return -EINVAL;
+        if (config->oauth2_server_uri && !is_http_uri(config->oauth2_server_uri))
+                return -EINVAL;
+        for (size_t i = 0; i < config->n_headers; i++)
+                if (!is_header_name(config->headers[i].name) || !config->headers[i].value ||
+                    !is_header_text(config->headers[i].value))
+                        return -EINVAL;
+        if (config->token) {
+                for (const char *s = config->token; *s; s++)
+                        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7F)
+                                return -EINVAL;
+        }
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->loop = loop;
+        c->send_idempotency_key = config->send_idempotency_key;
+
+        c->base_uri = strdup(config->uri);
+        if (!c->base_uri)
+                return -ENOMEM;
+        for (n = strlen(c->base_uri); n > 0 && c->base_uri[n - 1] == '/'; n--)
+                c->base_uri[n - 1] = '\0';
+        c->warehouse = strdup_or_null(config->warehouse, &r);
+        c->scope = strdup_or_null(config->scope, &r);
+        c->credential = strdup_or_null(config->credential, &r);
+        c->token = strdup_or_null(config->token, &r);
+        if (r < 0)
+                return r;
+        c->has_oauth = c->credential != NULL;
+        c->token_refresh_at_ms = c->token_expires_at_ms = UINT64_MAX;
+        if (config->oauth2_server_uri)
+                c->token_endpoint = strdup(config->oauth2_server_uri);
+        else if (asprintf(&c->token_endpoint, "%s/v1/oauth/tokens", c->base_uri) < 0)
+                c->token_endpoint = NULL;
+        if (!c->token_endpoint)
+                return -ENOMEM;
+
+        c->headers = calloc(config->n_headers + 1, sizeof(char *));
+        if (!c->headers)
+                return -ENOMEM;
+        c->headers[c->n_headers] = strdup("Accept: application/json");
+        if (!c->headers[c->n_headers])
+                return -ENOMEM;
+        c->n_headers++;
+        for (size_t i = 0; i < config->n_headers; i++) {
+                if (asprintf(&c->headers[c->n_headers], "%s: %s", config->headers[i].name,
+                             config->headers[i].value) < 0)
+                        return -ENOMEM;
+                c->n_headers++;
+        }
+
+        /* Only what is not secret: a server's defaults/overrides merge around these. */
+        c->client_properties = json_pack("{s:s}", "uri", c->base_uri);
+        if (!c->client_properties)
+                return -ENOMEM;
+        if (c->warehouse &&
+            json_object_set_new(c->client_properties, "warehouse", json_string(c->warehouse)) < 0)
+                return -ENOMEM;
+
+        /* Last: curl_uv_new() was the last step that can fail, and uv_timer_init() cannot;
+         * a failed _new thus leaves no handle on the loop. */
+        r = curl_uv_new(loop, config, "icecommitd/" ICECOMMIT_VERSION, &c->curl);
+        if (r < 0)
+                return r;
+        (void)uv_timer_init(loop, &c->retry_timer);
+        c->retry_timer.data = c;
+
+        *ret_client = TAKE_PTR(c);
+        return 0;
+}
+
+static void catalog_client_on_handle_closed(CatalogClient *c) {
+        CatalogResult result = { .status = -ECANCELED };
+
+        assert(c->n_open_handles > 0);
+        if (--c->n_open_handles > 0)
+                return;
+        /* Every waiting call waited for a token or config transfer, whose cancellation failed
+         * it already; this only guards that invariant. */
+        result_set_message(&result, "cancelled: the catalog client is closing");
+        queue_fail_all(&c->waiting_token, &result);
+        queue_fail_all(&c->waiting_config, &result);
+        c->is_closed = true;
+        if (c->close_done)
+                c->close_done(c->close_userdata);
+}
+
+static void catalog_client_on_curl_closed(void *userdata) {
+        CatalogClient *c = userdata;
+
+        c->curl = NULL;
+        catalog_client_on_handle_closed(c);
+}
+
+static void catalog_client_on_timer_closed(uv_handle_t *handle) {
+        catalog_client_on_handle_closed(handle->data);
+}
+
+void catalog_client_close(CatalogClient *c, void (*done)(void *userdata), void *userdata) {
+        assert(c && !c->is_closing);
+        c->is_closing = true;
+        c->close_done = done;
+        c->close_userdata = userdata;
+        c->n_open_handles = 2;
+        (void)uv_timer_stop(&c->retry_timer);
+        uv_close((uv_handle_t *)&c->retry_timer, catalog_client_on_timer_closed);
+        curl_uv_close(c->curl, catalog_client_on_curl_closed, c);
+}
+
+int catalog_client_start(CatalogClient *c, CatalogCallback cb, void *userdata) {
+        assert(c && cb);
+        if (c->is_closing)
+                return -ESHUTDOWN;
+        c->is_started = true;
+        return config_call_start(c, cb, userdata);
+}
+
+bool catalog_client_is_ready(const CatalogClient *c) {
+        return c->is_ready;
+}
+
+bool catalog_client_supports_idempotency(const CatalogClient *c) {
+        return c->send_idempotency_key || (c->is_ready && c->config.has_idempotency);
+}
+
+uint64_t catalog_client_idempotency_lifetime_ms(const CatalogClient *c) {
+        return c->is_ready ? c->config.idempotency_lifetime_ms : 0;
+}
+
+bool catalog_client_supports_endpoint(const CatalogClient *c, const char *endpoint) {
+        return c->is_ready && rest_config_has_endpoint(&c->config, endpoint);
+}
+
+const char *catalog_client_prefix(const CatalogClient *c) {
+        return c->config.prefix;
+}
+
+const char *catalog_client_namespace_separator(const CatalogClient *c) {
+        return c->config.namespace_separator ? c->config.namespace_separator :
+                                               REST_DEFAULT_NAMESPACE_SEPARATOR;
+}
+
+uint64_t catalog_client_connections_opened(const CatalogClient *c) {
+        return c->curl ? curl_uv_connections_opened(c->curl) : 0;
+}
+
+/* Copies the operation's arguments: it may wait for a token or /v1/config long after the
+ * caller's strings are gone. */
+static int call_new(CatalogClient *c, CallKind kind, const char *const *namespace,
+                    size_t n_namespace, const char *table, CatalogCallback cb, void *userdata,
+                    CatalogCall **ret_call) {
+        _cleanup_(call_freep) CatalogCall *call = NULL;
+
+        assert(cb);
+        if (n_namespace == 0 || !namespace)
+                return -EINVAL;
+        for (size_t i = 0; i < n_namespace; i++)
+                if (!namespace[i] || namespace[i][0] == '\0')
+                        return -EINVAL;
+        if (kind != CALL_CREATE_NAMESPACE && (!table || table[0] == '\0'))
+                return -EINVAL;
+        if (c->is_closing)
+                return -ESHUTDOWN;
+
+        call = calloc(1, sizeof(*call));
+        if (!call)
+                return -ENOMEM;
+        call->client = c;
+        call->kind = kind;
+        call->cb = cb;
+        call->userdata = userdata;
+        call->namespace = calloc(n_namespace, sizeof(char *));
+        if (!call->namespace)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_namespace; i++) {
+                call->namespace[i] = strdup(namespace[i]);
+                if (!call->namespace[i])
+                        return -ENOMEM;
+                call->n_namespace++;
+        }
+        if (table) {
+                call->table = strdup(table);
+                if (!call->table)
+                        return -ENOMEM;
+        }
+        *ret_call = TAKE_PTR(call);
+        return 0;
+}
+
+static int call_set_body(CatalogCall *call, const json_t *body) {
+        call->body = json_dumps(body, JSON_COMPACT);
+        if (!call->body)
+                return -ENOMEM;
+        call->body_len = strlen(call->body);
+        return 0;
+}
+
+static int call_start(CatalogCall **callp) {
+        int r;
+
+        r = call_submit(*callp, /* has_fresh_token= */ false);
+        if (r < 0)
+                return r;               /* the caller's cleanup frees the call */
+        *callp = NULL;
+        return 0;
+}
+
+int catalog_load_table(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+                       const char *table, CatalogCallback cb, void *userdata) {
+        _cleanup_(call_freep) CatalogCall *call = NULL;
+        int r;
+
+        r = call_new(c, CALL_LOAD_TABLE, namespace, n_namespace, table, cb, userdata, &call);
+        if (r < 0)
+                return r;
+        return call_start(&call);
+}
+
+int catalog_commit_table(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+                         const char *table, const json_t *request, const char *idempotency_key,
+                         CatalogCallback cb, void *userdata) {
+        _cleanup_(call_freep) CatalogCall *call = NULL;
+        int r;
+
+        if (!json_is_object(request))
+                return -EINVAL;
+        if (idempotency_key && (idempotency_key[0] == '\0' || !is_header_text(idempotency_key)))
+                return -EINVAL;
+        r = call_new(c, CALL_COMMIT_TABLE, namespace, n_namespace, table, cb, userdata, &call);
+        if (r < 0)
+                return r;
+        r = call_set_body(call, request);
+        if (r < 0)
+                return r;
+        if (idempotency_key) {
+                call->idempotency_key = strdup(idempotency_key);
+                if (!call->idempotency_key)
+                        return -ENOMEM;
+        }
+        return call_start(&call);
+}
+
+int catalog_create_namespace(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+                             const json_t *properties, CatalogCallback cb, void *userdata) {
+        _cleanup_(call_freep) CatalogCall *call = NULL;
+        _cleanup_(json_decrefp) json_t *body = NULL;
+        json_t *levels;
+        int r;
+
+        if (properties && !json_is_object(properties))
+                return -EINVAL;
+        r = call_new(c, CALL_CREATE_NAMESPACE, namespace, n_namespace, NULL, cb, userdata, &call);
+        if (r < 0)
+                return r;
+        body = json_object();
+        levels = json_array();
+        if (!body || json_object_set_new(body, "namespace", levels) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_namespace; i++)
+                if (json_array_append_new(levels, json_string(namespace[i])) < 0)
+                        return -EINVAL;         /* not UTF-8 */
+        r = properties ? json_object_set(body, "properties", (json_t *)properties) :
+                         json_object_set_new(body, "properties", json_object());
+        if (r < 0)
+                return -ENOMEM;
+        r = call_set_body(call, body);
+        if (r < 0)
+                return r;
+        return call_start(&call);
+}
+
+int catalog_create_table(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+                         const char *name, const json_t *request, CatalogCallback cb,
+                         void *userdata) {
+        _cleanup_(call_freep) CatalogCall *call = NULL;
+        _cleanup_(json_decrefp) json_t *body = NULL;
+        int r;
+
+        if (!json_is_object(request))
+                return -EINVAL;
+        r = call_new(c, CALL_CREATE_TABLE, namespace, n_namespace, name, cb, userdata, &call);
+        if (r < 0)
+                return r;
+        /* A shallow copy: the caller's object stays as it was. */
+        body = json_copy((json_t *)request);
+        if (!body)
+                return -ENOMEM;
+        if (json_object_set_new(body, "name", json_string(name)) < 0)
+                return -EINVAL;
+        r = call_set_body(call, body);
+        if (r < 0)
+                return r;
+        return call_start(&call);
+}

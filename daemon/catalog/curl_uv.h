@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libcurl's multi interface driven by a uv loop: one uv_poll_t per socket curl asks for, one
+ * uv_timer_t for curl's timeouts, one connection cache kept alive between requests. The only
+ * file that sees a CURLcode: each finished transfer becomes an HTTP response or a transport
+ * outcome here. Knows nothing of REST or JSON; loop thread only. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config/config.h"
+#include "util/slice.h"
+
+/* Owned by its creator (the catalog client); freed by curl_uv_close(). */
+typedef struct CurlUv CurlUv;
+
+/* Transport outcomes of a transfer (CurlUvResponse.status), as STYLE §3 outcome codes. */
+enum {
+        _CURL_UV_E_SUCCESS,
+        CURL_UV_E_NOT_SENT,     /* failed before the request could leave: DNS, connect, TLS */
+        CURL_UV_E_NO_RESPONSE,  /* the request may have reached the server, no full response came */
+};
+
+typedef struct CurlUvRequest {
+        const char *method;             /* "GET" or "POST" */
+        const char *url;
+        const char *const *headers;     /* "Name: value" lines, sent as given */
+        size_t n_headers;
+        Slice body;                     /* POST body, copied before curl_uv_send() returns */
+} CurlUvRequest;
+
+/* Everything in it is borrowed for the duration of the callback. */
+typedef struct CurlUvResponse {
+        int status;             /* 0: a complete HTTP response; CURL_UV_E_*; -ECANCELED; -errno */
+        long http_status;       /* valid when status == 0 */
+        Slice body;             /* the response body (NUL-terminated), empty when body_error < 0 */
+        int body_error;         /* -E2BIG past max_response_bytes, -ENOMEM; the head still counts */
+        const char *error;      /* the transport failure in words, "" on success */
+} CurlUvResponse;
+
+typedef void (*CurlUvCallback)(const CurlUvResponse *response, void *userdata);
+
+/* Creates the multi handle on `loop` with the timeouts, TLS settings, connection limit and
+ * response limit of `config` (copied; the config may go away). Returns 0, -ENOMEM or -EINVAL. */
+int curl_uv_new(uv_loop_t *loop, const CatalogConfig *config, const char *user_agent,
+                CurlUv **ret_curl_uv);
+
+/* Starts one transfer. Returns <0 (then cb is never called): -ESHUTDOWN after curl_uv_close(),
+ * -EINVAL for an unsupported method, -ENOMEM; or 0, and cb is called exactly once, later, from
+ * the loop. Redirects are not followed: a 3xx is handed back as it came. */
+int curl_uv_send(CurlUv *cu, const CurlUvRequest *req, CurlUvCallback cb, void *userdata);
+
+/* Stops all network activity: every transfer in flight completes with -ECANCELED (called from
+ * the loop, not from within this call), every uv handle is closed, then done(userdata) is
+ * called and the object freed. After this call curl_uv_send() fails. */
+void curl_uv_close(CurlUv *cu, void (*done)(void *userdata), void *userdata);
+
+/* Number of connections opened so far (not reused ones), for tests of keep-alive. */
+uint64_t curl_uv_connections_opened(const CurlUv *cu);

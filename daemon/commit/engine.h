@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The commit engine: one queue per table and branch, group commit, optimistic attempts with
+ * backoff, the idempotency-key registry. Owns every submitted WriterRequest until answered. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#include "catalog/client.h"
+#include "config/config.h"
+#include "metrics/metrics.h"
+#include "writer/api.h"
+
+typedef struct CommitEngine CommitEngine;
+
+/* All pointers are borrowed and must outlive the engine. */
+int commit_engine_new(uv_loop_t *loop, const CommitConfig *config, const StorageConfig *storage,
+                      CatalogClient *catalog, Metrics *metrics, CommitEngine **ret);
+/* Hooks for writer_api_register(), bound to this engine. */
+const WriterHooks *commit_engine_hooks(void);
+/* Fails waiting requests with 503 and stops starting attempts; in-flight ones finish. Calls
+ * done once nothing is in flight (or at once). */
+void commit_engine_stop(CommitEngine *e, void (*done)(void *userdata), void *userdata);
+CommitEngine *commit_engine_free(CommitEngine *e);
+DEFINE_CLEANUP_FUNC(CommitEngine, commit_engine_free);

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Idempotency-key registry: what icecommitd knows about each key it has seen (pending, committed
+ * with its receipt, failed with its error, or unknown), bounded by receipt-cache-size. Memory
+ * only: the table's snapshot summaries are the durable record (DESIGN section 3). */
+#pragma once
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "util/cleanup.h"
+#include "writer/api.h"
+
+typedef enum KeyState {
+        KEY_PENDING,
+        KEY_COMMITTED,
+        KEY_FAILED,
+        KEY_UNKNOWN,
+} KeyState;
+
+typedef struct KeyEntry KeyEntry;
+typedef struct KeyRegistry KeyRegistry;
+
+struct KeyEntry {
+        char *key;
+        char *fingerprint;
+        KeyState state;
+        int status;                     /* HTTP status of the final answer */
+        json_t *body;                   /* receipt or error body, owned */
+        WriterRequest **waiters;        /* later callers with the same key while pending */
+        size_t n_waiters;
+        KeyEntry *hash_next;
+        KeyEntry *done_prev, *done_next; /* finished entries, oldest first, for eviction */
+};
+
+int key_registry_new(size_t max_finished, KeyRegistry **ret);
+KeyRegistry *key_registry_free(KeyRegistry *r);
+DEFINE_CLEANUP_FUNC(KeyRegistry, key_registry_free);
+
+KeyEntry *key_registry_get(KeyRegistry *r, const char *key);
+/* Adds a pending entry for a key that has none. */
+int key_registry_add(KeyRegistry *r, const char *key, const char *fingerprint, KeyEntry **ret);
+/* Records the final answer (body stolen), answers every waiter with a copy, and makes the entry
+ * evictable. */
+void key_registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, json_t *body);
+/* Drops an entry (a retryable failure: the writer may send the key again). Waiters must have
+ * been answered. */
+void key_registry_remove(KeyRegistry *r, KeyEntry *e);
+/* Adds a waiter to a pending entry; takes ownership of w. */
+int key_registry_wait(KeyEntry *e, WriterRequest *w);
+/* The GET /v1/commits/{key} body for an entry (owned). */
+json_t *key_entry_status_json(const KeyEntry *e);
+size_t key_registry_size(const KeyRegistry *r);

@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Iceberg fields over Avro (see fields.h). Iceberg resolves columns by field id, never by
+ * name (v1 manifest lists name field 504 added_data_files_count, later ones added_files_count),
+ * so every read goes through the "field-id" attributes of the writer schema JSON. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iceberg/fields.h"
+#include "util/cleanup.h"
+
+static bool fields_json_is_null_type(const json_t *t) {
+        const char *s = json_string_value(t);
+
+        if (!s && json_is_object(t))
+                s = json_string_value(json_object_get(t, "type"));
+        return s && strcmp(s, "null") == 0;
+}
+
+static avro_schema_t fields_unlink(avro_schema_t s) {
+        while (s && avro_typeof(s) == AVRO_LINK)
+                s = avro_schema_link_target(s);
+        return s;
+}
+
+int fields_record_init(const json_t *json, avro_schema_t schema, FieldsRecord *ret, Error *e) {
+        const json_t *fields;
+        size_t n;
+
+        schema = fields_unlink(schema);
+        if (!json_is_object(json) || !json_is_string(json_object_get(json, "type")) ||
+            strcmp(json_string_value(json_object_get(json, "type")), "record") != 0)
+                return error_set(e, -EBADMSG, "schema is not an inline Avro record");
+        fields = json_object_get(json, "fields");
+        if (!json_is_array(fields) || !schema || avro_typeof(schema) != AVRO_RECORD)
+                return error_set(e, -EBADMSG, "schema record has no fields array");
+        n = json_array_size(fields);
+        if (n != avro_schema_record_size(schema))
+                return error_set(e, -EBADMSG, "schema record fields differ between JSON and avro-c");
+
+        for (size_t i = 0; i < n; i++) {
+                const json_t *f = json_array_get(fields, i), *id = json_object_get(f, "field-id");
+                const char *name = json_string_value(json_object_get(f, "name"));
+
+                /* Both views come from the same text; this guards against the two parsers
+                 * disagreeing (duplicate keys, unusual JSON) before positions are trusted. */
+                if (!name || strcmp(name, avro_schema_record_field_name(schema, (int)i)) != 0)
+                        return error_set(e, -EBADMSG, "schema field %zu has no matching name", i);
+                if (id && !json_is_integer(id))
+                        return error_set(e, -EBADMSG, "schema field '%s' has a non-integer field-id", name);
+                for (size_t j = 0; id && j < i; j++) {
+                        const json_t *other = json_object_get(json_array_get(fields, j), "field-id");
+
+                        if (other && json_integer_value(other) == json_integer_value(id))
+                                return error_set(e, -EBADMSG, "schema field id %" PRId64 " appears twice",
+                                                 (int64_t)json_integer_value(id));
+                }
+        }
+
+        *ret = (FieldsRecord){ .json = json, .schema = schema };
+        return 0;
+}
+
+int fields_index(const FieldsRecord *rec, int64_t field_id) {
+        const json_t *fields = json_object_get(rec->json, "fields");
+
+        for (size_t i = 0; i < json_array_size(fields); i++) {
+                const json_t *id = json_object_get(json_array_get(fields, i), "field-id");
+
+                if (json_is_integer(id) && json_integer_value(id) == field_id)
+                        return (int)i;
+        }
+        return -ENOENT;
+}
+
+const char *fields_name(const FieldsRecord *rec, int index) {
+        const char *name = NULL;
+
+        if (index >= 0)
+                name = avro_schema_record_field_name(rec->schema, index);
+        return name ? name : "?";
+}
+
+/* The field's type with a union of null and one other type unwrapped, in both views. */
+static int fields_unwrap(const FieldsRecord *rec, int index, const json_t **ret_json, avro_schema_t *ret_schema,
+                         bool *ret_optional, Error *e) {
+        const json_t *t = json_object_get(json_array_get(json_object_get(rec->json, "fields"), (size_t)index), "type");
+        avro_schema_t s = fields_unlink(avro_schema_record_field_get_by_index(rec->schema, index));
+        bool optional = false;
+
+        if (!s || !t)
+                return error_set(e, -EBADMSG, "field '%s' has no type", fields_name(rec, index));
+        if (avro_typeof(s) == AVRO_UNION) {
+                int branch = -1;
+
+                if (!json_is_array(t) || json_array_size(t) != avro_schema_union_size(s))
+                        return error_set(e, -EBADMSG, "field '%s' has an inconsistent union", fields_name(rec, index));
+                for (size_t i = 0; i < json_array_size(t); i++) {
+                        if (fields_json_is_null_type(json_array_get(t, i))) {
+                                optional = true;
+                                continue;
+                        }
+                        if (branch >= 0)
+                                return error_set(e, -EBADMSG, "field '%s' is a union of several types",
+                                                 fields_name(rec, index));
+                        branch = (int)i;
+                }
+                if (branch < 0)
+                        return error_set(e, -EBADMSG, "field '%s' is always null", fields_name(rec, index));
+                t = json_array_get(t, (size_t)branch);
+                s = fields_unlink(avro_schema_union_branch(s, branch));
+        }
+        *ret_json = t;
+        *ret_schema = s;
+        *ret_optional = optional;
+        return 0;
+}
+
+int fields_type(const FieldsRecord *rec, int index, FieldsType *ret, Error *e) {
+        const json_t *t;
+        avro_schema_t s;
+        bool optional;
+        int r;
+
+        r = fields_unwrap(rec, index, &t, &s, &optional, e);
+        if (r < 0)
+                return r;
+        *ret = (FieldsType){
+                .type = avro_typeof(s),
+                .logical_type = json_is_object(t) ? json_string_value(json_object_get(t, "logicalType")) : NULL,
+                .is_optional = optional,
+        };
+        return 0;
+}
+
+int fields_record_nested(const FieldsRecord *rec, int index, FieldsRecord *ret, Error *e) {
+        const json_t *t;
+        avro_schema_t s;
+        bool optional;
+        int r;
+
+        r = fields_unwrap(rec, index, &t, &s, &optional, e);
+        if (r < 0)
+                return r;
+        if (avro_typeof(s) == AVRO_ARRAY) {
+                t = json_object_get(t, "items");
+                s = fields_unlink(avro_schema_array_items(s));
+        }
+        r = fields_record_init(t, s, ret, e);
+        if (r < 0)
+                return error_prefix(e, r, "field '%s'", fields_name(rec, index));
+        return 0;
+}
+
+static const char *fields_value_name(avro_value_t *rec, int index) {
+        const char *name = avro_schema_record_field_name(avro_value_get_schema(rec), index);
+
+        return name ? name : "?";
+}
+
+static const char *fields_type_name(avro_type_t t) {
+        switch (t) {
+        case AVRO_STRING:  return "string";
+        case AVRO_BYTES:   return "bytes";
+        case AVRO_INT32:   return "int";
+        case AVRO_INT64:   return "long";
+        case AVRO_FLOAT:   return "float";
+        case AVRO_DOUBLE:  return "double";
+        case AVRO_BOOLEAN: return "boolean";
+        case AVRO_NULL:    return "null";
+        case AVRO_RECORD:  return "record";
+        case AVRO_ENUM:    return "enum";
+        case AVRO_FIXED:   return "fixed";
+        case AVRO_MAP:     return "map";
+        case AVRO_ARRAY:   return "array";
+        case AVRO_UNION:   return "union";
+        default:           return "link";
+        }
+}
+
+/* The field's value with its union branch resolved: 1 with a value, 0 absent or null. */
+static int fields_child(avro_value_t *rec, int index, avro_value_t *ret, Error *e) {
+        avro_value_t child;
+
+        if (index < 0)
+                return 0;
+        if (avro_value_get_by_index(rec, (size_t)index, &child, NULL) != 0)
+                return error_set(e, -EBADMSG, "record has no field %d", index);
+        if (avro_value_get_type(&child) == AVRO_UNION) {
+                avro_value_t branch;
+
+                if (avro_value_get_current_branch(&child, &branch) != 0)
+                        return error_set(e, -EBADMSG, "field '%s' has no union branch", fields_value_name(rec, index));
+                child = branch;
+        }
+        if (avro_value_get_type(&child) == AVRO_NULL)
+                return 0;
+        *ret = child;
+        return 1;
+}
+
+static int fields_type_error(avro_value_t *rec, int index, avro_value_t *v, const char *want, Error *e) {
+        return error_set(e, -EBADMSG, "field '%s' is a %s, expected %s", fields_value_name(rec, index),
+                         fields_type_name(avro_value_get_type(v)), want);
+}
+
+int fields_get_long(avro_value_t *rec, int index, int64_t *ret, Error *e) {
+        avro_value_t v;
+        int32_t i;
+        int r;
+
+        r = fields_child(rec, index, &v, e);
+        if (r <= 0)
+                return r;
+        switch (avro_value_get_type(&v)) {
+        case AVRO_INT64:
+                if (avro_value_get_long(&v, ret) != 0)
+                        return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+                return 1;
+        case AVRO_INT32:
+                if (avro_value_get_int(&v, &i) != 0)
+                        return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+                *ret = i;
+                return 1;
+        default:
+                return fields_type_error(rec, index, &v, "long", e);
+        }
+}
+
+int fields_get_int(avro_value_t *rec, int index, int32_t *ret, Error *e) {
+        avro_value_t v;
+        int r;
+
+        r = fields_child(rec, index, &v, e);
+        if (r <= 0)
+                return r;
+        if (avro_value_get_type(&v) != AVRO_INT32)
+                return fields_type_error(rec, index, &v, "int", e);
+        if (avro_value_get_int(&v, ret) != 0)
+                return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+        return 1;
+}
+
+int fields_get_bool(avro_value_t *rec, int index, bool *ret, Error *e) {
+        avro_value_t v;
+        int b, r;
+
+        r = fields_child(rec, index, &v, e);
+        if (r <= 0)
+                return r;
+        if (avro_value_get_type(&v) != AVRO_BOOLEAN)
+                return fields_type_error(rec, index, &v, "boolean", e);
+        if (avro_value_get_boolean(&v, &b) != 0)
+                return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+        *ret = b != 0;
+        return 1;
+}
+
+int fields_get_string(avro_value_t *rec, int index, const char **ret, size_t *ret_len, Error *e) {
+        const char *s;
+        avro_value_t v;
+        size_t size;
+        int r;
+
+        r = fields_child(rec, index, &v, e);
+        if (r <= 0)
+                return r;
+        if (avro_value_get_type(&v) != AVRO_STRING)
+                return fields_type_error(rec, index, &v, "string", e);
+        /* avro-c counts the terminating NUL in the size. */
+        if (avro_value_get_string(&v, &s, &size) != 0 || !s || size == 0)
+                return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+        if (memchr(s, 0, size - 1))
+                return error_set(e, -EBADMSG, "field '%s' contains a NUL byte", fields_value_name(rec, index));
+        *ret = s;
+        if (ret_len)
+                *ret_len = size - 1;
+        return 1;
+}
+
+int fields_get_bytes(avro_value_t *rec, int index, const void **ret, size_t *ret_len, Error *e) {
+        const void *p;
+        avro_value_t v;
+        size_t size;
+        int r;
+
+        r = fields_child(rec, index, &v, e);
+        if (r <= 0)
+                return r;
+        if (avro_value_get_type(&v) != AVRO_BYTES)
+                return fields_type_error(rec, index, &v, "bytes", e);
+        if (avro_value_get_bytes(&v, &p, &size) != 0)
+                return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+        *ret = p ? p : "";
+        *ret_len = size;
+        return 1;
+}
+
+int fields_get_value(avro_value_t *rec, int index, avro_value_t *ret, Error *e) {
+        return fields_child(rec, index, ret, e);
+}
+
+/* Picks the union branch (null or not) when the field is a union. */
+static int fields_child_for_set(avro_value_t *rec, int index, bool want_null, avro_value_t *ret) {
+        avro_value_t child;
+
+        if (index < 0)
+                return -ENOENT;
+        if (avro_value_get_by_index(rec, (size_t)index, &child, NULL) != 0)
+                return -EINVAL;
+        if (avro_value_get_type(&child) == AVRO_UNION) {
+                avro_schema_t u = avro_value_get_schema(&child);
+
+                for (size_t i = 0; i < avro_schema_union_size(u); i++) {
+                        bool is_null = avro_typeof(avro_schema_union_branch(u, (int)i)) == AVRO_NULL;
+
+                        if (is_null == want_null)
+                                return avro_value_set_branch(&child, (int)i, ret) == 0 ? 0 : -ENOMEM;
+                }
+                return -EINVAL;
+        }
+        if (want_null && avro_value_get_type(&child) != AVRO_NULL)
+                return -EINVAL;
+        *ret = child;
+        return 0;
+}
+
+int fields_set_long(avro_value_t *rec, int index, int64_t v) {
+        avro_value_t c;
+        int r;
+
+        r = fields_child_for_set(rec, index, false, &c);
+        if (r < 0)
+                return r;
+        if (avro_value_get_type(&c) != AVRO_INT64)
+                return -EINVAL;
+        return avro_value_set_long(&c, v) == 0 ? 0 : -ENOMEM;
+}
+
+int fields_set_int(avro_value_t *rec, int index, int32_t v) {
+        avro_value_t c;
+        int r;
+
+        r = fields_child_for_set(rec, index, false, &c);
+        if (r < 0)
+                return r;
+        if (avro_value_get_type(&c) != AVRO_INT32)
+                return -EINVAL;
+        return avro_value_set_int(&c, v) == 0 ? 0 : -ENOMEM;
+}
+
+int fields_set_bool(avro_value_t *rec, int index, bool v) {
+        avro_value_t c;
+        int r;
+
+        r = fields_child_for_set(rec, index, false, &c);
+        if (r < 0)
+                return r;
+        if (avro_value_get_type(&c) != AVRO_BOOLEAN)
+                return -EINVAL;
+        return avro_value_set_boolean(&c, v) == 0 ? 0 : -ENOMEM;
+}
+
+int fields_set_string(avro_value_t *rec, int index, const char *s) {
+        avro_value_t c;
+        int r;
+
+        r = fields_child_for_set(rec, index, false, &c);
+        if (r < 0)
+                return r;
+        if (avro_value_get_type(&c) != AVRO_STRING)
+                return -EINVAL;
+        return avro_value_set_string(&c, s) == 0 ? 0 : -ENOMEM;
+}
+
+int fields_set_bytes(avro_value_t *rec, int index, const void *p, size_t len) {
+        avro_value_t c;
+        int r;
+
+        r = fields_child_for_set(rec, index, false, &c);
+        if (r < 0)
+                return r;
+        if (avro_value_get_type(&c) != AVRO_BYTES)
+                return -EINVAL;
+        return avro_value_set_bytes(&c, (void *)(uintptr_t)(p ? p : ""), len) == 0 ? 0 : -ENOMEM;
+}
+
+int fields_set_null(avro_value_t *rec, int index) {
+        avro_value_t c;
+        int r;
+
+        r = fields_child_for_set(rec, index, true, &c);
+        if (r < 0)
+                return r;
+        return avro_value_set_null(&c) == 0 ? 0 : -ENOMEM;
+}
+
+int fields_set_value(avro_value_t *rec, int index, avro_value_t *ret_child) {
+        return fields_child_for_set(rec, index, false, ret_child);
+}
+
+static json_t *fields_iceberg_type(const json_t *t, bool *ret_optional);
+
+static json_t *fields_iceberg_struct(const json_t *record, bool top) {
+        _cleanup_(json_decrefp) json_t *out = NULL, *fields = NULL;
+        const json_t *avro_fields = json_object_get(record, "fields");
+
+        if (!json_is_array(avro_fields))
+                return NULL;
+        fields = json_array();
+        if (!fields)
+                return NULL;
+        for (size_t i = 0; i < json_array_size(avro_fields); i++) {
+                const json_t *f = json_array_get(avro_fields, i);
+                const json_t *id = json_object_get(f, "field-id"), *doc = json_object_get(f, "doc");
+                const json_t *name = json_object_get(f, "name");
+                _cleanup_(json_decrefp) json_t *field = NULL;
+                bool optional = false;
+                json_t *type;
+
+                if (!json_is_integer(id) || !json_is_string(name))
+                        return NULL;
+                type = fields_iceberg_type(json_object_get(f, "type"), &optional);
+                if (!type)
+                        return NULL;
+                /* Key order as Java's SchemaParser writes it: id, name, required, type, doc. */
+                field = json_pack("{s:I, s:O, s:b, s:o}", "id", (json_int_t)json_integer_value(id), "name", name,
+                                  "required", !optional, "type", type);
+                if (!field)
+                        return NULL;
+                if (json_is_string(doc) && json_object_set(field, "doc", (json_t *)(uintptr_t)doc) < 0)
+                        return NULL;
+                if (json_array_append(fields, field) < 0)
+                        return NULL;
+        }
+        out = top ? json_pack("{s:s, s:i, s:O}", "type", "struct", "schema-id", 0, "fields", fields)
+                  : json_pack("{s:s, s:O}", "type", "struct", "fields", fields);
+        return TAKE_PTR(out);
+}
+
+static json_t *fields_iceberg_type(const json_t *t, bool *ret_optional) {
+        static const struct {
+                const char *avro, *iceberg;
+        } primitives[] = {
+                { "string", "string" }, { "long", "long" },     { "int", "int" },       { "boolean", "boolean" },
+                { "bytes", "binary" },  { "float", "float" },   { "double", "double" },
+        };
+        const char *name, *logical;
+
+        *ret_optional = false;
+        if (json_is_array(t)) {
+                const json_t *branch = NULL;
+                bool inner_optional;
+
+                if (json_array_size(t) != 2)
+                        return NULL;
+                for (size_t i = 0; i < 2; i++)
+                        if (!fields_json_is_null_type(json_array_get(t, i)))
+                                branch = json_array_get(t, i);
+                if (!branch || fields_json_is_null_type(json_array_get(t, 0)) ==
+                                       fields_json_is_null_type(json_array_get(t, 1)))
+                        return NULL;
+                *ret_optional = true;
+                return fields_iceberg_type(branch, &inner_optional);
+        }
+
+        name = json_is_string(t) ? json_string_value(t) : json_string_value(json_object_get(t, "type"));
+        logical = json_is_object(t) ? json_string_value(json_object_get(t, "logicalType")) : NULL;
+        if (!name)
+                return NULL;
+
+        if (strcmp(name, "record") == 0 && json_is_object(t))
+                return fields_iceberg_struct(t, /* top= */ false);
+        if (strcmp(name, "array") == 0 && json_is_object(t)) {
+                const json_t *element_id = json_object_get(t, "element-id");
+                bool element_optional;
+                json_t *element;
+
+                if (!json_is_integer(element_id))
+                        return NULL;
+                element = fields_iceberg_type(json_object_get(t, "items"), &element_optional);
+                if (!element)
+                        return NULL;
+                return json_pack("{s:s, s:I, s:o, s:b}", "type", "list", "element-id",
+                                 (json_int_t)json_integer_value(element_id), "element", element,
+                                 "element-required", !element_optional);
+        }
+        if (logical) {
+                if (strcmp(name, "int") == 0 && strcmp(logical, "date") == 0)
+                        return json_string("date");
+                if (strcmp(name, "long") == 0 && strcmp(logical, "timestamp-micros") == 0)
+                        return json_string(json_is_true(json_object_get(t, "adjust-to-utc")) ? "timestamptz"
+                                                                                             : "timestamp");
+                return NULL;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(primitives); i++)
+                if (strcmp(name, primitives[i].avro) == 0)
+                        return json_string(primitives[i].iceberg);
+        return NULL;
+}
+
+int fields_iceberg_schema_json(const json_t *avro_record, char **ret_json) {
+        _cleanup_(json_decrefp) json_t *schema = NULL;
+        char *text;
+
+        schema = fields_iceberg_struct(avro_record, /* top= */ true);
+        if (!schema)
+                return -EINVAL;
+        text = json_dumps(schema, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (!text)
+                return -ENOMEM;
+        *ret_json = text;
+        return 0;
+}

@@ -1,0 +1,561 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Staged manifests (see manifest.h): manifest_entry records (spec "Manifests", field ids 0-4)
+ * holding data_file r2 (ids 100-145), read by field id. The staging rules are those of
+ * DESIGN.md section 4 and the commit rules' "staged manifests must be accepted as is only
+ * if"; partition summaries follow Java's PartitionSummary. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iceberg/fields.h"
+#include "iceberg/manifest.h"
+#include "iceberg/ocf.h"
+#include "util/checked.h"
+
+/* manifest_entry (ManifestEntry.java) and data_file (DataFile.java) field ids. */
+enum {
+        FIELD_STATUS = 0,
+        FIELD_SNAPSHOT_ID = 1,
+        FIELD_DATA_FILE = 2,
+        FIELD_SEQUENCE_NUMBER = 3,
+        FIELD_FILE_SEQUENCE_NUMBER = 4,
+        FIELD_FILE_PATH = 100,
+        FIELD_FILE_FORMAT = 101,
+        FIELD_PARTITION = 102,
+        FIELD_RECORD_COUNT = 103,
+        FIELD_FILE_SIZE = 104,
+        FIELD_CONTENT = 134,
+        FIELD_FIRST_ROW_ID = 142,
+};
+
+enum {
+        ENTRY_STATUS_EXISTING = 0,
+        ENTRY_STATUS_ADDED = 1,
+        ENTRY_STATUS_DELETED = 2,
+};
+
+/* How a partition field's values compare and serialize (spec Appendix D, single-value
+ * binary serialization). Types we do not summarize turn summaries off for the manifest. */
+typedef enum PartitionKind {
+        PARTITION_KIND_UNSUPPORTED,
+        PARTITION_KIND_INT,             /* int, date: 4 bytes little-endian */
+        PARTITION_KIND_LONG,            /* long, time, timestamp(tz)(_ns): 8 bytes little-endian */
+        PARTITION_KIND_BOOLEAN,         /* 1 byte, false < true */
+        PARTITION_KIND_STRING,          /* UTF-8 bytes, compared bytewise */
+        PARTITION_KIND_BINARY,          /* the bytes, compared unsigned bytewise */
+} PartitionKind;
+
+typedef struct PartitionStats {
+        PartitionKind kind;
+        int index;                      /* position in the partition record */
+        bool contains_null;
+        bool has_bounds;
+        int64_t min, max;               /* INT, LONG, BOOLEAN */
+        Buf min_bytes, max_bytes;       /* STRING, BINARY */
+} PartitionStats;
+
+typedef struct EntryFields {
+        int status, snapshot_id, sequence_number, file_sequence_number, data_file;
+        int content, file_path, file_format, partition, record_count, file_size, first_row_id;
+        bool summaries_supported;
+        PartitionStats *stats;          /* one per partition field */
+        size_t n_stats;
+} EntryFields;
+
+StagedManifest *staged_manifest_free(StagedManifest *m) {
+        if (!m)
+                return NULL;
+        free(m->schema_json);
+        free(m->partition_spec_json);
+        for (size_t i = 0; i < m->n_partitions; i++) {
+                buf_deinit(&m->partitions[i].lower_bound);
+                buf_deinit(&m->partitions[i].upper_bound);
+        }
+        free(m->partitions);
+        for (size_t i = 0; i < m->n_files; i++) {
+                free(m->files[i].path);
+                free(m->files[i].format);
+        }
+        free(m->files);
+        free(m);
+        return NULL;
+}
+
+static void entry_fields_deinit(EntryFields *ef) {
+        for (size_t i = 0; i < ef->n_stats; i++) {
+                buf_deinit(&ef->stats[i].min_bytes);
+                buf_deinit(&ef->stats[i].max_bytes);
+        }
+        free(ef->stats);
+}
+
+static PartitionKind partition_kind(const FieldsType *t) {
+        const char *lt = t->logical_type;
+
+        switch (t->type) {
+        case AVRO_INT32:
+                return !lt || strcmp(lt, "date") == 0 ? PARTITION_KIND_INT : PARTITION_KIND_UNSUPPORTED;
+        case AVRO_INT64:
+                if (!lt || strcmp(lt, "timestamp-micros") == 0 || strcmp(lt, "timestamp-nanos") == 0 ||
+                    strcmp(lt, "time-micros") == 0)
+                        return PARTITION_KIND_LONG;
+                return PARTITION_KIND_UNSUPPORTED;
+        case AVRO_BOOLEAN:
+                return lt ? PARTITION_KIND_UNSUPPORTED : PARTITION_KIND_BOOLEAN;
+        case AVRO_STRING:
+                return lt ? PARTITION_KIND_UNSUPPORTED : PARTITION_KIND_STRING;
+        case AVRO_BYTES:
+                /* Decimals are bytes with a logical type: their serialization differs. */
+                return lt ? PARTITION_KIND_UNSUPPORTED : PARTITION_KIND_BINARY;
+        default:
+                /* float/double (NaN rules), fixed (uuid, fixed, decimal): not summarized. */
+                return PARTITION_KIND_UNSUPPORTED;
+        }
+}
+
+static int entry_fields_resolve(const FieldsRecord *entry, EntryFields *ef, Error *e) {
+        FieldsRecord data_file, partition;
+        int r;
+
+        *ef = (EntryFields){
+                .status = fields_index(entry, FIELD_STATUS),
+                .snapshot_id = fields_index(entry, FIELD_SNAPSHOT_ID),
+                .sequence_number = fields_index(entry, FIELD_SEQUENCE_NUMBER),
+                .file_sequence_number = fields_index(entry, FIELD_FILE_SEQUENCE_NUMBER),
+                .data_file = fields_index(entry, FIELD_DATA_FILE),
+        };
+        if (ef->status < 0)
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (status)", FIELD_STATUS);
+        if (ef->data_file < 0)
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (data_file)", FIELD_DATA_FILE);
+        r = fields_record_nested(entry, ef->data_file, &data_file, e);
+        if (r < 0)
+                return error_prefix(e, r, "manifest schema");
+
+        ef->content = fields_index(&data_file, FIELD_CONTENT);
+        ef->file_path = fields_index(&data_file, FIELD_FILE_PATH);
+        ef->file_format = fields_index(&data_file, FIELD_FILE_FORMAT);
+        ef->partition = fields_index(&data_file, FIELD_PARTITION);
+        ef->record_count = fields_index(&data_file, FIELD_RECORD_COUNT);
+        ef->file_size = fields_index(&data_file, FIELD_FILE_SIZE);
+        ef->first_row_id = fields_index(&data_file, FIELD_FIRST_ROW_ID);
+        if (ef->file_path < 0)
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_path)", FIELD_FILE_PATH);
+        if (ef->file_format < 0)
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_format)", FIELD_FILE_FORMAT);
+        if (ef->partition < 0)
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (partition)", FIELD_PARTITION);
+        if (ef->record_count < 0)
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (record_count)", FIELD_RECORD_COUNT);
+        if (ef->file_size < 0)
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_size_in_bytes)", FIELD_FILE_SIZE);
+
+        /* The partition tuple (r102) has one field per partition field, in spec order. A
+         * schema we cannot follow only costs the summaries, never the manifest. */
+        if (fields_record_nested(&data_file, ef->partition, &partition, NULL) < 0)
+                return 0;
+        ef->n_stats = avro_schema_record_size(partition.schema);
+        if (ef->n_stats > 0) {
+                ef->stats = calloc(ef->n_stats, sizeof(*ef->stats));
+                if (!ef->stats) {
+                        ef->n_stats = 0;
+                        return error_set(e, -ENOMEM, "out of memory");
+                }
+        }
+        ef->summaries_supported = true;
+        for (size_t i = 0; i < ef->n_stats; i++) {
+                PartitionStats *st = &ef->stats[i];
+                FieldsType t;
+
+                st->index = (int)i;
+                buf_init(&st->min_bytes, OCF_MAX_BLOCK_BYTES);
+                buf_init(&st->max_bytes, OCF_MAX_BLOCK_BYTES);
+                st->kind = fields_type(&partition, (int)i, &t, NULL) < 0 ? PARTITION_KIND_UNSUPPORTED
+                                                                          : partition_kind(&t);
+                if (st->kind == PARTITION_KIND_UNSUPPORTED)
+                        ef->summaries_supported = false;
+        }
+        return 0;
+}
+
+static int bytes_compare(const void *a, size_t a_len, const void *b, size_t b_len) {
+        int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+
+        if (c != 0)
+                return c;
+        return a_len < b_len ? -1 : a_len > b_len;
+}
+
+static int partition_stats_update_bytes(PartitionStats *st, const void *p, size_t len) {
+        int r;
+
+        if (!st->has_bounds || bytes_compare(p, len, st->min_bytes.data, st->min_bytes.len) < 0) {
+                st->min_bytes.len = 0;
+                r = buf_append(&st->min_bytes, p, len);
+                if (r >= 0)
+                        r = buf_reserve(&st->min_bytes, 0);
+                if (r < 0)
+                        return r;
+        }
+        if (!st->has_bounds || bytes_compare(p, len, st->max_bytes.data, st->max_bytes.len) > 0) {
+                st->max_bytes.len = 0;
+                r = buf_append(&st->max_bytes, p, len);
+                if (r >= 0)
+                        r = buf_reserve(&st->max_bytes, 0);
+                if (r < 0)
+                        return r;
+        }
+        st->has_bounds = true;
+        return 0;
+}
+
+static void partition_stats_update_number(PartitionStats *st, int64_t v) {
+        if (!st->has_bounds || v < st->min)
+                st->min = v;
+        if (!st->has_bounds || v > st->max)
+                st->max = v;
+        st->has_bounds = true;
+}
+
+/* Reads one partition value; r > 0 with the value, 0 for null. */
+static int partition_stats_update(PartitionStats *st, avro_value_t *tuple, Error *e) {
+        const void *p = NULL;
+        avro_value_t v;
+        int64_t number = 0;
+        int32_t i32;
+        size_t len = 0;
+        bool b;
+        int r;
+
+        switch (st->kind) {
+        case PARTITION_KIND_INT:
+                r = fields_get_int(tuple, st->index, &i32, e);
+                number = i32;
+                break;
+        case PARTITION_KIND_LONG:
+                r = fields_get_long(tuple, st->index, &number, e);
+                break;
+        case PARTITION_KIND_BOOLEAN:
+                r = fields_get_bool(tuple, st->index, &b, e);
+                number = b;
+                break;
+        case PARTITION_KIND_STRING:
+                /* Not fields_get_string(): a partition string may hold any UTF-8, NUL included. */
+                r = fields_get_value(tuple, st->index, &v, e);
+                if (r > 0 && (avro_value_get_type(&v) != AVRO_STRING ||
+                              avro_value_get_string(&v, (const char **)&p, &len) != 0 || len == 0))
+                        r = error_set(e, -EBADMSG, "partition value unreadable");
+                len = r > 0 ? len - 1 : 0;      /* avro-c counts the NUL terminator */
+                break;
+        case PARTITION_KIND_BINARY:
+                r = fields_get_bytes(tuple, st->index, &p, &len, e);
+                break;
+        default:
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                st->contains_null = true;
+                return 0;
+        }
+        if (st->kind == PARTITION_KIND_STRING || st->kind == PARTITION_KIND_BINARY)
+                return partition_stats_update_bytes(st, p ? p : "", len) < 0 ? error_set(e, -ENOMEM, "out of memory")
+                                                                              : 1;
+        partition_stats_update_number(st, number);
+        return 1;
+}
+
+static int bound_serialize(const PartitionStats *st, int64_t v, const Buf *bytes, Buf *out) {
+        uint8_t le[8];
+        size_t n = st->kind == PARTITION_KIND_INT ? 4 : st->kind == PARTITION_KIND_BOOLEAN ? 1 : 8;
+
+        buf_init(out, OCF_MAX_BLOCK_BYTES);
+        if (st->kind == PARTITION_KIND_STRING || st->kind == PARTITION_KIND_BINARY) {
+                int r = buf_append(out, bytes->data, bytes->len);
+
+                return r < 0 ? r : buf_reserve(out, 0);
+        }
+        for (size_t i = 0; i < 8; i++)
+                le[i] = (uint8_t)((uint64_t)v >> (8 * i));
+        return buf_append(out, le, n);
+}
+
+static int staged_manifest_summarize(StagedManifest *m, const EntryFields *ef, Error *e) {
+        if (!ef->summaries_supported)
+                return 0;
+        m->has_partitions = true;
+        if (ef->n_stats == 0)
+                return 0;
+        m->partitions = calloc(ef->n_stats, sizeof(*m->partitions));
+        if (!m->partitions)
+                return error_set(e, -ENOMEM, "out of memory");
+        m->n_partitions = ef->n_stats;
+
+        for (size_t i = 0; i < ef->n_stats; i++) {
+                const PartitionStats *st = &ef->stats[i];
+                PartitionFieldSummary *s = &m->partitions[i];
+                int r;
+
+                /* Java's PartitionSummary: contains_nan is false, not null, for non-float types. */
+                s->contains_null = st->contains_null;
+                s->has_contains_nan = true;
+                s->contains_nan = false;
+                buf_init(&s->lower_bound, OCF_MAX_BLOCK_BYTES);
+                buf_init(&s->upper_bound, OCF_MAX_BLOCK_BYTES);
+                if (!st->has_bounds)
+                        continue;
+                buf_deinit(&s->lower_bound);
+                r = bound_serialize(st, st->min, &st->min_bytes, &s->lower_bound);
+                if (r >= 0) {
+                        buf_deinit(&s->upper_bound);
+                        r = bound_serialize(st, st->max, &st->max_bytes, &s->upper_bound);
+                }
+                if (r < 0)
+                        return error_set(e, -ENOMEM, "out of memory");
+                s->has_lower_bound = s->has_upper_bound = true;
+        }
+        return 0;
+}
+
+static const char *entry_status_name(int32_t status) {
+        switch (status) {
+        case ENTRY_STATUS_EXISTING: return "EXISTING";
+        case ENTRY_STATUS_ADDED:    return "ADDED";
+        case ENTRY_STATUS_DELETED:  return "DELETED";
+        default:                    return NULL;
+        }
+}
+
+/* Every rejection names the entry (0-based) and its file: "entry 2 (s3://b/x.parquet): ...". */
+#define ENTRY_ERROR(code, fmt, ...) error_set(e, (code), "entry %" PRIu64 " (%s): " fmt, idx, info->path, ##__VA_ARGS__)
+#define ENTRY_PREFIX(code) error_prefix(e, (code), "entry %" PRIu64 " (%s)", idx, info->path)
+
+/* Validates one entry against the staging rules and records its data file. */
+static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_value_t *entry, uint64_t idx,
+                                      Error *e) {
+        DataFileInfo *info = &m->files[m->n_files];
+        const char *path = NULL, *format = NULL, *status_name;
+        size_t path_len = 0, format_len = 0;
+        int32_t status, content = 0;
+        avro_value_t df, tuple;
+        int64_t v;
+        int r;
+
+        r = fields_get_value(entry, ef->data_file, &df, e);
+        if (r == 0)
+                return error_set(e, -EBADMSG, "entry %" PRIu64 ": data_file is null", idx);
+        if (r > 0)
+                r = fields_get_string(&df, ef->file_path, &path, &path_len, e);
+        if (r < 0)
+                return error_prefix(e, r, "entry %" PRIu64, idx);
+        if (r == 0 || path_len == 0)
+                return error_set(e, -EINVAL, "entry %" PRIu64 ": file_path is empty", idx);
+        *info = (DataFileInfo){};
+        info->path = strndup(path, path_len);
+        if (!info->path)
+                return error_set(e, -ENOMEM, "out of memory");
+        m->n_files++;                   /* owned by m from here on */
+
+        r = fields_get_int(entry, ef->status, &status, e);
+        if (r < 0)
+                return ENTRY_PREFIX(r);
+        if (r == 0)
+                return ENTRY_ERROR(-EBADMSG, "status is null");
+        status_name = entry_status_name(status);
+        if (status != ENTRY_STATUS_ADDED && status_name)
+                return ENTRY_ERROR(-EINVAL, "status %s, only ADDED entries can be staged", status_name);
+        if (status != ENTRY_STATUS_ADDED)
+                return ENTRY_ERROR(-EINVAL, "unknown status %" PRId32 ", only ADDED entries can be staged", status);
+
+        /* Inherited at commit time (spec "Sequence Number Inheritance", "Snapshot ID
+         * Inheritance"): a staged entry must leave all three null. */
+        r = fields_get_long(entry, ef->snapshot_id, &v, e);
+        if (r > 0)
+                return ENTRY_ERROR(-EINVAL, "snapshot_id is %" PRId64 ", staged entries must leave it null", v);
+        if (r >= 0)
+                r = fields_get_long(entry, ef->sequence_number, &v, e);
+        if (r > 0)
+                return ENTRY_ERROR(-EINVAL, "sequence_number is %" PRId64 ", staged entries must leave it null", v);
+        if (r >= 0)
+                r = fields_get_long(entry, ef->file_sequence_number, &v, e);
+        if (r > 0)
+                return ENTRY_ERROR(-EINVAL, "file_sequence_number is %" PRId64 ", staged entries must leave it null", v);
+        if (r < 0)
+                return ENTRY_PREFIX(r);
+
+        /* v1 data files have no content field: data. */
+        r = fields_get_int(&df, ef->content, &content, e);
+        if (r < 0)
+                return ENTRY_PREFIX(r);
+        if (content != 0)
+                return ENTRY_ERROR(-EINVAL, "content %" PRId32 " (%s), only data files can be staged", content,
+                                   content == 1 ? "position deletes" : content == 2 ? "equality deletes" : "unknown");
+
+        /* Row ids are assigned by the commit; Java drops a first_row_id on ADDED entries
+         * (GenericManifestEntry.wrapAppend), keeping one would collide ranges (#13232). */
+        r = fields_get_long(&df, ef->first_row_id, &v, e);
+        if (r < 0)
+                return ENTRY_PREFIX(r);
+        if (r > 0)
+                return ENTRY_ERROR(-EINVAL, "first_row_id is %" PRId64 ", ADDED entries must leave it null", v);
+
+        r = fields_get_long(&df, ef->record_count, &info->record_count, e);
+        if (r < 0)
+                return ENTRY_PREFIX(r);
+        if (r == 0)
+                return ENTRY_ERROR(-EINVAL, "record_count is null, it must be known");
+        if (info->record_count < 0)
+                return ENTRY_ERROR(-EINVAL, "record_count is %" PRId64 ", it must not be negative", info->record_count);
+        r = fields_get_long(&df, ef->file_size, &info->file_size_in_bytes, e);
+        if (r < 0)
+                return ENTRY_PREFIX(r);
+        if (r == 0)
+                return ENTRY_ERROR(-EINVAL, "file_size_in_bytes is null, it must be known");
+        if (info->file_size_in_bytes < 0)
+                return ENTRY_ERROR(-EINVAL, "file_size_in_bytes is %" PRId64 ", it must not be negative",
+                                   info->file_size_in_bytes);
+
+        r = fields_get_string(&df, ef->file_format, &format, &format_len, e);
+        if (r < 0)
+                return ENTRY_PREFIX(r);
+        if (r == 0)
+                return ENTRY_ERROR(-EINVAL, "file_format is null");
+        info->format = strndup(format, format_len);
+        if (!info->format)
+                return error_set(e, -ENOMEM, "out of memory");
+
+        if (checked_add_i64(&m->added_rows_count, m->added_rows_count, info->record_count) ||
+            checked_add_i64(&m->added_files_size, m->added_files_size, info->file_size_in_bytes))
+                return ENTRY_ERROR(-EINVAL, "row or byte totals overflow");
+
+        if (!ef->summaries_supported)
+                return 0;
+        r = fields_get_value(&df, ef->partition, &tuple, e);
+        if (r < 0)
+                return ENTRY_PREFIX(r);
+        if (r == 0 || avro_value_get_type(&tuple) != AVRO_RECORD)
+                return ENTRY_ERROR(-EBADMSG, "partition is not a record");
+        for (size_t i = 0; i < ef->n_stats; i++) {
+                r = partition_stats_update(&ef->stats[i], &tuple, e);
+                if (r < 0)
+                        return error_prefix(e, r, "entry %" PRIu64 " (%s): partition field %zu", idx, info->path, i);
+        }
+        return 0;
+}
+
+#undef ENTRY_ERROR
+#undef ENTRY_PREFIX
+
+static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error *e) {
+        Slice content;
+        int64_t v;
+        int r;
+
+        /* Format 1 manifests carry no format-version key (ManifestWriter.V1Writer). */
+        r = ocf_reader_meta_i64(reader, "format-version", &v);
+        if (r == 0)
+                return error_set(e, -EINVAL, "manifest has no format-version metadata (format 1 manifests cannot be staged)");
+        if (r < 0)
+                return error_set(e, -EINVAL, "manifest has an invalid format-version");
+        if (v == 1)
+                return error_set(e, -EINVAL, "format-version 1 manifests cannot be staged");
+        if (v != 2 && v != 3)
+                return error_set(e, -EINVAL, "format-version %" PRId64 " is not supported (2 or 3)", v);
+        m->format_version = (int)v;
+
+        content = ocf_reader_meta(reader, "content");
+        if (!content.ptr)
+                return error_set(e, -EINVAL, "manifest has no content metadata");
+        if (slice_eq_str(content, "deletes"))
+                return error_set(e, -EINVAL, "delete manifests cannot be staged yet");
+        if (!slice_eq_str(content, "data"))
+                return error_set(e, -EINVAL, "manifest content '%.*s' is not 'data'", (int)(content.len > 64 ? 64 : content.len),
+                                 (const char *)content.ptr);
+        m->content = MANIFEST_CONTENT_DATA;
+
+        r = ocf_reader_meta_i64(reader, "partition-spec-id", &v);
+        if (r == 0)
+                return error_set(e, -EINVAL, "manifest has no partition-spec-id metadata");
+        if (r < 0 || v < 0 || v > INT32_MAX)
+                return error_set(e, -EINVAL, "manifest has an invalid partition-spec-id");
+        m->partition_spec_id = (int32_t)v;
+
+        r = ocf_reader_meta_strdup(reader, "schema", &m->schema_json);
+        if (r >= 0)
+                r = ocf_reader_meta_strdup(reader, "partition-spec", &m->partition_spec_json);
+        if (r == -ENOMEM)
+                return error_set(e, r, "out of memory");
+        if (r < 0)
+                return error_set(e, r, "manifest schema or partition-spec metadata contains a NUL byte");
+        return 0;
+}
+
+static int staged_manifest_parse_entries(OcfReader *reader, StagedManifest *m, EntryFields *ef, uint64_t max_entries,
+                                         Error *e) {
+        size_t cap = 0;
+        int r;
+
+        for (;;) {
+                avro_value_t *entry;
+
+                r = ocf_reader_read(reader, &entry, e);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (m->n_files >= max_entries)
+                        return error_set(e, -E2BIG, "manifest has more than %" PRIu64 " entries", max_entries);
+                if (m->n_files >= INT32_MAX)
+                        return error_set(e, -E2BIG, "manifest has more than %d entries", INT32_MAX);
+                if (m->n_files == cap) {
+                        size_t new_cap = cap ? cap * 2 : 16;
+                        DataFileInfo *p = reallocarray(m->files, new_cap, sizeof(*m->files));
+
+                        if (!p)
+                                return error_set(e, -ENOMEM, "out of memory");
+                        m->files = p;
+                        cap = new_cap;
+                }
+                r = staged_manifest_read_entry(m, ef, entry, ocf_reader_datum_index(reader), e);
+                if (r < 0)
+                        return r;
+        }
+        if (m->n_files == 0)
+                return error_set(e, -EINVAL, "manifest has no entries");
+        m->added_files_count = (int32_t)m->n_files;
+        return 0;
+}
+
+int staged_manifest_parse(Slice bytes, const char *location, const ManifestLimits *limits,
+                          StagedManifest **ret_manifest, Error *e) {
+        _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
+        _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
+        uint64_t max_entries = limits ? limits->max_entries : MANIFEST_DEFAULT_MAX_ENTRIES;
+        EntryFields ef = {};
+        FieldsRecord entry;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return error_set(e, -ENOMEM, "out of memory");
+
+        r = ocf_reader_open(bytes, &reader, e);
+        if (r >= 0)
+                r = staged_manifest_read_meta(reader, m, e);
+        if (r >= 0)
+                r = fields_record_init(ocf_reader_schema_json(reader), ocf_reader_schema(reader), &entry, e);
+        if (r >= 0)
+                r = entry_fields_resolve(&entry, &ef, e);
+        if (r >= 0)
+                r = staged_manifest_parse_entries(reader, m, &ef, max_entries, e);
+        if (r >= 0)
+                r = staged_manifest_summarize(m, &ef, e);
+        entry_fields_deinit(&ef);
+        if (r < 0)
+                return location ? error_prefix(e, r, "manifest '%s'", location) : r;
+
+        *ret_manifest = TAKE_PTR(m);
+        return 0;
+}

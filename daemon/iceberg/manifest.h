@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A writer's staged manifest (an Iceberg v2/v3 Avro manifest of ADDED entries with null
+ * snapshot id, sequence numbers and first_row_id): parsed, validated against the staging
+ * rules, and summarized into what its manifest-list entry needs. Pure; never rewrites it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "iceberg/manifest_file.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "util/slice.h"
+
+/* One data file of a staged manifest (data_file r2: 100, 101, 103, 104). */
+typedef struct DataFileInfo {
+        char *path;                     /* 100 file_path */
+        char *format;                   /* 101 file_format, as written ("PARQUET", "parquet"...) */
+        int64_t record_count;           /* 103 */
+        int64_t file_size_in_bytes;     /* 104 */
+} DataFileInfo;
+
+typedef struct ManifestLimits {
+        uint64_t max_entries;           /* more entries than this: -E2BIG */
+} ManifestLimits;
+
+/* Owned by the caller of staged_manifest_parse(); every pointer member is owned. */
+typedef struct StagedManifest {
+        int format_version;             /* metadata "format-version": 2 or 3 */
+        int32_t content;                /* metadata "content": "data" -> 0 (deletes are refused) */
+        int32_t partition_spec_id;      /* metadata "partition-spec-id" */
+        char *schema_json;              /* metadata "schema" (the writer's table schema), may be NULL */
+        char *partition_spec_json;      /* metadata "partition-spec", may be NULL */
+        int32_t added_files_count;
+        int64_t added_rows_count;       /* sum of record_count */
+        int64_t added_files_size;       /* sum of file_size_in_bytes */
+        /* Per partition field, like Java's PartitionSummary. has_partitions is false when a
+         * partition type is one we do not summarize (the list then writes null partitions,
+         * which readers treat as "may match"); true with n_partitions 0 when unpartitioned. */
+        bool has_partitions;
+        PartitionFieldSummary *partitions;
+        size_t n_partitions;
+        DataFileInfo *files;            /* in entry order */
+        size_t n_files;
+} StagedManifest;
+
+/* Parses and validates a staged manifest. `location` (may be NULL) names it in messages.
+ * Rejects, with -EINVAL and a message naming the entry index, the file path and the rule:
+ * format-version missing or not 2/3, content other than data, partition-spec-id missing,
+ * no entries, entries that are not ADDED, a set snapshot_id, sequence_number,
+ * file_sequence_number or first_row_id, data_file content other than data, null or negative
+ * record_count or file_size_in_bytes. Also -EBADMSG (not a readable Avro manifest),
+ * -EOPNOTSUPP (codec), -E2BIG (more than limits->max_entries, or other limits), -ENOMEM.
+ * limits may be NULL for the defaults. */
+int staged_manifest_parse(Slice bytes, const char *location, const ManifestLimits *limits,
+                          StagedManifest **ret_manifest, Error *e);
+StagedManifest *staged_manifest_free(StagedManifest *m);
+DEFINE_CLEANUP_FUNC(StagedManifest, staged_manifest_free);
+
+/* Default entry limit when no ManifestLimits are given. */
+#define MANIFEST_DEFAULT_MAX_ENTRIES 1000000u

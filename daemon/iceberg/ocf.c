@@ -1,0 +1,897 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Avro Object Container Files in memory (see ocf.h). Reading never trusts a length: every
+ * datum is walked against its schema first (ocf_datum_check) because avro-c 1.11 allocates
+ * whatever a length prefix claims and loops over whatever an array count claims. */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <zlib.h>
+
+#include "iceberg/ocf.h"
+#include "util/checked.h"
+#include "util/parse.h"
+
+#define OCF_MAGIC "Obj\x01"
+#define OCF_MAGIC_LEN 4
+#define OCF_SYNC_LEN 16
+#define OCF_MAX_SCHEMA_DEPTH 64u
+/* A zigzag varint of a long takes at most 10 bytes (Avro spec, "Binary Encoding"). */
+#define OCF_MAX_VARINT_LEN 10
+
+typedef struct OcfMeta {
+        char *key;                      /* owned, NUL-terminated */
+        Slice value;                    /* reader: borrowed from the input; writer: owned copy */
+} OcfMeta;
+
+struct OcfReader {
+        Slice bytes;                    /* borrowed: the whole file */
+        size_t pos;                     /* next unread byte of `bytes` */
+        OcfMeta *meta;
+        size_t n_meta;
+        uint8_t sync[OCF_SYNC_LEN];
+        OcfCodec codec;
+        avro_schema_t schema;
+        json_t *schema_json;
+        avro_value_iface_t *iface;
+        avro_value_t value;
+        bool has_value;
+        avro_reader_t avro_reader;
+
+        Buf block;                      /* the current block, decompressed */
+        size_t block_pos;
+        int64_t block_remaining;        /* datums not read yet */
+        uint64_t n_blocks;              /* blocks loaded so far; the current one is n_blocks - 1 */
+        uint64_t n_datums;              /* datums returned so far */
+};
+
+struct OcfWriter {
+        char *schema_text;              /* compact JSON written as avro.schema */
+        json_t *schema_json;
+        avro_schema_t schema;
+        avro_value_iface_t *iface;
+        avro_writer_t avro_writer;
+        OcfCodec codec;
+        uint8_t sync[OCF_SYNC_LEN];
+        OcfMeta *meta;
+        size_t n_meta;
+        Buf raw;                        /* datums of the block being filled */
+        int64_t raw_count;
+        Buf blocks;                     /* finished blocks, framed */
+        Buf scratch;                    /* compression output */
+        bool started;
+        bool finished;
+};
+
+/* A bounded view over input bytes; every read checks what is left first. */
+typedef struct Cursor {
+        const uint8_t *p;
+        size_t left;
+} Cursor;
+
+static int cursor_read_long(Cursor *c, int64_t *ret) {
+        uint64_t v = 0;
+
+        for (unsigned i = 0; i < OCF_MAX_VARINT_LEN; i++) {
+                uint8_t b;
+
+                if (c->left == 0)
+                        return -EBADMSG;
+                b = *c->p++;
+                c->left--;
+                /* The tenth byte may only carry the top bit of the 64-bit value. */
+                if (i == OCF_MAX_VARINT_LEN - 1 && b > 1)
+                        return -EOVERFLOW;
+                v |= (uint64_t)(b & 0x7f) << (7 * i);
+                if (!(b & 0x80)) {
+                        *ret = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+                        return 0;
+                }
+        }
+        return -EOVERFLOW;
+}
+
+static int cursor_read_bytes(Cursor *c, size_t n, const uint8_t **ret) {
+        if (n > c->left)
+                return -EBADMSG;
+        *ret = c->p;
+        c->p += n;
+        c->left -= n;
+        return 0;
+}
+
+/* Reads an Avro `bytes`/`string`: a long length, then that many bytes. */
+static int cursor_read_slice(Cursor *c, Slice *ret) {
+        const uint8_t *p;
+        int64_t n;
+        int r;
+
+        r = cursor_read_long(c, &n);
+        if (r < 0)
+                return r;
+        if (n < 0 || (uint64_t)n > c->left)
+                return -EBADMSG;
+        r = cursor_read_bytes(c, (size_t)n, &p);
+        if (r < 0)
+                return r;
+        *ret = slice_make(p, (size_t)n);
+        return 0;
+}
+
+static const char *ocf_type_name(avro_type_t t) {
+        static const char *const names[] = {
+                [AVRO_STRING] = "string", [AVRO_BYTES] = "bytes",   [AVRO_INT32] = "int",
+                [AVRO_INT64] = "long",    [AVRO_FLOAT] = "float",   [AVRO_DOUBLE] = "double",
+                [AVRO_BOOLEAN] = "boolean", [AVRO_NULL] = "null",   [AVRO_RECORD] = "record",
+                [AVRO_ENUM] = "enum",     [AVRO_FIXED] = "fixed",   [AVRO_MAP] = "map",
+                [AVRO_ARRAY] = "array",   [AVRO_UNION] = "union",   [AVRO_LINK] = "link",
+        };
+
+        if ((size_t)t < ELEMENTSOF(names) && names[t])
+                return names[t];
+        return "unknown";
+}
+
+typedef struct DatumCheck {
+        uint64_t nodes_left;
+        Error *e;
+} DatumCheck;
+
+static int ocf_datum_check(avro_schema_t s, Cursor *c, unsigned depth, DatumCheck *dc);
+
+/* Array and map bodies: blocks of `count` items; a negative count is followed by the
+ * block's byte size (Avro spec, "Complex Types"). */
+static int ocf_datum_check_items(avro_schema_t s, Cursor *c, unsigned depth, DatumCheck *dc) {
+        bool is_map = avro_typeof(s) == AVRO_MAP;
+        avro_schema_t items = is_map ? avro_schema_map_values(s) : avro_schema_array_items(s);
+        int64_t count;
+        int r;
+
+        for (;;) {
+                r = cursor_read_long(c, &count);
+                if (r < 0)
+                        return error_set(dc->e, -EBADMSG, "truncated %s block count",
+                                         is_map ? "map" : "array");
+                if (count == 0)
+                        return 0;
+                if (count < 0) {
+                        int64_t size;
+
+                        if (count == INT64_MIN)
+                                return error_set(dc->e, -EBADMSG, "invalid %s block count",
+                                                 is_map ? "map" : "array");
+                        count = -count;
+                        r = cursor_read_long(c, &size);
+                        if (r < 0 || size < 0 || (uint64_t)size > c->left)
+                                return error_set(dc->e, -EBADMSG, "invalid %s block size",
+                                                 is_map ? "map" : "array");
+                }
+                /* Every item costs at least one node; this bounds items of zero-byte types. */
+                if ((uint64_t)count > dc->nodes_left)
+                        return error_set(dc->e, -E2BIG, "%s block of %" PRId64 " items is too large",
+                                         is_map ? "map" : "array", count);
+                for (int64_t i = 0; i < count; i++) {
+                        if (is_map) {
+                                Slice key;
+
+                                if (cursor_read_slice(c, &key) < 0)
+                                        return error_set(dc->e, -EBADMSG, "truncated map key");
+                        }
+                        r = ocf_datum_check(items, c, depth + 1, dc);
+                        if (r < 0)
+                                return r;
+                }
+        }
+}
+
+/* Walks one datum of schema `s`, checking every length, count, index and range the way
+ * avro-c will read it, so that avro-c never sees bytes it could overread or over-allocate. */
+static int ocf_datum_check(avro_schema_t s, Cursor *c, unsigned depth, DatumCheck *dc) {
+        const uint8_t *p;
+        int64_t v;
+        Slice sl;
+        int r;
+
+        if (depth > OCF_MAX_SCHEMA_DEPTH)
+                return error_set(dc->e, -E2BIG, "datum nests deeper than %u levels", OCF_MAX_SCHEMA_DEPTH);
+        if (dc->nodes_left == 0)
+                return error_set(dc->e, -E2BIG, "datum has more than %u values", OCF_MAX_DATUM_NODES);
+        dc->nodes_left--;
+
+        switch (avro_typeof(s)) {
+        case AVRO_NULL:
+                return 0;
+        case AVRO_BOOLEAN:
+                if (cursor_read_bytes(c, 1, &p) < 0)
+                        return error_set(dc->e, -EBADMSG, "truncated boolean");
+                if (*p > 1)
+                        return error_set(dc->e, -EBADMSG, "invalid boolean byte %u", *p);
+                return 0;
+        case AVRO_INT32:
+                r = cursor_read_long(c, &v);
+                if (r < 0)
+                        return error_set(dc->e, -EBADMSG, "truncated or overlong int");
+                if (v < INT32_MIN || v > INT32_MAX)
+                        return error_set(dc->e, -EBADMSG, "int value %" PRId64 " out of range", v);
+                return 0;
+        case AVRO_INT64:
+                if (cursor_read_long(c, &v) < 0)
+                        return error_set(dc->e, -EBADMSG, "truncated or overlong long");
+                return 0;
+        case AVRO_FLOAT:
+                if (cursor_read_bytes(c, 4, &p) < 0)
+                        return error_set(dc->e, -EBADMSG, "truncated float");
+                return 0;
+        case AVRO_DOUBLE:
+                if (cursor_read_bytes(c, 8, &p) < 0)
+                        return error_set(dc->e, -EBADMSG, "truncated double");
+                return 0;
+        case AVRO_STRING:
+        case AVRO_BYTES:
+                if (cursor_read_slice(c, &sl) < 0)
+                        return error_set(dc->e, -EBADMSG, "truncated %s or invalid length",
+                                         ocf_type_name(avro_typeof(s)));
+                return 0;
+        case AVRO_FIXED:
+                v = avro_schema_fixed_size(s);
+                if (v < 0 || cursor_read_bytes(c, (size_t)v, &p) < 0)
+                        return error_set(dc->e, -EBADMSG, "truncated fixed");
+                return 0;
+        case AVRO_ENUM:
+                if (cursor_read_long(c, &v) < 0)
+                        return error_set(dc->e, -EBADMSG, "truncated enum");
+                if (v < 0 || v >= avro_schema_enum_number_of_symbols(s))
+                        return error_set(dc->e, -EBADMSG, "enum index %" PRId64 " out of range", v);
+                return 0;
+        case AVRO_UNION:
+                if (cursor_read_long(c, &v) < 0)
+                        return error_set(dc->e, -EBADMSG, "truncated union index");
+                if (v < 0 || (uint64_t)v >= avro_schema_union_size(s))
+                        return error_set(dc->e, -EBADMSG, "union index %" PRId64 " out of range", v);
+                return ocf_datum_check(avro_schema_union_branch(s, (int)v), c, depth + 1, dc);
+        case AVRO_RECORD:
+                for (size_t i = 0, n = avro_schema_record_size(s); i < n; i++) {
+                        r = ocf_datum_check(avro_schema_record_field_get_by_index(s, (int)i), c,
+                                            depth + 1, dc);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        case AVRO_ARRAY:
+        case AVRO_MAP:
+                return ocf_datum_check_items(s, c, depth, dc);
+        case AVRO_LINK:
+                return ocf_datum_check(avro_schema_link_target(s), c, depth + 1, dc);
+        default:
+                return error_set(dc->e, -EBADMSG, "unsupported schema type %d", (int)avro_typeof(s));
+        }
+}
+
+OcfReader *ocf_reader_free(OcfReader *r) {
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < r->n_meta; i++)
+                free(r->meta[i].key);
+        free(r->meta);
+        if (r->has_value)
+                avro_value_decref(&r->value);
+        if (r->iface)
+                avro_value_iface_decref(r->iface);
+        if (r->schema)
+                avro_schema_decref(r->schema);
+        if (r->avro_reader)
+                avro_reader_free(r->avro_reader);
+        json_decref(r->schema_json);
+        buf_deinit(&r->block);
+        free(r);
+        return NULL;
+}
+
+static int ocf_reader_parse_meta(OcfReader *r, Cursor *c, Error *e) {
+        for (;;) {
+                int64_t count;
+
+                if (cursor_read_long(c, &count) < 0)
+                        return error_set(e, -EBADMSG, "truncated header metadata");
+                if (count == 0)
+                        return 0;
+                if (count < 0) {
+                        int64_t size;
+
+                        if (count == INT64_MIN)
+                                return error_set(e, -EBADMSG, "invalid header metadata count");
+                        count = -count;
+                        if (cursor_read_long(c, &size) < 0 || size < 0)
+                                return error_set(e, -EBADMSG, "invalid header metadata block size");
+                }
+                if ((uint64_t)count > OCF_MAX_META_ENTRIES - r->n_meta)
+                        return error_set(e, -E2BIG, "header has more than %u metadata entries",
+                                         OCF_MAX_META_ENTRIES);
+                for (int64_t i = 0; i < count; i++) {
+                        OcfMeta *m;
+                        Slice key, value;
+
+                        if (cursor_read_slice(c, &key) < 0 || cursor_read_slice(c, &value) < 0)
+                                return error_set(e, -EBADMSG, "truncated header metadata");
+                        if (memchr(key.ptr, 0, key.len))
+                                return error_set(e, -EBADMSG, "header metadata key contains a NUL byte");
+                        for (size_t j = 0; j < r->n_meta; j++)
+                                if (slice_eq_str(key, r->meta[j].key))
+                                        return error_set(e, -EBADMSG, "duplicate header metadata key '%.*s'",
+                                                         (int)key.len, (const char *)key.ptr);
+                        m = reallocarray(r->meta, r->n_meta + 1, sizeof(*r->meta));
+                        if (!m)
+                                return -ENOMEM;
+                        r->meta = m;
+                        m[r->n_meta].key = strndup((const char *)key.ptr, key.len);
+                        if (!m[r->n_meta].key)
+                                return -ENOMEM;
+                        m[r->n_meta].value = value;
+                        r->n_meta++;
+                }
+        }
+}
+
+static int ocf_reader_parse_schema(OcfReader *r, Error *e) {
+        json_error_t jerr;
+        Slice text, codec;
+
+        codec = ocf_reader_meta(r, "avro.codec");
+        if (!codec.ptr || slice_eq_str(codec, "null"))
+                r->codec = OCF_CODEC_NULL;
+        else if (slice_eq_str(codec, "deflate"))
+                r->codec = OCF_CODEC_DEFLATE;
+        else
+                return error_set(e, -EOPNOTSUPP, "unknown codec '%.*s'", (int)(codec.len > 64 ? 64 : codec.len),
+                                 (const char *)codec.ptr);
+
+        text = ocf_reader_meta(r, "avro.schema");
+        if (!text.ptr)
+                return error_set(e, -EBADMSG, "header has no avro.schema");
+        /* jansson keeps the attributes avro-c drops (field-id, element-id, logicalType). */
+        r->schema_json = json_loadb((const char *)text.ptr, text.len,
+                                    JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+        if (!r->schema_json)
+                return error_set(e, -EBADMSG, "avro.schema is not JSON: line %d column %d: %s",
+                                 jerr.line, jerr.column, jerr.text);
+        if (avro_schema_from_json_length((const char *)text.ptr, text.len, &r->schema) != 0) {
+                r->schema = NULL;
+                return error_set(e, -EBADMSG, "invalid avro.schema: %s", avro_strerror());
+        }
+        r->iface = avro_generic_class_from_schema(r->schema);
+        if (!r->iface)
+                return error_set(e, -EBADMSG, "unusable avro.schema: %s", avro_strerror());
+        if (avro_generic_value_new(r->iface, &r->value) != 0)
+                return -ENOMEM;
+        r->has_value = true;
+        r->avro_reader = avro_reader_memory("", 0);
+        if (!r->avro_reader)
+                return -ENOMEM;
+        return 0;
+}
+
+int ocf_reader_open(Slice bytes, OcfReader **ret_reader, Error *e) {
+        _cleanup_(ocf_reader_freep) OcfReader *r = NULL;
+        const uint8_t *p;
+        Cursor c;
+        int rr;
+
+        if (bytes.len < OCF_MAGIC_LEN || memcmp(bytes.ptr, OCF_MAGIC, OCF_MAGIC_LEN) != 0)
+                return error_set(e, -EBADMSG, "not an Avro container file (bad magic)");
+
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->bytes = bytes;
+        buf_init(&r->block, OCF_MAX_BLOCK_BYTES);
+
+        c = (Cursor){ bytes.ptr + OCF_MAGIC_LEN, bytes.len - OCF_MAGIC_LEN };
+        rr = ocf_reader_parse_meta(r, &c, e);
+        if (rr < 0)
+                return rr == -ENOMEM ? error_set(e, rr, "out of memory") : rr;
+        if (cursor_read_bytes(&c, OCF_SYNC_LEN, &p) < 0)
+                return error_set(e, -EBADMSG, "truncated header sync marker");
+        memcpy(r->sync, p, OCF_SYNC_LEN);
+        r->pos = bytes.len - c.left;
+
+        rr = ocf_reader_parse_schema(r, e);
+        if (rr < 0)
+                return rr == -ENOMEM ? error_set(e, rr, "out of memory") : rr;
+
+        *ret_reader = TAKE_PTR(r);
+        return 0;
+}
+
+Slice ocf_reader_meta(const OcfReader *r, const char *key) {
+        for (size_t i = 0; i < r->n_meta; i++)
+                if (strcmp(r->meta[i].key, key) == 0)
+                        return r->meta[i].value;
+        return SLICE_NULL;
+}
+
+int ocf_reader_meta_i64(const OcfReader *r, const char *key, int64_t *ret) {
+        Slice v = ocf_reader_meta(r, key);
+        char text[32];
+
+        if (!v.ptr)
+                return 0;
+        if (v.len == 0 || v.len >= sizeof(text) || memchr(v.ptr, 0, v.len))
+                return -EBADMSG;
+        memcpy(text, v.ptr, v.len);
+        text[v.len] = 0;
+        return parse_i64(text, ret) < 0 ? -EBADMSG : 1;
+}
+
+int ocf_reader_meta_strdup(const OcfReader *r, const char *key, char **ret) {
+        Slice v = ocf_reader_meta(r, key);
+        char *s;
+
+        if (!v.ptr)
+                return 0;
+        if (memchr(v.ptr, 0, v.len))
+                return -EBADMSG;
+        s = strndup((const char *)v.ptr, v.len);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 1;
+}
+
+size_t ocf_reader_n_meta(const OcfReader *r) {
+        return r->n_meta;
+}
+
+void ocf_reader_meta_at(const OcfReader *r, size_t i, const char **ret_key, Slice *ret_value) {
+        assert(i < r->n_meta);
+        *ret_key = r->meta[i].key;
+        *ret_value = r->meta[i].value;
+}
+
+avro_schema_t ocf_reader_schema(const OcfReader *r) {
+        return r->schema;
+}
+
+const json_t *ocf_reader_schema_json(const OcfReader *r) {
+        return r->schema_json;
+}
+
+OcfCodec ocf_reader_codec(const OcfReader *r) {
+        return r->codec;
+}
+
+int64_t ocf_reader_block_remaining(const OcfReader *r) {
+        return r->block_remaining;
+}
+
+uint64_t ocf_reader_datum_index(const OcfReader *r) {
+        return r->n_datums ? r->n_datums - 1 : 0;
+}
+
+/* Inflates raw DEFLATE (window bits -15: no zlib header, no adler32 trailer) into *out, never
+ * producing more than `max` bytes. */
+static int ocf_inflate(Slice in, Buf *out, size_t max, uint64_t block, Error *e) {
+        z_stream z = {};
+        int zr, r = 0;
+
+        out->len = 0;
+        if (inflateInit2(&z, -15) != Z_OK)
+                return error_set(e, -ENOMEM, "block %" PRIu64 ": cannot initialize inflate", block);
+        z.next_in = (Bytef *)(uintptr_t)in.ptr;
+        z.avail_in = (uInt)in.len;
+
+        for (;;) {
+                size_t room = out->cap > out->len ? out->cap - out->len - 1 : 0;
+
+                if (room > max - out->len)
+                        room = max - out->len;
+                if (room == 0) {
+                        size_t want = out->len > 65536 ? out->len : 65536;
+
+                        if (out->len >= max) {
+                                r = error_set(e, -E2BIG, "block %" PRIu64 ": decompressed size exceeds %zu bytes",
+                                              block, max);
+                                break;
+                        }
+                        if (want > max - out->len)
+                                want = max - out->len;
+                        r = buf_reserve(out, want);
+                        if (r < 0) {
+                                r = error_set(e, r, "block %" PRIu64 ": out of memory", block);
+                                break;
+                        }
+                        continue;
+                }
+                z.next_out = out->data + out->len;
+                z.avail_out = (uInt)room;
+                zr = inflate(&z, Z_NO_FLUSH);
+                out->len += room - z.avail_out;
+                /* Bytes after the end of the stream are ignored, as Java's and zlib's readers
+                 * do: fastavro keeps 3 of the 4 zlib adler32 trailer bytes in every block. */
+                if (zr == Z_STREAM_END)
+                        break;
+                if (zr == Z_OK)
+                        continue;
+                if (zr == Z_BUF_ERROR && z.avail_in == 0) {
+                        r = error_set(e, -EBADMSG, "block %" PRIu64 ": truncated deflate stream", block);
+                        break;
+                }
+                if (zr == Z_BUF_ERROR)
+                        continue;
+                r = error_set(e, zr == Z_MEM_ERROR ? -ENOMEM : -EBADMSG, "block %" PRIu64 ": invalid deflate data: %s",
+                              block, z.msg ? z.msg : "unknown error");
+                break;
+        }
+        (void)inflateEnd(&z);
+        if (out->data)
+                out->data[out->len] = 0;
+        return r;
+}
+
+int ocf_reader_next_block(OcfReader *r, Error *e) {
+        uint64_t block = r->n_blocks;
+        const uint8_t *data, *sync;
+        int64_t count, size;
+        Cursor c;
+        int rr;
+
+        r->block_remaining = 0;
+        r->block_pos = 0;
+        r->block.len = 0;
+
+        c = (Cursor){ r->bytes.ptr + r->pos, r->bytes.len - r->pos };
+        if (c.left == 0)
+                return 0;
+        if (cursor_read_long(&c, &count) < 0 || cursor_read_long(&c, &size) < 0)
+                return error_set(e, -EBADMSG, "block %" PRIu64 ": truncated block header", block);
+        if (count < 0 || size < 0)
+                return error_set(e, -EBADMSG, "block %" PRIu64 ": negative datum count or size", block);
+        if ((uint64_t)size > c.left)
+                return error_set(e, -EBADMSG, "block %" PRIu64 ": size %" PRId64 " exceeds the %zu bytes left",
+                                 block, size, c.left);
+        (void)cursor_read_bytes(&c, (size_t)size, &data);
+        if (cursor_read_bytes(&c, OCF_SYNC_LEN, &sync) < 0)
+                return error_set(e, -EBADMSG, "block %" PRIu64 ": truncated sync marker", block);
+        if (memcmp(sync, r->sync, OCF_SYNC_LEN) != 0)
+                return error_set(e, -EBADMSG, "block %" PRIu64 ": sync marker mismatch", block);
+
+        if (size > 0 && r->codec == OCF_CODEC_DEFLATE) {
+                /* Incompressible input grows a little under deflate (5 bytes per stored block). */
+                if ((uint64_t)size > OCF_MAX_BLOCK_BYTES + OCF_MAX_BLOCK_BYTES / 8)
+                        return error_set(e, -E2BIG, "block %" PRIu64 ": compressed size %" PRId64 " too large",
+                                         block, size);
+                rr = ocf_inflate(slice_make(data, (size_t)size), &r->block, OCF_MAX_BLOCK_BYTES, block, e);
+                if (rr < 0)
+                        return rr;
+        } else if (size > 0) {
+                if ((uint64_t)size > OCF_MAX_BLOCK_BYTES)
+                        return error_set(e, -E2BIG, "block %" PRIu64 ": size %" PRId64 " exceeds %u bytes", block,
+                                         size, OCF_MAX_BLOCK_BYTES);
+                rr = buf_append(&r->block, data, (size_t)size);
+                if (rr < 0)
+                        return error_set(e, rr, "block %" PRIu64 ": out of memory", block);
+        }
+        /* Each datum takes at least one byte unless its schema encodes to nothing; a larger
+         * count is either corrupt or an attempt to make us loop. */
+        if ((uint64_t)count > (r->block.len > 0 ? r->block.len : 1) ||
+            (count == 0 && r->block.len > 0))
+                return error_set(e, -EBADMSG, "block %" PRIu64 ": %" PRId64 " datums cannot fill %zu bytes",
+                                 block, count, r->block.len);
+
+        r->pos = r->bytes.len - c.left;
+        r->block_remaining = count;
+        r->n_blocks++;
+        return 1;
+}
+
+int ocf_reader_read(OcfReader *r, avro_value_t **ret_value, Error *e) {
+        uint64_t block;
+        DatumCheck dc;
+        Cursor c;
+        size_t len;
+        int rr;
+
+        while (r->block_remaining == 0) {
+                /* A block whose datums are all read must have no bytes left over. */
+                if (r->n_blocks > 0 && r->block_pos != r->block.len)
+                        return error_set(e, -EBADMSG, "block %" PRIu64 ": %zu bytes after its last datum",
+                                         r->n_blocks - 1, r->block.len - r->block_pos);
+                rr = ocf_reader_next_block(r, e);
+                if (rr <= 0)
+                        return rr;
+        }
+        block = r->n_blocks - 1;
+
+        c = (Cursor){ r->block.data + r->block_pos, r->block.len - r->block_pos };
+        dc = (DatumCheck){ .nodes_left = OCF_MAX_DATUM_NODES, .e = e };
+        rr = ocf_datum_check(r->schema, &c, 0, &dc);
+        if (rr < 0)
+                return error_prefix(e, rr, "block %" PRIu64 ", datum %" PRIu64, block, r->n_datums);
+        len = r->block.len - r->block_pos - c.left;
+
+        /* avro-c reads exactly the bytes the check accepted. */
+        avro_reader_memory_set_source(r->avro_reader, (const char *)r->block.data + r->block_pos,
+                                      (int64_t)len);
+        if (avro_value_read(r->avro_reader, &r->value) != 0)
+                return error_set(e, -EBADMSG, "block %" PRIu64 ", datum %" PRIu64 ": %s", block, r->n_datums,
+                                 avro_strerror());
+        r->block_pos += len;
+        r->block_remaining--;
+        r->n_datums++;
+        *ret_value = &r->value;
+        return 1;
+}
+
+OcfWriter *ocf_writer_free(OcfWriter *w) {
+        if (!w)
+                return NULL;
+        for (size_t i = 0; i < w->n_meta; i++) {
+                free(w->meta[i].key);
+                free((void *)(uintptr_t)w->meta[i].value.ptr);
+        }
+        free(w->meta);
+        free(w->schema_text);
+        json_decref(w->schema_json);
+        if (w->iface)
+                avro_value_iface_decref(w->iface);
+        if (w->schema)
+                avro_schema_decref(w->schema);
+        if (w->avro_writer)
+                avro_writer_free(w->avro_writer);
+        buf_deinit(&w->raw);
+        buf_deinit(&w->blocks);
+        buf_deinit(&w->scratch);
+        free(w);
+        return NULL;
+}
+
+int ocf_writer_new(const char *schema_json, OcfCodec codec, OcfWriter **ret_writer) {
+        _cleanup_(ocf_writer_freep) OcfWriter *w = NULL;
+        ssize_t n;
+
+        assert(schema_json);
+        if (codec != OCF_CODEC_NULL && codec != OCF_CODEC_DEFLATE)
+                return -EINVAL;
+
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        w->codec = codec;
+        buf_init(&w->raw, OCF_MAX_BLOCK_BYTES);
+        buf_init(&w->blocks, SIZE_MAX / 2);
+        buf_init(&w->scratch, SIZE_MAX / 2);
+
+        w->schema_json = json_loads(schema_json, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+        if (!w->schema_json)
+                return -EINVAL;
+        /* One line like Java writes it; key order kept so the text reads like the source. */
+        w->schema_text = json_dumps(w->schema_json, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+        if (!w->schema_text)
+                return -ENOMEM;
+        if (avro_schema_from_json_length(w->schema_text, strlen(w->schema_text), &w->schema) != 0) {
+                w->schema = NULL;
+                return -EINVAL;
+        }
+        w->iface = avro_generic_class_from_schema(w->schema);
+        if (!w->iface)
+                return -EINVAL;
+
+        n = getrandom(w->sync, sizeof(w->sync), 0);
+        if (n < 0)
+                return -errno;
+        if ((size_t)n != sizeof(w->sync))
+                return -EIO;
+
+        *ret_writer = TAKE_PTR(w);
+        return 0;
+}
+
+avro_schema_t ocf_writer_schema(const OcfWriter *w) {
+        return w->schema;
+}
+
+const json_t *ocf_writer_schema_json(const OcfWriter *w) {
+        return w->schema_json;
+}
+
+int ocf_writer_value_new(OcfWriter *w, avro_value_t *ret_value) {
+        return avro_generic_value_new(w->iface, ret_value) == 0 ? 0 : -ENOMEM;
+}
+
+int ocf_writer_set_meta(OcfWriter *w, const char *key, Slice value) {
+        uint8_t *copy;
+        OcfMeta *m;
+
+        if (w->started || w->finished)
+                return -EBUSY;
+        if (strncmp(key, "avro.", 5) == 0)
+                return -EINVAL;
+
+        copy = malloc(value.len ? value.len : 1);
+        if (!copy)
+                return -ENOMEM;
+        if (value.len)
+                memcpy(copy, value.ptr, value.len);
+
+        for (size_t i = 0; i < w->n_meta; i++)
+                if (strcmp(w->meta[i].key, key) == 0) {
+                        free((void *)(uintptr_t)w->meta[i].value.ptr);
+                        w->meta[i].value = slice_make(copy, value.len);
+                        return 0;
+                }
+
+        m = reallocarray(w->meta, w->n_meta + 1, sizeof(*w->meta));
+        if (!m) {
+                free(copy);
+                return -ENOMEM;
+        }
+        w->meta = m;
+        m[w->n_meta].key = strdup(key);
+        if (!m[w->n_meta].key) {
+                free(copy);
+                return -ENOMEM;
+        }
+        m[w->n_meta].value = slice_make(copy, value.len);
+        w->n_meta++;
+        return 0;
+}
+
+static int buf_append_long(Buf *b, int64_t v) {
+        uint8_t tmp[OCF_MAX_VARINT_LEN];
+        uint64_t n = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);   /* zigzag */
+        size_t len = 0;
+
+        while (n & ~(uint64_t)0x7f) {
+                tmp[len++] = (uint8_t)((n & 0x7f) | 0x80);
+                n >>= 7;
+        }
+        tmp[len++] = (uint8_t)n;
+        return buf_append(b, tmp, len);
+}
+
+static int buf_append_avro_bytes(Buf *b, const void *p, size_t n) {
+        int r;
+
+        r = buf_append_long(b, (int64_t)n);
+        if (r < 0)
+                return r;
+        return buf_append(b, p, n);
+}
+
+static int ocf_deflate(Slice in, Buf *out) {
+        z_stream z = {};
+        uLong bound;
+        int zr, r;
+
+        out->len = 0;
+        /* Raw DEFLATE, as the Avro spec's "deflate" codec requires. */
+        if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+                return -ENOMEM;
+        bound = deflateBound(&z, (uLong)in.len);
+        r = buf_reserve(out, bound);
+        if (r < 0) {
+                (void)deflateEnd(&z);
+                return r;
+        }
+        z.next_in = (Bytef *)(uintptr_t)in.ptr;
+        z.avail_in = (uInt)in.len;
+        z.next_out = out->data;
+        z.avail_out = (uInt)bound;
+        zr = deflate(&z, Z_FINISH);
+        out->len = bound - z.avail_out;
+        out->data[out->len] = 0;
+        (void)deflateEnd(&z);
+        return zr == Z_STREAM_END ? 0 : -EIO;
+}
+
+static int ocf_writer_flush_block(OcfWriter *w) {
+        Slice data = buf_slice(&w->raw);
+        int r;
+
+        if (w->raw_count == 0)
+                return 0;
+        if (w->codec == OCF_CODEC_DEFLATE) {
+                r = ocf_deflate(data, &w->scratch);
+                if (r < 0)
+                        return r;
+                data = buf_slice(&w->scratch);
+        }
+        r = buf_append_long(&w->blocks, w->raw_count);
+        if (r >= 0)
+                r = buf_append_long(&w->blocks, (int64_t)data.len);
+        if (r >= 0)
+                r = buf_append(&w->blocks, data.ptr, data.len);
+        if (r >= 0)
+                r = buf_append(&w->blocks, w->sync, sizeof(w->sync));
+        if (r < 0)
+                return r;
+        w->raw.len = 0;
+        w->raw_count = 0;
+        return 0;
+}
+
+int ocf_writer_append(OcfWriter *w, avro_value_t *value) {
+        size_t size;
+        int r;
+
+        if (w->finished)
+                return -EBUSY;
+        w->started = true;
+
+        if (avro_value_sizeof(value, &size) != 0)
+                return -EIO;
+        r = buf_reserve(&w->raw, size);
+        if (r < 0)
+                return r;
+        if (!w->avro_writer) {
+                w->avro_writer = avro_writer_memory((const char *)w->raw.data + w->raw.len, (int64_t)size);
+                if (!w->avro_writer)
+                        return -ENOMEM;
+        } else
+                avro_writer_memory_set_dest(w->avro_writer, (const char *)w->raw.data + w->raw.len,
+                                            (int64_t)size);
+        if (avro_value_write(w->avro_writer, value) != 0)
+                return -EIO;
+        w->raw.len += size;
+        w->raw.data[w->raw.len] = 0;
+        w->raw_count++;
+
+        if (w->raw.len >= OCF_WRITER_BLOCK_BYTES)
+                return ocf_writer_flush_block(w);
+        return 0;
+}
+
+static int ocf_writer_write_header(OcfWriter *w, Buf *out) {
+        const char *codec = w->codec == OCF_CODEC_DEFLATE ? "deflate" : "null";
+        int r;
+
+        r = buf_append(out, OCF_MAGIC, OCF_MAGIC_LEN);
+        if (r < 0)
+                return r;
+        /* The metadata map as a single block: count, then key/value pairs, then 0. */
+        r = buf_append_long(out, (int64_t)w->n_meta + 2);
+        if (r < 0)
+                return r;
+        r = buf_append_avro_bytes(out, "avro.schema", strlen("avro.schema"));
+        if (r >= 0)
+                r = buf_append_avro_bytes(out, w->schema_text, strlen(w->schema_text));
+        if (r >= 0)
+                r = buf_append_avro_bytes(out, "avro.codec", strlen("avro.codec"));
+        if (r >= 0)
+                r = buf_append_avro_bytes(out, codec, strlen(codec));
+        for (size_t i = 0; r >= 0 && i < w->n_meta; i++) {
+                r = buf_append_avro_bytes(out, w->meta[i].key, strlen(w->meta[i].key));
+                if (r >= 0)
+                        r = buf_append_avro_bytes(out, w->meta[i].value.ptr, w->meta[i].value.len);
+        }
+        if (r >= 0)
+                r = buf_append_long(out, 0);
+        if (r >= 0)
+                r = buf_append(out, w->sync, sizeof(w->sync));
+        return r;
+}
+
+int ocf_writer_finish(OcfWriter *w, Buf *out) {
+        size_t start = out->len;
+        int r;
+
+        if (w->finished)
+                return -EBUSY;
+        r = ocf_writer_flush_block(w);
+        if (r < 0)
+                return r;
+        w->finished = true;
+        r = ocf_writer_write_header(w, out);
+        if (r >= 0)
+                r = buf_append(out, w->blocks.data, w->blocks.len);
+        if (r < 0) {
+                /* Leave *out as it was: a half-written file is worse than none. */
+                out->len = start;
+                if (out->data)
+                        out->data[start] = 0;
+                return r;
+        }
+        return 0;
+}

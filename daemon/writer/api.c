@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Writer API handlers: parse, validate, hand over to the commit engine; health and metrics. */
+#define LOG_MODULE "writer"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "util/log.h"
+#include "writer/api.h"
+
+typedef struct WriterApi {
+        CommitRequestLimits limits;
+        WriterHooks hooks;
+        void *userdata;
+} WriterApi;
+
+/* One per process lifetime of the server; freed with it through the route table's userdata
+ * would need a destructor hook, so the API object is static: there is one writer API. */
+static WriterApi writer_api;
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void writer_on_gone(HttpRequest *r, void *userdata) {
+        WriterRequest *w = userdata;
+
+        /* The commit goes on: the writer can fetch the outcome with GET /v1/commits/{key}. */
+        w->http = NULL;
+}
+
+static void writer_handle_commit(HttpRequest *r, void *userdata) {
+        WriterApi *api = userdata;
+        _cleanup_(commit_request_freep) CommitRequest *request = NULL;
+        WriterRequest *w;
+        Error error = {};
+        int rr;
+
+        rr = commit_request_parse(http_request_param(r, 0), http_request_param(r, 1),
+                                  http_request_body(r), &api->limits, &request, &error);
+        if (rr == -ENOMEM) {
+                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
+                return;
+        }
+        if (rr == -E2BIG) {
+                http_reply_error(r, 413, "too-many-manifests", "%s", error.message);
+                return;
+        }
+        if (rr < 0) {
+                http_reply_error(r, 400, "bad-request", "%s", error.message);
+                return;
+        }
+
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
+                return;
+        }
+        w->http = r;
+        w->request = TAKE_PTR(request);
+        w->accepted_ns = now_ns();
+        http_request_on_gone(r, writer_on_gone, w);
+        api->hooks.submit(w, api->userdata);
+}
+
+static void writer_handle_status(HttpRequest *r, void *userdata) {
+        WriterApi *api = userdata;
+        const char *key = http_request_param(r, 0);
+        json_t *body;
+        int status = 404;
+
+        if (!commit_key_is_valid(key)) {
+                http_reply_error(r, 400, "bad-request",
+                                 "idempotency key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -");
+                return;
+        }
+        body = api->hooks.lookup(key, &status, api->userdata);
+        if (!body) {
+                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
+                return;
+        }
+        http_reply_json(r, status, body);
+}
+
+static void writer_handle_healthz(HttpRequest *r, void *userdata) {
+        http_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void writer_handle_readyz(HttpRequest *r, void *userdata) {
+        WriterApi *api = userdata;
+
+        if (api->hooks.is_ready(api->userdata))
+                http_reply_json(r, 200, json_pack("{s:s}", "status", "ready"));
+        else
+                http_reply_error(r, 503, "not-ready", "the catalog configuration is not loaded yet");
+}
+
+static void writer_handle_metrics(HttpRequest *r, void *userdata) {
+        WriterApi *api = userdata;
+        _cleanup_(buf_deinitp) Buf b;
+
+        buf_init(&b, 16u << 20);
+        if (api->hooks.metrics(&b, api->userdata) < 0) {
+                http_reply_error(r, 500, "internal", "cannot render metrics");
+                return;
+        }
+        http_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", buf_slice(&b));
+}
+
+int writer_api_register(HttpServer *server, const CommitRequestLimits *limits,
+                        const WriterHooks *hooks, void *userdata) {
+        static const struct {
+                const char *method, *pattern;
+                HttpHandler handler;
+        } routes[] = {
+                { "POST", "/v1/namespaces/{}/tables/{}/commits", writer_handle_commit },
+                { "GET", "/v1/commits/{}", writer_handle_status },
+                { "GET", "/healthz", writer_handle_healthz },
+                { "GET", "/readyz", writer_handle_readyz },
+                { "GET", "/metrics", writer_handle_metrics },
+        };
+        int r;
+
+        writer_api = (WriterApi){ .limits = *limits, .hooks = *hooks, .userdata = userdata };
+        for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
+                r = http_server_route(server, routes[i].method, routes[i].pattern, routes[i].handler,
+                                      &writer_api);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+void writer_request_reply(WriterRequest *w, int status, json_t *body) {
+        if (!w->http) {
+                json_decref(body);
+                return;
+        }
+        http_reply_json(w->http, status, body);
+        w->http = NULL;
+}
+
+void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt, ...) {
+        char message[2048];
+        va_list ap;
+
+        if (!w->http)
+                return;
+        va_start(ap, fmt);
+        (void)vsnprintf(message, sizeof(message), fmt, ap);
+        va_end(ap);
+        http_reply_error(w->http, status, type, "%s", message);
+        w->http = NULL;
+}
+
+void writer_request_add_header(WriterRequest *w, const char *name, const char *value) {
+        if (w->http)
+                http_reply_add_header(w->http, name, value);
+}
+
+WriterRequest *writer_request_free(WriterRequest *w) {
+        if (!w)
+                return NULL;
+        /* A request freed unanswered (shutdown) still gets a definite answer. */
+        if (w->http) {
+                http_reply_error(w->http, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                w->http = NULL;
+        }
+        commit_request_free(w->request);
+        free(w);
+        return NULL;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The writer API routes (proto/openapi.yaml): HTTP in, CommitRequest out to the commit engine
+ * through WriterHooks; the engine answers through writer_request_reply*(). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "http/http.h"
+#include "util/buf.h"
+#include "writer/request.h"
+
+/* One writer call waiting for its commit. Owned by the commit engine once submitted. */
+typedef struct WriterRequest {
+        HttpRequest *http;              /* NULL once answered or once the client went away */
+        CommitRequest *request;
+        uint64_t accepted_ns;           /* CLOCK_MONOTONIC when the request arrived */
+} WriterRequest;
+
+typedef struct WriterHooks {
+        /* Takes ownership of w; must eventually answer it with writer_request_reply*(). */
+        void (*submit)(WriterRequest *w, void *userdata);
+        /* Answers GET /v1/commits/{key}: sets *ret_status and returns the body (owned). */
+        json_t *(*lookup)(const char *key, int *ret_status, void *userdata);
+        /* Whether the catalog is reachable and configuration loaded (GET /readyz). */
+        bool (*is_ready)(void *userdata);
+        /* Appends the Prometheus exposition (GET /metrics). */
+        int (*metrics)(Buf *out, void *userdata);
+} WriterHooks;
+
+int writer_api_register(HttpServer *server, const CommitRequestLimits *limits,
+                        const WriterHooks *hooks, void *userdata);
+
+/* Answers the writer (when still connected). The body is stolen. Safe to call once. */
+void writer_request_reply(WriterRequest *w, int status, json_t *body);
+void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt, ...)
+        _printf_(4, 5);
+/* Adds a header (e.g. Retry-After) to the pending answer. */
+void writer_request_add_header(WriterRequest *w, const char *name, const char *value);
+WriterRequest *writer_request_free(WriterRequest *w);
+DEFINE_CLEANUP_FUNC(WriterRequest, writer_request_free);

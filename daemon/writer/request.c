@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Writer API request parsing (see request.h and proto/openapi.yaml). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iceberg/snapshot.h"
+#include "writer/request.h"
+
+bool commit_key_is_valid(const char *key) {
+        size_t n = 0;
+
+        for (const char *p = key; *p; p++, n++) {
+                char c = *p;
+
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == ':' || c == '-'))
+                        return false;
+        }
+        return n >= 1 && n <= COMMIT_KEY_MAX;
+}
+
+static bool name_is_valid(const char *s, size_t len) {
+        if (len == 0 || len > 255 || strlen(s) != len)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+                        return false;
+        return true;
+}
+
+static int request_split_namespace(CommitRequest *r, const char *param, Error *error) {
+        const char *p = param;
+
+        for (;;) {
+                const char *end = strchr(p, 0x1f);
+                size_t len = end ? (size_t)(end - p) : strlen(p);
+                char **levels;
+
+                if (len == 0 || len > 255)
+                        return error_set(error, -EINVAL, "namespace level %zu is empty or too long",
+                                         r->n_namespace);
+                levels = reallocarray(r->namespace, r->n_namespace + 1, sizeof(*levels));
+                if (!levels)
+                        return -ENOMEM;
+                r->namespace = levels;
+                r->namespace[r->n_namespace] = strndup(p, len);
+                if (!r->namespace[r->n_namespace])
+                        return -ENOMEM;
+                if (!name_is_valid(r->namespace[r->n_namespace], len))
+                        return error_set(error, -EINVAL, "namespace level %zu contains control characters",
+                                         r->n_namespace++);
+                r->n_namespace++;
+                if (!end)
+                        return 0;
+                p = end + 1;
+        }
+}
+
+static int request_parse_manifests(CommitRequest *r, json_t *array, const CommitRequestLimits *limits,
+                                   Error *error) {
+        size_t i, n;
+        json_t *v;
+
+        if (!json_is_array(array))
+                return error_set(error, -EINVAL, "'staged-manifests' must be an array of manifest locations");
+        n = json_array_size(array);
+        if (n == 0)
+                return error_set(error, -EINVAL, "'staged-manifests' is empty: nothing to commit");
+        if (n > limits->max_manifests)
+                return error_set(error, -E2BIG, "'staged-manifests' lists %zu manifests, above the limit of %zu",
+                                 n, limits->max_manifests);
+        r->manifests = calloc(n, sizeof(char *));
+        if (!r->manifests)
+                return -ENOMEM;
+        json_array_foreach(array, i, v) {
+                const char *s = json_string_value(v);
+
+                if (!s || !name_is_valid(s, json_string_length(v)) || json_string_length(v) > 4096)
+                        return error_set(error, -EINVAL,
+                                         "'staged-manifests'[%zu] must be a location string of 1 to 4096 characters",
+                                         i);
+                /* The same file twice would register its data files twice (spec: a path may
+                 * appear once per snapshot). */
+                for (size_t j = 0; j < r->n_manifests; j++)
+                        if (strcmp(r->manifests[j], s) == 0)
+                                return error_set(error, -EINVAL, "'staged-manifests'[%zu] repeats '%s'", i, s);
+                r->manifests[r->n_manifests] = strdup(s);
+                if (!r->manifests[r->n_manifests])
+                        return -ENOMEM;
+                r->n_manifests++;
+        }
+        return 0;
+}
+
+static int request_parse_properties(CommitRequest *r, json_t *object, Error *error) {
+        const char *key;
+        json_t *v;
+
+        if (!object) {
+                r->snapshot_properties = json_object();
+                return r->snapshot_properties ? 0 : -ENOMEM;
+        }
+        if (!json_is_object(object))
+                return error_set(error, -EINVAL, "'snapshot-properties' must be an object of strings");
+        json_object_foreach(object, key, v) {
+                if (!json_is_string(v))
+                        return error_set(error, -EINVAL, "'snapshot-properties'.'%s' must be a string", key);
+                if (snapshot_summary_key_is_reserved(key))
+                        return error_set(error, -EINVAL,
+                                         "'snapshot-properties'.'%s' is reserved: icecommitd computes it", key);
+        }
+        r->snapshot_properties = json_incref(object);
+        return 0;
+}
+
+static int request_fingerprint(CommitRequest *r) {
+        json_t *ns = json_array(), *manifests = json_array(), *canonical;
+        int rr = 0;
+
+        if (!ns || !manifests) {
+                json_decref(ns);
+                json_decref(manifests);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < r->n_namespace && rr == 0; i++)
+                rr = json_array_append_new(ns, json_string(r->namespace[i]));
+        for (size_t i = 0; i < r->n_manifests && rr == 0; i++)
+                rr = json_array_append_new(manifests, json_string(r->manifests[i]));
+        canonical = json_pack("{s:o, s:s, s:s, s:o, s:O}", "namespace", ns, "table", r->table,
+                              "branch", r->branch, "staged-manifests", manifests,
+                              "snapshot-properties", r->snapshot_properties);
+        if (rr < 0 || !canonical) {
+                json_decref(canonical);
+                return -ENOMEM;
+        }
+        r->fingerprint = json_dumps(canonical, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(canonical);
+        return r->fingerprint ? 0 : -ENOMEM;
+}
+
+int commit_request_parse(const char *namespace_param, const char *table, Slice body,
+                         const CommitRequestLimits *limits, CommitRequest **ret, Error *error) {
+        _cleanup_(commit_request_freep) CommitRequest *r = NULL;
+        json_error_t json_error;
+        json_t *root, *v;
+        const char *key, *branch;
+        int rr;
+
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        rr = request_split_namespace(r, namespace_param, error);
+        if (rr < 0)
+                return rr;
+        if (!name_is_valid(table, strlen(table)))
+                return error_set(error, -EINVAL, "table name is empty, too long or has control characters");
+        r->table = strdup(table);
+        if (!r->table)
+                return -ENOMEM;
+
+        root = json_loadb((const char *)body.ptr, body.len, JSON_REJECT_DUPLICATES, &json_error);
+        if (!root)
+                return error_set(error, -EINVAL, "body is not valid JSON: %s at line %d column %d",
+                                 json_error.text, json_error.line, json_error.column);
+        if (!json_is_object(root)) {
+                json_decref(root);
+                return error_set(error, -EINVAL, "body must be a JSON object");
+        }
+
+        rr = 0;
+        json_object_foreach(root, key, v)
+                if (strcmp(key, "idempotency-key") != 0 && strcmp(key, "branch") != 0 &&
+                    strcmp(key, "staged-manifests") != 0 && strcmp(key, "snapshot-properties") != 0) {
+                        rr = error_set(error, -EINVAL, "unknown field '%s'", key);
+                        break;
+                }
+        if (rr == 0) {
+                key = json_string_value(json_object_get(root, "idempotency-key"));
+                if (!key || !commit_key_is_valid(key))
+                        rr = error_set(error, -EINVAL,
+                                       "'idempotency-key' is required: 1 to 128 characters of A-Z a-z 0-9 . _ : -");
+                else if (!(r->idempotency_key = strdup(key)))
+                        rr = -ENOMEM;
+        }
+        if (rr == 0) {
+                v = json_object_get(root, "branch");
+                branch = v ? json_string_value(v) : "main";
+                if (!branch || !name_is_valid(branch, strlen(branch)) || (v && json_string_length(v) != strlen(branch)))
+                        rr = error_set(error, -EINVAL, "'branch' must be a non-empty string without control characters");
+                else if (!(r->branch = strdup(branch)))
+                        rr = -ENOMEM;
+        }
+        if (rr == 0)
+                rr = request_parse_manifests(r, json_object_get(root, "staged-manifests"), limits, error);
+        if (rr == 0)
+                rr = request_parse_properties(r, json_object_get(root, "snapshot-properties"), error);
+        json_decref(root);
+        if (rr < 0)
+                return rr;
+
+        rr = request_fingerprint(r);
+        if (rr < 0)
+                return rr;
+        {
+                /* Queue identity: the namespace as sent (0x1F-joined), the table and the branch. */
+                if (asprintf(&r->queue_name, "%s\x1f%s@%s", namespace_param, r->table, r->branch) < 0) {
+                        r->queue_name = NULL;
+                        return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+CommitRequest *commit_request_free(CommitRequest *r) {
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < r->n_namespace; i++)
+                free(r->namespace[i]);
+        free(r->namespace);
+        free(r->table);
+        free(r->idempotency_key);
+        free(r->branch);
+        for (size_t i = 0; i < r->n_manifests; i++)
+                free(r->manifests[i]);
+        free(r->manifests);
+        json_decref(r->snapshot_properties);
+        free(r->fingerprint);
+        free(r->queue_name);
+        free(r);
+        return NULL;
+}

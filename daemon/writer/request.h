@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A writer's commit request (POST .../commits) parsed and checked, before any file is read.
+ * Pure: JSON in, struct out, with the reason for every refusal. */
+#pragma once
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "util/slice.h"
+
+#define COMMIT_KEY_MAX 128
+
+typedef struct CommitRequestLimits {
+        size_t max_manifests;
+} CommitRequestLimits;
+
+typedef struct CommitRequest {
+        char **namespace;               /* levels, from the path's %1F-separated namespace */
+        size_t n_namespace;
+        char *table;
+        char *idempotency_key;
+        char *branch;                   /* default "main" */
+        char **manifests;               /* staged manifest locations, request order */
+        size_t n_manifests;
+        json_t *snapshot_properties;    /* owned object of strings */
+        char *fingerprint;              /* canonical JSON of all the above: same key, same body */
+        char *queue_name;               /* "ns\x1ftable@branch": one queue per table and branch */
+} CommitRequest;
+
+/* Parses and checks a request body for table `table` in `namespace_param` (levels separated
+ * by 0x1F). Returns -EINVAL with a message naming the field and rule. */
+int commit_request_parse(const char *namespace_param, const char *table, Slice body,
+                         const CommitRequestLimits *limits, CommitRequest **ret, Error *error);
+CommitRequest *commit_request_free(CommitRequest *r);
+DEFINE_CLEANUP_FUNC(CommitRequest, commit_request_free);
+
+/* Whether a string is a valid idempotency key: 1 to 128 of [A-Za-z0-9._:-]. Keys are stored
+ * comma-separated in snapshot summaries, so commas are excluded. */
+bool commit_key_is_valid(const char *key);

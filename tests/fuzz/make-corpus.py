@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Regenerates the seed corpora of tests/fuzz: valid manifest lists and staged manifests (from
+Iceberg Java via tests/data, from our writer via icecommit-avro-tool, from fastavro in Java's
+shapes, both codecs) plus truncated and corrupted variants. Crashers found by libFuzzer are
+added by hand as crash-<sha1> and never regenerated.
+
+usage: .venv/bin/python tests/fuzz/make-corpus.py BUILD_DIR"""
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import fastavro
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
+
+
+def avsc(rel):
+    with open(os.path.join(ROOT, rel)) as f:
+        return json.load(f)
+
+
+def fast(schema, records, codec, meta):
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=codec, metadata=meta, sync_interval=200)
+    return buf.getvalue()
+
+
+def variants(name, data):
+    """The file, then damaged copies: cut in the header, in a block, before the last sync;
+    a flipped byte in the metadata, in the data, in the sync marker."""
+    out = {name: data}
+    n = len(data)
+    for label, cut in (("cut-header", 20), ("cut-middle", n // 2), ("cut-sync", n - 8)):
+        out[f"{name}-{label}"] = data[:cut]
+    for label, at in (("flip-meta", 40), ("flip-data", n - 40), ("flip-sync", n - 3)):
+        b = bytearray(data)
+        b[at] ^= 0x41
+        out[f"{name}-{label}"] = bytes(b)
+    return out
+
+
+def manifest_list_seeds(build):
+    seeds = {}
+    with open(os.path.join(ROOT, "tests", "data", "java-manifest-list-v3.avro"), "rb") as f:
+        seeds.update(variants("java-v3", f.read()))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "l.avro")
+        subprocess.run([os.path.join(build, "tests", "tools", "icecommit-avro-tool"), "write-list-v3", path],
+                       check=True)
+        with open(path, "rb") as f:
+            seeds.update(variants("ours-v3", f.read()))
+    rec = {"manifest_path": "s3://b/m.avro", "manifest_length": 10, "partition_spec_id": 0, "content": 0,
+           "sequence_number": 1, "min_sequence_number": 1, "added_snapshot_id": 1, "added_files_count": 1,
+           "existing_files_count": 0, "deleted_files_count": 0, "added_rows_count": 3, "existing_rows_count": 0,
+           "deleted_rows_count": 0, "key_metadata": None,
+           "partitions": [{"contains_null": False, "contains_nan": None, "lower_bound": b"a", "upper_bound": b"b"}]}
+    meta = {"snapshot-id": "1", "parent-snapshot-id": "null", "sequence-number": "1", "format-version": "2"}
+    seeds["fastavro-v2-null"] = fast(avsc("proto/manifest_list_v2.avsc"), [rec, rec], "null", meta)
+    v1 = {"manifest_path": "s3://b/m.avro", "manifest_length": 10, "partition_spec_id": 0, "added_snapshot_id": None,
+          "added_data_files_count": 1, "existing_data_files_count": None, "deleted_data_files_count": 0,
+          "partitions": None, "added_rows_count": 3, "existing_rows_count": None, "deleted_rows_count": 0,
+          "key_metadata": b"k"}
+    seeds["fastavro-v1-deflate"] = fast(avsc("tests/data/manifest_list_v1.avsc"), [v1], "deflate",
+                                        {"snapshot-id": "1", "format-version": "1"})
+    return seeds
+
+
+def manifest_seeds():
+    seeds = {}
+    for name in ("java-staged-manifest-v3", "java-committed-manifest-v3"):
+        with open(os.path.join(ROOT, "tests", "data", name + ".avro"), "rb") as f:
+            seeds.update(variants(name.replace("-manifest", ""), f.read()))
+    schema = avsc("tests/data/manifest_entry_v2.avsc")
+    part = schema["fields"][4]["type"]["fields"][3]["type"]
+    part["fields"] = [
+        {"name": "i", "type": ["null", "int"], "default": None, "field-id": 1000},
+        {"name": "d", "type": ["null", {"type": "int", "logicalType": "date"}], "default": None, "field-id": 1001},
+        {"name": "s", "type": ["null", "string"], "default": None, "field-id": 1002},
+        {"name": "t", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}], "default": None,
+         "field-id": 1003},
+        {"name": "b", "type": ["null", "bytes"], "default": None, "field-id": 1004},
+        {"name": "o", "type": ["null", "boolean"], "default": None, "field-id": 1005},
+    ]
+    records = []
+    for i in range(4):
+        records.append({"status": 1, "snapshot_id": None, "sequence_number": None, "file_sequence_number": None,
+                        "data_file": {"content": 0, "file_path": f"s3://b/d{i}.parquet", "file_format": "PARQUET",
+                                      "partition": {"i": i - 1, "d": None if i == 2 else 19000 + i, "s": "x" * i,
+                                                    "t": i * 1000, "b": bytes([i]), "o": i % 2 == 0},
+                                      "record_count": 10 * i, "file_size_in_bytes": 100 + i,
+                                      "column_sizes": [{"key": 1, "value": 5}], "value_counts": None,
+                                      "null_value_counts": None, "nan_value_counts": None, "lower_bounds": None,
+                                      "upper_bounds": None, "key_metadata": None, "split_offsets": [4],
+                                      "equality_ids": None, "sort_order_id": None, "referenced_data_file": None}})
+    meta = {"schema": "{}", "partition-spec": "[]", "partition-spec-id": "0", "format-version": "2",
+            "content": "data"}
+    seeds.update(variants("fastavro-v2-partitioned", fast(schema, records, "null", meta)))
+    seeds["fastavro-v2-deflate"] = fast(schema, records, "deflate", meta)
+    return seeds
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
+    for corpus, seeds in (("manifest-list", manifest_list_seeds(build)), ("manifest", manifest_seeds())):
+        d = os.path.join(CORPUS, corpus)
+        os.makedirs(d, exist_ok=True)
+        for name, data in seeds.items():
+            with open(os.path.join(d, "seed-" + name), "wb") as f:
+                f.write(data)
+
+
+if __name__ == "__main__":
+    main()

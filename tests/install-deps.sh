@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs everything icecommit's build and tests use, on Debian 12, as root. Idempotent.
+#   apt: compilers, meson/ninja, the daemon's libraries, valgrind, Java 17 + Maven, Python venv
+#   Maven Central: Apache Iceberg 1.11 (REST catalog server, Java reader/writer) -> ~/.m2
+#   PyPI: fastavro, PyIceberg, pytest -> .venv/ (git-ignored)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+    gcc clang libclang-rt-14-dev make meson ninja-build pkg-config git curl ca-certificates
+    libuv1-dev libh2o-dev libssl-dev libjansson-dev libavro-dev libcurl4-openssl-dev libinih-dev
+    libsystemd-dev zlib1g-dev valgrind
+    openjdk-17-jdk-headless maven python3 python3-venv python3-pip
+)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "install-deps: run as root to install: ${missing[*]}" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import fastavro, pyiceberg, pytest' 2>/dev/null; then
+    python3 -m venv .venv
+    .venv/bin/pip install -q --disable-pip-version-check \
+        "fastavro==1.13.1" "pyiceberg[pyarrow]==0.12.0" "pytest==9.2.0"
+fi
+
+tests/peers/peer.sh --ensure-built

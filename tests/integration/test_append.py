@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The append path end to end: Iceberg Java stages Parquet files and a v3 manifest, icecommitd
+commits it through the real REST catalog, Iceberg Java reads every row back with _row_id and
+_last_updated_sequence_number, PyIceberg and fastavro check the metadata icecommitd wrote."""
+import hashlib
+
+import fastavro
+from pyiceberg.catalog.rest import RestCatalog
+
+from conftest import http, peer
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test_append_assigns_row_lineage_read_back_by_iceberg_java(catalog, daemon, table):
+    ns, name, _ = table
+    uri = catalog["uri"]
+
+    # A direct Java append first, so that next-row-id is 5 rather than 0 when icecommitd commits.
+    peer("append", "--uri", uri, "--table", f"{ns}.{name}", "--rows", 5, "--start-id", 0)
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 2, "--rows", 10,
+                  "--start-id", 1000)
+    manifest = staged["manifest"]
+    before = sha256(manifest)
+
+    status, _, receipt = daemon.commit(ns, name, {
+        "idempotency-key": "append-1",
+        "staged-manifests": [manifest],
+        "snapshot-properties": {"writer": "test_append"},
+    })
+    assert status == 200, receipt
+    assert receipt["status"] == "committed"
+    assert receipt["snapshot-first-row-id"] == 5
+    assert receipt["sequence-number"] == 2
+    assert receipt["manifests"] == [{"location": manifest, "added-files": 2, "added-rows": 20,
+                                     "first-row-id": 5, "last-row-id": 24}]
+
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert dump["next-row-id"] == 25
+    snap = next(s for s in dump["snapshots"] if s["snapshot-id"] == receipt["snapshot-id"])
+    assert snap["first-row-id"] == 5 and snap["added-rows"] == 20
+    assert snap["sequence-number"] == 2
+    summary = snap["summary"]
+    assert snap["operation"] == "append"
+    assert summary["added-data-files"] == "2" and summary["added-records"] == "20"
+    assert summary["total-records"] == "25" and summary["total-data-files"] == "3"
+    assert summary["writer"] == "test_append"
+    assert summary["icecommit.idempotency-keys"] == "append-1"
+
+    # Every row: Java's own rows keep 0..4 at sequence 1; ours get 5 + position in manifest
+    # order (file 0 rows 0..9, file 1 rows 0..9) at the commit's sequence number.
+    rows = {r["id"]: r for r in dump["rows"]}
+    assert len(rows) == 25
+    for i in range(5):
+        assert rows[i]["_row_id"] == i and rows[i]["_last_updated_sequence_number"] == 1
+    for k, data_file in enumerate(staged["data-files"]):
+        for pos in range(10):
+            r = rows[1000 + 10 * k + pos]
+            assert r["_row_id"] == 5 + 10 * k + pos, r
+            assert r["_last_updated_sequence_number"] == 2, r
+    assert sorted(r["_row_id"] for r in dump["rows"]) == list(range(25))
+
+    # The staged manifest is used as it is, never rewritten.
+    assert sha256(manifest) == before
+
+    # The manifest list as fastavro decodes it: field ids and lineage values.
+    with open(snap["manifest-list"], "rb") as f:
+        reader = fastavro.reader(f)
+        meta = reader.metadata
+        entries = list(reader)
+        schema = reader.writer_schema
+    assert meta["format-version"] == "3"
+    assert meta["first-row-id"] == "5"
+    assert meta["snapshot-id"] == str(receipt["snapshot-id"])
+    assert meta["sequence-number"] == "2"
+    assert meta["avro.codec"] == "deflate"
+    ids = {f["name"]: f["field-id"] for f in schema["fields"]}
+    assert ids["first_row_id"] == 520 and ids["manifest_path"] == 500
+    assert [e["manifest_path"] for e in entries][0] == manifest
+    assert entries[0]["first_row_id"] == 5
+    assert entries[0]["added_snapshot_id"] == receipt["snapshot-id"]
+    assert entries[0]["sequence_number"] == 2 and entries[0]["min_sequence_number"] == 2
+    assert entries[1]["first_row_id"] == 0          # the Java append's manifest, kept as it was
+    assert entries[1]["sequence_number"] == 1
+
+    # PyIceberg, an independent REST client, sees the same lineage numbers.
+    pyiceberg = RestCatalog("peer", uri=uri)
+    t = pyiceberg.load_table(f"{ns}.{name}")
+    assert t.metadata.next_row_id == 25
+    s = t.metadata.snapshot_by_id(receipt["snapshot-id"])
+    assert s.first_row_id == 5 and s.added_rows == 20
+    assert t.scan().to_arrow().num_rows == 25
+
+
+def test_same_key_is_committed_once(catalog, daemon, table):
+    ns, name, _ = table
+    uri = catalog["uri"]
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 3,
+                  "--start-id", 1)
+    body = {"idempotency-key": "once-1", "staged-manifests": [staged["manifest"]]}
+
+    status, _, first = daemon.commit(ns, name, body)
+    assert status == 200, first
+    status, _, again = daemon.commit(ns, name, body)
+    assert status == 200 and again["snapshot-id"] == first["snapshot-id"]
+
+    status, _, answer = http("GET", f"{daemon.url}/v1/commits/once-1")
+    assert status == 200 and answer["status"] == "committed"
+    assert answer["receipt"]["snapshot-id"] == first["snapshot-id"]
+
+    status, _, err = daemon.commit(ns, name, dict(body, **{"snapshot-properties": {"x": "y"}}))
+    assert status == 409 and err["error"]["type"] == "idempotency-key-reused"
+
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert len(dump["snapshots"]) == 1 and dump["next-row-id"] == 3
+
+
+def test_key_found_in_table_history_after_restart(catalog, table):
+    """A fresh daemon (no memory of the key) finds it in the snapshot summaries."""
+    from conftest import Daemon
+    ns, name, _ = table
+    uri = catalog["uri"]
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 4,
+                  "--start-id", 1)
+    body = {"idempotency-key": "restart-1", "staged-manifests": [staged["manifest"]]}
+    d1 = Daemon(uri, catalog["dir"])
+    try:
+        status, _, first = d1.commit(ns, name, body)
+        assert status == 200
+    finally:
+        d1.stop()
+    d2 = Daemon(uri, catalog["dir"])
+    try:
+        status, _, again = d2.commit(ns, name, body)
+        assert status == 200, again
+        assert again["snapshot-id"] == first["snapshot-id"] and again["found-in-history"] is True
+    finally:
+        d2.stop()
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert len(dump["snapshots"]) == 1 and dump["next-row-id"] == 4

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* icecommit-avro-tool: lets the interop tests (tests/integration/test_avro_interop.py) drive
+ * iceberg/ocf, manifest_list and manifest from outside: writes a fixed v3 manifest list and
+ * prints, as JSON, what our readers return for any list or staged manifest. Test-only. */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iceberg/manifest.h"
+#include "iceberg/manifest_list.h"
+#include "iceberg/ocf.h"
+#include "util/buf.h"
+
+#define TOOL_MAX_FILE_BYTES (1u << 30)
+
+static int read_file(const char *path, Buf *ret) {
+        _cleanup_(fclosep) FILE *f = NULL;
+        uint8_t chunk[65536];
+        size_t n;
+        int r;
+
+        buf_init(ret, TOOL_MAX_FILE_BYTES);
+        f = fopen(path, "rbe");
+        if (!f)
+                return -errno;
+        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+                r = buf_append(ret, chunk, n);
+                if (r < 0)
+                        return r;
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+static int write_file(const char *path, const Buf *b) {
+        FILE *f = fopen(path, "wbe");
+
+        if (!f)
+                return -errno;
+        if (fwrite(b->data, 1, b->len, f) != b->len) {
+                fclose(f);
+                return -EIO;
+        }
+        return fclose(f) == 0 ? 0 : -errno;
+}
+
+static json_t *hex_of(const void *p, size_t len) {
+        static const char digits[] = "0123456789abcdef";
+        const uint8_t *s = p;
+        char *text = malloc(len * 2 + 1);
+        json_t *j;
+
+        if (!text)
+                return NULL;
+        for (size_t i = 0; i < len; i++) {
+                text[2 * i] = digits[s[i] >> 4];
+                text[2 * i + 1] = digits[s[i] & 15];
+        }
+        text[len * 2] = 0;
+        j = json_string(text);
+        free(text);
+        return j;
+}
+
+static json_t *optional_hex(bool has, const Buf *b) {
+        return has ? hex_of(b->data, b->len) : json_null();
+}
+
+static json_t *optional_int(bool has, int64_t v) {
+        return has ? json_integer(v) : json_null();
+}
+
+static json_t *summaries_json(bool has, const PartitionFieldSummary *s, size_t n) {
+        json_t *a;
+
+        if (!has)
+                return json_null();
+        a = json_array();
+        for (size_t i = 0; a && i < n; i++)
+                json_array_append_new(a, json_pack("{s:b, s:o, s:o, s:o}", "contains_null", s[i].contains_null,
+                                                   "contains_nan",
+                                                   s[i].has_contains_nan ? json_boolean(s[i].contains_nan) : json_null(),
+                                                   "lower_bound", optional_hex(s[i].has_lower_bound, &s[i].lower_bound),
+                                                   "upper_bound", optional_hex(s[i].has_upper_bound, &s[i].upper_bound)));
+        return a;
+}
+
+static json_t *manifest_file_json(const ManifestFile *m) {
+        json_t *counts = json_null();
+
+        if (m->has_counts)
+                counts = json_pack("{s:i, s:i, s:i, s:I, s:I, s:I}", "added_files_count", m->added_files_count,
+                                   "existing_files_count", m->existing_files_count, "deleted_files_count",
+                                   m->deleted_files_count, "added_rows_count", (json_int_t)m->added_rows_count,
+                                   "existing_rows_count", (json_int_t)m->existing_rows_count, "deleted_rows_count",
+                                   (json_int_t)m->deleted_rows_count);
+        return json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "manifest_path", m->path,
+                         "manifest_length", (json_int_t)m->length, "partition_spec_id", m->partition_spec_id, "content",
+                         m->content, "sequence_number", (json_int_t)m->sequence_number, "min_sequence_number",
+                         (json_int_t)m->min_sequence_number, "added_snapshot_id",
+                         optional_int(m->has_added_snapshot_id, m->added_snapshot_id), "counts", counts, "partitions",
+                         summaries_json(m->has_partitions, m->partitions, m->n_partitions), "key_metadata",
+                         optional_hex(m->has_key_metadata, &m->key_metadata), "first_row_id",
+                         optional_int(m->has_first_row_id, m->first_row_id));
+}
+
+/* Metadata values as text when they are UTF-8, else as "hex:...". */
+static json_t *meta_json(const OcfReader *r) {
+        json_t *o = json_object();
+
+        for (size_t i = 0; o && i < ocf_reader_n_meta(r); i++) {
+                const char *key;
+                Slice value;
+                json_t *v;
+
+                ocf_reader_meta_at(r, i, &key, &value);
+                v = json_stringn((const char *)value.ptr, value.len);
+                if (!v) {
+                        json_t *h = hex_of(value.ptr, value.len);
+
+                        v = json_sprintf("hex:%s", json_string_value(h));
+                        json_decref(h);
+                }
+                json_object_set_new(o, key, v);
+        }
+        return o;
+}
+
+static int print_json(json_t *j) {
+        char *text;
+
+        if (!j)
+                return -ENOMEM;
+        text = json_dumps(j, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+        json_decref(j);
+        if (!text)
+                return -ENOMEM;
+        puts(text);
+        free(text);
+        return 0;
+}
+
+static int fail_json(const char *what, int r, const Error *e) {
+        (void)print_json(json_pack("{s:s, s:s, s:i}", "error", e->message, "stage", what, "code", r));
+        return 1;
+}
+
+static int cmd_read_list(const char *path) {
+        _cleanup_(buf_deinitp) Buf file;
+        _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
+        ManifestListHeader h;
+        ManifestFile *files = NULL;
+        json_t *out, *list;
+        size_t n = 0;
+        Error e = {};
+        int r;
+
+        r = read_file(path, &file);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s\n", path, strerror(-r));
+                return 2;
+        }
+        r = ocf_reader_open(buf_slice(&file), &reader, &e);
+        if (r < 0)
+                return fail_json("ocf", r, &e);
+        r = manifest_list_read(buf_slice(&file), &files, &n, &e);
+        if (r < 0)
+                return fail_json("manifest_list_read", r, &e);
+
+        out = json_pack("{s:s, s:o}", "codec", ocf_reader_codec(reader) == OCF_CODEC_DEFLATE ? "deflate" : "null",
+                        "meta", meta_json(reader));
+        r = manifest_list_read_header(buf_slice(&file), &h, &e);
+        if (r < 0)
+                json_object_set_new(out, "header_error", json_string(e.message));
+        else
+                json_object_set_new(out, "header",
+                                    json_pack("{s:i, s:I, s:o, s:I, s:o}", "format_version", h.format_version,
+                                              "snapshot_id", (json_int_t)h.snapshot_id, "parent_snapshot_id",
+                                              optional_int(h.has_parent_snapshot_id, h.parent_snapshot_id),
+                                              "sequence_number", (json_int_t)h.sequence_number, "first_row_id",
+                                              optional_int(h.has_first_row_id, h.first_row_id)));
+        list = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(list, manifest_file_json(&files[i]));
+        json_object_set_new(out, "files", list);
+        manifest_list_files_free(files, n);
+        return print_json(out) < 0 ? 2 : 0;
+}
+
+static int cmd_read_manifest(const char *path, const char *location) {
+        _cleanup_(buf_deinitp) Buf file;
+        _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
+        json_t *out, *files;
+        Error e = {};
+        int r;
+
+        r = read_file(path, &file);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s\n", path, strerror(-r));
+                return 2;
+        }
+        r = staged_manifest_parse(buf_slice(&file), location, /* limits= */ NULL, &m, &e);
+        if (r < 0)
+                return fail_json("staged_manifest_parse", r, &e);
+
+        files = json_array();
+        for (size_t i = 0; i < m->n_files; i++)
+                json_array_append_new(files, json_pack("{s:s, s:s, s:I, s:I}", "file_path", m->files[i].path,
+                                                       "file_format", m->files[i].format, "record_count",
+                                                       (json_int_t)m->files[i].record_count, "file_size_in_bytes",
+                                                       (json_int_t)m->files[i].file_size_in_bytes));
+        out = json_pack("{s:i, s:i, s:i, s:s?, s:s?, s:i, s:I, s:I, s:o, s:o}", "format_version", m->format_version,
+                        "content", m->content, "partition_spec_id", m->partition_spec_id, "schema", m->schema_json,
+                        "partition_spec", m->partition_spec_json, "added_files_count", m->added_files_count,
+                        "added_rows_count", (json_int_t)m->added_rows_count, "added_files_size",
+                        (json_int_t)m->added_files_size, "partitions",
+                        summaries_json(m->has_partitions, m->partitions, m->n_partitions), "files", files);
+        return print_json(out) < 0 ? 2 : 0;
+}
+
+static void summary_init(PartitionFieldSummary *s, bool contains_null, int contains_nan, const void *lower,
+                         size_t lower_len, const void *upper, size_t upper_len) {
+        *s = (PartitionFieldSummary){ .contains_null = contains_null };
+        buf_init(&s->lower_bound, 1024);
+        buf_init(&s->upper_bound, 1024);
+        s->has_contains_nan = contains_nan >= 0;
+        s->contains_nan = contains_nan > 0;
+        s->has_lower_bound = lower != NULL;
+        s->has_upper_bound = upper != NULL;
+        if (lower && buf_append(&s->lower_bound, lower, lower_len) < 0)
+                abort();
+        if (upper && buf_append(&s->upper_bound, upper, upper_len) < 0)
+                abort();
+}
+
+/* The fixed list test_avro_interop.py checks field by field: snapshot 987134631982734 with
+ * first-row-id 1000; a staged data manifest whose null first_row_id became 1000, a delete
+ * manifest (null first_row_id), a parent data manifest keeping first_row_id 925. */
+static int cmd_write_list_v3(const char *path) {
+        _cleanup_(buf_deinitp) Buf out;
+        ManifestListHeader h = {
+                .format_version = 3, .snapshot_id = 987134631982734, .has_parent_snapshot_id = true,
+                .parent_snapshot_id = 987134631982733, .sequence_number = 35, .has_first_row_id = true,
+                .first_row_id = 1000,
+        };
+        PartitionFieldSummary parts[2];
+        ManifestFile files[3] = {
+                {
+                        .path = (char *)"s3://bucket/wh/ns/t/metadata/staged-a-m0.avro", .length = 7012,
+                        .partition_spec_id = 1, .content = 0, .sequence_number = 35, .min_sequence_number = 35,
+                        .has_added_snapshot_id = true, .added_snapshot_id = 987134631982734, .has_counts = true,
+                        .added_files_count = 3, .added_rows_count = 375, .has_partitions = true, .partitions = parts,
+                        .n_partitions = 2, .has_first_row_id = true, .first_row_id = 1000,
+                },
+                {
+                        .path = (char *)"s3://bucket/wh/ns/t/metadata/deletes-m1.avro", .length = 5000,
+                        .partition_spec_id = 0, .content = 1, .sequence_number = 34, .min_sequence_number = 10,
+                        .has_added_snapshot_id = true, .added_snapshot_id = 42, .has_counts = true,
+                        .added_files_count = 1, .existing_files_count = 2, .deleted_files_count = 3,
+                        .added_rows_count = 4, .existing_rows_count = 5, .deleted_rows_count = 6,
+                        .has_partitions = true, .n_partitions = 0, .has_key_metadata = true,
+                },
+                {
+                        .path = (char *)"s3://bucket/wh/ns/t/metadata/parent-m2.avro", .length = 9000,
+                        .partition_spec_id = 0, .content = 0, .sequence_number = 1, .min_sequence_number = 1,
+                        .has_added_snapshot_id = true, .added_snapshot_id = 7, .has_counts = true,
+                        .existing_files_count = 7, .existing_rows_count = 75, .has_partitions = false,
+                        .has_first_row_id = true, .first_row_id = 925,
+                },
+        };
+        Error e = {};
+        int r;
+
+        summary_init(&parts[0], false, 0, "\x0a\x00\x00\x00", 4, "\x64\x00\x00\x00", 4);
+        summary_init(&parts[1], true, -1, "alpha", 5, NULL, 0);
+        for (size_t i = 0; i < 3; i++)
+                buf_init(&files[i].key_metadata, 1024);
+        if (buf_append(&files[1].key_metadata, "\x00\x01\xfe\xff", 4) < 0)
+                abort();
+
+        buf_init(&out, TOOL_MAX_FILE_BYTES);
+        r = manifest_list_write(&h, files, 3, &out, &e);
+        for (size_t i = 0; i < 2; i++) {
+                buf_deinit(&parts[i].lower_bound);
+                buf_deinit(&parts[i].upper_bound);
+        }
+        for (size_t i = 0; i < 3; i++)
+                buf_deinit(&files[i].key_metadata);
+        if (r < 0) {
+                fprintf(stderr, "write-list-v3: %s\n", e.message);
+                return 1;
+        }
+        r = write_file(path, &out);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s\n", path, strerror(-r));
+                return 2;
+        }
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        if (argc == 3 && strcmp(argv[1], "write-list-v3") == 0)
+                return cmd_write_list_v3(argv[2]);
+        if (argc == 3 && strcmp(argv[1], "read-list") == 0)
+                return cmd_read_list(argv[2]);
+        if ((argc == 3 || argc == 4) && strcmp(argv[1], "read-manifest") == 0)
+                return cmd_read_manifest(argv[2], argc == 4 ? argv[3] : NULL);
+        fprintf(stderr, "usage: icecommit-avro-tool write-list-v3 OUT | read-list IN | read-manifest IN [LOCATION]\n"
+                        "exit: 0 ok, 1 the file was rejected (JSON with \"error\" on stdout), 2 usage or I/O\n");
+        return 2;
+}
