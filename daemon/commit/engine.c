@@ -179,8 +179,6 @@ static void job_finish(Job *j, KeyState state, int status, json_t *body) {
         metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, outcome, 1);
 
         key_registry_finish(e->keys, j->entry, state, status, body);
-        if (state == KEY_FAILED && status >= 500)
-                key_registry_remove(e->keys, j->entry);
         j->entry = NULL;
         e->n_queued--;
         metrics_set(e->metrics, METRIC_QUEUE_REQUESTS, NULL, (double)e->n_queued);

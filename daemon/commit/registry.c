@@ -147,6 +147,13 @@ void key_registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status
         e->waiters = NULL;
         e->n_waiters = 0;
 
+        /* A retryable failure is forgotten: the writer's retry with the key is a new request. */
+        if (state == KEY_FAILED && status >= 500) {
+                json_decref(body);
+                key_registry_remove(r, e);
+                return;
+        }
+
         json_decref(e->body);
         e->body = body;
         e->status = status;

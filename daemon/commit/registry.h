@@ -40,7 +40,8 @@ KeyEntry *key_registry_get(KeyRegistry *r, const char *key);
 /* Adds a pending entry for a key that has none. */
 int key_registry_add(KeyRegistry *r, const char *key, const char *fingerprint, KeyEntry **ret);
 /* Records the final answer (body stolen), answers every waiter with a copy, and makes the entry
- * evictable. */
+ * evictable. A retryable failure (KEY_FAILED with a 5xx) removes the entry instead. The entry
+ * may be gone afterwards either way (eviction): do not use it again. */
 void key_registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, json_t *body);
 /* Drops an entry (a retryable failure: the writer may send the key again). Waiters must have
  * been answered. */

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* commit/registry.c: idempotency-key states, waiters, retryable failures forgotten, bounded
+ * memory through FIFO eviction of finished entries. */
+#include <errno.h>
+
+#include "commit/registry.h"
+#include "test.h"
+
+static WriterRequest *waiter(void) {
+        WriterRequest *w = calloc(1, sizeof(*w));
+
+        ASSERT_TRUE(w);
+        return w;               /* http NULL: answers are dropped, as for a writer that left */
+}
+
+TEST(pending_then_committed_with_waiters) {
+        _cleanup_(key_registry_freep) KeyRegistry *r = NULL;
+        KeyEntry *e;
+        json_t *status;
+
+        ASSERT_OK(key_registry_new(10, &r));
+        ASSERT_OK(key_registry_add(r, "k1", "fp", &e));
+        ASSERT_TRUE(key_registry_get(r, "k1") == e);
+        ASSERT_TRUE(key_registry_get(r, "k2") == NULL);
+        ASSERT_OK(key_registry_wait(e, waiter()));
+        ASSERT_OK(key_registry_wait(e, waiter()));
+        status = key_entry_status_json(e);
+        ASSERT_STREQ(json_string_value(json_object_get(status, "status")), "pending");
+        json_decref(status);
+
+        key_registry_finish(r, e, KEY_COMMITTED, 200, json_pack("{s:I}", "snapshot-id", (json_int_t)7));
+        ASSERT_EQ(e->n_waiters, 0);
+        status = key_entry_status_json(key_registry_get(r, "k1"));
+        ASSERT_STREQ(json_string_value(json_object_get(status, "status")), "committed");
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(status, "receipt"), "snapshot-id")), 7);
+        json_decref(status);
+}
+
+TEST(retryable_failures_are_forgotten_definite_ones_kept) {
+        _cleanup_(key_registry_freep) KeyRegistry *r = NULL;
+        KeyEntry *e;
+
+        ASSERT_OK(key_registry_new(10, &r));
+        ASSERT_OK(key_registry_add(r, "busy", "fp", &e));
+        ASSERT_OK(key_registry_wait(e, waiter()));
+        key_registry_finish(r, e, KEY_FAILED, 503, json_object());
+        ASSERT_TRUE(key_registry_get(r, "busy") == NULL);
+
+        ASSERT_OK(key_registry_add(r, "bad", "fp", &e));
+        key_registry_finish(r, e, KEY_FAILED, 422, json_pack("{s:{s:s}}", "error", "message", "entry 0: EXISTING"));
+        e = key_registry_get(r, "bad");
+        ASSERT_TRUE(e && e->status == 422 && e->state == KEY_FAILED);
+}
+
+TEST(finished_entries_are_evicted_oldest_first) {
+        _cleanup_(key_registry_freep) KeyRegistry *r = NULL;
+        KeyEntry *pending, *e;
+        char key[16];
+
+        ASSERT_OK(key_registry_new(3, &r));
+        ASSERT_OK(key_registry_add(r, "pending", "fp", &pending));
+        for (int i = 0; i < 2000; i++) {       /* also grows the hash table */
+                snprintf(key, sizeof(key), "k%d", i);
+                ASSERT_OK(key_registry_add(r, key, "fp", &e));
+                key_registry_finish(r, e, KEY_COMMITTED, 200, json_object());
+        }
+        ASSERT_EQ(key_registry_size(r), 4);
+        ASSERT_TRUE(key_registry_get(r, "pending") == pending);
+        ASSERT_TRUE(key_registry_get(r, "k1996") == NULL);
+        ASSERT_TRUE(key_registry_get(r, "k1997") != NULL);
+        ASSERT_TRUE(key_registry_get(r, "k1999") != NULL);
+}
+
+TEST(zero_cache_keeps_nothing_finished) {
+        _cleanup_(key_registry_freep) KeyRegistry *r = NULL;
+        KeyEntry *e;
+
+        ASSERT_OK(key_registry_new(0, &r));
+        ASSERT_OK(key_registry_add(r, "k", "fp", &e));
+        key_registry_finish(r, e, KEY_COMMITTED, 200, json_object());
+        ASSERT_EQ(key_registry_size(r), 0);
+}
