@@ -8,6 +8,10 @@
 # Idempotent: if the server recorded in DIR/catalog.pid is alive and answers on PORT, does nothing.
 # Waits up to 120 s for GET http://127.0.0.1:PORT/v1/config; on failure prints the log tail, exit 1.
 # Extra CATALOG_* variables in the environment pass through as catalog properties.
+# CATALOG_ADVERTISE_IDEMPOTENCY=PT30M (any ISO-8601 duration) makes /v1/config advertise
+# idempotency-key-lifetime and sets the server's idempotency store lifetime to it.
+# Faults are injected at runtime through http://127.0.0.1:PORT/__faults (see FaultInjector.java and
+# tests/integration/faults.py).
 # CATALOG_LOG_LEVEL (default info) and CATALOG_JAVA_OPTS tune the JVM.
 set -euo pipefail
 
