@@ -62,15 +62,27 @@ def catalog():
 
 
 class Daemon:
-    def __init__(self, catalog_uri, workdir, extra=""):
+    def __init__(self, catalog_uri, workdir, settings=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.config = os.path.join(workdir, f"icecommitd-{self.port}.conf")
         self.log = os.path.join(workdir, f"icecommitd-{self.port}.log")
+        options = {
+            "http.port": str(self.port),
+            "catalog.uri": catalog_uri,
+            "commit.min-backoff-ms": "10",
+            "commit.max-backoff-ms": "500",
+            "commit.max-attempts": "100",
+            "log.level": "debug",
+        }
+        options.update(settings or {})
+        sections = {}
+        for key, value in options.items():
+            section, name = key.split(".", 1)
+            sections.setdefault(section, []).append(f"{name} = {value}")
         with open(self.config, "w") as f:
-            f.write(f"[http]\nport = {self.port}\n[catalog]\nuri = {catalog_uri}\n"
-                    f"[commit]\nmin-backoff-ms = 10\nmax-backoff-ms = 500\nmax-attempts = 100\n"
-                    f"[log]\nlevel = debug\n{extra}")
+            for section, lines in sections.items():
+                f.write(f"[{section}]\n" + "\n".join(lines) + "\n")
         self.proc = subprocess.Popen([os.path.join(BUILD, "daemon", "icecommitd"), "--config", self.config],
                                      stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
         deadline = time.time() + 30

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Conflicts and failures injected by the fault-injecting launcher around the real REST catalog:
+409s and the pre-1.11 stale 400 are retried by rebuilding only the manifest list (the lists of
+failed attempts deleted, the staged manifest byte-identical); a 5xx or a reset after sending is an
+unknown outcome answered 504 with every file kept; a retry with the same key resolves it."""
+import glob
+import hashlib
+import os
+
+import pytest
+
+from conftest import peer
+from faults import clear_faults, get_faults, set_faults
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+@pytest.fixture(autouse=True)
+def no_faults_left(catalog):
+    clear_faults(catalog["uri"])
+    yield
+    clear_faults(catalog["uri"])
+
+
+def stage(uri, ns, name, rows=5, start=1):
+    return peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", rows, "--start-id", start)
+
+
+def lists_of(table_location, snapshot_id):
+    return sorted(glob.glob(os.path.join(table_location, "metadata", f"snap-{snapshot_id}-*.avro")))
+
+
+@pytest.mark.parametrize("fault", ["conflict", "stale-400"])
+def test_conflicts_rebuild_only_the_manifest_list(catalog, daemon, table, fault):
+    ns, name, created = table
+    uri = catalog["uri"]
+    staged = stage(uri, ns, name)
+    digest = sha256(staged["manifest"])
+    set_faults(uri, commit=[fault] * 3, table=f"{ns}.{name}")
+
+    status, _, receipt = daemon.commit(ns, name, {"idempotency-key": f"c-{fault}",
+                                                  "staged-manifests": [staged["manifest"]]})
+    assert status == 200, receipt
+    assert receipt["attempts"] == 4
+    assert get_faults(uri)["injected"][fault] == 3
+    assert sha256(staged["manifest"]) == digest
+    # Only the committed attempt's list is left: the three refused ones were deleted.
+    assert [os.path.basename(p).split("-")[2] for p in lists_of(created["location"], receipt["snapshot-id"])] == ["4"]
+
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert dump["next-row-id"] == 5 and [r["_row_id"] for r in dump["rows"]] == list(range(5))
+
+
+def test_lost_response_is_unknown_then_resolved_by_the_same_key(catalog, daemon, table):
+    ns, name, created = table
+    uri = catalog["uri"]
+    staged = stage(uri, ns, name)
+    body = {"idempotency-key": "lost-1", "staged-manifests": [staged["manifest"]]}
+    set_faults(uri, commit=["lost-response"], table=f"{ns}.{name}")
+
+    status, _, answer = daemon.commit(ns, name, body)
+    assert status == 504 and answer["error"]["type"] == "commit-state-unknown", answer
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert len(dump["snapshots"]) == 1            # it did land
+    landed = dump["snapshots"][0]["snapshot-id"]
+    assert lists_of(created["location"], landed), "the unknown attempt's list must be kept"
+
+    status, _, receipt = daemon.commit(ns, name, body)
+    assert status == 200 and receipt["snapshot-id"] == landed and receipt["found-in-history"] is True
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert len(dump["snapshots"]) == 1 and dump["next-row-id"] == 5
+
+
+@pytest.mark.parametrize("fault", ["error-500", "error-502", "error-503", "error-504", "reset", "reset-before"])
+def test_no_verdict_is_commit_state_unknown_and_keeps_files(catalog, daemon, table, fault):
+    ns, name, created = table
+    uri = catalog["uri"]
+    staged = stage(uri, ns, name)
+    body = {"idempotency-key": f"u-{fault}", "staged-manifests": [staged["manifest"]]}
+    set_faults(uri, commit=[fault], table=f"{ns}.{name}")
+
+    status, _, answer = daemon.commit(ns, name, body)
+    applied = fault == "reset"
+    if fault == "reset-before" and status == 200:
+        # libcurl resends a request whose reused connection died before any byte of an answer;
+        # nothing had been applied, so that resend is a plain first commit.
+        assert answer["attempts"] == 1
+    else:
+        assert status == 504 and answer["error"]["type"] == "commit-state-unknown", answer
+    lists = glob.glob(os.path.join(created["location"], "metadata", "snap-*.avro"))
+    assert len(lists) == 1, "the unknown attempt's manifest list is kept"
+    assert os.path.exists(staged["manifest"])
+
+    # The writer retries with the same key: committed exactly once either way.
+    first_status = status
+    status, _, receipt = daemon.commit(ns, name, body)
+    assert status == 200, receipt
+    if first_status == 504:
+        assert receipt.get("found-in-history", False) is applied
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert len(dump["snapshots"]) == 1 and dump["next-row-id"] == 5
+    assert [r["_row_id"] for r in dump["rows"]] == list(range(5))
+
+
+def test_load_failures_are_retried(catalog, daemon, table):
+    ns, name, _ = table
+    uri = catalog["uri"]
+    staged = stage(uri, ns, name)
+    set_faults(uri, load=["error-503", "reset-before", "error-500"], table=f"{ns}.{name}")
+    status, _, receipt = daemon.commit(ns, name, {"idempotency-key": "load-1",
+                                                  "staged-manifests": [staged["manifest"]]})
+    assert status == 200, receipt
+    assert receipt["attempts"] == 4
+
+
+def test_exhausted_attempts_answer_503_and_commit_nothing(catalog, table):
+    from conftest import Daemon
+    ns, name, created = table
+    uri = catalog["uri"]
+    staged = stage(uri, ns, name)
+    body = {"idempotency-key": "exhausted-1", "staged-manifests": [staged["manifest"]]}
+    set_faults(uri, commit=["conflict"] * 3, table=f"{ns}.{name}")
+    d = Daemon(uri, catalog["dir"], {"commit.max-attempts": "3"})
+    try:
+        status, headers, answer = d.commit(ns, name, body)
+        assert status == 503 and answer["error"]["type"] == "commit-conflict", answer
+        assert "after 3 attempts" in answer["error"]["message"]
+        assert "Retry-After" in headers
+        assert not glob.glob(os.path.join(created["location"], "metadata", "snap-*.avro"))
+        # Nothing was committed, so the same key may simply be sent again.
+        status, _, receipt = d.commit(ns, name, body)
+        assert status == 200 and receipt["attempts"] == 1, receipt
+    finally:
+        d.stop()
