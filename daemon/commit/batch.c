@@ -1,0 +1,693 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The attempts of one batch: load the table, answer keys already in its history, build the
+ * manifest list on the thread pool (staged manifests first, then the parent's, row ids
+ * assigned), commit with requirements; 409 -> back off and rebuild only the list; no verdict ->
+ * 504 commit-state-unknown with every file kept. */
+#define LOG_MODULE "commit"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "commit/internal.h"
+#include "iceberg/lineage.h"
+#include "iceberg/manifest_list.h"
+#include "iceberg/snapshot.h"
+#include "storage/storage.h"
+#include "util/log.h"
+#include "util/time-util.h"
+
+static void batch_attempt_start(Batch *b);
+
+/* --- batches ------------------------------------------------------------------------------- */
+
+static void batch_free_attempt(Batch *b) {
+        b->table = table_metadata_free(b->table);
+        b->head = (TableBranch){};
+        free(b->parent_list_location);
+        b->parent_list_location = NULL;
+        for (size_t i = 0; i < b->n_list; i++)
+                manifest_file_deinit(&b->list[i]);
+        free(b->list);
+        b->list = NULL;
+        b->n_list = b->n_staged = 0;
+        free(b->list_location);
+        free(b->list_path);
+        b->list_location = b->list_path = NULL;
+}
+
+static void batch_free(Batch *b) {
+        for (size_t i = 0; i < b->n_jobs; i++)
+                job_free(b->jobs[i]);
+        batch_free_attempt(b);
+        free(b->jobs);
+        free(b);
+}
+
+/* Ends the batch (every job answered) and lets the next one start. */
+static void batch_end(Batch *b) {
+        TableQueue *q = b->queue;
+        CommitEngine *e = q->engine;
+
+        q->batch = NULL;
+        batch_free(b);
+        batch_queue_kick(q);
+        engine_maybe_stopped(e);
+}
+
+static void batch_remove_job(Batch *b, size_t i) {
+        memmove(&b->jobs[i], &b->jobs[i + 1], (b->n_jobs - i - 1) * sizeof(*b->jobs));
+        b->n_jobs--;
+}
+
+void batch_fail(Batch *b, KeyState state, int status, const char *type, const char *fmt, ...) {
+        char message[2048];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void)vsnprintf(message, sizeof(message), fmt, ap);
+        va_end(ap);
+        log_warning("commit failed queue='%s' status=%d type=%s: %s", b->queue->name, status, type, message);
+        for (size_t i = 0; i < b->n_jobs; i++)
+                job_finish(b->jobs[i], state, status, engine_error_body(status, type, message));
+        b->n_jobs = 0;
+        batch_end(b);
+}
+
+static void batch_on_retry_timer(uv_timer_t *t) {
+        TableQueue *q = t->data;
+
+        if (q->batch)
+                batch_attempt_start(q->batch);
+}
+
+/* Java's Tasks backoff: min * 2^(n-1) capped at max, plus up to 10% jitter; give up after
+ * max_attempts, or past the total timeout once at least two attempts were made. */
+static void batch_retry_later(Batch *b, const char *reason, int status, const char *type,
+                              const char *message) {
+        CommitEngine *e = b->queue->engine;
+        uint64_t elapsed_ms = (now_monotonic_ns() - b->started_ns) / 1000000u;
+        uint64_t delay, jitter = 0;
+
+        metrics_add(e->metrics, METRIC_COMMIT_RETRIES, reason, 1);
+        if (e->is_stopping || b->attempt >= e->config->max_attempts ||
+            (b->attempt >= 2 && elapsed_ms >= e->config->total_timeout_ms)) {
+                batch_fail(b, KEY_FAILED, status, type,
+                           "%s after %u attempts in %" PRIu64 " ms; nothing was committed, retry with the same key",
+                           message, b->attempt, elapsed_ms);
+                return;
+        }
+        delay = e->config->min_backoff_ms;
+        for (unsigned i = 1; i < b->attempt && delay < e->config->max_backoff_ms; i++)
+                delay *= 2;
+        if (delay > e->config->max_backoff_ms)
+                delay = e->config->max_backoff_ms;
+        if (delay >= 10 && getrandom(&jitter, sizeof(jitter), 0) == (ssize_t)sizeof(jitter))
+                jitter %= delay / 10;
+        else
+                jitter = 0;
+        log_info("commit attempt %u/%u queue='%s' %s, retrying in %" PRIu64 " ms", b->attempt,
+                 e->config->max_attempts, b->queue->name, reason, delay + jitter);
+        batch_free_attempt(b);
+        (void)uv_timer_start(&b->queue->retry_timer, batch_on_retry_timer, delay + jitter, 0);
+}
+
+static json_t *batch_receipt(const Batch *b, const Job *j) {
+        json_t *manifests = json_array(), *ns = json_array();
+        const CommitRequest *r = j->writer->request;
+
+        if (!manifests || !ns)
+                goto fail;
+        for (size_t i = 0; i < r->n_namespace; i++)
+                if (json_array_append_new(ns, json_string(r->namespace[i])) < 0)
+                        goto fail;
+        for (size_t i = 0; i < j->n_manifests; i++) {
+                const ManifestFile *m = &b->list[j->list_offset + i];
+                json_t *o = json_pack("{s:s, s:I, s:I}", "location", m->path, "added-files",
+                                      (json_int_t)m->added_files_count, "added-rows",
+                                      (json_int_t)m->added_rows_count);
+
+                if (!o || json_array_append_new(manifests, o) < 0)
+                        goto fail;
+                if (m->has_first_row_id) {
+                        /* Rows get first-row-id + position, in entry order (spec: inheritance). */
+                        if (json_object_set_new(o, "first-row-id", json_integer(m->first_row_id)) < 0 ||
+                            json_object_set_new(o, "last-row-id",
+                                                m->added_rows_count > 0
+                                                        ? json_integer(m->first_row_id + m->added_rows_count - 1)
+                                                        : json_null()) < 0)
+                                goto fail;
+                }
+        }
+        return json_pack("{s:s, s:s, s:o, s:s, s:s, s:I, s:I, s:o, s:I, s:i, s:o}",
+                         "idempotency-key", r->idempotency_key, "status", "committed",
+                         "namespace", ns, "table", r->table, "branch", r->branch,
+                         "snapshot-id", (json_int_t)b->snapshot_id,
+                         "sequence-number", (json_int_t)b->sequence_number,
+                         "snapshot-first-row-id",
+                         b->table->format_version >= 3 ? json_integer(b->first_row_id) : json_null(),
+                         "batch-requests", (json_int_t)b->n_jobs, "attempts", (int)b->attempt,
+                         "manifests", manifests);
+fail:
+        json_decref(manifests);
+        json_decref(ns);
+        return NULL;
+}
+
+static void batch_on_committed(const CatalogResult *result, void *userdata) {
+        Batch *b = userdata;
+        CommitEngine *e = b->queue->engine;
+
+        e->n_in_flight--;
+        switch (result->status) {
+        case 0:
+                metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "committed", 1);
+                metrics_add(e->metrics, METRIC_COMMIT_SNAPSHOTS, NULL, 1);
+                metrics_observe(e->metrics, METRIC_BATCH_REQUESTS, (double)b->n_jobs);
+                if (b->table->format_version >= 3)
+                        metrics_add(e->metrics, METRIC_ROWS_ASSIGNED, NULL,
+                                    (double)(b->next_row_id - b->first_row_id));
+                log_info("committed queue='%s' snapshot=%" PRId64 " sequence=%" PRId64
+                         " first-row-id=%" PRId64 " added-rows=%" PRId64 " requests=%zu attempts=%u",
+                         b->queue->name, b->snapshot_id, b->sequence_number, b->first_row_id,
+                         b->next_row_id - b->first_row_id, b->n_jobs, b->attempt);
+                for (size_t i = 0; i < b->n_jobs; i++) {
+                        json_t *receipt = batch_receipt(b, b->jobs[i]);
+
+                        if (!receipt)
+                                receipt = json_pack("{s:s, s:I}", "status", "committed", "snapshot-id",
+                                                    (json_int_t)b->snapshot_id);
+                        job_finish(b->jobs[i], KEY_COMMITTED, 200, receipt);
+                }
+                b->n_jobs = 0;
+                batch_end(b);
+                return;
+
+        case CATALOG_E_CONFLICT:
+                metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "conflict", 1);
+                /* Known not committed: this attempt's list can go (the staged manifests stay). */
+                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                batch_retry_later(b, "conflict", 503, "commit-conflict", result->message);
+                return;
+
+        case CATALOG_E_UNAVAILABLE:
+                /* Nothing was sent, so nothing was applied. */
+                metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "unavailable", 1);
+                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable", result->message);
+                return;
+
+        case CATALOG_E_STATE_UNKNOWN:
+                /* The commit may have landed: keep every file, answer 504; a retry with the same
+                 * key finds the snapshot through the summary's key record. */
+                metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "unknown", 1);
+                batch_fail(b, KEY_UNKNOWN, 504, "commit-state-unknown",
+                           "the catalog gave no verdict (%s); snapshot %" PRId64
+                           " may or may not be committed; retry with the same idempotency key to resolve it",
+                           result->message, b->snapshot_id);
+                return;
+
+        case CATALOG_E_NOT_FOUND:
+                metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "rejected", 1);
+                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                batch_fail(b, KEY_FAILED, 404, "no-such-table", "%s", result->message);
+                return;
+
+        default:
+                metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "rejected", 1);
+                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                batch_fail(b, KEY_FAILED, 502, "catalog-rejected",
+                           "the catalog refused the commit (HTTP %ld): %s", result->http_status,
+                           result->message);
+                return;
+        }
+}
+
+/* The list entry of a staged manifest: counts and partition summaries from its entries; the
+ * sequence numbers and snapshot id are filled in per attempt. */
+static int manifest_file_from_staged(const StagedManifest *m, const char *location, int64_t length,
+                                     ManifestFile *ret) {
+        ManifestFile f = {
+                .length = length,
+                .partition_spec_id = m->partition_spec_id,
+                .content = MANIFEST_CONTENT_DATA,
+                .has_counts = true,
+                .added_files_count = m->added_files_count,
+                .added_rows_count = m->added_rows_count,
+                .has_partitions = m->has_partitions,
+        };
+
+        f.path = strdup(location);
+        if (!f.path)
+                return -ENOMEM;
+        if (m->has_partitions && m->n_partitions > 0) {
+                f.partitions = calloc(m->n_partitions, sizeof(*f.partitions));
+                if (!f.partitions) {
+                        manifest_file_deinit(&f);
+                        return -ENOMEM;
+                }
+                f.n_partitions = m->n_partitions;
+                for (size_t i = 0; i < m->n_partitions; i++) {
+                        const PartitionFieldSummary *from = &m->partitions[i];
+                        PartitionFieldSummary *to = &f.partitions[i];
+
+                        to->contains_null = from->contains_null;
+                        to->has_contains_nan = from->has_contains_nan;
+                        to->contains_nan = from->contains_nan;
+                        to->has_lower_bound = from->has_lower_bound;
+                        to->has_upper_bound = from->has_upper_bound;
+                        buf_init(&to->lower_bound, from->lower_bound.max);
+                        buf_init(&to->upper_bound, from->upper_bound.max);
+                        if ((from->has_lower_bound &&
+                             buf_append(&to->lower_bound, from->lower_bound.data, from->lower_bound.len) < 0) ||
+                            (from->has_upper_bound &&
+                             buf_append(&to->upper_bound, from->upper_bound.data, from->upper_bound.len) < 0)) {
+                                manifest_file_deinit(&f);
+                                return -ENOMEM;
+                        }
+                }
+        }
+        *ret = f;
+        return 0;
+}
+
+/* Thread pool: read the parent's manifest list, put the staged manifests first, assign row
+ * ids, write the new list to a file no other attempt uses. */
+static int batch_build_list(Batch *b) {
+        const StorageConfig *storage = b->queue->engine->storage;
+        _cleanup_(buf_deinitp) Buf bytes, out;
+        ManifestFile *parent = NULL;
+        size_t n_parent = 0, n = 0;
+        ManifestListHeader header;
+        int r;
+
+        buf_init(&bytes, storage->max_manifest_bytes);
+        buf_init(&out, SIZE_MAX / 2);
+        if (b->parent_list_location) {
+                _cleanup_(freep) char *path = NULL;
+
+                r = storage_path_from_location(b->parent_list_location, &path, &b->error);
+                if (r < 0)
+                        return r;
+                r = storage_read_file(path, storage->max_manifest_bytes, &bytes, &b->error);
+                if (r < 0)
+                        return r;
+                r = manifest_list_read(buf_slice(&bytes), &parent, &n_parent, &b->error);
+                if (r < 0)
+                        return error_prefix(&b->error, r, "parent manifest list '%s'", b->parent_list_location);
+        }
+
+        b->list = calloc(b->n_staged + n_parent + 1, sizeof(*b->list));
+        if (!b->list) {
+                for (size_t i = 0; i < n_parent; i++)
+                        manifest_file_deinit(&parent[i]);
+                free(parent);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < b->n_jobs; i++) {
+                Job *j = b->jobs[i];
+
+                j->list_offset = n;
+                for (size_t k = 0; k < j->n_manifests; k++) {
+                        r = manifest_file_from_staged(j->manifests[k], j->writer->request->manifests[k],
+                                                      j->manifest_lengths[k], &b->list[n]);
+                        if (r < 0)
+                                goto fail;
+                        /* Inherited by the entries through the list (spec: sequence numbers and
+                         * snapshot id of ADDED entries come from the manifest list). */
+                        b->list[n].sequence_number = b->sequence_number;
+                        b->list[n].min_sequence_number = b->sequence_number;
+                        b->list[n].has_added_snapshot_id = true;
+                        b->list[n].added_snapshot_id = b->snapshot_id;
+                        n++;
+                }
+        }
+        /* The parent's entries follow, copied as they are. */
+        memcpy(&b->list[n], parent, n_parent * sizeof(*parent));
+        n += n_parent;
+        free(parent);
+        parent = NULL;
+        n_parent = 0;
+        b->n_list = n;
+
+        if (b->table->format_version >= 3) {
+                r = lineage_assign(b->list, b->n_list, b->first_row_id, &b->next_row_id, &b->error);
+                if (r < 0)
+                        return r;
+        }
+
+        header = (ManifestListHeader){
+                .format_version = b->table->format_version >= 3 ? 3 : 2,
+                .snapshot_id = b->snapshot_id,
+                .has_parent_snapshot_id = b->head.exists,
+                .parent_snapshot_id = b->head.snapshot_id,
+                .sequence_number = b->sequence_number,
+                .has_first_row_id = b->table->format_version >= 3,
+                .first_row_id = b->first_row_id,
+        };
+        r = manifest_list_write(&header, b->list, b->n_list, &out, &b->error);
+        if (r < 0)
+                return r;
+        return storage_write_new_file(b->list_path, out.data, out.len, &b->error);
+fail:
+        b->n_list = n;
+        for (size_t i = 0; i < n_parent; i++)
+                manifest_file_deinit(&parent[i]);
+        free(parent);
+        return r;
+}
+
+static void batch_build_work(uv_work_t *w) {
+        Batch *b = w->data;
+
+        b->work_status = batch_build_list(b);
+}
+
+static void batch_build_after(uv_work_t *w, int status) {
+        Batch *b = w->data;
+        CommitEngine *e = b->queue->engine;
+        const CommitRequest *first = b->jobs[0]->writer->request;
+        _cleanup_(freep) char *keys = NULL;
+        json_t *summary = NULL, *request = NULL, *writer_props;
+        SnapshotAdded added = {};
+        SnapshotSpec spec;
+        Buf key_list;
+        char idempotency_key[UUID_STRING_MAX];
+        int r;
+
+        e->n_in_flight--;
+        if (status < 0 || b->work_status < 0) {
+                r = status < 0 ? status : b->work_status;
+                /* The list was not written or is unusable: a definite failure, nothing sent. */
+                if (r == -EEXIST || r == -ENOMEM || r == -EIO || r == -ENOSPC || status < 0)
+                        batch_fail(b, KEY_FAILED, 503, "storage-failed", "cannot write the manifest list: %s",
+                                   b->error.message[0] ? b->error.message : strerror(-r));
+                else
+                        batch_fail(b, KEY_FAILED, 422, "invalid-table-state", "%s", b->error.message);
+                return;
+        }
+
+        buf_init(&key_list, SIZE_MAX / 2);
+        writer_props = json_object();
+        for (size_t i = 0; i < b->n_jobs; i++) {
+                const Job *j = b->jobs[i];
+
+                (void)buf_printf(&key_list, "%s%s", i ? "," : "", j->writer->request->idempotency_key);
+                (void)json_object_update(writer_props, j->writer->request->snapshot_properties);
+                for (size_t k = 0; k < j->n_manifests; k++) {
+                        const StagedManifest *m = j->manifests[k];
+
+                        added.data_files += m->added_files_count;
+                        added.records += m->added_rows_count;
+                        added.files_size += m->added_files_size;
+                }
+        }
+        keys = (char *)buf_steal(&key_list, NULL);
+        added.manifests_created = (int64_t)b->n_staged;
+        added.manifests_kept = (int64_t)(b->n_list - b->n_staged);
+
+        r = !keys || !writer_props ? -ENOMEM
+                                   : snapshot_summary_build(b->head.snapshot ? json_object_get(b->head.snapshot, "summary") : NULL,
+                                                            &added, writer_props, keys, &summary, &b->error);
+        json_decref(writer_props);
+        if (r < 0) {
+                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                batch_fail(b, KEY_FAILED, 500, "internal", "cannot build the snapshot summary: %s",
+                           b->error.message);
+                return;
+        }
+
+        spec = (SnapshotSpec){
+                .snapshot_id = b->snapshot_id,
+                .has_parent = b->head.exists,
+                .parent_snapshot_id = b->head.snapshot_id,
+                .sequence_number = b->sequence_number,
+                .timestamp_ms = b->timestamp_ms,
+                .has_schema_id = b->table->has_current_schema_id,
+                .schema_id = b->table->current_schema_id,
+                .manifest_list = b->list_location,
+                .has_first_row_id = b->table->format_version >= 3,
+                .first_row_id = b->first_row_id,
+                .added_rows = b->next_row_id - b->first_row_id,
+                .summary = summary,
+        };
+        r = snapshot_commit_request_build(b->table, first->branch, &b->head, &spec, &request);
+        json_decref(summary);
+        if (r < 0) {
+                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                batch_fail(b, KEY_FAILED, 503, "out-of-memory", "cannot build the commit request");
+                return;
+        }
+
+        /* Each attempt is a new logical operation for the catalog: a new key (REST spec). */
+        uuid_v7_string(idempotency_key);
+        r = catalog_commit_table(e->catalog, (const char *const *)first->namespace, first->n_namespace,
+                                 first->table, request,
+                                 catalog_client_supports_idempotency(e->catalog) ? idempotency_key : NULL,
+                                 batch_on_committed, b);
+        json_decref(request);
+        if (r < 0) {
+                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable",
+                                  "cannot send the commit");
+                return;
+        }
+        e->n_in_flight++;
+}
+
+/* A job whose key is found in the table's snapshot summaries was committed by an earlier
+ * attempt (possibly of another daemon, or before a crash): answer it, never commit it twice. */
+static json_t *batch_find_committed(const Batch *b, const char *key) {
+        json_t *snapshots = json_object_get(b->table->metadata, "snapshots");
+        size_t klen = strlen(key), i;
+        json_t *s;
+
+        json_array_foreach(snapshots, i, s) {
+                const char *keys = json_string_value(json_object_get(json_object_get(s, "summary"),
+                                                                     SNAPSHOT_SUMMARY_KEYS));
+
+                for (const char *p = keys; p && *p;) {
+                        const char *end = strchr(p, ',');
+                        size_t len = end ? (size_t)(end - p) : strlen(p);
+
+                        if (len == klen && memcmp(p, key, klen) == 0)
+                                return s;
+                        p = end ? end + 1 : p + len;
+                }
+        }
+        return NULL;
+}
+
+static void batch_check_jobs(Batch *b) {
+        for (size_t i = 0; i < b->n_jobs;) {
+                Job *j = b->jobs[i];
+                const CommitRequest *r = j->writer->request;
+                json_t *done = batch_find_committed(b, r->idempotency_key);
+                bool bad = false;
+
+                if (done) {
+                        int64_t id = 0, seq = 0;
+
+                        (void)json_get_i64(done, "snapshot-id", &id);
+                        (void)json_get_i64(done, "sequence-number", &seq);
+                        log_notice("key='%s' already committed in snapshot %" PRId64 ", not committing it again",
+                                   r->idempotency_key, id);
+                        batch_remove_job(b, i);
+                        job_finish(j, KEY_COMMITTED, 200,
+                                   json_pack("{s:s, s:s, s:I, s:I, s:b}", "idempotency-key", r->idempotency_key,
+                                             "status", "committed", "snapshot-id", (json_int_t)id,
+                                             "sequence-number", (json_int_t)seq, "found-in-history", 1));
+                        continue;
+                }
+                for (size_t k = 0; k < j->n_manifests && !bad; k++) {
+                        const StagedManifest *m = j->manifests[k];
+                        const char *location = r->manifests[k];
+
+                        if (!storage_location_is_within(location, b->table->location)) {
+                                job_fail(j, 422, "invalid-manifest",
+                                         "staged-manifests[%zu] '%s' is outside the table location '%s'", k,
+                                         location, b->table->location);
+                                bad = true;
+                        } else if (!table_has_partition_spec(b->table, m->partition_spec_id)) {
+                                job_fail(j, 422, "invalid-manifest",
+                                         "staged-manifests[%zu] '%s' uses partition spec %d, which the table does not have",
+                                         k, location, m->partition_spec_id);
+                                bad = true;
+                        } else if (m->format_version > b->table->format_version) {
+                                job_fail(j, 422, "invalid-manifest",
+                                         "staged-manifests[%zu] '%s' is a format-version %d manifest; the table is version %d",
+                                         k, location, m->format_version, b->table->format_version);
+                                bad = true;
+                        }
+                }
+                if (bad)
+                        batch_remove_job(b, i);
+                else
+                        i++;
+        }
+}
+
+static void batch_on_loaded(const CatalogResult *result, void *userdata) {
+        Batch *b = userdata;
+        CommitEngine *e = b->queue->engine;
+        const CommitRequest *first = b->jobs[0]->writer->request;
+        json_t *list;
+        int r;
+
+        e->n_in_flight--;
+        switch (result->status) {
+        case 0:
+                break;
+        case CATALOG_E_NOT_FOUND:
+                batch_fail(b, KEY_FAILED, 404, "no-such-table", "%s", result->message);
+                return;
+        case CATALOG_E_REJECTED:
+                batch_fail(b, KEY_FAILED, 502, "catalog-rejected", "loading the table failed (HTTP %ld): %s",
+                           result->http_status, result->message);
+                return;
+        default:
+                batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable", result->message);
+                return;
+        }
+
+        r = table_metadata_parse(result->body, &b->table, &b->error);
+        if (r < 0) {
+                batch_fail(b, KEY_FAILED, 502, "catalog-bad-metadata", "%s", b->error.message);
+                return;
+        }
+        if (b->table->format_version < 2) {
+                batch_fail(b, KEY_FAILED, 422, "unsupported-format-version",
+                           "format-version 1 tables are not supported; upgrade the table to version 2 or 3");
+                return;
+        }
+        r = table_branch(b->table, first->branch, &b->head, &b->error);
+        if (r < 0) {
+                batch_fail(b, KEY_FAILED, 400, "bad-branch", "%s", b->error.message);
+                return;
+        }
+
+        /* Runs after every reload: a commit that landed while we were unsure is found here. */
+        batch_check_jobs(b);
+        if (b->n_jobs == 0) {
+                batch_end(b);
+                return;
+        }
+
+        b->n_staged = 0;
+        for (size_t i = 0; i < b->n_jobs; i++)
+                b->n_staged += b->jobs[i]->n_manifests;
+        /* Table-wide, whatever the branch: sequence number and next-row-id (spec: branches). */
+        b->sequence_number = b->table->last_sequence_number + 1;
+        b->first_row_id = b->table->next_row_id;
+        b->next_row_id = b->first_row_id;
+        b->timestamp_ms = now_realtime_ms();
+        list = b->head.snapshot ? json_object_get(b->head.snapshot, "manifest-list") : NULL;
+        if (b->head.exists && !json_is_string(list)) {
+                batch_fail(b, KEY_FAILED, 502, "catalog-bad-metadata",
+                           "branch head snapshot %" PRId64 " has no manifest-list", b->head.snapshot_id);
+                return;
+        }
+        if (list && !(b->parent_list_location = strdup(json_string_value(list)))) {
+                batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
+                return;
+        }
+        if (asprintf(&b->list_location, "%s/snap-%" PRId64 "-%u-%s.avro", b->table->metadata_dir,
+                     b->snapshot_id, b->attempt, b->commit_uuid) < 0) {
+                b->list_location = NULL;
+                batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
+                return;
+        }
+        r = storage_path_from_location(b->list_location, &b->list_path, &b->error);
+        if (r < 0) {
+                batch_fail(b, KEY_FAILED, 422, "unsupported-storage", "%s", b->error.message);
+                return;
+        }
+
+        b->work.data = b;
+        b->work_status = 0;
+        r = uv_queue_work(e->loop, &b->work, batch_build_work, batch_build_after);
+        if (r < 0) {
+                batch_fail(b, KEY_FAILED, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+                return;
+        }
+        e->n_in_flight++;
+}
+
+static void batch_attempt_start(Batch *b) {
+        CommitEngine *e = b->queue->engine;
+        const CommitRequest *first = b->jobs[0]->writer->request;
+        int r;
+
+        b->attempt++;
+        b->error.message[0] = 0;
+        r = catalog_load_table(e->catalog, (const char *const *)first->namespace, first->n_namespace,
+                               first->table, batch_on_loaded, b);
+        if (r < 0) {
+                batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable",
+                                  "cannot send the load-table request");
+                return;
+        }
+        e->n_in_flight++;
+}
+
+/* Two writers setting one snapshot property to different values cannot share a snapshot. */
+static bool properties_conflict(const json_t *merged, const json_t *props) {
+        const char *key;
+        json_t *v;
+
+        json_object_foreach((json_t *)props, key, v) {
+                json_t *other = json_object_get(merged, key);
+
+                if (other && !json_equal(other, v))
+                        return true;
+        }
+        return false;
+}
+
+void batch_queue_kick(TableQueue *q) {
+        CommitEngine *e = q->engine;
+        size_t n_manifests = 0;
+        json_t *props;
+        Batch *b;
+
+        if (q->batch || !q->head || e->is_stopping)
+                return;
+        b = calloc(1, sizeof(*b));
+        props = json_object();
+        if (b)
+                b->jobs = calloc(e->config->max_batch_requests, sizeof(*b->jobs));
+        if (!b || !b->jobs || !props) {
+                if (b)
+                        free(b->jobs);
+                free(b);
+                json_decref(props);
+                return;         /* retried on the next submission or batch end */
+        }
+        while (q->head && b->n_jobs < e->config->max_batch_requests) {
+                Job *j = q->head;
+                const json_t *jp = j->writer->request->snapshot_properties;
+
+                if (b->n_jobs > 0 && (j->n_manifests > e->config->max_batch_manifests - n_manifests ||
+                                      properties_conflict(props, jp)))
+                        break;
+                (void)json_object_update(props, (json_t *)jp);
+                n_manifests += j->n_manifests;
+                q->head = j->next;
+                if (!q->head)
+                        q->tail = NULL;
+                q->n_pending--;
+                j->next = NULL;
+                b->jobs[b->n_jobs++] = j;
+        }
+        json_decref(props);
+        b->queue = q;
+        b->snapshot_id = snapshot_id_generate();
+        uuid_v4_string(b->commit_uuid);
+        b->started_ns = now_monotonic_ns();
+        q->batch = b;
+        batch_attempt_start(b);
+}
+

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Inside the commit engine: the structures engine.c (intake, queues, keys, shutdown) and
+ * batch.c (attempts of one batch) share. Nothing outside commit/ includes this. */
+#pragma once
+
+#include <jansson.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "commit/engine.h"
+#include "commit/registry.h"
+#include "iceberg/manifest.h"
+#include "iceberg/manifest_file.h"
+#include "iceberg/table.h"
+#include "util/uuid.h"
+
+typedef struct TableQueue TableQueue;
+typedef struct Batch Batch;
+
+/* One accepted writer request. Owned by its queue (pending list) or its batch. */
+typedef struct Job {
+        CommitEngine *engine;
+        WriterRequest *writer;
+        KeyEntry *entry;
+        StagedManifest **manifests;     /* parsed at intake, reused unchanged by every attempt */
+        int64_t *manifest_lengths;
+        size_t n_manifests;
+        size_t list_offset;             /* index of its first manifest in the attempt's list */
+        int intake_status;              /* HTTP status of an intake failure, 0 if fine */
+        Error error;
+        uv_work_t work;
+        struct Job *next;
+} Job;
+
+struct TableQueue {
+        CommitEngine *engine;
+        char *name;
+        Job *head, *tail;
+        size_t n_pending;
+        Batch *batch;                   /* in flight, at most one */
+        uv_timer_t retry_timer;
+        TableQueue *next;
+};
+
+struct Batch {
+        TableQueue *queue;
+        Job **jobs;
+        size_t n_jobs;
+        int64_t snapshot_id;            /* chosen once, reused by every attempt */
+        char commit_uuid[UUID_STRING_MAX];
+        unsigned attempt;
+        uint64_t started_ns;
+        const char *last_retry_reason;
+        TableMetadata *table;
+        TableBranch head;
+        char *parent_list_location;
+        int64_t sequence_number;
+        int64_t first_row_id;
+        int64_t next_row_id;
+        int64_t timestamp_ms;
+        ManifestFile *list;             /* staged manifests first, then the parent's */
+        size_t n_list;
+        size_t n_staged;
+        char *list_location;            /* as sent to the catalog */
+        char *list_path;                /* local path of the same file */
+        int work_status;
+        Error error;
+        uv_work_t work;
+};
+
+struct CommitEngine {
+        uv_loop_t *loop;
+        const CommitConfig *config;
+        const StorageConfig *storage;
+        CatalogClient *catalog;
+        Metrics *metrics;
+        KeyRegistry *keys;
+        TableQueue *queues;
+        size_t n_queued;                /* accepted requests not yet answered */
+        unsigned n_in_flight;           /* thread-pool jobs and catalog calls */
+        unsigned n_open_handles;
+        bool is_stopping;
+        bool is_closing_handles;
+        void (*stop_done)(void *userdata);
+        void *stop_userdata;
+};
+
+/* engine.c */
+json_t *engine_error_body(int status, const char *type, const char *message);
+void job_free(Job *j);
+/* Answers the job's writer and every waiter on its key, records the outcome, frees the job. */
+void job_finish(Job *j, KeyState state, int status, json_t *body);
+void job_fail(Job *j, int status, const char *type, const char *fmt, ...) _printf_(4, 5);
+/* Deletes a manifest list known not to be committed, on the thread pool (path stolen). */
+void engine_delete_file_async(CommitEngine *e, char *path);
+/* Calls the stop callback once stopping and nothing is in flight any more. */
+void engine_maybe_stopped(CommitEngine *e);
+
+/* batch.c */
+/* Starts the next batch of a queue when none is in flight (group commit). */
+void batch_queue_kick(TableQueue *q);
+/* Answers every job of the batch with the same error and ends it. */
+void batch_fail(Batch *b, KeyState state, int status, const char *type, const char *fmt, ...)
+        _printf_(5, 6);
