@@ -2,7 +2,8 @@
 /* The REST catalog client (see client.h): turns each operation into one HTTP request, holds it
  * back until a token and /v1/config are there, and maps the answer to an outcome. Owns the
  * calls, the token (wiped when dropped) and the transport. Never resends a mutation except
- * after a 401/419 (the server did not act on it), and logs at debug only. */
+ * after a 401/419 (the server did not act on it); logs at debug, and once at info when a
+ * failed start recovers in the background (the start callback reported the failure). */
 #define LOG_MODULE "catalog"
 
 #include <assert.h>
@@ -678,6 +679,20 @@ static void call_read_error(const CatalogCall *call, const CurlUvResponse *respo
         }
         result->status = catalog_outcome_from_http(call_is_mutation(call), response->http_status,
                                                    result->message);
+
+        /* libcurl resent the request after a reused connection died unanswered. The first copy
+         * may have been applied; a commit's requirements then refuse the second (409), which
+         * would read as "not committed" (redpanda-data/connect #4591). Only a success is a
+         * verdict here. */
+        if (call_is_mutation(call) && response->n_sends > 1) {
+                char original[sizeof(result->message)];
+
+                memcpy(original, result->message, sizeof(original));
+                result->status = CATALOG_E_STATE_UNKNOWN;
+                result_set_message(result, "%s: sent %u times after connections died, the answer "
+                                   "to the last copy says nothing about the first: %s",
+                                   call_describe(call), response->n_sends, original);
+        }
 }
 
 static void call_on_response(const CurlUvResponse *response, void *userdata) {

@@ -2,7 +2,7 @@
 /* The Iceberg REST catalog client: /v1/config, OAuth2 client credentials or a static token,
  * load, commit and create calls, each answered once with an outcome the commit loop can act on
  * (STYLE §3). Owns its HTTP transport (catalog/curl_uv.c) on the daemon's loop. Never retries
- * a commit itself and never logs above debug: the caller decides and logs once. */
+ * a commit itself and logs no failure above debug: the caller decides and logs once. */
 #pragma once
 
 #include <jansson.h>
@@ -13,7 +13,7 @@
 
 #include "config/config.h"
 
-/* Owned by the daemon; freed by catalog_client_close(). */
+/* Owned by the daemon: closed by catalog_client_close(), then freed by catalog_client_free(). */
 typedef struct CatalogClient CatalogClient;
 
 /* CatalogResult.status: 0, one of these, or -errno (-ECANCELED when the client closed while
@@ -26,7 +26,8 @@ enum {
                                          * reload, rebuild, retry */
         CATALOG_E_STATE_UNKNOWN,        /* a mutation was sent, no verdict: 500/502/503/504 (and
                                          * other 5xx but 501), 408, timeout, reset, connection
-                                         * lost after sending; verify before anything else */
+                                         * lost after sending, or any non-2xx after libcurl had
+                                         * to resend it; verify before anything else */
         CATALOG_E_REJECTED,             /* other 4xx (and 501, 3xx): our request is wrong, do not
                                          * retry */
         CATALOG_E_NOT_FOUND,            /* 404 NoSuchTable / NoSuchNamespace */

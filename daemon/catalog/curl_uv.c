@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,9 +35,11 @@ struct CurlUvTransfer {
         struct curl_slist *headers;
         Buf body;
         int body_error;
-        /* Set by CURLOPT_PREREQFUNCTION, which curl calls once a connection is ready and just
-         * before it writes the request: until then no byte can have reached the server. */
-        bool maybe_sent;
+        /* Counted by CURLOPT_PREREQFUNCTION, which curl calls once a connection is ready and
+         * just before it writes the request: at 0 no byte can have reached the server. Above 1,
+         * curl resent the request on a fresh connection after a reused one died unanswered. */
+        unsigned n_sends;
+        int socket_error;       /* we could not watch one of its sockets; failed by the reaper */
         char errbuf[CURL_ERROR_SIZE];
         CurlUvCallback cb;
         void *userdata;
@@ -224,13 +227,15 @@ static void curl_uv_transfer_finish(CurlUvTransfer *t, CURLcode result) {
                  * status is the verdict. */
                 response.status = 0;
                 response.http_status = http_status;
+                response.n_sends = t->n_sends;
                 response.body_error = t->body_error;
                 if (t->body_error == 0)
                         response.body = slice_make(buf_str(&t->body), t->body.len);
         } else {
                 /* A timeout, reset or EOF after the request may have left is a request the
                  * server may have acted on; only failures before PREREQFUNCTION are not. */
-                response.status = t->maybe_sent ? CURL_UV_E_NO_RESPONSE : CURL_UV_E_NOT_SENT;
+                response.status = t->n_sends > 0 ? CURL_UV_E_NO_RESPONSE : CURL_UV_E_NOT_SENT;
+                response.n_sends = t->n_sends;
                 response.error = t->errbuf[0] ? t->errbuf : curl_easy_strerror(result);
         }
         if (response.status == 0)
@@ -259,6 +264,21 @@ static void curl_uv_collect(CurlUv *cu) {
         }
 }
 
+/* Fails, outside of curl, the transfers whose sockets we could not watch. */
+static void curl_uv_reap_broken(CurlUv *cu) {
+        while (!cu->is_closing) {
+                CurlUvTransfer *t = cu->transfers;
+
+                while (t && t->socket_error == 0)
+                        t = t->next;
+                if (!t)
+                        return;
+                (void)snprintf(t->errbuf, sizeof(t->errbuf), "cannot watch the connection: %s",
+                               strerror(-t->socket_error));
+                curl_uv_transfer_finish(t, CURLE_RECV_ERROR);
+        }
+}
+
 static void curl_uv_on_poll(uv_poll_t *handle, int status, int events) {
         CurlUvSocket *s = handle->data;
         CurlUv *cu = s->owner;
@@ -276,6 +296,7 @@ static void curl_uv_on_poll(uv_poll_t *handle, int status, int events) {
          * is not tied to one transfer; curl reports the affected ones through info_read. */
         (void)curl_multi_socket_action(cu->multi, s->fd, flags, &n_running);
         curl_uv_collect(cu);
+        curl_uv_reap_broken(cu);
 }
 
 static void curl_uv_on_timeout(uv_timer_t *timer) {
@@ -284,13 +305,25 @@ static void curl_uv_on_timeout(uv_timer_t *timer) {
 
         (void)curl_multi_socket_action(cu->multi, CURL_SOCKET_TIMEOUT, 0, &n_running);
         curl_uv_collect(cu);
+        curl_uv_reap_broken(cu);
+}
+
+/* Never -1 from the socket function: libcurl then marks the whole multi handle dead, and every
+ * later transfer would fail. The one transfer is failed by curl_uv_reap_broken() instead. */
+static int curl_uv_socket_failed(CURL *easy, int r) {
+        char *private = NULL;
+
+        (void)curl_easy_getinfo(easy, CURLINFO_PRIVATE, &private);
+        if (private && ((CurlUvTransfer *)(void *)private)->socket_error == 0)
+                ((CurlUvTransfer *)(void *)private)->socket_error = r;
+        return 0;
 }
 
 /* CURLMOPT_SOCKETFUNCTION: called from inside curl; only (re)arms or closes polls. */
 static int curl_uv_on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
         CurlUv *cu = userp;
         CurlUvSocket *s = socketp;
-        int events = 0;
+        int events = 0, r;
 
         if (what == CURL_POLL_REMOVE) {
                 if (s) {
@@ -303,10 +336,11 @@ static int curl_uv_on_socket(CURL *easy, curl_socket_t fd, int what, void *userp
         if (!s) {
                 s = calloc(1, sizeof(*s));
                 if (!s)
-                        return -1;
-                if (uv_poll_init_socket(cu->loop, &s->poll, fd) < 0) {
+                        return curl_uv_socket_failed(easy, -ENOMEM);
+                r = uv_poll_init_socket(cu->loop, &s->poll, fd);
+                if (r < 0) {
                         free(s);
-                        return -1;
+                        return curl_uv_socket_failed(easy, r);
                 }
                 s->poll.data = s;
                 s->owner = cu;
@@ -318,7 +352,7 @@ static int curl_uv_on_socket(CURL *easy, curl_socket_t fd, int what, void *userp
                 cu->n_open_handles++;
                 if (curl_multi_assign(cu->multi, fd, s) != CURLM_OK) {
                         curl_uv_socket_close(s);
-                        return -1;
+                        return curl_uv_socket_failed(easy, -ENOMEM);
                 }
         }
 
@@ -326,8 +360,9 @@ static int curl_uv_on_socket(CURL *easy, curl_socket_t fd, int what, void *userp
                 events |= UV_READABLE;
         if (what & CURL_POLL_OUT)
                 events |= UV_WRITABLE;
-        if (uv_poll_start(&s->poll, events, curl_uv_on_poll) < 0)
-                return -1;
+        r = uv_poll_start(&s->poll, events, curl_uv_on_poll);
+        if (r < 0)
+                return curl_uv_socket_failed(easy, r);
         return 0;
 }
 
@@ -336,12 +371,14 @@ static int curl_uv_on_socket(CURL *easy, curl_socket_t fd, int what, void *userp
 static int curl_uv_on_timer_request(CURLM *multi, long timeout_ms, void *userp) {
         CurlUv *cu = userp;
 
+        /* uv_timer_start() only fails on a closing handle, which is_closing rules out; -1
+         * would kill the multi handle anyway. */
         if (cu->is_closing)
                 return 0;
         if (timeout_ms < 0)
                 (void)uv_timer_stop(&cu->timer);
-        else if (uv_timer_start(&cu->timer, curl_uv_on_timeout, (uint64_t)timeout_ms, 0) < 0)
-                return -1;
+        else
+                (void)uv_timer_start(&cu->timer, curl_uv_on_timeout, (uint64_t)timeout_ms, 0);
         return 0;
 }
 
@@ -367,7 +404,7 @@ static int curl_uv_on_prereq(void *clientp, char *conn_primary_ip, char *conn_lo
                              int conn_primary_port, int conn_local_port) {
         CurlUvTransfer *t = clientp;
 
-        t->maybe_sent = true;
+        t->n_sends++;
         return CURL_PREREQFUNC_OK;
 }
 

@@ -36,6 +36,9 @@ typedef struct CurlUvResponse {
         long http_status;       /* valid when status == 0 */
         Slice body;             /* the response body (NUL-terminated), empty when body_error < 0 */
         int body_error;         /* -E2BIG past max_response_bytes, -ENOMEM; the head still counts */
+        unsigned n_sends;       /* times the request may have left: libcurl resends it (a POST
+                                 * too) on a fresh connection when a reused one died without a
+                                 * byte of answer, so the answer may be to a second copy */
         const char *error;      /* the transport failure in words, "" on success */
 } CurlUvResponse;
 

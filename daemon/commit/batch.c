@@ -162,7 +162,9 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
         CommitEngine *e = b->queue->engine;
 
         e->n_in_flight--;
-        switch (result->status) {
+        /* -ECANCELED (the client closed mid-call) and other local errors after the call was
+         * accepted: the request may have reached the catalog, so the outcome is unknown. */
+        switch (result->status < 0 ? CATALOG_E_STATE_UNKNOWN : result->status) {
         case 0:
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "committed", 1);
                 metrics_add(e->metrics, METRIC_COMMIT_SNAPSHOTS, NULL, 1);

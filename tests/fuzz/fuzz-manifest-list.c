@@ -13,36 +13,48 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static bool bufs_equal(bool has_a, const Buf *a, bool has_b, const Buf *b) {
         if (has_a != has_b)
                 return false;
-        return !has_a || (a->len == b->len && (a->len == 0 || memcmp(a->data, b->data, a->len) == 0));
+        return !has_a ||
+               (a->len == b->len && (a->len == 0 || memcmp(a->data, b->data, a->len) == 0));
 }
 
 static bool files_equal(const ManifestFile *a, const ManifestFile *b, int version) {
-        if (strcmp(a->path, b->path) != 0 || a->length != b->length || a->partition_spec_id != b->partition_spec_id ||
-            a->content != b->content || a->sequence_number != b->sequence_number ||
-            a->min_sequence_number != b->min_sequence_number || a->added_snapshot_id != b->added_snapshot_id ||
-            a->has_counts != b->has_counts || a->added_files_count != b->added_files_count ||
-            a->existing_files_count != b->existing_files_count || a->deleted_files_count != b->deleted_files_count ||
-            a->added_rows_count != b->added_rows_count || a->existing_rows_count != b->existing_rows_count ||
-            a->deleted_rows_count != b->deleted_rows_count || a->has_partitions != b->has_partitions ||
-            a->n_partitions != b->n_partitions ||
-            !bufs_equal(a->has_key_metadata, &a->key_metadata, b->has_key_metadata, &b->key_metadata))
+        if (strcmp(a->path, b->path) != 0 || a->length != b->length ||
+            a->partition_spec_id != b->partition_spec_id || a->content != b->content ||
+            a->sequence_number != b->sequence_number ||
+            a->min_sequence_number != b->min_sequence_number ||
+            a->added_snapshot_id != b->added_snapshot_id || a->has_counts != b->has_counts ||
+            a->added_files_count != b->added_files_count ||
+            a->existing_files_count != b->existing_files_count ||
+            a->deleted_files_count != b->deleted_files_count ||
+            a->added_rows_count != b->added_rows_count ||
+            a->existing_rows_count != b->existing_rows_count ||
+            a->deleted_rows_count != b->deleted_rows_count ||
+            a->has_partitions != b->has_partitions || a->n_partitions != b->n_partitions ||
+            !bufs_equal(a->has_key_metadata, &a->key_metadata, b->has_key_metadata,
+                        &b->key_metadata))
                 return false;
-        if (version == 3 && (a->has_first_row_id != b->has_first_row_id || a->first_row_id != b->first_row_id))
+        if (version == 3 &&
+            (a->has_first_row_id != b->has_first_row_id || a->first_row_id != b->first_row_id))
                 return false;
         for (size_t i = 0; i < a->n_partitions; i++) {
                 const PartitionFieldSummary *x = &a->partitions[i], *y = &b->partitions[i];
 
-                if (x->contains_null != y->contains_null || x->has_contains_nan != y->has_contains_nan ||
+                if (x->contains_null != y->contains_null ||
+                    x->has_contains_nan != y->has_contains_nan ||
                     x->contains_nan != y->contains_nan ||
-                    !bufs_equal(x->has_lower_bound, &x->lower_bound, y->has_lower_bound, &y->lower_bound) ||
-                    !bufs_equal(x->has_upper_bound, &x->upper_bound, y->has_upper_bound, &y->upper_bound))
+                    !bufs_equal(x->has_lower_bound, &x->lower_bound, y->has_lower_bound,
+                                &y->lower_bound) ||
+                    !bufs_equal(x->has_upper_bound, &x->upper_bound, y->has_upper_bound,
+                                &y->upper_bound))
                         return false;
         }
         return true;
 }
 
 static void round_trip(int version, const ManifestFile *files, size_t n) {
-        ManifestListHeader h = { .format_version = version, .snapshot_id = 1, .has_first_row_id = true };
+        ManifestListHeader h = { .format_version = version,
+                                 .snapshot_id = 1,
+                                 .has_first_row_id = true };
         ManifestFile *back = NULL;
         size_t n_back = 0;
         Buf out;

@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (staged_manifest_parse(slice_make(data, size), "fuzz.avro", &limits, &m, &e) < 0)
                 return 0;
         if (m->n_files == 0 || m->added_files_count != (int32_t)m->n_files || m->content != 0 ||
-            (m->format_version != 2 && m->format_version != 3) || (!m->has_partitions && m->n_partitions != 0))
+            (m->format_version != 2 && m->format_version != 3) ||
+            (!m->has_partitions && m->n_partitions != 0))
                 abort();
         for (size_t i = 0; i < m->n_files; i++) {
                 if (!m->files[i].path || !m->files[i].format || m->files[i].record_count < 0 ||

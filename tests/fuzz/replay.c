@@ -63,7 +63,8 @@ int main(int argc, char **argv) {
 
                         if (de->d_name[0] == '.')
                                 continue;
-                        if ((size_t)snprintf(path, sizeof(path), "%s/%s", argv[i], de->d_name) >= sizeof(path))
+                        if ((size_t)snprintf(path, sizeof(path), "%s/%s", argv[i], de->d_name) >=
+                            sizeof(path))
                                 continue;
                         if (replay_file(path) < 0) {
                                 closedir(d);

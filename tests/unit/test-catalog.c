@@ -764,6 +764,35 @@ static PeerReply handler_ok(Peer *p, const char *method, const char *target, con
         return peer_route(target, strcmp(method, "POST") == 0 ? reply_committed : reply_table);
 }
 
+/* The first commit is read and then dropped on the floor (on a kept-alive connection): curl
+ * resends it on a fresh one, which gets `status`. */
+static int resend_status;
+static unsigned resend_n_posts;
+
+static PeerReply handler_drop_first_post(Peer *p, const char *method, const char *target,
+                                         const char *head) {
+        if (strcmp(method, "POST") != 0)
+                return handler_ok(p, method, target, head);
+        if (++resend_n_posts == 1)
+                return (PeerReply){ .action = PEER_CLOSE };
+        return (PeerReply){ PEER_RESPOND, resend_status,
+                            resend_status == 200 ? "{\"metadata\":{}}" :
+                            "{\"error\":{\"message\":\"Requirement failed: branch main has changed\","
+                            "\"type\":\"CommitFailedException\",\"code\":409}}", 0 };
+}
+
+/* /v1/config fails twice (a catalog still starting), then works. */
+static unsigned flaky_n_configs;
+
+static PeerReply handler_flaky_config(Peer *p, const char *method, const char *target,
+                                      const char *head) {
+        if (strncmp(target, "/v1/config", 10) == 0 && ++flaky_n_configs <= 2)
+                return (PeerReply){ PEER_RESPOND, 503,
+                                    "{\"error\":{\"message\":\"starting\",\"type\":"
+                                    "\"ServiceUnavailableException\",\"code\":503}}", 0 };
+        return handler_ok(p, method, target, head);
+}
+
 static PeerReply handler_big(Peer *p, const char *method, const char *target, const char *head) {
         if (!p->big_body) {
                 p->big_body = malloc(10000 + 1);
@@ -880,6 +909,92 @@ TEST(loopback_lost_answer) {
         json_decref(request);
         outcome_reset(&load);
         outcome_reset(&commit);
+}
+
+static void check_resend(int status, int want) {
+        json_t *request = commit_request("u");
+        Outcome load = {}, commit = {};
+        char uri[64];
+        CatalogConfig config;
+        CatalogClient *c;
+        uv_loop_t loop;
+        Peer peer;
+
+        resend_status = status;
+        resend_n_posts = 0;
+        ASSERT_OK(uv_loop_init(&loop));
+        peer_start(&loop, &peer, handler_drop_first_post, uri, sizeof(uri));
+        config = test_config(uri);
+        ASSERT_OK(catalog_client_new(&loop, &config, &c));
+        /* A load first, so that the commit goes out on a reused connection. */
+        ASSERT_OK(catalog_load_table(c, one_ns, 1, "t", outcome_record, &load));
+        run_until(&loop, &load.is_done);
+        ASSERT_EQ(load.status, 0);
+        ASSERT_OK(catalog_commit_table(c, one_ns, 1, "t", request, NULL, outcome_record, &commit));
+        run_until(&loop, &commit.is_done);
+        ASSERT_EQ(peer.n_accepted, 2);
+        ASSERT_EQ(resend_n_posts, 2);
+        ASSERT_EQ(commit.http_status, status);
+        if (commit.status != want)
+                TEST_FAIL("resent commit answered %d: %s (%s)", status,
+                          catalog_outcome_to_string(commit.status), commit.message);
+
+        client_finish(&loop, c);
+        peer_stop(&peer);
+        loop_finish(&loop);
+        peer_deinit(&peer);
+        json_decref(request);
+        outcome_reset(&load);
+        outcome_reset(&commit);
+}
+
+/* libcurl resends a POST whose reused connection died without an answer; a 409 to the copy
+ * must not read as "not committed", a 200 is still a success. */
+TEST(loopback_resent_commit) {
+        check_resend(409, CATALOG_E_STATE_UNKNOWN);
+        check_resend(200, 0);
+}
+
+/* A started client that could not load /v1/config keeps trying (1 s, then 2 s) until it is
+ * ready, so that /readyz turns green without a writer request. */
+TEST(loopback_start_retries_in_background) {
+        Outcome start = {}, load = {};
+        char uri[64];
+        CatalogConfig config;
+        CatalogClient *c;
+        uv_loop_t loop;
+        uint64_t t0;
+        Peer peer;
+
+        flaky_n_configs = 0;
+        ASSERT_OK(uv_loop_init(&loop));
+        peer_start(&loop, &peer, handler_flaky_config, uri, sizeof(uri));
+        config = test_config(uri);
+        ASSERT_OK(catalog_client_new(&loop, &config, &c));
+        ASSERT_OK(catalog_client_start(c, outcome_record, &start));
+        run_until(&loop, &start.is_done);
+        /* A read that got 503: retryable, with the catalog's words. */
+        ASSERT_EQ(start.status, CATALOG_E_UNAVAILABLE);
+        ASSERT_EQ(start.http_status, 503);
+        ASSERT_STREQ(start.message, "starting");
+        ASSERT_STREQ(start.error_type, "ServiceUnavailableException");
+        ASSERT_TRUE(!catalog_client_is_ready(c));
+
+        t0 = uv_now(&loop);
+        while (!catalog_client_is_ready(c))
+                ASSERT_TRUE(uv_run(&loop, UV_RUN_ONCE) != 0);
+        ASSERT_EQ(flaky_n_configs, 3);
+        ASSERT_TRUE(uv_now(&loop) - t0 >= 2900);
+        ASSERT_OK(catalog_load_table(c, one_ns, 1, "t", outcome_record, &load));
+        run_until(&loop, &load.is_done);
+        ASSERT_EQ(load.status, 0);
+
+        client_finish(&loop, c);
+        peer_stop(&peer);
+        loop_finish(&loop);
+        peer_deinit(&peer);
+        outcome_reset(&start);
+        outcome_reset(&load);
 }
 
 TEST(loopback_timeout_after_send) {
