@@ -23,6 +23,7 @@ struct CurlUvSocket {
         uv_poll_t poll;
         CurlUv *owner;
         curl_socket_t fd;
+        int events;             /* what curl last asked for, to re-arm after a poll error */
         CurlUvSocket *prev, *next;
 };
 
@@ -282,10 +283,15 @@ static void curl_uv_reap_broken(CurlUv *cu) {
 static void curl_uv_on_poll(uv_poll_t *handle, int status, int events) {
         CurlUvSocket *s = handle->data;
         CurlUv *cu = s->owner;
+        curl_socket_t fd = s->fd;
         int flags = 0, n_running;
 
+        /* A poll error (a reset socket) is handed to curl as "readable and writable", not as
+         * CURL_CSELECT_ERR: curl then reads the socket itself and sees the real failure
+         * (ECONNRESET), which it reports precisely and, on a reused connection, may answer by
+         * resending on a fresh one (counted by the transfer's n_sends). */
         if (status < 0)
-                flags = CURL_CSELECT_ERR;
+                flags = CURL_CSELECT_IN | CURL_CSELECT_OUT;
         else {
                 if (events & UV_READABLE)
                         flags |= CURL_CSELECT_IN;
@@ -294,7 +300,15 @@ static void curl_uv_on_poll(uv_poll_t *handle, int status, int events) {
         }
         /* s may be freed inside (CURL_POLL_REMOVE); only cu is used afterwards. A failure here
          * is not tied to one transfer; curl reports the affected ones through info_read. */
-        (void)curl_multi_socket_action(cu->multi, s->fd, flags, &n_running);
+        (void)curl_multi_socket_action(cu->multi, fd, flags, &n_running);
+        if (status < 0)
+                /* libuv stopped the handle on the error; if curl still watches the socket
+                 * without having asked again, re-arm it or the transfer would only end by
+                 * its timeout. */
+                for (CurlUvSocket *i = cu->sockets; i; i = i->next)
+                        if (i->fd == fd && !uv_is_closing((uv_handle_t *)&i->poll) &&
+                            !uv_is_active((uv_handle_t *)&i->poll) && i->events != 0)
+                                (void)uv_poll_start(&i->poll, i->events, curl_uv_on_poll);
         curl_uv_collect(cu);
         curl_uv_reap_broken(cu);
 }
@@ -360,6 +374,7 @@ static int curl_uv_on_socket(CURL *easy, curl_socket_t fd, int what, void *userp
                 events |= UV_READABLE;
         if (what & CURL_POLL_OUT)
                 events |= UV_WRITABLE;
+        s->events = events;
         r = uv_poll_start(&s->poll, events, curl_uv_on_poll);
         if (r < 0)
                 return curl_uv_socket_failed(easy, r);

@@ -44,10 +44,7 @@ def test_conflicts_rebuild_only_the_manifest_list(catalog, daemon, table, fault)
     status, _, receipt = daemon.commit(ns, name, {"idempotency-key": f"c-{fault}",
                                                   "staged-manifests": [staged["manifest"]]})
     assert status == 200, receipt
-    injected = get_faults(uri)["injected"]
-    assert injected.get("error-503") == 1 and injected.get("error-500") == 1 and injected.get("reset-before") == 1
-    # 4 attempts, or 3 when libcurl resent the GET after the reset on its own (GET is safe).
-    assert receipt["attempts"] in (3, 4)
+    assert receipt["attempts"] == 4
     assert get_faults(uri)["injected"][fault] == 3
     assert sha256(staged["manifest"]) == digest
     # Only the committed attempt's list is left: the three refused ones were deleted.

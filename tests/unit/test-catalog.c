@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* catalog/: pure tests of paths, encodings, parsers and the outcome table; transport tests
- * against a scripted HTTP peer on loopback (lost answers, timeouts, 401, oversize bodies the
- * real server will not produce on demand); and, with ICECOMMIT_TEST_CATALOG_URI set, the real
- * Apache Iceberg REST catalog (tests/peers/catalog-start.sh). Every loop runs to the end. */
+/* catalog/: pure tests of paths, encodings, parsers and the outcome table; a port nobody listens
+ * on; and, with ICECOMMIT_TEST_CATALOG_URI set, the real Apache Iceberg REST catalog
+ * (tests/peers/catalog-start.sh), plain and behind its fault injector (/__faults: lost answers,
+ * 5xx, timeouts, resent commits). No imitation of a catalog. Every loop runs to the end. */
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -547,298 +553,22 @@ TEST(client_new_rejects_bad_config) {
         loop_finish(&loop);
 }
 
-/* ---- loopback: a scripted HTTP peer --------------------------------------------------------- */
-
-typedef enum PeerAction {
-        PEER_RESPOND,
-        PEER_CLOSE,             /* read the request, then drop the connection: a lost answer */
-        PEER_HANG,              /* read the request, never answer */
-} PeerAction;
-
-typedef struct PeerReply {
-        PeerAction action;
-        int status;
-        const char *body;
-        size_t body_len;        /* 0: strlen(body) */
-} PeerReply;
-
-typedef struct Peer Peer;
-typedef PeerReply (*PeerHandler)(Peer *p, const char *method, const char *target, const char *head);
-
-typedef struct PeerConn {
-        uv_tcp_t tcp;
-        Peer *peer;
-        char buf[1 << 16];
-        size_t len;
-        struct PeerConn *next;
-} PeerConn;
-
-struct Peer {
-        uv_tcp_t listener;
-        int port;
-        PeerHandler handler;
-        PeerConn *conns;
-        unsigned n_accepted;
-        unsigned n_requests;
-        unsigned n_token_requests;
-        Buf heads;              /* every request head seen, for header assertions */
-        char *big_body;
-};
-
-typedef struct PeerWrite {
-        uv_write_t req;
-        char *data;
-} PeerWrite;
-
-static void peer_on_conn_closed(uv_handle_t *h) {
-        PeerConn *conn = h->data;
-        Peer *p = conn->peer;
-
-        for (PeerConn **pp = &p->conns; *pp; pp = &(*pp)->next)
-                if (*pp == conn) {
-                        *pp = conn->next;
-                        break;
-                }
-        free(conn);
-}
-
-static void peer_conn_close(PeerConn *conn) {
-        if (!uv_is_closing((uv_handle_t *)&conn->tcp))
-                uv_close((uv_handle_t *)&conn->tcp, peer_on_conn_closed);
-}
-
-static void peer_on_written(uv_write_t *req, int status) {
-        PeerWrite *w = (PeerWrite *)req;
-
-        free(w->data);
-        free(w);
-}
-
-static void peer_respond(PeerConn *conn, const PeerReply *reply) {
-        const char *body = reply->body ? reply->body : "";
-        size_t n = reply->body_len ? reply->body_len : strlen(body);
-        PeerWrite *w = calloc(1, sizeof(*w));
-        uv_buf_t b;
-        Buf out;
-
-        ASSERT_TRUE(w);
-        buf_init(&out, SIZE_MAX);
-        ASSERT_OK(buf_printf(&out, "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
-                                   "Content-Length: %zu\r\n\r\n", reply->status, n));
-        ASSERT_OK(buf_append(&out, body, n));
-        b = uv_buf_init((char *)out.data, (unsigned)out.len);
-        w->data = (char *)buf_steal(&out, NULL);
-        ASSERT_OK(uv_write(&w->req, (uv_stream_t *)&conn->tcp, &b, 1, peer_on_written));
-}
-
-static size_t head_content_length(const char *head) {
-        const char *s = strcasestr(head, "\r\ncontent-length:");
-        size_t n = 0;
-
-        if (!s)
-                return 0;
-        for (s += 17; *s == ' '; s++)
-                ;
-        for (; *s >= '0' && *s <= '9'; s++)
-                n = n * 10 + (size_t)(*s - '0');
-        return n;
-}
-
-static void peer_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
-        PeerConn *conn = h->data;
-
-        *b = uv_buf_init(conn->buf + conn->len, (unsigned)(sizeof(conn->buf) - conn->len - 1));
-}
-
-static void peer_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b) {
-        PeerConn *conn = s->data;
-        Peer *p = conn->peer;
-
-        if (nread < 0) {
-                peer_conn_close(conn);
-                return;
-        }
-        conn->len += (size_t)nread;
-        conn->buf[conn->len] = 0;
-        for (;;) {
-                char *end = strstr(conn->buf, "\r\n\r\n");
-                char method[16] = "", target[2048] = "";
-                size_t head_len, total, i, j;
-                PeerReply reply;
-
-                if (!end)
-                        return;
-                head_len = (size_t)(end - conn->buf) + 4;
-                total = head_len + head_content_length(conn->buf);
-                if (conn->len < total)
-                        return;
-                for (i = 0; i < sizeof(method) - 1 && conn->buf[i] != ' '; i++)
-                        method[i] = conn->buf[i];
-                for (i++, j = 0; j < sizeof(target) - 1 && conn->buf[i] != ' '; i++, j++)
-                        target[j] = conn->buf[i];
-                ASSERT_OK(buf_append(&p->heads, conn->buf, head_len));
-                p->n_requests++;
-                if (strcmp(target, "/v1/oauth/tokens") == 0)
-                        p->n_token_requests++;
-                conn->buf[head_len - 2] = 0;
-                reply = p->handler(p, method, target, conn->buf);
-                memmove(conn->buf, conn->buf + total, conn->len - total);
-                conn->len -= total;
-                conn->buf[conn->len] = 0;
-                if (reply.action == PEER_CLOSE) {
-                        peer_conn_close(conn);
-                        return;
-                }
-                if (reply.action == PEER_RESPOND)
-                        peer_respond(conn, &reply);
-        }
-}
-
-static void peer_on_connection(uv_stream_t *server, int status) {
-        Peer *p = server->data;
-        PeerConn *conn;
-
-        ASSERT_OK(status);
-        conn = calloc(1, sizeof(*conn));
-        ASSERT_TRUE(conn);
-        conn->peer = p;
-        ASSERT_OK(uv_tcp_init(server->loop, &conn->tcp));
-        conn->tcp.data = conn;
-        conn->next = p->conns;
-        p->conns = conn;
-        ASSERT_OK(uv_accept(server, (uv_stream_t *)&conn->tcp));
-        p->n_accepted++;
-        ASSERT_OK(uv_read_start((uv_stream_t *)&conn->tcp, peer_on_alloc, peer_on_read));
-}
-
-static void peer_start(uv_loop_t *loop, Peer *p, PeerHandler handler, char *uri, size_t uri_size) {
-        struct sockaddr_in addr;
-        struct sockaddr_storage bound;
-        int len = sizeof(bound);
-
-        *p = (Peer){ .handler = handler };
-        buf_init(&p->heads, 1 << 20);
-        ASSERT_OK(uv_tcp_init(loop, &p->listener));
-        p->listener.data = p;
-        ASSERT_OK(uv_ip4_addr("127.0.0.1", 0, &addr));
-        ASSERT_OK(uv_tcp_bind(&p->listener, (const struct sockaddr *)&addr, 0));
-        ASSERT_OK(uv_listen((uv_stream_t *)&p->listener, 16, peer_on_connection));
-        ASSERT_OK(uv_tcp_getsockname(&p->listener, (struct sockaddr *)&bound, &len));
-        p->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-        ASSERT_TRUE((size_t)snprintf(uri, uri_size, "http://127.0.0.1:%d/", p->port) < uri_size);
-}
-
-static void peer_stop(Peer *p) {
-        uv_close((uv_handle_t *)&p->listener, NULL);
-        for (PeerConn *conn = p->conns; conn; conn = conn->next)
-                peer_conn_close(conn);
-}
-
-static void peer_deinit(Peer *p) {
-        buf_deinit(&p->heads);
-        free(p->big_body);
-}
-
-static const PeerReply reply_config = { PEER_RESPOND, 200, "{\"defaults\":{},\"overrides\":{}}", 0 };
-static const PeerReply reply_table = { PEER_RESPOND, 200,
-                                       "{\"metadata-location\":\"/wh/db/t/m.json\","
-                                       "\"metadata\":{\"format-version\":3,\"next-row-id\":0}}", 0 };
-static const PeerReply reply_committed = { PEER_RESPOND, 200, "{\"metadata\":{}}", 0 };
-
-/* Answers config and token requests; `table` for everything else. */
-static PeerReply peer_route(const char *target, PeerReply table) {
-        if (strncmp(target, "/v1/config", 10) == 0)
-                return reply_config;
-        return table;
-}
-
-static PeerReply handler_lost_answer(Peer *p, const char *method, const char *target, const char *head) {
-        return peer_route(target, (PeerReply){ .action = PEER_CLOSE });
-}
-
-static PeerReply handler_hang(Peer *p, const char *method, const char *target, const char *head) {
-        return peer_route(target, (PeerReply){ .action = PEER_HANG });
-}
-
-static PeerReply handler_ok(Peer *p, const char *method, const char *target, const char *head) {
-        return peer_route(target, strcmp(method, "POST") == 0 ? reply_committed : reply_table);
-}
-
-/* The first commit is read and then dropped on the floor (on a kept-alive connection): curl
- * resends it on a fresh one, which gets `status`. */
-static int resend_status;
-static unsigned resend_n_posts;
-
-static PeerReply handler_drop_first_post(Peer *p, const char *method, const char *target,
-                                         const char *head) {
-        if (strcmp(method, "POST") != 0)
-                return handler_ok(p, method, target, head);
-        if (++resend_n_posts == 1)
-                return (PeerReply){ .action = PEER_CLOSE };
-        return (PeerReply){ PEER_RESPOND, resend_status,
-                            resend_status == 200 ? "{\"metadata\":{}}" :
-                            "{\"error\":{\"message\":\"Requirement failed: branch main has changed\","
-                            "\"type\":\"CommitFailedException\",\"code\":409}}", 0 };
-}
-
-/* /v1/config fails twice (a catalog still starting), then works. */
-static unsigned flaky_n_configs;
-
-static PeerReply handler_flaky_config(Peer *p, const char *method, const char *target,
-                                      const char *head) {
-        if (strncmp(target, "/v1/config", 10) == 0 && ++flaky_n_configs <= 2)
-                return (PeerReply){ PEER_RESPOND, 503,
-                                    "{\"error\":{\"message\":\"starting\",\"type\":"
-                                    "\"ServiceUnavailableException\",\"code\":503}}", 0 };
-        return handler_ok(p, method, target, head);
-}
-
-static PeerReply handler_big(Peer *p, const char *method, const char *target, const char *head) {
-        if (!p->big_body) {
-                p->big_body = malloc(10000 + 1);
-                ASSERT_TRUE(p->big_body);
-                memset(p->big_body, ' ', 10000);
-                memcpy(p->big_body, "{\"metadata\":{}}", 15);
-                p->big_body[10000] = 0;
-        }
-        return peer_route(target, (PeerReply){ PEER_RESPOND, 200, p->big_body, 10000 });
-}
-
-/* A 401 for any request whose bearer is not the newest token, like a catalog after expiry. */
-static PeerReply handler_oauth(Peer *p, const char *method, const char *target, const char *head) {
-        static const char *const tokens[] = { "{\"access_token\":\"tok-1\",\"token_type\":\"bearer\"}",
-                                              "{\"access_token\":\"tok-2\",\"token_type\":\"bearer\","
-                                              "\"expires_in\":3600}" };
-
-        if (strcmp(target, "/v1/oauth/tokens") == 0) {
-                ASSERT_TRUE(p->n_token_requests <= ELEMENTSOF(tokens));
-                return (PeerReply){ PEER_RESPOND, 200, tokens[p->n_token_requests - 1], 0 };
-        }
-        if (!strstr(head, "\r\nAuthorization: Bearer tok-2"))
-                return (PeerReply){ PEER_RESPOND, 401,
-                                    "{\"error\":{\"message\":\"token expired\","
-                                    "\"type\":\"NotAuthorizedException\",\"code\":401}}", 0 };
-        return handler_ok(p, method, target, head);
-}
-
-static PeerReply handler_html_500(Peer *p, const char *method, const char *target, const char *head) {
-        return peer_route(target, (PeerReply){ PEER_RESPOND, 500,
-                                               "<html><title>Error 500 java.lang.Unsupported"
-                                               "OperationException: Unrecognized update "
-                                               "requirement</title></html>", 0 });
-}
-
-static json_t *commit_request(const char *uuid) {
+static json_t *commit_request_set(const char *uuid, const char *key, const char *value) {
         json_t *j = json_pack("{s:[{s:s,s:s}], s:[{s:s,s:{s:s}}]}",
                               "requirements", "type", "assert-table-uuid", "uuid", uuid,
-                              "updates", "action", "set-properties", "updates",
-                              "icecommit.test", "yes");
+                              "updates", "action", "set-properties", "updates", key, value);
 
         ASSERT_TRUE(j);
         return j;
 }
 
-TEST(loopback_closed_port_is_unavailable) {
+static json_t *commit_request(const char *uuid) {
+        return commit_request_set(uuid, "icecommit.test", "yes");
+}
+
+/* ---- no server at all: a port nobody listens on ------------------------------------------- */
+
+TEST(closed_port_is_unavailable) {
         CatalogConfig config = test_config("http://127.0.0.1:1");
         json_t *request = commit_request("00000000-0000-0000-0000-000000000000");
         Outcome start = {}, load = {}, commit = {};
@@ -876,324 +606,6 @@ TEST(loopback_closed_port_is_unavailable) {
         outcome_reset(&load);
         outcome_reset(&commit);
         loop_finish(&loop);
-}
-
-TEST(loopback_lost_answer) {
-        json_t *request = commit_request("u");
-        Outcome load = {}, commit = {};
-        char uri[64];
-        CatalogConfig config;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Peer peer;
-
-        ASSERT_OK(uv_loop_init(&loop));
-        peer_start(&loop, &peer, handler_lost_answer, uri, sizeof(uri));
-        config = test_config(uri);
-        ASSERT_OK(catalog_client_new(&loop, &config, &c));
-
-        /* Sent, then the connection died: a commit's fate is unknown, a read is retryable. */
-        ASSERT_OK(catalog_commit_table(c, one_ns, 1, "t", request, NULL, outcome_record, &commit));
-        run_until(&loop, &commit.is_done);
-        ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
-        ASSERT_CONTAINS(commit.message, "no answer from the catalog");
-        ASSERT_TRUE(catalog_client_is_ready(c));
-        ASSERT_OK(catalog_load_table(c, one_ns, 1, "t", outcome_record, &load));
-        run_until(&loop, &load.is_done);
-        ASSERT_EQ(load.status, CATALOG_E_UNAVAILABLE);
-
-        client_finish(&loop, c);
-        peer_stop(&peer);
-        loop_finish(&loop);
-        peer_deinit(&peer);
-        json_decref(request);
-        outcome_reset(&load);
-        outcome_reset(&commit);
-}
-
-static void check_resend(int status, int want) {
-        json_t *request = commit_request("u");
-        Outcome load = {}, commit = {};
-        char uri[64];
-        CatalogConfig config;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Peer peer;
-
-        resend_status = status;
-        resend_n_posts = 0;
-        ASSERT_OK(uv_loop_init(&loop));
-        peer_start(&loop, &peer, handler_drop_first_post, uri, sizeof(uri));
-        config = test_config(uri);
-        ASSERT_OK(catalog_client_new(&loop, &config, &c));
-        /* A load first, so that the commit goes out on a reused connection. */
-        ASSERT_OK(catalog_load_table(c, one_ns, 1, "t", outcome_record, &load));
-        run_until(&loop, &load.is_done);
-        ASSERT_EQ(load.status, 0);
-        ASSERT_OK(catalog_commit_table(c, one_ns, 1, "t", request, NULL, outcome_record, &commit));
-        run_until(&loop, &commit.is_done);
-        ASSERT_EQ(peer.n_accepted, 2);
-        ASSERT_EQ(resend_n_posts, 2);
-        ASSERT_EQ(commit.http_status, status);
-        if (commit.status != want)
-                TEST_FAIL("resent commit answered %d: %s (%s)", status,
-                          catalog_outcome_to_string(commit.status), commit.message);
-
-        client_finish(&loop, c);
-        peer_stop(&peer);
-        loop_finish(&loop);
-        peer_deinit(&peer);
-        json_decref(request);
-        outcome_reset(&load);
-        outcome_reset(&commit);
-}
-
-/* libcurl resends a POST whose reused connection died without an answer; a 409 to the copy
- * must not read as "not committed", a 200 is still a success. */
-TEST(loopback_resent_commit) {
-        check_resend(409, CATALOG_E_STATE_UNKNOWN);
-        check_resend(200, 0);
-}
-
-/* A started client that could not load /v1/config keeps trying (1 s, then 2 s) until it is
- * ready, so that /readyz turns green without a writer request. */
-TEST(loopback_start_retries_in_background) {
-        Outcome start = {}, load = {};
-        char uri[64];
-        CatalogConfig config;
-        CatalogClient *c;
-        uv_loop_t loop;
-        uint64_t t0;
-        Peer peer;
-
-        flaky_n_configs = 0;
-        ASSERT_OK(uv_loop_init(&loop));
-        peer_start(&loop, &peer, handler_flaky_config, uri, sizeof(uri));
-        config = test_config(uri);
-        ASSERT_OK(catalog_client_new(&loop, &config, &c));
-        ASSERT_OK(catalog_client_start(c, outcome_record, &start));
-        run_until(&loop, &start.is_done);
-        /* A read that got 503: retryable, with the catalog's words. */
-        ASSERT_EQ(start.status, CATALOG_E_UNAVAILABLE);
-        ASSERT_EQ(start.http_status, 503);
-        ASSERT_STREQ(start.message, "starting");
-        ASSERT_STREQ(start.error_type, "ServiceUnavailableException");
-        ASSERT_TRUE(!catalog_client_is_ready(c));
-
-        t0 = uv_now(&loop);
-        while (!catalog_client_is_ready(c))
-                ASSERT_TRUE(uv_run(&loop, UV_RUN_ONCE) != 0);
-        ASSERT_EQ(flaky_n_configs, 3);
-        ASSERT_TRUE(uv_now(&loop) - t0 >= 2900);
-        ASSERT_OK(catalog_load_table(c, one_ns, 1, "t", outcome_record, &load));
-        run_until(&loop, &load.is_done);
-        ASSERT_EQ(load.status, 0);
-
-        client_finish(&loop, c);
-        peer_stop(&peer);
-        loop_finish(&loop);
-        peer_deinit(&peer);
-        outcome_reset(&start);
-        outcome_reset(&load);
-}
-
-TEST(loopback_timeout_after_send) {
-        json_t *request = commit_request("u");
-        Outcome commit = {}, load = {};
-        char uri[64];
-        CatalogConfig config;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Peer peer;
-
-        ASSERT_OK(uv_loop_init(&loop));
-        peer_start(&loop, &peer, handler_hang, uri, sizeof(uri));
-        config = test_config(uri);
-        config.request_timeout_ms = 300;
-        ASSERT_OK(catalog_client_new(&loop, &config, &c));
-
-        ASSERT_OK(catalog_commit_table(c, one_ns, 1, "t", request, "k", outcome_record, &commit));
-        ASSERT_OK(catalog_load_table(c, one_ns, 1, "t", outcome_record, &load));
-        run_until(&loop, &commit.is_done);
-        run_until(&loop, &load.is_done);
-        ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
-        ASSERT_CONTAINS(commit.message, "imed out");
-        ASSERT_EQ(load.status, CATALOG_E_UNAVAILABLE);
-
-        client_finish(&loop, c);
-        peer_stop(&peer);
-        loop_finish(&loop);
-        peer_deinit(&peer);
-        json_decref(request);
-        outcome_reset(&load);
-        outcome_reset(&commit);
-}
-
-TEST(loopback_close_cancels_in_flight) {
-        Outcome load = {}, commit = {};
-        json_t *request = commit_request("u");
-        bool is_closed = false;
-        char uri[64];
-        CatalogConfig config;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Peer peer;
-
-        ASSERT_OK(uv_loop_init(&loop));
-        peer_start(&loop, &peer, handler_hang, uri, sizeof(uri));
-        config = test_config(uri);
-        ASSERT_OK(catalog_client_new(&loop, &config, &c));
-        ASSERT_OK(catalog_load_table(c, one_ns, 1, "t", outcome_record, &load));
-        /* Let the config go through and the load reach the peer. */
-        while (peer.n_requests < 2)
-                ASSERT_TRUE(uv_run(&loop, UV_RUN_ONCE) != 0);
-        ASSERT_OK(catalog_commit_table(c, one_ns, 1, "t", request, NULL, outcome_record, &commit));
-
-        catalog_client_close(c, on_closed, &is_closed);
-        /* Never from inside the close call. */
-        ASSERT_TRUE(!load.is_done && !commit.is_done && !is_closed);
-        ASSERT_EQ(catalog_load_table(c, one_ns, 1, "t", outcome_record, &load), -ESHUTDOWN);
-        run_until(&loop, &is_closed);
-        ASSERT_TRUE(load.is_done && commit.is_done);
-        ASSERT_EQ(load.status, -ECANCELED);
-        ASSERT_EQ(commit.status, -ECANCELED);
-        ASSERT_TRUE(catalog_client_free(c) == NULL);
-
-        peer_stop(&peer);
-        loop_finish(&loop);
-        peer_deinit(&peer);
-        json_decref(request);
-}
-
-TEST(loopback_response_too_big) {
-        json_t *request = commit_request("u");
-        Outcome load = {}, commit = {};
-        char uri[64];
-        CatalogConfig config;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Peer peer;
-
-        ASSERT_OK(uv_loop_init(&loop));
-        peer_start(&loop, &peer, handler_big, uri, sizeof(uri));
-        config = test_config(uri);
-        config.max_response_bytes = 4096;
-        ASSERT_OK(catalog_client_new(&loop, &config, &c));
-
-        ASSERT_OK(catalog_load_table(c, one_ns, 1, "t", outcome_record, &load));
-        run_until(&loop, &load.is_done);
-        ASSERT_EQ(load.status, -E2BIG);
-        ASSERT_EQ(load.http_status, 200);
-        ASSERT_TRUE(load.body == NULL);
-
-        /* The commit's 200 is the verdict, even without the body. */
-        ASSERT_OK(catalog_commit_table(c, one_ns, 1, "t", request, NULL, outcome_record, &commit));
-        run_until(&loop, &commit.is_done);
-        ASSERT_EQ(commit.status, 0);
-        ASSERT_TRUE(commit.body == NULL);
-        ASSERT_CONTAINS(commit.message, "body dropped");
-
-        client_finish(&loop, c);
-        peer_stop(&peer);
-        loop_finish(&loop);
-        peer_deinit(&peer);
-        json_decref(request);
-        outcome_reset(&load);
-        outcome_reset(&commit);
-}
-
-TEST(loopback_non_json_error) {
-        json_t *request = commit_request("u");
-        Outcome commit = {};
-        char uri[64];
-        CatalogConfig config;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Peer peer;
-
-        ASSERT_OK(uv_loop_init(&loop));
-        peer_start(&loop, &peer, handler_html_500, uri, sizeof(uri));
-        config = test_config(uri);
-        ASSERT_OK(catalog_client_new(&loop, &config, &c));
-        ASSERT_OK(catalog_commit_table(c, one_ns, 1, "t", request, NULL, outcome_record, &commit));
-        run_until(&loop, &commit.is_done);
-        ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
-        ASSERT_EQ(commit.http_status, 500);
-        ASSERT_CONTAINS(commit.message, "HTTP 500: <html><title>Error 500 java.lang.");
-
-        client_finish(&loop, c);
-        peer_stop(&peer);
-        loop_finish(&loop);
-        peer_deinit(&peer);
-        json_decref(request);
-        outcome_reset(&commit);
-}
-
-/* Headers, keep-alive, and the one 401 retry with a fresh token, same Idempotency-Key. */
-TEST(loopback_headers_keepalive_oauth) {
-        ConfigHeader headers[] = { { (char *)"X-Iceberg-Access-Delegation", (char *)"vended-credentials" } };
-        json_t *request = commit_request("u");
-        Outcome start = {}, load = {}, commit = {};
-        char uri[64];
-        CatalogConfig config;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Peer peer;
-
-        ASSERT_OK(uv_loop_init(&loop));
-        peer_start(&loop, &peer, handler_oauth, uri, sizeof(uri));
-        config = test_config(uri);
-        config.credential = (char *)"icecommit:s3cr&t";
-        config.warehouse = (char *)"my wh";
-        config.headers = headers;
-        config.n_headers = 1;
-        config.send_idempotency_key = true;
-        ASSERT_OK(catalog_client_new(&loop, &config, &c));
-
-        ASSERT_OK(catalog_client_start(c, outcome_record, &start));
-        run_until(&loop, &start.is_done);
-        /* tok-1 was refused, tok-2 fetched, /v1/config resent once. */
-        ASSERT_EQ(start.status, 0);
-        ASSERT_EQ(peer.n_token_requests, 2);
-        ASSERT_TRUE(catalog_client_supports_idempotency(c));
-        ASSERT_EQ(catalog_client_idempotency_lifetime_ms(c), 0);
-        ASSERT_STREQ(catalog_client_namespace_separator(c), "%1F");
-        ASSERT_TRUE(catalog_client_prefix(c) == NULL);
-        ASSERT_TRUE(catalog_client_supports_endpoint(c, "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
-
-        for (int i = 0; i < 5; i++) {
-                outcome_reset(&load);
-                ASSERT_OK(catalog_load_table(c, one_ns, 1, "t", outcome_record, &load));
-                run_until(&loop, &load.is_done);
-                ASSERT_EQ(load.status, 0);
-                ASSERT_EQ(json_integer_value(json_object_get(json_object_get(load.body, "metadata"),
-                                                             "format-version")), 3);
-        }
-        ASSERT_OK(catalog_commit_table(c, one_ns, 1, "t", request, "0190-key", outcome_record, &commit));
-        run_until(&loop, &commit.is_done);
-        ASSERT_EQ(commit.status, 0);
-        /* One connection for everything: keep-alive. */
-        ASSERT_EQ(peer.n_accepted, 1);
-        ASSERT_EQ(catalog_client_connections_opened(c), 1);
-
-        ASSERT_CONTAINS(buf_str(&peer.heads), "POST /v1/oauth/tokens HTTP/1.1");
-        ASSERT_CONTAINS(buf_str(&peer.heads), "GET /v1/config?warehouse=my%20wh HTTP/1.1");
-        ASSERT_CONTAINS(buf_str(&peer.heads), "GET /v1/namespaces/db/tables/t HTTP/1.1");
-        ASSERT_CONTAINS(buf_str(&peer.heads), "\r\nUser-Agent: icecommitd/" ICECOMMIT_VERSION "\r\n");
-        ASSERT_CONTAINS(buf_str(&peer.heads), "\r\nX-Iceberg-Access-Delegation: vended-credentials\r\n");
-        ASSERT_CONTAINS(buf_str(&peer.heads), "\r\nIdempotency-Key: 0190-key\r\n");
-        ASSERT_CONTAINS(buf_str(&peer.heads), "\r\nContent-Type: application/json\r\n");
-        ASSERT_CONTAINS(buf_str(&peer.heads), "\r\nContent-Type: application/x-www-form-urlencoded\r\n");
-        ASSERT_TRUE(!strstr(buf_str(&peer.heads), "Expect:"));
-
-        client_finish(&loop, c);
-        peer_stop(&peer);
-        loop_finish(&loop);
-        peer_deinit(&peer);
-        json_decref(request);
-        outcome_reset(&start);
-        outcome_reset(&load);
-        outcome_reset(&commit);
 }
 
 /* ---- the real Apache Iceberg REST catalog ---------------------------------------------------- */
@@ -1239,6 +651,203 @@ static void start_client(uv_loop_t *loop, const CatalogConfig *config, CatalogCl
         outcome_reset(&start);
 }
 
+/* The fault injector's control endpoint, {uri}/__faults (tests/peers/java/.../FaultInjector.java,
+ * tests/integration/faults.py), and tables of their own for the cases that use it. */
+
+static size_t faults_on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        return buf_append(userdata, ptr, size * nmemb) < 0 ? 0 : size * nmemb;
+}
+
+/* One blocking request to the injector's control endpoint (outside any loop); returns its
+ * state: {"commit": [...], "load": [...], "table", "injected": {kind: n},
+ * "matched": {"commit": n, "load": n}, "events": [...]}. Takes `body` (may be NULL). */
+static json_t *faults_call(const char *uri, const char *method, json_t *body) {
+        struct curl_slist *headers = NULL;
+        Buf answer;
+        char url[1024], *text = NULL;
+        size_t uri_len = strlen(uri);
+        json_error_t error;
+        long http_status = 0;
+        CURLcode code;
+        json_t *state;
+        CURL *easy;
+
+        buf_init(&answer, 1 << 20);
+        while (uri_len > 0 && uri[uri_len - 1] == '/')
+                uri_len--;
+        ASSERT_TRUE((size_t)snprintf(url, sizeof(url), "%.*s/__faults", (int)uri_len, uri) <
+                    sizeof(url));
+        ASSERT_EQ(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK);
+        easy = curl_easy_init();
+        ASSERT_TRUE(easy);
+        ASSERT_EQ(curl_easy_setopt(easy, CURLOPT_URL, url), CURLE_OK);
+        ASSERT_EQ(curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method), CURLE_OK);
+        ASSERT_EQ(curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L), CURLE_OK);
+        ASSERT_EQ(curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 30000L), CURLE_OK);
+        ASSERT_EQ(curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, faults_on_body), CURLE_OK);
+        ASSERT_EQ(curl_easy_setopt(easy, CURLOPT_WRITEDATA, (void *)&answer), CURLE_OK);
+        if (body) {
+                text = json_dumps(body, JSON_COMPACT);
+                ASSERT_TRUE(text);
+                headers = curl_slist_append(headers, "Content-Type: application/json");
+                ASSERT_TRUE(headers);
+                ASSERT_EQ(curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers), CURLE_OK);
+                ASSERT_EQ(curl_easy_setopt(easy, CURLOPT_POSTFIELDS, text), CURLE_OK);
+        }
+        code = curl_easy_perform(easy);
+        if (code != CURLE_OK)
+                TEST_FAIL("%s %s: %s", method, url, curl_easy_strerror(code));
+        ASSERT_EQ(curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &http_status), CURLE_OK);
+        if (http_status != 200)
+                TEST_FAIL("%s %s: HTTP %ld: %s", method, url, http_status, buf_str(&answer));
+        state = json_loadb(buf_str(&answer), answer.len, 0, &error);
+        if (!state)
+                TEST_FAIL("%s %s: not JSON: %s", method, url, buf_str(&answer));
+        curl_easy_cleanup(easy);
+        curl_slist_free_all(headers);
+        curl_global_cleanup();
+        buf_deinit(&answer);
+        free(text);
+        json_decref(body);
+        return state;
+}
+
+static void faults_clear(const char *uri) {
+        json_decref(faults_call(uri, "DELETE", NULL));
+}
+
+/* Replaces both queues with JSON arrays of fault kinds, for requests to `table` ("ns.t") only. */
+static void faults_set(const char *uri, const char *table, const char *commit, const char *load) {
+        json_t *body = json_pack("{s:o,s:o,s:s}", "commit", json_loads(commit, 0, NULL), "load",
+                                 json_loads(load, 0, NULL), "table", table);
+
+        ASSERT_TRUE(body);
+        json_decref(faults_call(uri, "POST", body));
+}
+
+/* Requests to the filtered table that reached a queue ("commit" or "load") since the queues
+ * were set, faulted or not. */
+static json_int_t faults_matched(const char *uri, const char *queue) {
+        json_t *state = faults_call(uri, "GET", NULL);
+        json_int_t n;
+
+        n = json_integer_value(json_object_get(json_object_get(state, "matched"), queue));
+
+        json_decref(state);
+        return n;
+}
+
+/* The faults injected on requests to `table` ("ns.t") since the last clear, oldest first (each
+ * {"queue", "table", "kind", "hidden-status", "idempotency-key", "time-ms"}). Only that
+ * table's: the counters are global, and a delayed request of an earlier case records its
+ * event when its delay ends. */
+static json_t *faults_events(const char *uri, const char *table) {
+        json_t *state = faults_call(uri, "GET", NULL), *events = json_array(), *event;
+        size_t i;
+
+        ASSERT_TRUE(events);
+        json_array_foreach(json_object_get(state, "events"), i, event)
+                if (strcmp(json_string_value(json_object_get(event, "table")) ?: "", table) == 0)
+                        ASSERT_OK(json_array_append(events, event));
+        json_decref(state);
+        return events;
+}
+
+/* The same as "kind,kind,...", for ASSERT_STREQ. */
+static void faults_injected(const char *uri, const char *table, char *buf, size_t size) {
+        json_t *events = faults_events(uri, table), *event;
+        size_t i, len = 0;
+
+        buf[0] = '\0';
+        json_array_foreach(events, i, event) {
+                len += (size_t)snprintf(buf + len, size - len, "%s%s", i > 0 ? "," : "",
+                                        json_string_value(json_object_get(event, "kind")));
+                ASSERT_TRUE(len < size);
+        }
+        json_decref(events);
+}
+
+/* A namespace of its own with one table "t" in it, created through the client under test. */
+typedef struct Fixture {
+        char ns_name[128];
+        const char *ns[1];
+        char table[8];
+        char filter[160];       /* "ns.t": the injector's table filter */
+        char *uuid;
+} Fixture;
+
+static void fixture_create(uv_loop_t *loop, CatalogClient *c, const char *what, Fixture *f) {
+        json_t *create = create_table_request();
+        Outcome o = {};
+
+        *f = (Fixture){ .table = "t" };
+        unique_name(f->ns_name, sizeof(f->ns_name), what);
+        f->ns[0] = f->ns_name;
+        ASSERT_TRUE((size_t)snprintf(f->filter, sizeof(f->filter), "%s.%s", f->ns_name, f->table) <
+                    sizeof(f->filter));
+        ASSERT_OK(catalog_create_namespace(c, f->ns, 1, NULL, outcome_record, &o));
+        run_until(loop, &o.is_done);
+        ASSERT_EQ(o.status, 0);
+        outcome_reset(&o);
+        ASSERT_OK(catalog_create_table(c, f->ns, 1, f->table, create, outcome_record, &o));
+        run_until(loop, &o.is_done);
+        if (o.status != 0)
+                TEST_FAIL("create table: %s HTTP %ld %s", catalog_outcome_to_string(o.status),
+                          o.http_status, o.message);
+        f->uuid = strdup(json_string_value(json_object_get(json_object_get(o.body, "metadata"),
+                                                           "table-uuid")));
+        ASSERT_TRUE(f->uuid);
+        outcome_reset(&o);
+        json_decref(create);
+}
+
+static void fixture_deinit(Fixture *f) {
+        free(f->uuid);
+}
+
+static void commit_wait(uv_loop_t *loop, CatalogClient *c, const Fixture *f, const json_t *request,
+                        const char *idempotency_key, Outcome *o) {
+        outcome_reset(o);
+        ASSERT_OK(catalog_commit_table(c, f->ns, 1, f->table, request, idempotency_key,
+                                       outcome_record, o));
+        run_until(loop, &o->is_done);
+}
+
+static void load_wait(uv_loop_t *loop, CatalogClient *c, const Fixture *f, Outcome *o) {
+        outcome_reset(o);
+        ASSERT_OK(catalog_load_table(c, f->ns, 1, f->table, outcome_record, o));
+        run_until(loop, &o->is_done);
+}
+
+/* The table's property `key` as the catalog has it now (a fault-free load), or NULL. */
+static char *table_property(uv_loop_t *loop, CatalogClient *c, const Fixture *f, const char *key) {
+        const char *value;
+        Outcome o = {};
+        char *copy;
+
+        load_wait(loop, c, f, &o);
+        if (o.status != 0)
+                TEST_FAIL("load: %s HTTP %ld %s", catalog_outcome_to_string(o.status), o.http_status,
+                          o.message);
+        value = json_string_value(json_object_get(json_object_get(json_object_get(o.body, "metadata"),
+                                                                  "properties"), key));
+        copy = value ? strdup(value) : NULL;
+        ASSERT_TRUE(!value || copy);
+        outcome_reset(&o);
+        return copy;
+}
+
+static void assert_property(uv_loop_t *loop, CatalogClient *c, const Fixture *f, const char *key,
+                            const char *want) {
+        char *value = table_property(loop, c, f, key);
+
+        if (want)
+                ASSERT_STREQ(value, want);
+        else if (value)
+                TEST_FAIL("property %s is \"%s\", want none", key, value);
+        free(value);
+}
+
 TEST(rest_catalog_round_trip) {
         const char *uri = catalog_uri();
         char ns_name[128], table[128];
@@ -1253,6 +862,7 @@ TEST(rest_catalog_round_trip) {
 
         if (!uri)
                 return;
+        faults_clear(uri);     /* no fault left queued by an aborted case */
         ASSERT_OK(uv_loop_init(&loop));
         config = test_config(uri);
         start_client(&loop, &config, &c);
@@ -1364,6 +974,7 @@ TEST(rest_catalog_idempotency_key) {
 
         if (!uri)
                 return;
+        faults_clear(uri);     /* no fault left queued by an aborted case */
         ASSERT_OK(uv_loop_init(&loop));
         config = test_config(uri);
         config.send_idempotency_key = true;
@@ -1421,6 +1032,7 @@ TEST(rest_catalog_oauth2_client_credentials) {
 
         if (!uri)
                 return;
+        faults_clear(uri);     /* no fault left queued by an aborted case */
         ASSERT_OK(uv_loop_init(&loop));
         config = test_config(uri);
         config.credential = (char *)"icecommit:not-a-real-secret";
@@ -1441,4 +1053,627 @@ TEST(rest_catalog_oauth2_client_credentials) {
         outcome_reset(&o);
         client_finish(&loop, c);
         loop_finish(&loop);
+}
+
+/* ---- the real catalog behind its fault injector ------------------------------------------------
+ * tests/peers/java/.../FaultInjector.java sits in front of the unmodified catalog servlet: each
+ * fault queued through {uri}/__faults applies to the next matching request to one table
+ * ("commit" = POST, "load" = GET of /v1/namespaces/{ns}/tables/{t}) and either answers instead
+ * of the catalog, or lets the catalog act and then loses or replaces its answer. Every case
+ * clears the queues at its start and end and works on a table of its own.
+ *
+ * Dropped with the scripted peer these cases replace: the one resend after a 401/419 with a
+ * fresh token (same Idempotency-Key). The real server never checks bearer tokens, so no real
+ * peer refuses one, and an imitation of a catalog is not a peer. The token fetch itself is
+ * covered by rest_catalog_oauth2_client_credentials. Also dropped: /v1/config answering 503
+ * while "starting" (the real server only listens once it is ready), and checks of the exact
+ * request lines and headers on the wire (the real server does not report them; the injector
+ * reports the Idempotency-Key, see rest_catalog_headers_keepalive). */
+
+/* A commit applied by the catalog whose answer never came back (TCP RST): its fate is unknown
+ * to us, though it did apply; a read without an answer is merely retryable. */
+TEST(rest_catalog_lost_answer) {
+        const char *uri = catalog_uri();
+        Outcome load = {}, commit = {};
+        CatalogConfig config;
+        json_t *request, *events, *event;
+        CatalogClient *c;
+        uv_loop_t loop;
+        size_t i;
+        Fixture f;
+
+        if (!uri)
+                return;
+        faults_clear(uri);
+        ASSERT_OK(uv_loop_init(&loop));
+        config = test_config(uri);
+        start_client(&loop, &config, &c);
+        fixture_create(&loop, c, "lost", &f);
+
+        /* The commit goes out on the connection that created the table. Should libcurl resend
+         * it on a fresh one (it may, for a reused connection that died unanswered), that copy
+         * is applied and reset as well. */
+        faults_set(uri, f.filter, "[\"reset\", \"reset\"]", "[]");
+        request = commit_request_set(f.uuid, "icecommit.lost", "applied");
+        commit_wait(&loop, c, &f, request, NULL, &commit);
+        ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
+        ASSERT_EQ(commit.http_status, 0);
+        ASSERT_CONTAINS(commit.message, "no answer from the catalog");
+        ASSERT_TRUE(catalog_client_is_ready(c));
+        events = faults_events(uri, f.filter);
+        ASSERT_TRUE(json_array_size(events) >= 1);
+        json_array_foreach(events, i, event) {
+                ASSERT_STREQ(json_string_value(json_object_get(event, "kind")), "reset");
+                ASSERT_EQ(json_integer_value(json_object_get(event, "hidden-status")), 200);
+        }
+        printf("lost answer: %s; catalog applied it %zu time(s)\n", commit.message,
+               json_array_size(events));
+        json_decref(events);
+
+        /* And it did apply. */
+        faults_clear(uri);
+        assert_property(&loop, c, &f, "icecommit.lost", "applied");
+
+        faults_set(uri, f.filter, "[]", "[\"reset\", \"reset\"]");
+        load_wait(&loop, c, &f, &load);
+        ASSERT_EQ(load.status, CATALOG_E_UNAVAILABLE);
+        ASSERT_EQ(load.http_status, 0);
+        ASSERT_CONTAINS(load.message, "no answer from the catalog");
+        ASSERT_TRUE(catalog_client_is_ready(c));
+
+        faults_clear(uri);
+        client_finish(&loop, c);
+        loop_finish(&loop);
+        json_decref(request);
+        outcome_reset(&load);
+        outcome_reset(&commit);
+        fixture_deinit(&f);
+}
+
+/* Every answer the injector can give instead of the catalog, on a commit and on a load. */
+TEST(rest_catalog_error_statuses) {
+        static const struct {
+                const char *kind;
+                long http;
+                int commit, load;
+                const char *commit_type, *load_type;
+        } cases[] = {
+                { "error-500", 500, CATALOG_E_STATE_UNKNOWN, CATALOG_E_UNAVAILABLE,
+                  "CommitStateUnknownException", "ServiceFailureException" },
+                { "error-502", 502, CATALOG_E_STATE_UNKNOWN, CATALOG_E_UNAVAILABLE,
+                  "BadGatewayException", "BadGatewayException" },
+                { "error-503", 503, CATALOG_E_STATE_UNKNOWN, CATALOG_E_UNAVAILABLE,
+                  "ServiceUnavailableException", "ServiceUnavailableException" },
+                { "error-504", 504, CATALOG_E_STATE_UNKNOWN, CATALOG_E_UNAVAILABLE,
+                  "GatewayTimeoutException", "GatewayTimeoutException" },
+                /* The pre-1.11 stale-lineage 400 is a conflict on a commit, a plain 400 on a read. */
+                { "stale-400", 400, CATALOG_E_CONFLICT, CATALOG_E_REJECTED,
+                  "ValidationException", "ValidationException" },
+                { "conflict", 409, CATALOG_E_CONFLICT, CATALOG_E_CONFLICT,
+                  "CommitFailedException", "CommitFailedException" },
+        };
+        const char *uri = catalog_uri();
+        Outcome load = {}, commit = {};
+        char queue[64], injected[64];
+        CatalogConfig config;
+        json_t *request;
+        CatalogClient *c;
+        uv_loop_t loop;
+        Fixture f;
+
+        if (!uri)
+                return;
+        faults_clear(uri);
+        ASSERT_OK(uv_loop_init(&loop));
+        config = test_config(uri);
+        start_client(&loop, &config, &c);
+        fixture_create(&loop, c, "errors", &f);
+        request = commit_request_set(f.uuid, "icecommit.errors", "never");
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                ASSERT_TRUE((size_t)snprintf(queue, sizeof(queue), "[\"%s\"]", cases[i].kind) <
+                            sizeof(queue));
+                faults_set(uri, f.filter, queue, queue);
+                commit_wait(&loop, c, &f, request, NULL, &commit);
+                load_wait(&loop, c, &f, &load);
+                if (commit.status != cases[i].commit || load.status != cases[i].load)
+                        TEST_FAIL("%s: commit %s (want %s: %s), load %s (want %s: %s)",
+                                  cases[i].kind, catalog_outcome_to_string(commit.status),
+                                  catalog_outcome_to_string(cases[i].commit), commit.message,
+                                  catalog_outcome_to_string(load.status),
+                                  catalog_outcome_to_string(cases[i].load), load.message);
+                ASSERT_EQ(commit.http_status, cases[i].http);
+                ASSERT_EQ(load.http_status, cases[i].http);
+                ASSERT_STREQ(commit.error_type, cases[i].commit_type);
+                ASSERT_STREQ(load.error_type, cases[i].load_type);
+                ASSERT_TRUE(commit.message[0] != '\0' && load.message[0] != '\0');
+                faults_injected(uri, f.filter, injected, sizeof(injected));
+                ASSERT_TRUE((size_t)snprintf(queue, sizeof(queue), "%s,%s", cases[i].kind,
+                                             cases[i].kind) < sizeof(queue));
+                ASSERT_STREQ(injected, queue);
+                faults_clear(uri);
+        }
+        /* None of them reached the catalog. */
+        assert_property(&loop, c, &f, "icecommit.errors", NULL);
+
+        /* lost-response: applied by the catalog, then a 500 CommitStateUnknownException. */
+        json_decref(request);
+        request = commit_request_set(f.uuid, "icecommit.errors", "applied");
+        faults_set(uri, f.filter, "[\"lost-response\"]", "[]");
+        commit_wait(&loop, c, &f, request, NULL, &commit);
+        ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
+        ASSERT_EQ(commit.http_status, 500);
+        ASSERT_STREQ(commit.error_type, "CommitStateUnknownException");
+        faults_clear(uri);
+        assert_property(&loop, c, &f, "icecommit.errors", "applied");
+
+        client_finish(&loop, c);
+        loop_finish(&loop);
+        json_decref(request);
+        outcome_reset(&load);
+        outcome_reset(&commit);
+        fixture_deinit(&f);
+}
+
+/* libcurl may resend a request whose reused connection died before any answer (a kept-alive
+ * connection that the catalog or a proxy dropped just then). Here the catalog resets the
+ * commit's reused connection without acting on it (reset-before). Either libcurl resends the
+ * commit on a fresh connection, or the commit ends unanswered: libcurl resends after a reset
+ * it reads itself, not after one reported as a poll error, which is how catalog/curl_uv.c
+ * passes libuv's on. Both ways, a 409 (or no answer) must read as "state unknown", never as
+ * "not committed": after a first copy that was applied, the copy's requirements would refuse
+ * it. Only a 200 to the copy is a verdict. */
+TEST(rest_catalog_resent_commit) {
+        const char *uri = catalog_uri();
+        json_t *first, *second;
+        CatalogConfig config;
+        Outcome commit = {};
+        char injected[128];
+        json_int_t n_matched;
+        CatalogClient *c;
+        uv_loop_t loop;
+        Fixture f;
+
+        if (!uri)
+                return;
+        faults_clear(uri);
+        ASSERT_OK(uv_loop_init(&loop));
+        config = test_config(uri);
+        start_client(&loop, &config, &c);
+        fixture_create(&loop, c, "resend", &f);
+        ASSERT_EQ(catalog_client_connections_opened(c), 1);
+
+        faults_set(uri, f.filter, "[\"reset-before\", \"conflict\"]", "[]");
+        first = commit_request_set(f.uuid, "icecommit.resend", "first");
+        commit_wait(&loop, c, &f, first, NULL, &commit);
+        faults_injected(uri, f.filter, injected, sizeof(injected));
+        n_matched = faults_matched(uri, "commit");
+        printf("reset-before, conflict: %s (%s) HTTP %ld: %s\n", injected,
+               catalog_outcome_to_string(commit.status), commit.http_status, commit.message);
+        if (commit.status != CATALOG_E_STATE_UNKNOWN)
+                TEST_FAIL("reset, then 409: %s (%s)", catalog_outcome_to_string(commit.status),
+                          commit.message);
+        if (strcmp(injected, "reset-before,conflict") == 0) {
+                /* Resent: the 409 answers the copy. */
+                ASSERT_EQ(n_matched, 2);
+                ASSERT_EQ(commit.http_status, 409);
+                ASSERT_CONTAINS(commit.message, "sent 2 times");
+                ASSERT_EQ(catalog_client_connections_opened(c), 2);
+        } else {
+                ASSERT_STREQ(injected, "reset-before");
+                ASSERT_EQ(n_matched, 1);
+                ASSERT_EQ(commit.http_status, 0);
+                ASSERT_CONTAINS(commit.message, "no answer from the catalog");
+        }
+        faults_clear(uri);
+        /* Neither copy was applied. */
+        assert_property(&loop, c, &f, "icecommit.resend", NULL);
+
+        faults_set(uri, f.filter, "[\"reset-before\"]", "[]");
+        second = commit_request_set(f.uuid, "icecommit.resend", "second");
+        commit_wait(&loop, c, &f, second, NULL, &commit);
+        n_matched = faults_matched(uri, "commit");
+        faults_clear(uri);
+        printf("reset-before: sent %d time(s): %s HTTP %ld: %s\n", (int)n_matched,
+               catalog_outcome_to_string(commit.status), commit.http_status, commit.message);
+        if (n_matched == 2) {
+                /* The copy reached the catalog, which applied it: success. */
+                if (commit.status != 0)
+                        TEST_FAIL("resent commit answered 200: %s (%s)",
+                                  catalog_outcome_to_string(commit.status), commit.message);
+                ASSERT_EQ(commit.http_status, 200);
+                assert_property(&loop, c, &f, "icecommit.resend", "second");
+        } else {
+                ASSERT_EQ(n_matched, 1);
+                ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
+                ASSERT_EQ(commit.http_status, 0);
+                assert_property(&loop, c, &f, "icecommit.resend", NULL);
+        }
+
+        client_finish(&loop, c);
+        loop_finish(&loop);
+        json_decref(first);
+        json_decref(second);
+        outcome_reset(&commit);
+        fixture_deinit(&f);
+}
+
+/* The catalog holds both requests past request_timeout_ms: the commit's fate is unknown (the
+ * catalog will still apply it), the load is retryable. */
+TEST(rest_catalog_timeout_after_send) {
+        const char *uri = catalog_uri();
+        Outcome commit = {}, load = {};
+        CatalogConfig config;
+        json_t *request;
+        CatalogClient *c;
+        uv_loop_t loop;
+        uint64_t t0;
+        Fixture f;
+
+        if (!uri)
+                return;
+        faults_clear(uri);
+        ASSERT_OK(uv_loop_init(&loop));
+        config = test_config(uri);
+        config.request_timeout_ms = 1000;
+        start_client(&loop, &config, &c);
+        fixture_create(&loop, c, "timeout", &f);
+        request = commit_request_set(f.uuid, "icecommit.timeout", "late");
+
+        faults_set(uri, f.filter, "[\"delay-3000\"]", "[\"delay-3000\"]");
+        uv_update_time(&loop);
+        t0 = uv_now(&loop);
+        ASSERT_OK(catalog_commit_table(c, f.ns, 1, f.table, request, "k", outcome_record, &commit));
+        ASSERT_OK(catalog_load_table(c, f.ns, 1, f.table, outcome_record, &load));
+        run_until(&loop, &commit.is_done);
+        run_until(&loop, &load.is_done);
+        ASSERT_TRUE(uv_now(&loop) - t0 >= 900 && uv_now(&loop) - t0 < 2900);
+        ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
+        ASSERT_EQ(commit.http_status, 0);
+        ASSERT_CONTAINS(commit.message, "imed out");
+        ASSERT_EQ(load.status, CATALOG_E_UNAVAILABLE);
+        ASSERT_CONTAINS(load.message, "imed out");
+
+        faults_clear(uri);
+        client_finish(&loop, c);
+        loop_finish(&loop);
+        json_decref(request);
+        outcome_reset(&load);
+        outcome_reset(&commit);
+        fixture_deinit(&f);
+}
+
+TEST(rest_catalog_close_cancels_in_flight) {
+        const char *uri = catalog_uri();
+        Outcome load = {}, commit = {};
+        bool is_closed = false;
+        CatalogConfig config;
+        json_t *request;
+        CatalogClient *c;
+        uv_loop_t loop;
+        Fixture f;
+
+        if (!uri)
+                return;
+        faults_clear(uri);
+        ASSERT_OK(uv_loop_init(&loop));
+        config = test_config(uri);
+        start_client(&loop, &config, &c);
+        fixture_create(&loop, c, "close", &f);
+        request = commit_request_set(f.uuid, "icecommit.close", "maybe");
+
+        faults_set(uri, f.filter, "[\"delay-2000\"]", "[\"delay-2000\"]");
+        ASSERT_OK(catalog_load_table(c, f.ns, 1, f.table, outcome_record, &load));
+        /* Until the load reached the catalog (which holds it for 2 s). */
+        while (faults_matched(uri, "load") < 1) {
+                (void)uv_run(&loop, UV_RUN_NOWAIT);
+                ASSERT_TRUE(!load.is_done);
+                (void)usleep(10000);
+        }
+        ASSERT_OK(catalog_commit_table(c, f.ns, 1, f.table, request, NULL, outcome_record, &commit));
+
+        catalog_client_close(c, on_closed, &is_closed);
+        /* Never from inside the close call. */
+        ASSERT_TRUE(!load.is_done && !commit.is_done && !is_closed);
+        ASSERT_EQ(catalog_load_table(c, f.ns, 1, f.table, outcome_record, &load), -ESHUTDOWN);
+        run_until(&loop, &is_closed);
+        ASSERT_TRUE(load.is_done && commit.is_done);
+        ASSERT_EQ(load.status, -ECANCELED);
+        ASSERT_EQ(commit.status, -ECANCELED);
+        ASSERT_TRUE(catalog_client_free(c) == NULL);
+
+        faults_clear(uri);
+        loop_finish(&loop);
+        json_decref(request);
+        outcome_reset(&load);
+        outcome_reset(&commit);
+        fixture_deinit(&f);
+}
+
+/* A table whose metadata outgrows max_response_bytes: a load fails, a commit's 200 is still
+ * the verdict without its body. */
+TEST(rest_catalog_response_too_big) {
+        const char *uri = catalog_uri();
+        Outcome load = {}, commit = {};
+        CatalogConfig config;
+        char big[6001];
+        json_t *request;
+        CatalogClient *c;
+        uv_loop_t loop;
+        Fixture f;
+
+        if (!uri)
+                return;
+        faults_clear(uri);
+        ASSERT_OK(uv_loop_init(&loop));
+        config = test_config(uri);
+        config.max_response_bytes = 4096;
+        start_client(&loop, &config, &c);
+        fixture_create(&loop, c, "big", &f);
+        load_wait(&loop, c, &f, &load);
+        ASSERT_EQ(load.status, 0);
+
+        memset(big, 'x', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        request = commit_request_set(f.uuid, "icecommit.big", big);
+        commit_wait(&loop, c, &f, request, NULL, &commit);
+        ASSERT_EQ(commit.status, 0);
+        ASSERT_EQ(commit.http_status, 200);
+        ASSERT_TRUE(commit.body == NULL);
+        ASSERT_CONTAINS(commit.message, "body dropped");
+
+        load_wait(&loop, c, &f, &load);
+        ASSERT_EQ(load.status, -E2BIG);
+        ASSERT_EQ(load.http_status, 200);
+        ASSERT_TRUE(load.body == NULL);
+        ASSERT_CONTAINS(load.message, "body dropped");
+
+        faults_clear(uri);
+        client_finish(&loop, c);
+        loop_finish(&loop);
+        json_decref(request);
+        outcome_reset(&load);
+        outcome_reset(&commit);
+        fixture_deinit(&f);
+}
+
+/* An unknown requirement type fails inside the catalog's servlet before Iceberg's error
+ * handling: the servlet container answers 500 with its own error page, no IcebergErrorResponse
+ * (JSON {"message", "url", "status"} for our Accept: application/json, HTML for a browser).
+ * The page's first bytes become the message. */
+TEST(rest_catalog_foreign_error_body) {
+        const char *uri = catalog_uri();
+        CatalogConfig config;
+        Outcome commit = {};
+        json_t *request;
+        CatalogClient *c;
+        uv_loop_t loop;
+        Fixture f;
+
+        if (!uri)
+                return;
+        faults_clear(uri);
+        ASSERT_OK(uv_loop_init(&loop));
+        config = test_config(uri);
+        start_client(&loop, &config, &c);
+        fixture_create(&loop, c, "html", &f);
+
+        request = json_pack("{s:[{s:s}], s:[]}", "requirements", "type", "assert-bogus", "updates");
+        ASSERT_TRUE(request);
+        commit_wait(&loop, c, &f, request, NULL, &commit);
+        ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
+        ASSERT_EQ(commit.http_status, 500);
+        ASSERT_STREQ(commit.error_type, "");
+        ASSERT_CONTAINS(commit.message, "commit table: HTTP 500: ");
+        ASSERT_CONTAINS(commit.message, "java.lang.UnsupportedOperationException: Unrecognized update "
+                                        "requirement");
+        ASSERT_TRUE(!strchr(commit.message, '\n'));
+        printf("error page: %s\n", commit.message);
+
+        faults_clear(uri);
+        client_finish(&loop, c);
+        loop_finish(&loop);
+        json_decref(request);
+        outcome_reset(&commit);
+        fixture_deinit(&f);
+}
+
+/* header.* headers, a warehouse and an Idempotency-Key go out (the real server ignores the
+ * first two), and everything shares one kept-alive connection. */
+TEST(rest_catalog_headers_keepalive) {
+        ConfigHeader headers[] = {
+                { (char *)"X-Iceberg-Access-Delegation", (char *)"vended-credentials" },
+                { (char *)"X-Icecommit-Test", (char *)"a b;c=d" },
+        };
+        const char *uri = catalog_uri();
+        Outcome load = {}, commit = {};
+        json_t *request, *events;
+        char key1[64], key2[64];
+        CatalogConfig config;
+        CatalogClient *c;
+        uv_loop_t loop;
+        Fixture f;
+
+        if (!uri)
+                return;
+        faults_clear(uri);
+        ASSERT_OK(uv_loop_init(&loop));
+        config = test_config(uri);
+        config.warehouse = (char *)"my wh";
+        config.headers = headers;
+        config.n_headers = ELEMENTSOF(headers);
+        config.send_idempotency_key = true;
+        start_client(&loop, &config, &c);
+        ASSERT_TRUE(catalog_client_supports_idempotency(c));
+        ASSERT_STREQ(catalog_client_namespace_separator(c), "%2E");
+        ASSERT_TRUE(catalog_client_prefix(c) == NULL);
+        ASSERT_TRUE(catalog_client_supports_endpoint(c, "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
+        fixture_create(&loop, c, "keepalive", &f);
+
+        for (int i = 0; i < 5; i++) {
+                load_wait(&loop, c, &f, &load);
+                ASSERT_EQ(load.status, 0);
+                ASSERT_EQ(json_integer_value(json_object_get(json_object_get(load.body, "metadata"),
+                                                             "format-version")), 3);
+        }
+        /* The keys reach the catalog: the injector records them with the requests. They are
+         * unique: the catalog answers a key it has seen from its store, whatever the table. */
+        unique_name(key1, sizeof(key1), "key1");
+        unique_name(key2, sizeof(key2), "key2");
+        faults_set(uri, f.filter, "[\"delay-0\", \"delay-0\"]", "[]");
+        request = commit_request_set(f.uuid, "icecommit.keepalive", "1");
+        commit_wait(&loop, c, &f, request, key1, &commit);
+        ASSERT_EQ(commit.status, 0);
+        json_decref(request);
+        request = commit_request_set(f.uuid, "icecommit.keepalive", "2");
+        commit_wait(&loop, c, &f, request, key2, &commit);
+        ASSERT_EQ(commit.status, 0);
+        events = faults_events(uri, f.filter);
+        ASSERT_EQ(json_array_size(events), 2);
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(events, 0), "idempotency-key")),
+                     key1);
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(events, 1), "idempotency-key")),
+                     key2);
+        json_decref(events);
+        faults_clear(uri);
+        assert_property(&loop, c, &f, "icecommit.keepalive", "2");
+
+        /* One connection for everything: keep-alive. */
+        ASSERT_EQ(catalog_client_connections_opened(c), 1);
+
+        client_finish(&loop, c);
+        loop_finish(&loop);
+        json_decref(request);
+        outcome_reset(&load);
+        outcome_reset(&commit);
+        fixture_deinit(&f);
+}
+
+/* ---- a catalog that comes up after the client started ---------------------------------------- */
+
+static char started_catalog_dir[256];
+
+/* tests/peers/NAME under the source tree. */
+static void peer_script(char *buf, size_t size, const char *name) {
+        ASSERT_TRUE((size_t)snprintf(buf, size, "%s/tests/peers/%s", getenv("ICECOMMIT_SOURCE_ROOT"),
+                                     name) < size);
+}
+
+static int spawn_wait(char *const argv[]) {
+        int status;
+        pid_t pid;
+
+        ASSERT_EQ(posix_spawn(&pid, argv[0], NULL, NULL, argv, environ), 0);
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void started_catalog_stop(void) {
+        char script[4096];
+
+        if (!started_catalog_dir[0])
+                return;
+        peer_script(script, sizeof(script), "catalog-stop.sh");
+        ASSERT_EQ(spawn_wait((char *const[]){ script, started_catalog_dir, NULL }), 0);
+        ASSERT_EQ(spawn_wait((char *const[]){ (char *)"/bin/rm", (char *)"-rf", started_catalog_dir,
+                                              NULL }), 0);
+        started_catalog_dir[0] = '\0';
+}
+
+/* A failed assertion aborts: take the catalog we started down with us. */
+static void started_catalog_on_abort(int sig) {
+        (void)signal(SIGABRT, SIG_DFL);
+        if (started_catalog_dir[0]) {
+                char script[4096];
+
+                peer_script(script, sizeof(script), "catalog-stop.sh");
+                (void)spawn_wait((char *const[]){ script, started_catalog_dir, NULL });
+                (void)spawn_wait((char *const[]){ (char *)"/bin/rm", (char *)"-rf",
+                                                  started_catalog_dir, NULL });
+        }
+        (void)raise(sig);
+}
+
+static int free_port(void) {
+        struct sockaddr_in addr = { .sin_family = AF_INET,
+                                    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof(addr);
+        int fd, port;
+
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_EQ(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+        ASSERT_EQ(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+        port = ntohs(addr.sin_port);
+        ASSERT_EQ(close(fd), 0);
+        return port;
+}
+
+/* A started client that could not load /v1/config keeps trying (1 s, then 2 s, ...) until it
+ * is ready, so that /readyz turns green without a writer request: here the real catalog only
+ * starts listening (tests/peers/catalog-start.sh, ~1.5 s) after the client gave up once. */
+TEST(rest_catalog_start_retries_in_background) {
+        const char *root = getenv("ICECOMMIT_SOURCE_ROOT");
+        char uri[64], script[4096], port_text[16];
+        Outcome start = {}, load = {};
+        CatalogConfig config;
+        CatalogClient *c;
+        uv_loop_t loop;
+        uint64_t t0;
+        pid_t pid;
+        int port, status;
+
+        /* Only where a catalog can be started: the runs that have one already. */
+        if (!catalog_uri())
+                return;
+        if (!root) {
+                printf("skip: ICECOMMIT_SOURCE_ROOT is not set (tests/peers/catalog-start.sh)\n");
+                return;
+        }
+        port = free_port();
+        ASSERT_TRUE((size_t)snprintf(uri, sizeof(uri), "http://127.0.0.1:%d", port) < sizeof(uri));
+        ASSERT_TRUE((size_t)snprintf(port_text, sizeof(port_text), "%d", port) < sizeof(port_text));
+        peer_script(script, sizeof(script), "catalog-start.sh");
+        ASSERT_TRUE((size_t)snprintf(started_catalog_dir, sizeof(started_catalog_dir), "%s",
+                                     "/tmp/icecommit-test-catalog-XXXXXX") <
+                    sizeof(started_catalog_dir));
+        ASSERT_TRUE(mkdtemp(started_catalog_dir));
+        (void)signal(SIGABRT, started_catalog_on_abort);
+
+        ASSERT_OK(uv_loop_init(&loop));
+        config = test_config(uri);
+        ASSERT_OK(catalog_client_new(&loop, &config, &c));
+        ASSERT_OK(catalog_client_start(c, outcome_record, &start));
+        run_until(&loop, &start.is_done);
+        ASSERT_EQ(start.status, CATALOG_E_UNAVAILABLE);
+        ASSERT_EQ(start.http_status, 0);
+        ASSERT_CONTAINS(start.message, "catalog unreachable");
+        ASSERT_TRUE(!catalog_client_is_ready(c));
+
+        /* The catalog starts while the loop runs; nobody calls the client meanwhile. */
+        ASSERT_EQ(posix_spawn(&pid, script, NULL, NULL,
+                              (char *const[]){ script, started_catalog_dir, port_text, NULL },
+                              environ), 0);
+        uv_update_time(&loop);
+        t0 = uv_now(&loop);
+        while (!catalog_client_is_ready(c)) {
+                ASSERT_TRUE(uv_run(&loop, UV_RUN_ONCE) != 0 || catalog_client_is_ready(c));
+                if (uv_now(&loop) - t0 > 120000)
+                        TEST_FAIL("client not ready 120 s after the catalog was started at %s", uri);
+        }
+        printf("ready %" PRIu64 " ms after the catalog was started\n", uv_now(&loop) - t0);
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+        ASSERT_OK(catalog_load_table(c, one_ns, 1, "icecommit_no_such_table", outcome_record, &load));
+        run_until(&loop, &load.is_done);
+        ASSERT_EQ(load.status, CATALOG_E_NOT_FOUND);
+        ASSERT_EQ(load.http_status, 404);
+
+        client_finish(&loop, c);
+        loop_finish(&loop);
+        started_catalog_stop();
+        (void)signal(SIGABRT, SIG_DFL);
+        outcome_reset(&start);
+        outcome_reset(&load);
 }
