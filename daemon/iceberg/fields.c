@@ -37,7 +37,8 @@ int fields_record_init(const json_t *json, avro_schema_t schema, FieldsRecord *r
                 return error_set(e, -EBADMSG, "schema record has no fields array");
         n = json_array_size(fields);
         if (n != avro_schema_record_size(schema))
-                return error_set(e, -EBADMSG, "schema record fields differ between JSON and avro-c");
+                return error_set(e, -EBADMSG,
+                                 "schema record fields differ between JSON and avro-c");
 
         for (size_t i = 0; i < n; i++) {
                 const json_t *f = json_array_get(fields, i), *id = json_object_get(f, "field-id");
@@ -48,12 +49,15 @@ int fields_record_init(const json_t *json, avro_schema_t schema, FieldsRecord *r
                 if (!name || strcmp(name, avro_schema_record_field_name(schema, (int)i)) != 0)
                         return error_set(e, -EBADMSG, "schema field %zu has no matching name", i);
                 if (id && !json_is_integer(id))
-                        return error_set(e, -EBADMSG, "schema field '%s' has a non-integer field-id", name);
+                        return error_set(e, -EBADMSG,
+                                         "schema field '%s' has a non-integer field-id", name);
                 for (size_t j = 0; id && j < i; j++) {
-                        const json_t *other = json_object_get(json_array_get(fields, j), "field-id");
+                        const json_t *other =
+                                json_object_get(json_array_get(fields, j), "field-id");
 
                         if (other && json_integer_value(other) == json_integer_value(id))
-                                return error_set(e, -EBADMSG, "schema field id %" PRId64 " appears twice",
+                                return error_set(e, -EBADMSG,
+                                                 "schema field id %" PRId64 " appears twice",
                                                  (int64_t)json_integer_value(id));
                 }
         }
@@ -83,9 +87,10 @@ const char *fields_name(const FieldsRecord *rec, int index) {
 }
 
 /* The field's type with a union of null and one other type unwrapped, in both views. */
-static int fields_unwrap(const FieldsRecord *rec, int index, const json_t **ret_json, avro_schema_t *ret_schema,
-                         bool *ret_optional, Error *e) {
-        const json_t *t = json_object_get(json_array_get(json_object_get(rec->json, "fields"), (size_t)index), "type");
+static int fields_unwrap(const FieldsRecord *rec, int index, const json_t **ret_json,
+                         avro_schema_t *ret_schema, bool *ret_optional, Error *e) {
+        const json_t *t = json_object_get(
+                json_array_get(json_object_get(rec->json, "fields"), (size_t)index), "type");
         avro_schema_t s = fields_unlink(avro_schema_record_field_get_by_index(rec->schema, index));
         bool optional = false;
 
@@ -95,19 +100,22 @@ static int fields_unwrap(const FieldsRecord *rec, int index, const json_t **ret_
                 int branch = -1;
 
                 if (!json_is_array(t) || json_array_size(t) != avro_schema_union_size(s))
-                        return error_set(e, -EBADMSG, "field '%s' has an inconsistent union", fields_name(rec, index));
+                        return error_set(e, -EBADMSG, "field '%s' has an inconsistent union",
+                                         fields_name(rec, index));
                 for (size_t i = 0; i < json_array_size(t); i++) {
                         if (fields_json_is_null_type(json_array_get(t, i))) {
                                 optional = true;
                                 continue;
                         }
                         if (branch >= 0)
-                                return error_set(e, -EBADMSG, "field '%s' is a union of several types",
+                                return error_set(e, -EBADMSG,
+                                                 "field '%s' is a union of several types",
                                                  fields_name(rec, index));
                         branch = (int)i;
                 }
                 if (branch < 0)
-                        return error_set(e, -EBADMSG, "field '%s' is always null", fields_name(rec, index));
+                        return error_set(e, -EBADMSG, "field '%s' is always null",
+                                         fields_name(rec, index));
                 t = json_array_get(t, (size_t)branch);
                 s = fields_unlink(avro_schema_union_branch(s, branch));
         }
@@ -128,7 +136,9 @@ int fields_type(const FieldsRecord *rec, int index, FieldsType *ret, Error *e) {
                 return r;
         *ret = (FieldsType){
                 .type = avro_typeof(s),
-                .logical_type = json_is_object(t) ? json_string_value(json_object_get(t, "logicalType")) : NULL,
+                .logical_type = json_is_object(t)
+                                        ? json_string_value(json_object_get(t, "logicalType"))
+                                        : NULL,
                 .is_optional = optional,
         };
         return 0;
@@ -153,6 +163,50 @@ int fields_record_nested(const FieldsRecord *rec, int index, FieldsRecord *ret, 
         return 0;
 }
 
+bool fields_utf8_is_valid(const void *p, size_t len) {
+        const uint8_t *s = p, *end = s + len;
+
+        /* RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF. */
+        while (s < end) {
+                uint32_t cp;
+                size_t n;
+
+                if (s[0] < 0x80) {
+                        s++;
+                        continue;
+                }
+                if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                        n = 1, cp = s[0] & 0x1f;
+                else if (s[0] >= 0xe0 && s[0] <= 0xef)
+                        n = 2, cp = s[0] & 0x0f;
+                else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+                        n = 3, cp = s[0] & 0x07;
+                else
+                        return false;
+                if ((size_t)(end - s) <= n)
+                        return false;
+                for (size_t i = 1; i <= n; i++) {
+                        if ((s[i] & 0xc0) != 0x80)
+                                return false;
+                        cp = (cp << 6) | (s[i] & 0x3f);
+                }
+                if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+                    (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+                        return false;
+                s += n + 1;
+        }
+        return true;
+}
+
+bool fields_text_is_printable(const void *p, size_t len) {
+        const uint8_t *s = p;
+
+        for (size_t i = 0; i < len; i++)
+                if (s[i] < 0x20 || s[i] > 0x7e)
+                        return false;
+        return true;
+}
+
 static const char *fields_value_name(avro_value_t *rec, int index) {
         const char *name = avro_schema_record_field_name(avro_value_get_schema(rec), index);
 
@@ -161,21 +215,36 @@ static const char *fields_value_name(avro_value_t *rec, int index) {
 
 static const char *fields_type_name(avro_type_t t) {
         switch (t) {
-        case AVRO_STRING:  return "string";
-        case AVRO_BYTES:   return "bytes";
-        case AVRO_INT32:   return "int";
-        case AVRO_INT64:   return "long";
-        case AVRO_FLOAT:   return "float";
-        case AVRO_DOUBLE:  return "double";
-        case AVRO_BOOLEAN: return "boolean";
-        case AVRO_NULL:    return "null";
-        case AVRO_RECORD:  return "record";
-        case AVRO_ENUM:    return "enum";
-        case AVRO_FIXED:   return "fixed";
-        case AVRO_MAP:     return "map";
-        case AVRO_ARRAY:   return "array";
-        case AVRO_UNION:   return "union";
-        default:           return "link";
+        case AVRO_STRING:
+                return "string";
+        case AVRO_BYTES:
+                return "bytes";
+        case AVRO_INT32:
+                return "int";
+        case AVRO_INT64:
+                return "long";
+        case AVRO_FLOAT:
+                return "float";
+        case AVRO_DOUBLE:
+                return "double";
+        case AVRO_BOOLEAN:
+                return "boolean";
+        case AVRO_NULL:
+                return "null";
+        case AVRO_RECORD:
+                return "record";
+        case AVRO_ENUM:
+                return "enum";
+        case AVRO_FIXED:
+                return "fixed";
+        case AVRO_MAP:
+                return "map";
+        case AVRO_ARRAY:
+                return "array";
+        case AVRO_UNION:
+                return "union";
+        default:
+                return "link";
         }
 }
 
@@ -191,7 +260,8 @@ static int fields_child(avro_value_t *rec, int index, avro_value_t *ret, Error *
                 avro_value_t branch;
 
                 if (avro_value_get_current_branch(&child, &branch) != 0)
-                        return error_set(e, -EBADMSG, "field '%s' has no union branch", fields_value_name(rec, index));
+                        return error_set(e, -EBADMSG, "field '%s' has no union branch",
+                                         fields_value_name(rec, index));
                 child = branch;
         }
         if (avro_value_get_type(&child) == AVRO_NULL)
@@ -200,9 +270,11 @@ static int fields_child(avro_value_t *rec, int index, avro_value_t *ret, Error *
         return 1;
 }
 
-static int fields_type_error(avro_value_t *rec, int index, avro_value_t *v, const char *want, Error *e) {
-        return error_set(e, -EBADMSG, "field '%s' is a %s, expected %s", fields_value_name(rec, index),
-                         fields_type_name(avro_value_get_type(v)), want);
+static int fields_type_error(avro_value_t *rec, int index, avro_value_t *v, const char *want,
+                             Error *e) {
+        return error_set(e, -EBADMSG, "field '%s' is a %s, expected %s",
+                         fields_value_name(rec, index), fields_type_name(avro_value_get_type(v)),
+                         want);
 }
 
 int fields_get_long(avro_value_t *rec, int index, int64_t *ret, Error *e) {
@@ -216,11 +288,13 @@ int fields_get_long(avro_value_t *rec, int index, int64_t *ret, Error *e) {
         switch (avro_value_get_type(&v)) {
         case AVRO_INT64:
                 if (avro_value_get_long(&v, ret) != 0)
-                        return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+                        return error_set(e, -EBADMSG, "field '%s' unreadable",
+                                         fields_value_name(rec, index));
                 return 1;
         case AVRO_INT32:
                 if (avro_value_get_int(&v, &i) != 0)
-                        return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+                        return error_set(e, -EBADMSG, "field '%s' unreadable",
+                                         fields_value_name(rec, index));
                 *ret = i;
                 return 1;
         default:
@@ -238,7 +312,8 @@ int fields_get_int(avro_value_t *rec, int index, int32_t *ret, Error *e) {
         if (avro_value_get_type(&v) != AVRO_INT32)
                 return fields_type_error(rec, index, &v, "int", e);
         if (avro_value_get_int(&v, ret) != 0)
-                return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+                return error_set(e, -EBADMSG, "field '%s' unreadable",
+                                 fields_value_name(rec, index));
         return 1;
 }
 
@@ -252,7 +327,8 @@ int fields_get_bool(avro_value_t *rec, int index, bool *ret, Error *e) {
         if (avro_value_get_type(&v) != AVRO_BOOLEAN)
                 return fields_type_error(rec, index, &v, "boolean", e);
         if (avro_value_get_boolean(&v, &b) != 0)
-                return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+                return error_set(e, -EBADMSG, "field '%s' unreadable",
+                                 fields_value_name(rec, index));
         *ret = b != 0;
         return 1;
 }
@@ -270,9 +346,15 @@ int fields_get_string(avro_value_t *rec, int index, const char **ret, size_t *re
                 return fields_type_error(rec, index, &v, "string", e);
         /* avro-c counts the terminating NUL in the size. */
         if (avro_value_get_string(&v, &s, &size) != 0 || !s || size == 0)
-                return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+                return error_set(e, -EBADMSG, "field '%s' unreadable",
+                                 fields_value_name(rec, index));
         if (memchr(s, 0, size - 1))
-                return error_set(e, -EBADMSG, "field '%s' contains a NUL byte", fields_value_name(rec, index));
+                return error_set(e, -EBADMSG, "field '%s' contains a NUL byte",
+                                 fields_value_name(rec, index));
+        /* Avro strings are UTF-8; these end up in messages and JSON, so they must be. */
+        if (!fields_utf8_is_valid(s, size - 1))
+                return error_set(e, -EBADMSG, "field '%s' is not valid UTF-8",
+                                 fields_value_name(rec, index));
         *ret = s;
         if (ret_len)
                 *ret_len = size - 1;
@@ -291,7 +373,8 @@ int fields_get_bytes(avro_value_t *rec, int index, const void **ret, size_t *ret
         if (avro_value_get_type(&v) != AVRO_BYTES)
                 return fields_type_error(rec, index, &v, "bytes", e);
         if (avro_value_get_bytes(&v, &p, &size) != 0)
-                return error_set(e, -EBADMSG, "field '%s' unreadable", fields_value_name(rec, index));
+                return error_set(e, -EBADMSG, "field '%s' unreadable",
+                                 fields_value_name(rec, index));
         *ret = p ? p : "";
         *ret_len = size;
         return 1;
@@ -313,10 +396,12 @@ static int fields_child_for_set(avro_value_t *rec, int index, bool want_null, av
                 avro_schema_t u = avro_value_get_schema(&child);
 
                 for (size_t i = 0; i < avro_schema_union_size(u); i++) {
-                        bool is_null = avro_typeof(avro_schema_union_branch(u, (int)i)) == AVRO_NULL;
+                        bool is_null =
+                                avro_typeof(avro_schema_union_branch(u, (int)i)) == AVRO_NULL;
 
                         if (is_null == want_null)
-                                return avro_value_set_branch(&child, (int)i, ret) == 0 ? 0 : -ENOMEM;
+                                return avro_value_set_branch(&child, (int)i, ret) == 0 ? 0
+                                                                                       : -ENOMEM;
                 }
                 return -EINVAL;
         }
@@ -425,11 +510,12 @@ static json_t *fields_iceberg_struct(const json_t *record, bool top) {
                 if (!type)
                         return NULL;
                 /* Key order as Java's SchemaParser writes it: id, name, required, type, doc. */
-                field = json_pack("{s:I, s:O, s:b, s:o}", "id", (json_int_t)json_integer_value(id), "name", name,
-                                  "required", !optional, "type", type);
+                field = json_pack("{s:I, s:O, s:b, s:o}", "id", (json_int_t)json_integer_value(id),
+                                  "name", name, "required", !optional, "type", type);
                 if (!field)
                         return NULL;
-                if (json_is_string(doc) && json_object_set(field, "doc", (json_t *)(uintptr_t)doc) < 0)
+                if (json_is_string(doc) &&
+                    json_object_set(field, "doc", (json_t *)(uintptr_t)doc) < 0)
                         return NULL;
                 if (json_array_append(fields, field) < 0)
                         return NULL;
@@ -443,8 +529,9 @@ static json_t *fields_iceberg_type(const json_t *t, bool *ret_optional) {
         static const struct {
                 const char *avro, *iceberg;
         } primitives[] = {
-                { "string", "string" }, { "long", "long" },     { "int", "int" },       { "boolean", "boolean" },
-                { "bytes", "binary" },  { "float", "float" },   { "double", "double" },
+                { "string", "string" },   { "long", "long" },    { "int", "int" },
+                { "boolean", "boolean" }, { "bytes", "binary" }, { "float", "float" },
+                { "double", "double" },
         };
         const char *name, *logical;
 
@@ -465,7 +552,8 @@ static json_t *fields_iceberg_type(const json_t *t, bool *ret_optional) {
                 return fields_iceberg_type(branch, &inner_optional);
         }
 
-        name = json_is_string(t) ? json_string_value(t) : json_string_value(json_object_get(t, "type"));
+        name = json_is_string(t) ? json_string_value(t)
+                                 : json_string_value(json_object_get(t, "type"));
         logical = json_is_object(t) ? json_string_value(json_object_get(t, "logicalType")) : NULL;
         if (!name)
                 return NULL;
@@ -490,8 +578,9 @@ static json_t *fields_iceberg_type(const json_t *t, bool *ret_optional) {
                 if (strcmp(name, "int") == 0 && strcmp(logical, "date") == 0)
                         return json_string("date");
                 if (strcmp(name, "long") == 0 && strcmp(logical, "timestamp-micros") == 0)
-                        return json_string(json_is_true(json_object_get(t, "adjust-to-utc")) ? "timestamptz"
-                                                                                             : "timestamp");
+                        return json_string(json_is_true(json_object_get(t, "adjust-to-utc"))
+                                                   ? "timestamptz"
+                                                   : "timestamp");
                 return NULL;
         }
         for (size_t i = 0; i < ELEMENTSOF(primitives); i++)

@@ -22,9 +22,9 @@ typedef struct FieldsRecord {
 
 /* A field's type, unions with null unwrapped. */
 typedef struct FieldsType {
-        avro_type_t type;               /* of the non-null branch */
-        const char *logical_type;       /* "date", "timestamp-micros"... or NULL; borrowed */
-        bool is_optional;               /* a union containing null */
+        avro_type_t type;         /* of the non-null branch */
+        const char *logical_type; /* "date", "timestamp-micros"... or NULL; borrowed */
+        bool is_optional;         /* a union containing null */
 } FieldsType;
 
 /* Pairs a record's JSON with its avro-c schema, checking that both list the same fields in the
@@ -43,7 +43,7 @@ int fields_record_nested(const FieldsRecord *rec, int index, FieldsRecord *ret, 
 /* Getters read field `index` of a record value; index < 0 means the writer schema lacks the
  * field. Each returns 1 with the value, 0 when the field is absent or null, or -EBADMSG when
  * its type is not the expected one. Longs accept ints (Avro type promotion). Strings are
- * borrowed from the value and rejected when they contain a NUL byte. */
+ * borrowed from the value and rejected when they contain a NUL byte or are not UTF-8. */
 int fields_get_long(avro_value_t *rec, int index, int64_t *ret, Error *e);
 int fields_get_int(avro_value_t *rec, int index, int32_t *ret, Error *e);
 int fields_get_bool(avro_value_t *rec, int index, bool *ret, Error *e);
@@ -64,6 +64,11 @@ int fields_set_bytes(avro_value_t *rec, int index, const void *p, size_t len);
 int fields_set_null(avro_value_t *rec, int index);
 /* The value to fill in place (record, array), non-null branch selected. */
 int fields_set_value(avro_value_t *rec, int index, avro_value_t *ret_child);
+
+/* Whether bytes are valid UTF-8 (RFC 3629), and whether they are printable ASCII, which is
+ * what may be echoed from a file's metadata into a message. */
+bool fields_utf8_is_valid(const void *p, size_t len);
+bool fields_text_is_printable(const void *p, size_t len);
 
 /* Converts an Avro record schema carrying Iceberg ids (field-id, element-id) into the Iceberg
  * schema JSON that Java's SchemaParser writes ({"type":"struct","schema-id":0,"fields":[...]}).

@@ -39,27 +39,27 @@ enum {
  * binary serialization). Types we do not summarize turn summaries off for the manifest. */
 typedef enum PartitionKind {
         PARTITION_KIND_UNSUPPORTED,
-        PARTITION_KIND_INT,             /* int, date: 4 bytes little-endian */
-        PARTITION_KIND_LONG,            /* long, time, timestamp(tz)(_ns): 8 bytes little-endian */
-        PARTITION_KIND_BOOLEAN,         /* 1 byte, false < true */
-        PARTITION_KIND_STRING,          /* UTF-8 bytes, compared bytewise */
-        PARTITION_KIND_BINARY,          /* the bytes, compared unsigned bytewise */
+        PARTITION_KIND_INT,     /* int, date: 4 bytes little-endian */
+        PARTITION_KIND_LONG,    /* long, time, timestamp(tz)(_ns): 8 bytes little-endian */
+        PARTITION_KIND_BOOLEAN, /* 1 byte, false < true */
+        PARTITION_KIND_STRING,  /* UTF-8 bytes, compared bytewise */
+        PARTITION_KIND_BINARY,  /* the bytes, compared unsigned bytewise */
 } PartitionKind;
 
 typedef struct PartitionStats {
         PartitionKind kind;
-        int index;                      /* position in the partition record */
+        int index; /* position in the partition record */
         bool contains_null;
         bool has_bounds;
-        int64_t min, max;               /* INT, LONG, BOOLEAN */
-        Buf min_bytes, max_bytes;       /* STRING, BINARY */
+        int64_t min, max;         /* INT, LONG, BOOLEAN */
+        Buf min_bytes, max_bytes; /* STRING, BINARY */
 } PartitionStats;
 
 typedef struct EntryFields {
         int status, snapshot_id, sequence_number, file_sequence_number, data_file;
         int content, file_path, file_format, partition, record_count, file_size, first_row_id;
         bool summaries_supported;
-        PartitionStats *stats;          /* one per partition field */
+        PartitionStats *stats; /* one per partition field */
         size_t n_stats;
 } EntryFields;
 
@@ -95,10 +95,11 @@ static PartitionKind partition_kind(const FieldsType *t) {
 
         switch (t->type) {
         case AVRO_INT32:
-                return !lt || strcmp(lt, "date") == 0 ? PARTITION_KIND_INT : PARTITION_KIND_UNSUPPORTED;
+                return !lt || strcmp(lt, "date") == 0 ? PARTITION_KIND_INT
+                                                      : PARTITION_KIND_UNSUPPORTED;
         case AVRO_INT64:
-                if (!lt || strcmp(lt, "timestamp-micros") == 0 || strcmp(lt, "timestamp-nanos") == 0 ||
-                    strcmp(lt, "time-micros") == 0)
+                if (!lt || strcmp(lt, "timestamp-micros") == 0 ||
+                    strcmp(lt, "timestamp-nanos") == 0 || strcmp(lt, "time-micros") == 0)
                         return PARTITION_KIND_LONG;
                 return PARTITION_KIND_UNSUPPORTED;
         case AVRO_BOOLEAN:
@@ -126,9 +127,11 @@ static int entry_fields_resolve(const FieldsRecord *entry, EntryFields *ef, Erro
                 .data_file = fields_index(entry, FIELD_DATA_FILE),
         };
         if (ef->status < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (status)", FIELD_STATUS);
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (status)",
+                                 FIELD_STATUS);
         if (ef->data_file < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (data_file)", FIELD_DATA_FILE);
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (data_file)",
+                                 FIELD_DATA_FILE);
         r = fields_record_nested(entry, ef->data_file, &data_file, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest schema");
@@ -141,15 +144,20 @@ static int entry_fields_resolve(const FieldsRecord *entry, EntryFields *ef, Erro
         ef->file_size = fields_index(&data_file, FIELD_FILE_SIZE);
         ef->first_row_id = fields_index(&data_file, FIELD_FIRST_ROW_ID);
         if (ef->file_path < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_path)", FIELD_FILE_PATH);
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_path)",
+                                 FIELD_FILE_PATH);
         if (ef->file_format < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_format)", FIELD_FILE_FORMAT);
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_format)",
+                                 FIELD_FILE_FORMAT);
         if (ef->partition < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (partition)", FIELD_PARTITION);
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (partition)",
+                                 FIELD_PARTITION);
         if (ef->record_count < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (record_count)", FIELD_RECORD_COUNT);
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (record_count)",
+                                 FIELD_RECORD_COUNT);
         if (ef->file_size < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_size_in_bytes)", FIELD_FILE_SIZE);
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_size_in_bytes)",
+                                 FIELD_FILE_SIZE);
 
         /* The partition tuple (r102) has one field per partition field, in spec order. A
          * schema we cannot follow only costs the summaries, never the manifest. */
@@ -171,8 +179,9 @@ static int entry_fields_resolve(const FieldsRecord *entry, EntryFields *ef, Erro
                 st->index = (int)i;
                 buf_init(&st->min_bytes, OCF_MAX_BLOCK_BYTES);
                 buf_init(&st->max_bytes, OCF_MAX_BLOCK_BYTES);
-                st->kind = fields_type(&partition, (int)i, &t, NULL) < 0 ? PARTITION_KIND_UNSUPPORTED
-                                                                          : partition_kind(&t);
+                st->kind = fields_type(&partition, (int)i, &t, NULL) < 0
+                                   ? PARTITION_KIND_UNSUPPORTED
+                                   : partition_kind(&t);
                 if (st->kind == PARTITION_KIND_UNSUPPORTED)
                         ef->summaries_supported = false;
         }
@@ -246,7 +255,7 @@ static int partition_stats_update(PartitionStats *st, avro_value_t *tuple, Error
                 if (r > 0 && (avro_value_get_type(&v) != AVRO_STRING ||
                               avro_value_get_string(&v, (const char **)&p, &len) != 0 || len == 0))
                         r = error_set(e, -EBADMSG, "partition value unreadable");
-                len = r > 0 ? len - 1 : 0;      /* avro-c counts the NUL terminator */
+                len = r > 0 ? len - 1 : 0; /* avro-c counts the NUL terminator */
                 break;
         case PARTITION_KIND_BINARY:
                 r = fields_get_bytes(tuple, st->index, &p, &len, e);
@@ -261,8 +270,9 @@ static int partition_stats_update(PartitionStats *st, avro_value_t *tuple, Error
                 return 0;
         }
         if (st->kind == PARTITION_KIND_STRING || st->kind == PARTITION_KIND_BINARY)
-                return partition_stats_update_bytes(st, p ? p : "", len) < 0 ? error_set(e, -ENOMEM, "out of memory")
-                                                                              : 1;
+                return partition_stats_update_bytes(st, p ? p : "", len) < 0
+                               ? error_set(e, -ENOMEM, "out of memory")
+                               : 1;
         partition_stats_update_number(st, number);
         return 1;
 }
@@ -321,20 +331,25 @@ static int staged_manifest_summarize(StagedManifest *m, const EntryFields *ef, E
 
 static const char *entry_status_name(int32_t status) {
         switch (status) {
-        case ENTRY_STATUS_EXISTING: return "EXISTING";
-        case ENTRY_STATUS_ADDED:    return "ADDED";
-        case ENTRY_STATUS_DELETED:  return "DELETED";
-        default:                    return NULL;
+        case ENTRY_STATUS_EXISTING:
+                return "EXISTING";
+        case ENTRY_STATUS_ADDED:
+                return "ADDED";
+        case ENTRY_STATUS_DELETED:
+                return "DELETED";
+        default:
+                return NULL;
         }
 }
 
 /* Every rejection names the entry (0-based) and its file: "entry 2 (s3://b/x.parquet): ...". */
-#define ENTRY_ERROR(code, fmt, ...) error_set(e, (code), "entry %" PRIu64 " (%s): " fmt, idx, info->path, ##__VA_ARGS__)
+#define ENTRY_ERROR(code, fmt, ...)                                                                \
+        error_set(e, (code), "entry %" PRIu64 " (%s): " fmt, idx, info->path, ##__VA_ARGS__)
 #define ENTRY_PREFIX(code) error_prefix(e, (code), "entry %" PRIu64 " (%s)", idx, info->path)
 
 /* Validates one entry against the staging rules and records its data file. */
-static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_value_t *entry, uint64_t idx,
-                                      Error *e) {
+static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_value_t *entry,
+                                      uint64_t idx, Error *e) {
         DataFileInfo *info = &m->files[m->n_files];
         const char *path = NULL, *format = NULL, *status_name;
         size_t path_len = 0, format_len = 0;
@@ -356,7 +371,7 @@ static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_v
         info->path = strndup(path, path_len);
         if (!info->path)
                 return error_set(e, -ENOMEM, "out of memory");
-        m->n_files++;                   /* owned by m from here on */
+        m->n_files++; /* owned by m from here on */
 
         r = fields_get_int(entry, ef->status, &status, e);
         if (r < 0)
@@ -365,23 +380,33 @@ static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_v
                 return ENTRY_ERROR(-EBADMSG, "status is null");
         status_name = entry_status_name(status);
         if (status != ENTRY_STATUS_ADDED && status_name)
-                return ENTRY_ERROR(-EINVAL, "status %s, only ADDED entries can be staged", status_name);
+                return ENTRY_ERROR(-EINVAL, "status %s, only ADDED entries can be staged",
+                                   status_name);
         if (status != ENTRY_STATUS_ADDED)
-                return ENTRY_ERROR(-EINVAL, "unknown status %" PRId32 ", only ADDED entries can be staged", status);
+                return ENTRY_ERROR(-EINVAL,
+                                   "unknown status %" PRId32 ", only ADDED entries can be staged",
+                                   status);
 
         /* Inherited at commit time (spec "Sequence Number Inheritance", "Snapshot ID
          * Inheritance"): a staged entry must leave all three null. */
         r = fields_get_long(entry, ef->snapshot_id, &v, e);
         if (r > 0)
-                return ENTRY_ERROR(-EINVAL, "snapshot_id is %" PRId64 ", staged entries must leave it null", v);
+                return ENTRY_ERROR(-EINVAL,
+                                   "snapshot_id is %" PRId64 ", staged entries must leave it null",
+                                   v);
         if (r >= 0)
                 r = fields_get_long(entry, ef->sequence_number, &v, e);
         if (r > 0)
-                return ENTRY_ERROR(-EINVAL, "sequence_number is %" PRId64 ", staged entries must leave it null", v);
+                return ENTRY_ERROR(
+                        -EINVAL,
+                        "sequence_number is %" PRId64 ", staged entries must leave it null", v);
         if (r >= 0)
                 r = fields_get_long(entry, ef->file_sequence_number, &v, e);
         if (r > 0)
-                return ENTRY_ERROR(-EINVAL, "file_sequence_number is %" PRId64 ", staged entries must leave it null", v);
+                return ENTRY_ERROR(-EINVAL,
+                                   "file_sequence_number is %" PRId64
+                                   ", staged entries must leave it null",
+                                   v);
         if (r < 0)
                 return ENTRY_PREFIX(r);
 
@@ -390,8 +415,11 @@ static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_v
         if (r < 0)
                 return ENTRY_PREFIX(r);
         if (content != 0)
-                return ENTRY_ERROR(-EINVAL, "content %" PRId32 " (%s), only data files can be staged", content,
-                                   content == 1 ? "position deletes" : content == 2 ? "equality deletes" : "unknown");
+                return ENTRY_ERROR(
+                        -EINVAL, "content %" PRId32 " (%s), only data files can be staged", content,
+                        content == 1   ? "position deletes"
+                        : content == 2 ? "equality deletes"
+                                       : "unknown");
 
         /* Row ids are assigned by the commit; Java drops a first_row_id on ADDED entries
          * (GenericManifestEntry.wrapAppend), keeping one would collide ranges (#13232). */
@@ -399,7 +427,9 @@ static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_v
         if (r < 0)
                 return ENTRY_PREFIX(r);
         if (r > 0)
-                return ENTRY_ERROR(-EINVAL, "first_row_id is %" PRId64 ", ADDED entries must leave it null", v);
+                return ENTRY_ERROR(-EINVAL,
+                                   "first_row_id is %" PRId64 ", ADDED entries must leave it null",
+                                   v);
 
         r = fields_get_long(&df, ef->record_count, &info->record_count, e);
         if (r < 0)
@@ -407,14 +437,16 @@ static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_v
         if (r == 0)
                 return ENTRY_ERROR(-EINVAL, "record_count is null, it must be known");
         if (info->record_count < 0)
-                return ENTRY_ERROR(-EINVAL, "record_count is %" PRId64 ", it must not be negative", info->record_count);
+                return ENTRY_ERROR(-EINVAL, "record_count is %" PRId64 ", it must not be negative",
+                                   info->record_count);
         r = fields_get_long(&df, ef->file_size, &info->file_size_in_bytes, e);
         if (r < 0)
                 return ENTRY_PREFIX(r);
         if (r == 0)
                 return ENTRY_ERROR(-EINVAL, "file_size_in_bytes is null, it must be known");
         if (info->file_size_in_bytes < 0)
-                return ENTRY_ERROR(-EINVAL, "file_size_in_bytes is %" PRId64 ", it must not be negative",
+                return ENTRY_ERROR(-EINVAL,
+                                   "file_size_in_bytes is %" PRId64 ", it must not be negative",
                                    info->file_size_in_bytes);
 
         r = fields_get_string(&df, ef->file_format, &format, &format_len, e);
@@ -440,7 +472,8 @@ static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_v
         for (size_t i = 0; i < ef->n_stats; i++) {
                 r = partition_stats_update(&ef->stats[i], &tuple, e);
                 if (r < 0)
-                        return error_prefix(e, r, "entry %" PRIu64 " (%s): partition field %zu", idx, info->path, i);
+                        return error_prefix(e, r, "entry %" PRIu64 " (%s): partition field %zu",
+                                            idx, info->path, i);
         }
         return 0;
 }
@@ -456,13 +489,16 @@ static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error
         /* Format 1 manifests carry no format-version key (ManifestWriter.V1Writer). */
         r = ocf_reader_meta_i64(reader, "format-version", &v);
         if (r == 0)
-                return error_set(e, -EINVAL, "manifest has no format-version metadata (format 1 manifests cannot be staged)");
+                return error_set(e, -EINVAL,
+                                 "manifest has no format-version metadata "
+                                 "(format 1 manifests cannot be staged)");
         if (r < 0)
                 return error_set(e, -EINVAL, "manifest has an invalid format-version");
         if (v == 1)
                 return error_set(e, -EINVAL, "format-version 1 manifests cannot be staged");
         if (v != 2 && v != 3)
-                return error_set(e, -EINVAL, "format-version %" PRId64 " is not supported (2 or 3)", v);
+                return error_set(e, -EINVAL, "format-version %" PRId64 " is not supported (2 or 3)",
+                                 v);
         m->format_version = (int)v;
 
         content = ocf_reader_meta(reader, "content");
@@ -470,9 +506,12 @@ static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error
                 return error_set(e, -EINVAL, "manifest has no content metadata");
         if (slice_eq_str(content, "deletes"))
                 return error_set(e, -EINVAL, "delete manifests cannot be staged yet");
+        if (!slice_eq_str(content, "data") && content.len <= 64 &&
+            fields_text_is_printable(content.ptr, content.len))
+                return error_set(e, -EINVAL, "manifest content '%.*s' is not 'data'",
+                                 (int)content.len, (const char *)content.ptr);
         if (!slice_eq_str(content, "data"))
-                return error_set(e, -EINVAL, "manifest content '%.*s' is not 'data'", (int)(content.len > 64 ? 64 : content.len),
-                                 (const char *)content.ptr);
+                return error_set(e, -EINVAL, "manifest content metadata is not 'data'");
         m->content = MANIFEST_CONTENT_DATA;
 
         r = ocf_reader_meta_i64(reader, "partition-spec-id", &v);
@@ -488,12 +527,19 @@ static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error
         if (r == -ENOMEM)
                 return error_set(e, r, "out of memory");
         if (r < 0)
-                return error_set(e, r, "manifest schema or partition-spec metadata contains a NUL byte");
+                return error_set(e, r,
+                                 "manifest schema or partition-spec metadata contains a NUL byte");
+        /* Both are JSON documents (Java's SchemaParser, PartitionSpecParser): UTF-8. */
+        if ((m->schema_json && !fields_utf8_is_valid(m->schema_json, strlen(m->schema_json))) ||
+            (m->partition_spec_json &&
+             !fields_utf8_is_valid(m->partition_spec_json, strlen(m->partition_spec_json))))
+                return error_set(e, -EINVAL,
+                                 "manifest schema or partition-spec metadata is not valid UTF-8");
         return 0;
 }
 
-static int staged_manifest_parse_entries(OcfReader *reader, StagedManifest *m, EntryFields *ef, uint64_t max_entries,
-                                         Error *e) {
+static int staged_manifest_parse_entries(OcfReader *reader, StagedManifest *m, EntryFields *ef,
+                                         uint64_t max_entries, Error *e) {
         size_t cap = 0;
         int r;
 
@@ -506,7 +552,8 @@ static int staged_manifest_parse_entries(OcfReader *reader, StagedManifest *m, E
                 if (r == 0)
                         break;
                 if (m->n_files >= max_entries)
-                        return error_set(e, -E2BIG, "manifest has more than %" PRIu64 " entries", max_entries);
+                        return error_set(e, -E2BIG, "manifest has more than %" PRIu64 " entries",
+                                         max_entries);
                 if (m->n_files >= INT32_MAX)
                         return error_set(e, -E2BIG, "manifest has more than %d entries", INT32_MAX);
                 if (m->n_files == cap) {
@@ -545,7 +592,8 @@ int staged_manifest_parse(Slice bytes, const char *location, const ManifestLimit
         if (r >= 0)
                 r = staged_manifest_read_meta(reader, m, e);
         if (r >= 0)
-                r = fields_record_init(ocf_reader_schema_json(reader), ocf_reader_schema(reader), &entry, e);
+                r = fields_record_init(ocf_reader_schema_json(reader), ocf_reader_schema(reader),
+                                       &entry, e);
         if (r >= 0)
                 r = entry_fields_resolve(&entry, &ef, e);
         if (r >= 0)

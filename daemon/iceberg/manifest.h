@@ -15,33 +15,33 @@
 
 /* One data file of a staged manifest (data_file r2: 100, 101, 103, 104). */
 typedef struct DataFileInfo {
-        char *path;                     /* 100 file_path */
-        char *format;                   /* 101 file_format, as written ("PARQUET", "parquet"...) */
-        int64_t record_count;           /* 103 */
-        int64_t file_size_in_bytes;     /* 104 */
+        char *path;                 /* 100 file_path */
+        char *format;               /* 101 file_format, as written ("PARQUET", "parquet"...) */
+        int64_t record_count;       /* 103 */
+        int64_t file_size_in_bytes; /* 104 */
 } DataFileInfo;
 
 typedef struct ManifestLimits {
-        uint64_t max_entries;           /* more entries than this: -E2BIG */
+        uint64_t max_entries; /* more entries than this: -E2BIG */
 } ManifestLimits;
 
 /* Owned by the caller of staged_manifest_parse(); every pointer member is owned. */
 typedef struct StagedManifest {
-        int format_version;             /* metadata "format-version": 2 or 3 */
-        int32_t content;                /* metadata "content": "data" -> 0 (deletes are refused) */
-        int32_t partition_spec_id;      /* metadata "partition-spec-id" */
-        char *schema_json;              /* metadata "schema" (the writer's table schema), may be NULL */
-        char *partition_spec_json;      /* metadata "partition-spec", may be NULL */
+        int format_version;        /* metadata "format-version": 2 or 3 */
+        int32_t content;           /* metadata "content": "data" -> 0 (deletes are refused) */
+        int32_t partition_spec_id; /* metadata "partition-spec-id" */
+        char *schema_json;         /* metadata "schema" (the writer's table schema), may be NULL */
+        char *partition_spec_json; /* metadata "partition-spec", may be NULL */
         int32_t added_files_count;
-        int64_t added_rows_count;       /* sum of record_count */
-        int64_t added_files_size;       /* sum of file_size_in_bytes */
+        int64_t added_rows_count; /* sum of record_count */
+        int64_t added_files_size; /* sum of file_size_in_bytes */
         /* Per partition field, like Java's PartitionSummary. has_partitions is false when a
          * partition type is one we do not summarize (the list then writes null partitions,
          * which readers treat as "may match"); true with n_partitions 0 when unpartitioned. */
         bool has_partitions;
         PartitionFieldSummary *partitions;
         size_t n_partitions;
-        DataFileInfo *files;            /* in entry order */
+        DataFileInfo *files; /* in entry order */
         size_t n_files;
 } StagedManifest;
 

@@ -41,7 +41,7 @@ enum {
 /* Positions of the fields in one file's writer schema; -ENOENT (< 0) when absent. */
 typedef struct ListFields {
         int path, length, spec_id, content, sequence_number, min_sequence_number, snapshot_id;
-        int counts[6];                  /* 504 505 506 512 513 514 */
+        int counts[6]; /* 504 505 506 512 513 514 */
         int partitions, key_metadata, first_row_id;
         bool has_summary;
         int contains_null, contains_nan, lower_bound, upper_bound;
@@ -76,31 +76,37 @@ static int manifest_list_resolve(const FieldsRecord *rec, ListFields *lf, Error 
 
         /* Required in every format version (v1 included). */
         if (lf->path < 0)
-                return error_set(e, -EBADMSG, "manifest list schema lacks field %d (manifest_path)", FIELD_MANIFEST_PATH);
+                return error_set(e, -EBADMSG, "manifest list schema lacks field %d (manifest_path)",
+                                 FIELD_MANIFEST_PATH);
         if (lf->length < 0)
-                return error_set(e, -EBADMSG, "manifest list schema lacks field %d (manifest_length)",
+                return error_set(e, -EBADMSG,
+                                 "manifest list schema lacks field %d (manifest_length)",
                                  FIELD_MANIFEST_LENGTH);
         if (lf->spec_id < 0)
-                return error_set(e, -EBADMSG, "manifest list schema lacks field %d (partition_spec_id)",
+                return error_set(e, -EBADMSG,
+                                 "manifest list schema lacks field %d (partition_spec_id)",
                                  FIELD_PARTITION_SPEC_ID);
 
         if (lf->partitions >= 0) {
                 r = fields_record_nested(rec, lf->partitions, &summary, e);
                 if (r < 0)
-                        return error_prefix(e, r, "manifest list field %d (partitions)", FIELD_PARTITIONS);
+                        return error_prefix(e, r, "manifest list field %d (partitions)",
+                                            FIELD_PARTITIONS);
                 lf->has_summary = true;
                 lf->contains_null = fields_index(&summary, FIELD_CONTAINS_NULL);
                 lf->contains_nan = fields_index(&summary, FIELD_CONTAINS_NAN);
                 lf->lower_bound = fields_index(&summary, FIELD_LOWER_BOUND);
                 lf->upper_bound = fields_index(&summary, FIELD_UPPER_BOUND);
                 if (lf->contains_null < 0)
-                        return error_set(e, -EBADMSG, "partition summary lacks field %d (contains_null)",
+                        return error_set(e, -EBADMSG,
+                                         "partition summary lacks field %d (contains_null)",
                                          FIELD_CONTAINS_NULL);
         }
         return 0;
 }
 
-static int manifest_list_read_bytes(avro_value_t *rec, int index, bool *ret_has, Buf *ret, Error *e) {
+static int manifest_list_read_bytes(avro_value_t *rec, int index, bool *ret_has, Buf *ret,
+                                    Error *e) {
         const void *p;
         size_t len;
         int r;
@@ -119,7 +125,8 @@ static int manifest_list_read_bytes(avro_value_t *rec, int index, bool *ret_has,
         return buf_reserve(ret, 0) < 0 ? error_set(e, -ENOMEM, "out of memory") : 0;
 }
 
-static int manifest_list_read_summaries(const ListFields *lf, avro_value_t *array, ManifestFile *m, Error *e) {
+static int manifest_list_read_summaries(const ListFields *lf, avro_value_t *array, ManifestFile *m,
+                                        Error *e) {
         size_t n;
 
         if (avro_value_get_size(array, &n) != 0)
@@ -138,7 +145,7 @@ static int manifest_list_read_summaries(const ListFields *lf, avro_value_t *arra
                 avro_value_t item;
                 int r;
 
-                m->n_partitions = i + 1;        /* so that deinit frees what is filled */
+                m->n_partitions = i + 1; /* so that deinit frees what is filled */
                 buf_init(&s->lower_bound, MANIFEST_LIST_MAX_BOUND_BYTES);
                 buf_init(&s->upper_bound, MANIFEST_LIST_MAX_BOUND_BYTES);
                 if (avro_value_get_by_index(array, i, &item, NULL) != 0)
@@ -151,16 +158,19 @@ static int manifest_list_read_summaries(const ListFields *lf, avro_value_t *arra
                         s->has_contains_nan = r > 0;
                 }
                 if (r >= 0)
-                        r = manifest_list_read_bytes(&item, lf->lower_bound, &s->has_lower_bound, &s->lower_bound, e);
+                        r = manifest_list_read_bytes(&item, lf->lower_bound, &s->has_lower_bound,
+                                                     &s->lower_bound, e);
                 if (r >= 0)
-                        r = manifest_list_read_bytes(&item, lf->upper_bound, &s->has_upper_bound, &s->upper_bound, e);
+                        r = manifest_list_read_bytes(&item, lf->upper_bound, &s->has_upper_bound,
+                                                     &s->upper_bound, e);
                 if (r < 0)
                         return error_prefix(e, r, "partition summary %zu", i);
         }
         return 0;
 }
 
-static int manifest_list_read_entry(const ListFields *lf, avro_value_t *v, ManifestFile *m, Error *e) {
+static int manifest_list_read_entry(const ListFields *lf, avro_value_t *v, ManifestFile *m,
+                                    Error *e) {
         int64_t counts[6];
         avro_value_t array;
         const char *path;
@@ -223,7 +233,8 @@ static int manifest_list_read_entry(const ListFields *lf, avro_value_t *v, Manif
         if (has_counts) {
                 for (size_t i = 0; i < 3; i++)
                         if (counts[i] < INT32_MIN || counts[i] > INT32_MAX)
-                                return error_set(e, -EBADMSG, "file count %" PRId64 " out of range", counts[i]);
+                                return error_set(e, -EBADMSG, "file count %" PRId64 " out of range",
+                                                 counts[i]);
                 m->has_counts = true;
                 m->added_files_count = (int32_t)counts[0];
                 m->existing_files_count = (int32_t)counts[1];
@@ -244,7 +255,8 @@ static int manifest_list_read_entry(const ListFields *lf, avro_value_t *v, Manif
                         return r;
         }
 
-        r = manifest_list_read_bytes(v, lf->key_metadata, &m->has_key_metadata, &m->key_metadata, e);
+        r = manifest_list_read_bytes(v, lf->key_metadata, &m->has_key_metadata, &m->key_metadata,
+                                     e);
         if (r < 0)
                 return r;
 
@@ -301,7 +313,7 @@ int manifest_list_read(Slice bytes, ManifestFile **ret_files, size_t *ret_n, Err
                         cap = new_cap;
                 }
                 r = manifest_list_read_entry(&lf, v, &files[n], e);
-                n++;                    /* the entry is freed with the others on failure */
+                n++; /* the entry is freed with the others on failure */
                 if (r < 0) {
                         error_prefix(e, r, "manifest list entry %zu", n - 1);
                         break;
@@ -339,7 +351,8 @@ int manifest_list_read_header(Slice bytes, ManifestListHeader *ret, Error *e) {
         if (!slice_eq_str(ocf_reader_meta(reader, "parent-snapshot-id"), "null")) {
                 r = ocf_reader_meta_i64(reader, "parent-snapshot-id", &h.parent_snapshot_id);
                 if (r < 0)
-                        return error_set(e, -EBADMSG, "manifest list has an invalid parent-snapshot-id");
+                        return error_set(e, -EBADMSG,
+                                         "manifest list has an invalid parent-snapshot-id");
                 h.has_parent_snapshot_id = r > 0;
         }
         r = ocf_reader_meta_i64(reader, "sequence-number", &h.sequence_number);
@@ -361,9 +374,11 @@ static int manifest_list_check_entry(const ManifestListHeader *h, const Manifest
         if (m->content != MANIFEST_CONTENT_DATA && m->content != MANIFEST_CONTENT_DELETES)
                 return error_set(e, -EINVAL, "unknown content %" PRId32, m->content);
         if (!m->has_added_snapshot_id)
-                return error_set(e, -EINVAL, "added_snapshot_id is unknown (required since format 2)");
+                return error_set(e, -EINVAL,
+                                 "added_snapshot_id is unknown (required since format 2)");
         if (!m->has_counts)
-                return error_set(e, -EINVAL, "file and row counts are unknown (required since format 2)");
+                return error_set(e, -EINVAL,
+                                 "file and row counts are unknown (required since format 2)");
         if (m->n_partitions > 0 && !m->partitions)
                 return error_set(e, -EINVAL, "partition summaries missing");
         if (h->format_version >= 3) {
@@ -383,7 +398,8 @@ static int manifest_list_set_optional_bytes(avro_value_t *rec, int index, bool h
         return fields_set_bytes(rec, index, b->data, b->len);
 }
 
-static int manifest_list_set_entry(const ListFields *lf, int version, const ManifestFile *m, avro_value_t *v) {
+static int manifest_list_set_entry(const ListFields *lf, int version, const ManifestFile *m,
+                                   avro_value_t *v) {
         const int64_t counts[6] = {
                 m->added_files_count, m->existing_files_count, m->deleted_files_count,
                 m->added_rows_count,  m->existing_rows_count,  m->deleted_rows_count,
@@ -426,18 +442,22 @@ static int manifest_list_set_entry(const ListFields *lf, int version, const Mani
                                 return -ENOMEM;
                         r = fields_set_bool(&item, lf->contains_null, s->contains_null);
                         if (r >= 0)
-                                r = s->has_contains_nan ? fields_set_bool(&item, lf->contains_nan, s->contains_nan)
+                                r = s->has_contains_nan ? fields_set_bool(&item, lf->contains_nan,
+                                                                          s->contains_nan)
                                                         : fields_set_null(&item, lf->contains_nan);
                         if (r >= 0)
-                                r = manifest_list_set_optional_bytes(&item, lf->lower_bound, s->has_lower_bound,
+                                r = manifest_list_set_optional_bytes(&item, lf->lower_bound,
+                                                                     s->has_lower_bound,
                                                                      &s->lower_bound);
                         if (r >= 0)
-                                r = manifest_list_set_optional_bytes(&item, lf->upper_bound, s->has_upper_bound,
+                                r = manifest_list_set_optional_bytes(&item, lf->upper_bound,
+                                                                     s->has_upper_bound,
                                                                      &s->upper_bound);
                 }
         }
         if (r >= 0)
-                r = manifest_list_set_optional_bytes(v, lf->key_metadata, m->has_key_metadata, &m->key_metadata);
+                r = manifest_list_set_optional_bytes(v, lf->key_metadata, m->has_key_metadata,
+                                                     &m->key_metadata);
         if (r >= 0 && version >= 3)
                 r = m->has_first_row_id ? fields_set_long(v, lf->first_row_id, m->first_row_id)
                                         : fields_set_null(v, lf->first_row_id);
@@ -451,7 +471,8 @@ static int manifest_list_set_meta_i64(OcfWriter *w, const char *key, int64_t v) 
         return ocf_writer_set_meta(w, key, slice_from_str(text));
 }
 
-int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, size_t n, Buf *out, Error *e) {
+int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, size_t n, Buf *out,
+                        Error *e) {
         _cleanup_(ocf_writer_freep) OcfWriter *w = NULL;
         _cleanup_(freep) char *iceberg_schema = NULL;
         avro_value_t value;
@@ -460,11 +481,13 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
         int r;
 
         if (h->format_version == 1)
-                return error_set(e, -EOPNOTSUPP, "writing format-version 1 manifest lists is not supported");
+                return error_set(e, -EOPNOTSUPP,
+                                 "writing format-version 1 manifest lists is not supported");
         if (h->format_version != 2 && h->format_version != 3)
                 return error_set(e, -EINVAL, "unsupported format-version %d", h->format_version);
         if (h->format_version == 3 && !h->has_first_row_id)
-                return error_set(e, -EINVAL, "a v3 manifest list needs the snapshot's first-row-id");
+                return error_set(e, -EINVAL,
+                                 "a v3 manifest list needs the snapshot's first-row-id");
         for (size_t i = 0; i < n; i++) {
                 r = manifest_list_check_entry(h, &files[i], e);
                 if (r < 0)
@@ -472,7 +495,8 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
                                             files[i].path ? files[i].path : "no path");
         }
 
-        r = ocf_writer_new(h->format_version == 3 ? proto_manifest_list_v3_avsc : proto_manifest_list_v2_avsc,
+        r = ocf_writer_new(h->format_version == 3 ? proto_manifest_list_v3_avsc
+                                                  : proto_manifest_list_v2_avsc,
                            OCF_CODEC_DEFLATE, &w);
         if (r < 0)
                 return error_set(e, r, "cannot create the manifest list writer: %s",
@@ -486,8 +510,10 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
         /* ManifestListWriter.java: the same keys, numbers as decimal strings. */
         r = manifest_list_set_meta_i64(w, "snapshot-id", h->snapshot_id);
         if (r >= 0)
-                r = h->has_parent_snapshot_id ? manifest_list_set_meta_i64(w, "parent-snapshot-id", h->parent_snapshot_id)
-                                              : ocf_writer_set_meta(w, "parent-snapshot-id", slice_from_str("null"));
+                r = h->has_parent_snapshot_id
+                            ? manifest_list_set_meta_i64(w, "parent-snapshot-id",
+                                                         h->parent_snapshot_id)
+                            : ocf_writer_set_meta(w, "parent-snapshot-id", slice_from_str("null"));
         if (r >= 0)
                 r = manifest_list_set_meta_i64(w, "sequence-number", h->sequence_number);
         if (r >= 0 && h->format_version == 3)
@@ -513,8 +539,8 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
                 if (r >= 0)
                         r = ocf_writer_append(w, &value);
                 if (r < 0) {
-                        error_set(e, r, "manifest list entry %zu (%s): cannot encode: %s", i, files[i].path,
-                                  r == -EIO ? avro_strerror() : strerror(-r));
+                        error_set(e, r, "manifest list entry %zu (%s): cannot encode: %s", i,
+                                  files[i].path, r == -EIO ? avro_strerror() : strerror(-r));
                         break;
                 }
         }

@@ -16,12 +16,12 @@
 
 /* The Avro file metadata of a manifest list (ManifestListWriter.java). */
 typedef struct ManifestListHeader {
-        int format_version;             /* "format-version": 1, 2 or 3 */
-        int64_t snapshot_id;            /* "snapshot-id" */
-        bool has_parent_snapshot_id;    /* "parent-snapshot-id"; Java writes the string "null" */
+        int format_version;          /* "format-version": 1, 2 or 3 */
+        int64_t snapshot_id;         /* "snapshot-id" */
+        bool has_parent_snapshot_id; /* "parent-snapshot-id"; Java writes the string "null" */
         int64_t parent_snapshot_id;
-        int64_t sequence_number;        /* "sequence-number" (absent in v1: 0) */
-        bool has_first_row_id;          /* "first-row-id", v3 only: the snapshot's first-row-id */
+        int64_t sequence_number; /* "sequence-number" (absent in v1: 0) */
+        bool has_first_row_id;   /* "first-row-id", v3 only: the snapshot's first-row-id */
         int64_t first_row_id;
 } ManifestListHeader;
 
@@ -46,4 +46,5 @@ ManifestFile *manifest_list_files_free(ManifestFile *files, size_t n);
  * added_snapshot_id or known counts, content other than 0/1, in v3 a data manifest without
  * first_row_id or a delete manifest with one. v2 ignores first_row_id. On failure *out is
  * unchanged. Also -E2BIG when *out would pass its maximum, -ENOMEM. */
-int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, size_t n, Buf *out, Error *e);
+int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, size_t n, Buf *out,
+                        Error *e);

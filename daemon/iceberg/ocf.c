@@ -5,31 +5,40 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <zlib.h>
 
 #include "iceberg/ocf.h"
-#include "util/checked.h"
 #include "util/parse.h"
 
-#define OCF_MAGIC "Obj\x01"
-#define OCF_MAGIC_LEN 4
-#define OCF_SYNC_LEN 16
+#define OCF_MAGIC            "Obj\x01"
+#define OCF_MAGIC_LEN        4
+#define OCF_SYNC_LEN         16
 #define OCF_MAX_SCHEMA_DEPTH 64u
 /* A zigzag varint of a long takes at most 10 bytes (Avro spec, "Binary Encoding"). */
 #define OCF_MAX_VARINT_LEN 10
+/* Compressed input is at most this; zlib counts in uInt. */
+#define OCF_MAX_COMPRESSED_BYTES (OCF_MAX_BLOCK_BYTES + OCF_MAX_BLOCK_BYTES / 8)
+static_assert(OCF_MAX_COMPRESSED_BYTES <= UINT32_MAX && sizeof(uInt) >= 4,
+              "block sizes fit zlib's uInt");
+
+/* avro-c 1.11 (Debian) keeps its last error text in one process-wide buffer, not per thread.
+ * Schema parsing, the one avro-c call on input whose message we report, holds this lock
+ * until the text is copied; datums never reach avro-c unchecked, so their decoding does
+ * not report avro-c's text and runs unlocked. */
+static pthread_mutex_t ocf_avro_error_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct OcfMeta {
-        char *key;                      /* owned, NUL-terminated */
-        Slice value;                    /* reader: borrowed from the input; writer: owned copy */
+        char *key;   /* owned, NUL-terminated */
+        Slice value; /* reader: borrowed from the input; writer: owned copy */
 } OcfMeta;
 
 struct OcfReader {
-        Slice bytes;                    /* borrowed: the whole file */
-        size_t pos;                     /* next unread byte of `bytes` */
+        Slice bytes; /* borrowed: the whole file */
+        size_t pos;  /* next unread byte of `bytes` */
         OcfMeta *meta;
         size_t n_meta;
         uint8_t sync[OCF_SYNC_LEN];
@@ -41,15 +50,15 @@ struct OcfReader {
         bool has_value;
         avro_reader_t avro_reader;
 
-        Buf block;                      /* the current block, decompressed */
+        Buf block; /* the current block, decompressed */
         size_t block_pos;
-        int64_t block_remaining;        /* datums not read yet */
-        uint64_t n_blocks;              /* blocks loaded so far; the current one is n_blocks - 1 */
-        uint64_t n_datums;              /* datums returned so far */
+        int64_t block_remaining; /* datums not read yet */
+        uint64_t n_blocks;       /* blocks loaded so far; the current one is n_blocks - 1 */
+        uint64_t n_datums;       /* datums returned so far */
 };
 
 struct OcfWriter {
-        char *schema_text;              /* compact JSON written as avro.schema */
+        char *schema_text; /* compact JSON written as avro.schema */
         json_t *schema_json;
         avro_schema_t schema;
         avro_value_iface_t *iface;
@@ -58,13 +67,20 @@ struct OcfWriter {
         uint8_t sync[OCF_SYNC_LEN];
         OcfMeta *meta;
         size_t n_meta;
-        Buf raw;                        /* datums of the block being filled */
+        Buf raw; /* datums of the block being filled */
         int64_t raw_count;
-        Buf blocks;                     /* finished blocks, framed */
-        Buf scratch;                    /* compression output */
+        Buf blocks;  /* finished blocks, framed */
+        Buf scratch; /* compression output */
         bool started;
         bool finished;
 };
+
+static bool ocf_is_printable(Slice s) {
+        for (size_t i = 0; i < s.len; i++)
+                if (s.ptr[i] < 0x20 || s.ptr[i] > 0x7e)
+                        return false;
+        return true;
+}
 
 /* A bounded view over input bytes; every read checks what is left first. */
 typedef struct Cursor {
@@ -121,20 +137,6 @@ static int cursor_read_slice(Cursor *c, Slice *ret) {
         return 0;
 }
 
-static const char *ocf_type_name(avro_type_t t) {
-        static const char *const names[] = {
-                [AVRO_STRING] = "string", [AVRO_BYTES] = "bytes",   [AVRO_INT32] = "int",
-                [AVRO_INT64] = "long",    [AVRO_FLOAT] = "float",   [AVRO_DOUBLE] = "double",
-                [AVRO_BOOLEAN] = "boolean", [AVRO_NULL] = "null",   [AVRO_RECORD] = "record",
-                [AVRO_ENUM] = "enum",     [AVRO_FIXED] = "fixed",   [AVRO_MAP] = "map",
-                [AVRO_ARRAY] = "array",   [AVRO_UNION] = "union",   [AVRO_LINK] = "link",
-        };
-
-        if ((size_t)t < ELEMENTSOF(names) && names[t])
-                return names[t];
-        return "unknown";
-}
-
 typedef struct DatumCheck {
         uint64_t nodes_left;
         Error *e;
@@ -171,7 +173,8 @@ static int ocf_datum_check_items(avro_schema_t s, Cursor *c, unsigned depth, Dat
                 }
                 /* Every item costs at least one node; this bounds items of zero-byte types. */
                 if ((uint64_t)count > dc->nodes_left)
-                        return error_set(dc->e, -E2BIG, "%s block of %" PRId64 " items is too large",
+                        return error_set(dc->e, -E2BIG,
+                                         "%s block of %" PRId64 " items is too large",
                                          is_map ? "map" : "array", count);
                 for (int64_t i = 0; i < count; i++) {
                         if (is_map) {
@@ -196,9 +199,11 @@ static int ocf_datum_check(avro_schema_t s, Cursor *c, unsigned depth, DatumChec
         int r;
 
         if (depth > OCF_MAX_SCHEMA_DEPTH)
-                return error_set(dc->e, -E2BIG, "datum nests deeper than %u levels", OCF_MAX_SCHEMA_DEPTH);
+                return error_set(dc->e, -E2BIG, "datum nests deeper than %u levels",
+                                 OCF_MAX_SCHEMA_DEPTH);
         if (dc->nodes_left == 0)
-                return error_set(dc->e, -E2BIG, "datum has more than %u values", OCF_MAX_DATUM_NODES);
+                return error_set(dc->e, -E2BIG, "datum has more than %u values",
+                                 OCF_MAX_DATUM_NODES);
         dc->nodes_left--;
 
         switch (avro_typeof(s)) {
@@ -233,7 +238,7 @@ static int ocf_datum_check(avro_schema_t s, Cursor *c, unsigned depth, DatumChec
         case AVRO_BYTES:
                 if (cursor_read_slice(c, &sl) < 0)
                         return error_set(dc->e, -EBADMSG, "truncated %s or invalid length",
-                                         ocf_type_name(avro_typeof(s)));
+                                         avro_typeof(s) == AVRO_STRING ? "string" : "bytes");
                 return 0;
         case AVRO_FIXED:
                 v = avro_schema_fixed_size(s);
@@ -250,7 +255,8 @@ static int ocf_datum_check(avro_schema_t s, Cursor *c, unsigned depth, DatumChec
                 if (cursor_read_long(c, &v) < 0)
                         return error_set(dc->e, -EBADMSG, "truncated union index");
                 if (v < 0 || (uint64_t)v >= avro_schema_union_size(s))
-                        return error_set(dc->e, -EBADMSG, "union index %" PRId64 " out of range", v);
+                        return error_set(dc->e, -EBADMSG, "union index %" PRId64 " out of range",
+                                         v);
                 return ocf_datum_check(avro_schema_union_branch(s, (int)v), c, depth + 1, dc);
         case AVRO_RECORD:
                 for (size_t i = 0, n = avro_schema_record_size(s); i < n; i++) {
@@ -266,7 +272,8 @@ static int ocf_datum_check(avro_schema_t s, Cursor *c, unsigned depth, DatumChec
         case AVRO_LINK:
                 return ocf_datum_check(avro_schema_link_target(s), c, depth + 1, dc);
         default:
-                return error_set(dc->e, -EBADMSG, "unsupported schema type %d", (int)avro_typeof(s));
+                return error_set(dc->e, -EBADMSG, "unsupported schema type %d",
+                                 (int)avro_typeof(s));
         }
 }
 
@@ -317,10 +324,12 @@ static int ocf_reader_parse_meta(OcfReader *r, Cursor *c, Error *e) {
                         if (cursor_read_slice(c, &key) < 0 || cursor_read_slice(c, &value) < 0)
                                 return error_set(e, -EBADMSG, "truncated header metadata");
                         if (memchr(key.ptr, 0, key.len))
-                                return error_set(e, -EBADMSG, "header metadata key contains a NUL byte");
+                                return error_set(e, -EBADMSG,
+                                                 "header metadata key contains a NUL byte");
                         for (size_t j = 0; j < r->n_meta; j++)
                                 if (slice_eq_str(key, r->meta[j].key))
-                                        return error_set(e, -EBADMSG, "duplicate header metadata key '%.*s'",
+                                        return error_set(e, -EBADMSG,
+                                                         "duplicate header metadata key '%.*s'",
                                                          (int)key.len, (const char *)key.ptr);
                         m = reallocarray(r->meta, r->n_meta + 1, sizeof(*r->meta));
                         if (!m)
@@ -335,18 +344,93 @@ static int ocf_reader_parse_meta(OcfReader *r, Cursor *c, Error *e) {
         }
 }
 
+/* avro-c 1.11 leaks the half-built schema when a named type is defined twice ("Cannot save
+ * record schema"), so such schemas are refused before avro-c sees them. Names are compared
+ * without their namespace: stricter than Avro, never a problem for Iceberg, whose record
+ * names derive from field ids (r102, k117_v118). */
+static int ocf_schema_check_names(const json_t *j, const char ***names, size_t *n_names,
+                                  unsigned depth) {
+        const char *type, *name, *dot;
+        const json_t *v;
+        size_t i;
+        int r;
+
+        if (depth > 2 * OCF_MAX_SCHEMA_DEPTH)
+                return -E2BIG;
+        if (json_is_array(j)) {
+                json_array_foreach(j, i, v) {
+                        r = ocf_schema_check_names(v, names, n_names, depth + 1);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        if (!json_is_object(j))
+                return 0;
+
+        v = json_object_get(j, "type");
+        if (json_is_object(v) || json_is_array(v))
+                return ocf_schema_check_names(v, names, n_names, depth + 1);
+        type = json_string_value(v);
+        name = json_string_value(json_object_get(j, "name"));
+        if (type && name &&
+            (strcmp(type, "record") == 0 || strcmp(type, "error") == 0 ||
+             strcmp(type, "enum") == 0 || strcmp(type, "fixed") == 0)) {
+                const char **p;
+
+                dot = strrchr(name, '.');
+                name = dot ? dot + 1 : name;
+                for (i = 0; i < *n_names; i++)
+                        if (strcmp((*names)[i], name) == 0)
+                                return -EEXIST;
+                p = reallocarray(*names, *n_names + 1, sizeof(**names));
+                if (!p)
+                        return -ENOMEM;
+                *names = p;
+                p[(*n_names)++] = name;
+        }
+        json_array_foreach(json_object_get(j, "fields"), i, v) {
+                r = ocf_schema_check_names(json_object_get(v, "type"), names, n_names, depth + 1);
+                if (r < 0)
+                        return r;
+        }
+        r = ocf_schema_check_names(json_object_get(j, "items"), names, n_names, depth + 1);
+        if (r >= 0)
+                r = ocf_schema_check_names(json_object_get(j, "values"), names, n_names, depth + 1);
+        return r;
+}
+
+static int ocf_schema_check(const json_t *schema, Error *e) {
+        const char **names = NULL;
+        size_t n_names = 0;
+        int r;
+
+        r = ocf_schema_check_names(schema, &names, &n_names, 0);
+        free(names);
+        if (r == -EEXIST)
+                return error_set(e, -EBADMSG, "invalid avro.schema: a type name is defined twice");
+        if (r == -E2BIG)
+                return error_set(e, -E2BIG, "avro.schema nests too deep");
+        if (r < 0)
+                return error_set(e, r, "out of memory");
+        return 0;
+}
+
 static int ocf_reader_parse_schema(OcfReader *r, Error *e) {
         json_error_t jerr;
         Slice text, codec;
+        int rr;
 
         codec = ocf_reader_meta(r, "avro.codec");
         if (!codec.ptr || slice_eq_str(codec, "null"))
                 r->codec = OCF_CODEC_NULL;
         else if (slice_eq_str(codec, "deflate"))
                 r->codec = OCF_CODEC_DEFLATE;
-        else
-                return error_set(e, -EOPNOTSUPP, "unknown codec '%.*s'", (int)(codec.len > 64 ? 64 : codec.len),
+        else if (codec.len <= 64 && ocf_is_printable(codec))
+                return error_set(e, -EOPNOTSUPP, "unknown codec '%.*s'", (int)codec.len,
                                  (const char *)codec.ptr);
+        else
+                return error_set(e, -EOPNOTSUPP, "unknown codec (%zu bytes of binary)", codec.len);
 
         text = ocf_reader_meta(r, "avro.schema");
         if (!text.ptr)
@@ -357,13 +441,22 @@ static int ocf_reader_parse_schema(OcfReader *r, Error *e) {
         if (!r->schema_json)
                 return error_set(e, -EBADMSG, "avro.schema is not JSON: line %d column %d: %s",
                                  jerr.line, jerr.column, jerr.text);
+        rr = ocf_schema_check(r->schema_json, e);
+        if (rr < 0)
+                return rr;
+        (void)pthread_mutex_lock(&ocf_avro_error_lock);
+        rr = 0;
         if (avro_schema_from_json_length((const char *)text.ptr, text.len, &r->schema) != 0) {
                 r->schema = NULL;
-                return error_set(e, -EBADMSG, "invalid avro.schema: %s", avro_strerror());
+                rr = error_set(e, -EBADMSG, "invalid avro.schema: %s", avro_strerror());
+        } else {
+                r->iface = avro_generic_class_from_schema(r->schema);
+                if (!r->iface)
+                        rr = error_set(e, -EBADMSG, "unusable avro.schema: %s", avro_strerror());
         }
-        r->iface = avro_generic_class_from_schema(r->schema);
-        if (!r->iface)
-                return error_set(e, -EBADMSG, "unusable avro.schema: %s", avro_strerror());
+        (void)pthread_mutex_unlock(&ocf_avro_error_lock);
+        if (rr < 0)
+                return rr;
         if (avro_generic_value_new(r->iface, &r->value) != 0)
                 return -ENOMEM;
         r->has_value = true;
@@ -491,7 +584,9 @@ static int ocf_inflate(Slice in, Buf *out, size_t max, uint64_t block, Error *e)
                         size_t want = out->len > 65536 ? out->len : 65536;
 
                         if (out->len >= max) {
-                                r = error_set(e, -E2BIG, "block %" PRIu64 ": decompressed size exceeds %zu bytes",
+                                r = error_set(e, -E2BIG,
+                                              "block %" PRIu64
+                                              ": decompressed size exceeds %zu bytes",
                                               block, max);
                                 break;
                         }
@@ -515,13 +610,15 @@ static int ocf_inflate(Slice in, Buf *out, size_t max, uint64_t block, Error *e)
                 if (zr == Z_OK)
                         continue;
                 if (zr == Z_BUF_ERROR && z.avail_in == 0) {
-                        r = error_set(e, -EBADMSG, "block %" PRIu64 ": truncated deflate stream", block);
+                        r = error_set(e, -EBADMSG, "block %" PRIu64 ": truncated deflate stream",
+                                      block);
                         break;
                 }
                 if (zr == Z_BUF_ERROR)
                         continue;
-                r = error_set(e, zr == Z_MEM_ERROR ? -ENOMEM : -EBADMSG, "block %" PRIu64 ": invalid deflate data: %s",
-                              block, z.msg ? z.msg : "unknown error");
+                r = error_set(e, zr == Z_MEM_ERROR ? -ENOMEM : -EBADMSG,
+                              "block %" PRIu64 ": invalid deflate data: %s", block,
+                              z.msg ? z.msg : "unknown error");
                 break;
         }
         (void)inflateEnd(&z);
@@ -547,9 +644,11 @@ int ocf_reader_next_block(OcfReader *r, Error *e) {
         if (cursor_read_long(&c, &count) < 0 || cursor_read_long(&c, &size) < 0)
                 return error_set(e, -EBADMSG, "block %" PRIu64 ": truncated block header", block);
         if (count < 0 || size < 0)
-                return error_set(e, -EBADMSG, "block %" PRIu64 ": negative datum count or size", block);
+                return error_set(e, -EBADMSG, "block %" PRIu64 ": negative datum count or size",
+                                 block);
         if ((uint64_t)size > c.left)
-                return error_set(e, -EBADMSG, "block %" PRIu64 ": size %" PRId64 " exceeds the %zu bytes left",
+                return error_set(e, -EBADMSG,
+                                 "block %" PRIu64 ": size %" PRId64 " exceeds the %zu bytes left",
                                  block, size, c.left);
         (void)cursor_read_bytes(&c, (size_t)size, &data);
         if (cursor_read_bytes(&c, OCF_SYNC_LEN, &sync) < 0)
@@ -559,16 +658,19 @@ int ocf_reader_next_block(OcfReader *r, Error *e) {
 
         if (size > 0 && r->codec == OCF_CODEC_DEFLATE) {
                 /* Incompressible input grows a little under deflate (5 bytes per stored block). */
-                if ((uint64_t)size > OCF_MAX_BLOCK_BYTES + OCF_MAX_BLOCK_BYTES / 8)
-                        return error_set(e, -E2BIG, "block %" PRIu64 ": compressed size %" PRId64 " too large",
+                if ((uint64_t)size > OCF_MAX_COMPRESSED_BYTES)
+                        return error_set(e, -E2BIG,
+                                         "block %" PRIu64 ": compressed size %" PRId64 " too large",
                                          block, size);
-                rr = ocf_inflate(slice_make(data, (size_t)size), &r->block, OCF_MAX_BLOCK_BYTES, block, e);
+                rr = ocf_inflate(slice_make(data, (size_t)size), &r->block, OCF_MAX_BLOCK_BYTES,
+                                 block, e);
                 if (rr < 0)
                         return rr;
         } else if (size > 0) {
                 if ((uint64_t)size > OCF_MAX_BLOCK_BYTES)
-                        return error_set(e, -E2BIG, "block %" PRIu64 ": size %" PRId64 " exceeds %u bytes", block,
-                                         size, OCF_MAX_BLOCK_BYTES);
+                        return error_set(e, -E2BIG,
+                                         "block %" PRIu64 ": size %" PRId64 " exceeds %u bytes",
+                                         block, size, OCF_MAX_BLOCK_BYTES);
                 rr = buf_append(&r->block, data, (size_t)size);
                 if (rr < 0)
                         return error_set(e, rr, "block %" PRIu64 ": out of memory", block);
@@ -577,8 +679,14 @@ int ocf_reader_next_block(OcfReader *r, Error *e) {
          * count is either corrupt or an attempt to make us loop. */
         if ((uint64_t)count > (r->block.len > 0 ? r->block.len : 1) ||
             (count == 0 && r->block.len > 0))
-                return error_set(e, -EBADMSG, "block %" PRIu64 ": %" PRId64 " datums cannot fill %zu bytes",
+                return error_set(e, -EBADMSG,
+                                 "block %" PRIu64 ": %" PRId64 " datums cannot fill %zu bytes",
                                  block, count, r->block.len);
+
+        /* An empty block still gets storage: datums of zero-byte schemas point into it. */
+        rr = buf_reserve(&r->block, 0);
+        if (rr < 0)
+                return error_set(e, rr, "block %" PRIu64 ": out of memory", block);
 
         r->pos = r->bytes.len - c.left;
         r->block_remaining = count;
@@ -596,7 +704,8 @@ int ocf_reader_read(OcfReader *r, avro_value_t **ret_value, Error *e) {
         while (r->block_remaining == 0) {
                 /* A block whose datums are all read must have no bytes left over. */
                 if (r->n_blocks > 0 && r->block_pos != r->block.len)
-                        return error_set(e, -EBADMSG, "block %" PRIu64 ": %zu bytes after its last datum",
+                        return error_set(e, -EBADMSG,
+                                         "block %" PRIu64 ": %zu bytes after its last datum",
                                          r->n_blocks - 1, r->block.len - r->block_pos);
                 rr = ocf_reader_next_block(r, e);
                 if (rr <= 0)
@@ -615,8 +724,9 @@ int ocf_reader_read(OcfReader *r, avro_value_t **ret_value, Error *e) {
         avro_reader_memory_set_source(r->avro_reader, (const char *)r->block.data + r->block_pos,
                                       (int64_t)len);
         if (avro_value_read(r->avro_reader, &r->value) != 0)
-                return error_set(e, -EBADMSG, "block %" PRIu64 ", datum %" PRIu64 ": %s", block, r->n_datums,
-                                 avro_strerror());
+                return error_set(e, -EBADMSG,
+                                 "block %" PRIu64 ", datum %" PRIu64 ": avro-c cannot decode it",
+                                 block, r->n_datums);
         r->block_pos += len;
         r->block_remaining--;
         r->n_datums++;
@@ -667,7 +777,8 @@ int ocf_writer_new(const char *schema_json, OcfCodec codec, OcfWriter **ret_writ
         if (!w->schema_json)
                 return -EINVAL;
         /* One line like Java writes it; key order kept so the text reads like the source. */
-        w->schema_text = json_dumps(w->schema_json, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+        w->schema_text =
+                json_dumps(w->schema_json, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
         if (!w->schema_text)
                 return -ENOMEM;
         if (avro_schema_from_json_length(w->schema_text, strlen(w->schema_text), &w->schema) != 0) {
@@ -740,7 +851,7 @@ int ocf_writer_set_meta(OcfWriter *w, const char *key, Slice value) {
 
 static int buf_append_long(Buf *b, int64_t v) {
         uint8_t tmp[OCF_MAX_VARINT_LEN];
-        uint64_t n = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);   /* zigzag */
+        uint64_t n = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); /* zigzag */
         size_t len = 0;
 
         while (n & ~(uint64_t)0x7f) {
@@ -826,7 +937,8 @@ int ocf_writer_append(OcfWriter *w, avro_value_t *value) {
         if (r < 0)
                 return r;
         if (!w->avro_writer) {
-                w->avro_writer = avro_writer_memory((const char *)w->raw.data + w->raw.len, (int64_t)size);
+                w->avro_writer =
+                        avro_writer_memory((const char *)w->raw.data + w->raw.len, (int64_t)size);
                 if (!w->avro_writer)
                         return -ENOMEM;
         } else

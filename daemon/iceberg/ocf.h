@@ -17,14 +17,14 @@
 
 typedef enum OcfCodec {
         OCF_CODEC_NULL,
-        OCF_CODEC_DEFLATE,              /* raw DEFLATE (RFC 1951), no zlib header or trailer */
+        OCF_CODEC_DEFLATE, /* raw DEFLATE (RFC 1951), no zlib header or trailer */
 } OcfCodec;
 
 /* Hard limits for input we do not control. Java flushes a block every ~64 KB and a single
  * manifest entry stays far below a megabyte, so these only ever stop hostile files. */
-#define OCF_MAX_BLOCK_BYTES (16u << 20)       /* decompressed size of one block */
-#define OCF_MAX_META_ENTRIES 1024u            /* header metadata pairs */
-#define OCF_MAX_DATUM_NODES (4u << 20)        /* schema nodes visited decoding one datum */
+#define OCF_MAX_BLOCK_BYTES  (16u << 20) /* decompressed size of one block */
+#define OCF_MAX_META_ENTRIES 1024u       /* header metadata pairs */
+#define OCF_MAX_DATUM_NODES  (4u << 20)  /* schema nodes visited decoding one datum */
 
 /* Block size at which the writer starts a new block (Java's DataFileWriter default). */
 #define OCF_WRITER_BLOCK_BYTES 64000u

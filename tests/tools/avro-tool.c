@@ -79,11 +79,15 @@ static json_t *summaries_json(bool has, const PartitionFieldSummary *s, size_t n
                 return json_null();
         a = json_array();
         for (size_t i = 0; a && i < n; i++)
-                json_array_append_new(a, json_pack("{s:b, s:o, s:o, s:o}", "contains_null", s[i].contains_null,
-                                                   "contains_nan",
-                                                   s[i].has_contains_nan ? json_boolean(s[i].contains_nan) : json_null(),
-                                                   "lower_bound", optional_hex(s[i].has_lower_bound, &s[i].lower_bound),
-                                                   "upper_bound", optional_hex(s[i].has_upper_bound, &s[i].upper_bound)));
+                json_array_append_new(
+                        a, json_pack("{s:b, s:o, s:o, s:o}", "contains_null", s[i].contains_null,
+                                     "contains_nan",
+                                     s[i].has_contains_nan ? json_boolean(s[i].contains_nan)
+                                                           : json_null(),
+                                     "lower_bound",
+                                     optional_hex(s[i].has_lower_bound, &s[i].lower_bound),
+                                     "upper_bound",
+                                     optional_hex(s[i].has_upper_bound, &s[i].upper_bound)));
         return a;
 }
 
@@ -91,19 +95,21 @@ static json_t *manifest_file_json(const ManifestFile *m) {
         json_t *counts = json_null();
 
         if (m->has_counts)
-                counts = json_pack("{s:i, s:i, s:i, s:I, s:I, s:I}", "added_files_count", m->added_files_count,
-                                   "existing_files_count", m->existing_files_count, "deleted_files_count",
-                                   m->deleted_files_count, "added_rows_count", (json_int_t)m->added_rows_count,
-                                   "existing_rows_count", (json_int_t)m->existing_rows_count, "deleted_rows_count",
-                                   (json_int_t)m->deleted_rows_count);
-        return json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "manifest_path", m->path,
-                         "manifest_length", (json_int_t)m->length, "partition_spec_id", m->partition_spec_id, "content",
-                         m->content, "sequence_number", (json_int_t)m->sequence_number, "min_sequence_number",
-                         (json_int_t)m->min_sequence_number, "added_snapshot_id",
-                         optional_int(m->has_added_snapshot_id, m->added_snapshot_id), "counts", counts, "partitions",
-                         summaries_json(m->has_partitions, m->partitions, m->n_partitions), "key_metadata",
-                         optional_hex(m->has_key_metadata, &m->key_metadata), "first_row_id",
-                         optional_int(m->has_first_row_id, m->first_row_id));
+                counts = json_pack(
+                        "{s:i, s:i, s:i, s:I, s:I, s:I}", "added_files_count", m->added_files_count,
+                        "existing_files_count", m->existing_files_count, "deleted_files_count",
+                        m->deleted_files_count, "added_rows_count", (json_int_t)m->added_rows_count,
+                        "existing_rows_count", (json_int_t)m->existing_rows_count,
+                        "deleted_rows_count", (json_int_t)m->deleted_rows_count);
+        return json_pack(
+                "{s:s, s:I, s:i, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "manifest_path", m->path,
+                "manifest_length", (json_int_t)m->length, "partition_spec_id", m->partition_spec_id,
+                "content", m->content, "sequence_number", (json_int_t)m->sequence_number,
+                "min_sequence_number", (json_int_t)m->min_sequence_number, "added_snapshot_id",
+                optional_int(m->has_added_snapshot_id, m->added_snapshot_id), "counts", counts,
+                "partitions", summaries_json(m->has_partitions, m->partitions, m->n_partitions),
+                "key_metadata", optional_hex(m->has_key_metadata, &m->key_metadata), "first_row_id",
+                optional_int(m->has_first_row_id, m->first_row_id));
 }
 
 /* Metadata values as text when they are UTF-8, else as "hex:...". */
@@ -143,7 +149,8 @@ static int print_json(json_t *j) {
 }
 
 static int fail_json(const char *what, int r, const Error *e) {
-        (void)print_json(json_pack("{s:s, s:s, s:i}", "error", e->message, "stage", what, "code", r));
+        (void)print_json(
+                json_pack("{s:s, s:s, s:i}", "error", e->message, "stage", what, "code", r));
         return 1;
 }
 
@@ -169,18 +176,20 @@ static int cmd_read_list(const char *path) {
         if (r < 0)
                 return fail_json("manifest_list_read", r, &e);
 
-        out = json_pack("{s:s, s:o}", "codec", ocf_reader_codec(reader) == OCF_CODEC_DEFLATE ? "deflate" : "null",
-                        "meta", meta_json(reader));
+        out = json_pack("{s:s, s:o}", "codec",
+                        ocf_reader_codec(reader) == OCF_CODEC_DEFLATE ? "deflate" : "null", "meta",
+                        meta_json(reader));
         r = manifest_list_read_header(buf_slice(&file), &h, &e);
         if (r < 0)
                 json_object_set_new(out, "header_error", json_string(e.message));
         else
-                json_object_set_new(out, "header",
-                                    json_pack("{s:i, s:I, s:o, s:I, s:o}", "format_version", h.format_version,
-                                              "snapshot_id", (json_int_t)h.snapshot_id, "parent_snapshot_id",
-                                              optional_int(h.has_parent_snapshot_id, h.parent_snapshot_id),
-                                              "sequence_number", (json_int_t)h.sequence_number, "first_row_id",
-                                              optional_int(h.has_first_row_id, h.first_row_id)));
+                json_object_set_new(
+                        out, "header",
+                        json_pack("{s:i, s:I, s:o, s:I, s:o}", "format_version", h.format_version,
+                                  "snapshot_id", (json_int_t)h.snapshot_id, "parent_snapshot_id",
+                                  optional_int(h.has_parent_snapshot_id, h.parent_snapshot_id),
+                                  "sequence_number", (json_int_t)h.sequence_number, "first_row_id",
+                                  optional_int(h.has_first_row_id, h.first_row_id)));
         list = json_array();
         for (size_t i = 0; i < n; i++)
                 json_array_append_new(list, manifest_file_json(&files[i]));
@@ -207,21 +216,24 @@ static int cmd_read_manifest(const char *path, const char *location) {
 
         files = json_array();
         for (size_t i = 0; i < m->n_files; i++)
-                json_array_append_new(files, json_pack("{s:s, s:s, s:I, s:I}", "file_path", m->files[i].path,
-                                                       "file_format", m->files[i].format, "record_count",
-                                                       (json_int_t)m->files[i].record_count, "file_size_in_bytes",
-                                                       (json_int_t)m->files[i].file_size_in_bytes));
-        out = json_pack("{s:i, s:i, s:i, s:s?, s:s?, s:i, s:I, s:I, s:o, s:o}", "format_version", m->format_version,
-                        "content", m->content, "partition_spec_id", m->partition_spec_id, "schema", m->schema_json,
-                        "partition_spec", m->partition_spec_json, "added_files_count", m->added_files_count,
+                json_array_append_new(
+                        files, json_pack("{s:s, s:s, s:I, s:I}", "file_path", m->files[i].path,
+                                         "file_format", m->files[i].format, "record_count",
+                                         (json_int_t)m->files[i].record_count, "file_size_in_bytes",
+                                         (json_int_t)m->files[i].file_size_in_bytes));
+        out = json_pack("{s:i, s:i, s:i, s:s?, s:s?, s:i, s:I, s:I, s:o, s:o}", "format_version",
+                        m->format_version, "content", m->content, "partition_spec_id",
+                        m->partition_spec_id, "schema", m->schema_json, "partition_spec",
+                        m->partition_spec_json, "added_files_count", m->added_files_count,
                         "added_rows_count", (json_int_t)m->added_rows_count, "added_files_size",
                         (json_int_t)m->added_files_size, "partitions",
-                        summaries_json(m->has_partitions, m->partitions, m->n_partitions), "files", files);
+                        summaries_json(m->has_partitions, m->partitions, m->n_partitions), "files",
+                        files);
         return print_json(out) < 0 ? 2 : 0;
 }
 
-static void summary_init(PartitionFieldSummary *s, bool contains_null, int contains_nan, const void *lower,
-                         size_t lower_len, const void *upper, size_t upper_len) {
+static void summary_init(PartitionFieldSummary *s, bool contains_null, int contains_nan,
+                         const void *lower, size_t lower_len, const void *upper, size_t upper_len) {
         *s = (PartitionFieldSummary){ .contains_null = contains_null };
         buf_init(&s->lower_bound, 1024);
         buf_init(&s->upper_bound, 1024);
@@ -241,33 +253,69 @@ static void summary_init(PartitionFieldSummary *s, bool contains_null, int conta
 static int cmd_write_list_v3(const char *path) {
         _cleanup_(buf_deinitp) Buf out;
         ManifestListHeader h = {
-                .format_version = 3, .snapshot_id = 987134631982734, .has_parent_snapshot_id = true,
-                .parent_snapshot_id = 987134631982733, .sequence_number = 35, .has_first_row_id = true,
+                .format_version = 3,
+                .snapshot_id = 987134631982734,
+                .has_parent_snapshot_id = true,
+                .parent_snapshot_id = 987134631982733,
+                .sequence_number = 35,
+                .has_first_row_id = true,
                 .first_row_id = 1000,
         };
         PartitionFieldSummary parts[2];
         ManifestFile files[3] = {
                 {
-                        .path = (char *)"s3://bucket/wh/ns/t/metadata/staged-a-m0.avro", .length = 7012,
-                        .partition_spec_id = 1, .content = 0, .sequence_number = 35, .min_sequence_number = 35,
-                        .has_added_snapshot_id = true, .added_snapshot_id = 987134631982734, .has_counts = true,
-                        .added_files_count = 3, .added_rows_count = 375, .has_partitions = true, .partitions = parts,
-                        .n_partitions = 2, .has_first_row_id = true, .first_row_id = 1000,
+                        .path = (char *)"s3://bucket/wh/ns/t/metadata/staged-a-m0.avro",
+                        .length = 7012,
+                        .partition_spec_id = 1,
+                        .content = 0,
+                        .sequence_number = 35,
+                        .min_sequence_number = 35,
+                        .has_added_snapshot_id = true,
+                        .added_snapshot_id = 987134631982734,
+                        .has_counts = true,
+                        .added_files_count = 3,
+                        .added_rows_count = 375,
+                        .has_partitions = true,
+                        .partitions = parts,
+                        .n_partitions = 2,
+                        .has_first_row_id = true,
+                        .first_row_id = 1000,
                 },
                 {
-                        .path = (char *)"s3://bucket/wh/ns/t/metadata/deletes-m1.avro", .length = 5000,
-                        .partition_spec_id = 0, .content = 1, .sequence_number = 34, .min_sequence_number = 10,
-                        .has_added_snapshot_id = true, .added_snapshot_id = 42, .has_counts = true,
-                        .added_files_count = 1, .existing_files_count = 2, .deleted_files_count = 3,
-                        .added_rows_count = 4, .existing_rows_count = 5, .deleted_rows_count = 6,
-                        .has_partitions = true, .n_partitions = 0, .has_key_metadata = true,
+                        .path = (char *)"s3://bucket/wh/ns/t/metadata/deletes-m1.avro",
+                        .length = 5000,
+                        .partition_spec_id = 0,
+                        .content = 1,
+                        .sequence_number = 34,
+                        .min_sequence_number = 10,
+                        .has_added_snapshot_id = true,
+                        .added_snapshot_id = 42,
+                        .has_counts = true,
+                        .added_files_count = 1,
+                        .existing_files_count = 2,
+                        .deleted_files_count = 3,
+                        .added_rows_count = 4,
+                        .existing_rows_count = 5,
+                        .deleted_rows_count = 6,
+                        .has_partitions = true,
+                        .n_partitions = 0,
+                        .has_key_metadata = true,
                 },
                 {
-                        .path = (char *)"s3://bucket/wh/ns/t/metadata/parent-m2.avro", .length = 9000,
-                        .partition_spec_id = 0, .content = 0, .sequence_number = 1, .min_sequence_number = 1,
-                        .has_added_snapshot_id = true, .added_snapshot_id = 7, .has_counts = true,
-                        .existing_files_count = 7, .existing_rows_count = 75, .has_partitions = false,
-                        .has_first_row_id = true, .first_row_id = 925,
+                        .path = (char *)"s3://bucket/wh/ns/t/metadata/parent-m2.avro",
+                        .length = 9000,
+                        .partition_spec_id = 0,
+                        .content = 0,
+                        .sequence_number = 1,
+                        .min_sequence_number = 1,
+                        .has_added_snapshot_id = true,
+                        .added_snapshot_id = 7,
+                        .has_counts = true,
+                        .existing_files_count = 7,
+                        .existing_rows_count = 75,
+                        .has_partitions = false,
+                        .has_first_row_id = true,
+                        .first_row_id = 925,
                 },
         };
         Error e = {};
@@ -307,7 +355,10 @@ int main(int argc, char **argv) {
                 return cmd_read_list(argv[2]);
         if ((argc == 3 || argc == 4) && strcmp(argv[1], "read-manifest") == 0)
                 return cmd_read_manifest(argv[2], argc == 4 ? argv[3] : NULL);
-        fprintf(stderr, "usage: icecommit-avro-tool write-list-v3 OUT | read-list IN | read-manifest IN [LOCATION]\n"
-                        "exit: 0 ok, 1 the file was rejected (JSON with \"error\" on stdout), 2 usage or I/O\n");
+        fprintf(stderr,
+                "usage: icecommit-avro-tool write-list-v3 OUT | read-list IN |\n"
+                "                           read-manifest IN [LOCATION]\n"
+                "exit: 0 ok, 1 the file was rejected (JSON with \"error\" on stdout),\n"
+                "      2 usage or I/O\n");
         return 2;
 }

@@ -61,11 +61,11 @@ typedef struct TestEntry {
 } TestEntry;
 
 typedef struct TestManifest {
-        int version;                    /* entry schema: 2 or 3 */
-        const char *format_version;     /* metadata; NULL: absent */
-        const char *content;            /* metadata; NULL: absent */
-        const char *partition_fields;   /* JSON array of the r102 fields; NULL: unpartitioned */
-        bool optional_counts;           /* record_count and file_size as ["null","long"] */
+        int version;                  /* entry schema: 2 or 3 */
+        const char *format_version;   /* metadata; NULL: absent */
+        const char *content;          /* metadata; NULL: absent */
+        const char *partition_fields; /* JSON array of the r102 fields; NULL: unpartitioned */
+        bool optional_counts;         /* record_count and file_size as ["null","long"] */
         OcfCodec codec;
         const TestEntry *entries;
         size_t n_entries;
@@ -74,8 +74,9 @@ typedef struct TestManifest {
 static char *entry_schema_text(const TestManifest *tm) {
         json_t *schema = load_json(tm->version == 2 ? "tests/data/manifest_entry_v2.avsc"
                                                     : "tests/data/manifest_entry_v3.avsc");
-        json_t *df_fields = json_object_get(json_object_get(json_array_get(json_object_get(schema, "fields"), 4), "type"),
-                                            "fields");
+        json_t *df_fields = json_object_get(
+                json_object_get(json_array_get(json_object_get(schema, "fields"), 4), "type"),
+                "fields");
         char *text;
 
         for (size_t i = 0; i < json_array_size(df_fields); i++) {
@@ -86,10 +87,12 @@ static char *entry_schema_text(const TestManifest *tm) {
                         json_t *fields = json_loads(tm->partition_fields, 0, NULL);
 
                         ASSERT_TRUE(fields);
-                        ASSERT_OK(json_object_set_new(json_object_get(f, "type"), "fields", fields));
+                        ASSERT_OK(
+                                json_object_set_new(json_object_get(f, "type"), "fields", fields));
                 }
                 if ((id == 103 || id == 104) && tm->optional_counts)
-                        ASSERT_OK(json_object_set_new(f, "type", json_pack("[s,s]", "null", "long")));
+                        ASSERT_OK(
+                                json_object_set_new(f, "type", json_pack("[s,s]", "null", "long")));
         }
         text = json_dumps(schema, JSON_COMPACT | JSON_PRESERVE_ORDER);
         json_decref(schema);
@@ -111,11 +114,21 @@ static void set_partition(avro_value_t *tuple, const PartValue *values) {
                         continue;
                 }
                 switch (avro_typeof(fs)) {
-                case AVRO_INT32:   ASSERT_OK(fields_set_int(tuple, (int)i, (int32_t)pv->n)); break;
-                case AVRO_INT64:   ASSERT_OK(fields_set_long(tuple, (int)i, pv->n)); break;
-                case AVRO_BOOLEAN: ASSERT_OK(fields_set_bool(tuple, (int)i, pv->n != 0)); break;
-                case AVRO_STRING:  ASSERT_OK(fields_set_string(tuple, (int)i, pv->s)); break;
-                case AVRO_BYTES:   ASSERT_OK(fields_set_bytes(tuple, (int)i, pv->s, strlen(pv->s))); break;
+                case AVRO_INT32:
+                        ASSERT_OK(fields_set_int(tuple, (int)i, (int32_t)pv->n));
+                        break;
+                case AVRO_INT64:
+                        ASSERT_OK(fields_set_long(tuple, (int)i, pv->n));
+                        break;
+                case AVRO_BOOLEAN:
+                        ASSERT_OK(fields_set_bool(tuple, (int)i, pv->n != 0));
+                        break;
+                case AVRO_STRING:
+                        ASSERT_OK(fields_set_string(tuple, (int)i, pv->s));
+                        break;
+                case AVRO_BYTES:
+                        ASSERT_OK(fields_set_bytes(tuple, (int)i, pv->s, strlen(pv->s)));
+                        break;
                 case AVRO_DOUBLE:
                         ASSERT_OK(fields_set_value(tuple, (int)i, &child));
                         ASSERT_EQ(avro_value_set_double(&child, pv->d), 0);
@@ -135,16 +148,19 @@ static void build_manifest(const TestManifest *tm, Buf *out) {
 
         ASSERT_OK(ocf_writer_new(schema, tm->codec, &w));
         free(schema);
-        ASSERT_OK(fields_record_init(ocf_writer_schema_json(w), ocf_writer_schema(w), &entry, NULL));
+        ASSERT_OK(
+                fields_record_init(ocf_writer_schema_json(w), ocf_writer_schema(w), &entry, NULL));
         ASSERT_OK(fields_record_nested(&entry, fields_index(&entry, 2), &df_rec, NULL));
 
-        ASSERT_OK(ocf_writer_set_meta(w, "schema",
-                                      slice_from_str("{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,"
-                                                     "\"name\":\"id\",\"required\":true,\"type\":\"long\"}]}")));
+        ASSERT_OK(ocf_writer_set_meta(
+                w, "schema",
+                slice_from_str("{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,"
+                               "\"name\":\"id\",\"required\":true,\"type\":\"long\"}]}")));
         ASSERT_OK(ocf_writer_set_meta(w, "partition-spec", slice_from_str("[]")));
         ASSERT_OK(ocf_writer_set_meta(w, "partition-spec-id", slice_from_str("0")));
         if (tm->format_version)
-                ASSERT_OK(ocf_writer_set_meta(w, "format-version", slice_from_str(tm->format_version)));
+                ASSERT_OK(ocf_writer_set_meta(w, "format-version",
+                                              slice_from_str(tm->format_version)));
         if (tm->content)
                 ASSERT_OK(ocf_writer_set_meta(w, "content", slice_from_str(tm->content)));
         ASSERT_OK(ocf_writer_set_meta(w, "iceberg.schema", slice_from_str("{}")));
@@ -170,7 +186,8 @@ static void build_manifest(const TestManifest *tm, Buf *out) {
                 ASSERT_OK(fields_set_string(&df, fields_index(&df_rec, 100), te->path));
                 ASSERT_OK(fields_set_string(&df, fields_index(&df_rec, 101), "PARQUET"));
                 if (!te->null_record_count)
-                        ASSERT_OK(fields_set_long(&df, fields_index(&df_rec, 103), te->record_count));
+                        ASSERT_OK(
+                                fields_set_long(&df, fields_index(&df_rec, 103), te->record_count));
                 ASSERT_OK(fields_set_long(&df, fields_index(&df_rec, 104), te->file_size));
                 if (te->has_first_row_id)
                         ASSERT_OK(fields_set_long(&df, fields_index(&df_rec, 142), 12));
@@ -184,7 +201,10 @@ static void build_manifest(const TestManifest *tm, Buf *out) {
 }
 
 static const TestEntry good_entry = {
-        .status = 1, .path = "s3://b/t/data/a.parquet", .record_count = 100, .file_size = 4096,
+        .status = 1,
+        .path = "s3://b/t/data/a.parquet",
+        .record_count = 100,
+        .file_size = 4096,
 };
 
 /* Parses a one-entry manifest whose entry is `te` and expects the error `want`. */
@@ -193,15 +213,21 @@ static void expect_entry_rejected(const TestEntry *te, const char *want) {
         StagedManifest *m = NULL;
         TestEntry entries[2] = { good_entry, *te };
         TestManifest tm = {
-                .version = 3, .format_version = "3", .content = "data",
-                .entries = entries, .n_entries = 2,
+                .version = 3,
+                .format_version = "3",
+                .content = "data",
+                .entries = entries,
+                .n_entries = 2,
         };
         Error e = {};
 
         build_manifest(&tm, &file);
-        ASSERT_EQ(staged_manifest_parse(slice_of(&file), "s3://b/t/metadata/m0.avro", NULL, &m, &e), -EINVAL);
+        ASSERT_EQ(staged_manifest_parse(slice_of(&file), "s3://b/t/metadata/m0.avro", NULL, &m, &e),
+                  -EINVAL);
         ASSERT_TRUE(!m);
-        ASSERT_CONTAINS(e.message, "manifest 's3://b/t/metadata/m0.avro': entry 1 (s3://b/t/data/x.parquet): ");
+        ASSERT_CONTAINS(
+                e.message,
+                "manifest 's3://b/t/metadata/m0.avro': entry 1 (s3://b/t/data/x.parquet): ");
         ASSERT_CONTAINS(e.message, want);
 }
 
@@ -258,7 +284,8 @@ static void check_simple(const Buf *file, OcfCodec codec, size_t n) {
         ASSERT_TRUE(slice_eq_str(ocf_reader_meta(r, "k1"), "v1"));
         ASSERT_TRUE(ocf_reader_meta(r, "empty").ptr && ocf_reader_meta(r, "empty").len == 0);
         ASSERT_TRUE(!ocf_reader_meta(r, "absent").ptr);
-        ASSERT_TRUE(slice_eq_str(ocf_reader_meta(r, "avro.codec"), codec == OCF_CODEC_DEFLATE ? "deflate" : "null"));
+        ASSERT_TRUE(slice_eq_str(ocf_reader_meta(r, "avro.codec"),
+                                 codec == OCF_CODEC_DEFLATE ? "deflate" : "null"));
         ASSERT_EQ(ocf_reader_n_meta(r), 4);
         ASSERT_OK(fields_record_init(ocf_reader_schema_json(r), ocf_reader_schema(r), &rec, &e));
         ASSERT_EQ(fields_index(&rec, 3), 2);
@@ -275,7 +302,8 @@ static void check_simple(const Buf *file, OcfCodec codec, size_t n) {
                 ASSERT_EQ(fields_get_string(v, fields_index(&rec, 2), &s, &len, &e), 1);
                 ASSERT_EQ(len, 299);
                 ASSERT_EQ(s[0], 'a' + (int)(count % 26));
-                ASSERT_EQ(fields_get_int(v, fields_index(&rec, 3), &opt, &e), count % 3 == 0 ? 0 : 1);
+                ASSERT_EQ(fields_get_int(v, fields_index(&rec, 3), &opt, &e),
+                          count % 3 == 0 ? 0 : 1);
                 if (count % 3)
                         ASSERT_EQ(opt, -(int32_t)count);
                 /* Wrong types are errors, never silent conversions. */
@@ -293,7 +321,7 @@ TEST(ocf_round_trip_null_codec) {
         _cleanup_(buf_deinitp) Buf file;
 
         build_simple(OCF_CODEC_NULL, 1000, &file);
-        ASSERT_TRUE(file.len > 3 * OCF_WRITER_BLOCK_BYTES);     /* several blocks */
+        ASSERT_TRUE(file.len > 3 * OCF_WRITER_BLOCK_BYTES); /* several blocks */
         check_simple(&file, OCF_CODEC_NULL, 1000);
 }
 
@@ -301,7 +329,7 @@ TEST(ocf_round_trip_deflate_codec) {
         _cleanup_(buf_deinitp) Buf file;
 
         build_simple(OCF_CODEC_DEFLATE, 1000, &file);
-        ASSERT_TRUE(file.len < 100000);                         /* it did compress */
+        ASSERT_TRUE(file.len < 100000); /* it did compress */
         check_simple(&file, OCF_CODEC_DEFLATE, 1000);
 }
 
@@ -381,6 +409,15 @@ TEST(ocf_rejects_corrupt_input) {
         ASSERT_CONTAINS(e.message, "invalid avro.schema");
         buf_deinit(&b);
 
+        /* avro-c would leak on this one; refused before it parses. */
+        build_raw(&b,
+                  "[{\"type\":\"record\",\"name\":\"a\",\"fields\":[]},"
+                  "{\"type\":\"fixed\",\"name\":\"n.a\",\"size\":1}]",
+                  NULL);
+        ASSERT_EQ(read_all(&b, &e), -EBADMSG);
+        ASSERT_STREQ(e.message, "invalid avro.schema: a type name is defined twice");
+        buf_deinit(&b);
+
         build_raw(&b, "{not json", NULL);
         ASSERT_EQ(read_all(&b, &e), -EBADMSG);
         ASSERT_CONTAINS(e.message, "avro.schema is not JSON");
@@ -389,8 +426,8 @@ TEST(ocf_rejects_corrupt_input) {
         /* A string whose length claims far more than the block holds: checked before avro-c
          * would allocate it. */
         build_raw(&b, "\"string\"", NULL);
-        put_long(&b, 1);                /* one datum */
-        put_long(&b, 6);                /* of 6 bytes: just the length prefix */
+        put_long(&b, 1); /* one datum */
+        put_long(&b, 6); /* of 6 bytes: just the length prefix */
         put_long(&b, 1000000000000);
         ASSERT_OK(buf_append(&b, test_sync, 16));
         ASSERT_EQ(read_all(&b, &e), -EBADMSG);
@@ -519,7 +556,8 @@ TEST(ocf_rejects_deflate_bomb) {
 
 /* ---- manifest lists --------------------------------------------------------------------- */
 
-static void summary_set(PartitionFieldSummary *s, bool contains_null, int nan, const char *lower, const char *upper) {
+static void summary_set(PartitionFieldSummary *s, bool contains_null, int nan, const char *lower,
+                        const char *upper) {
         *s = (PartitionFieldSummary){ .contains_null = contains_null };
         buf_init(&s->lower_bound, 1024);
         buf_init(&s->upper_bound, 1024);
@@ -544,35 +582,70 @@ static ManifestFile *sample_files(size_t *ret_n) {
 
         ASSERT_TRUE(f);
         f[0] = (ManifestFile){
-                .path = strdup("s3://b/t/metadata/staged-1-m0.avro"), .length = 7012, .partition_spec_id = 1,
-                .content = 0, .sequence_number = 35, .min_sequence_number = 35,
-                .has_added_snapshot_id = true, .added_snapshot_id = 987134631982734,
-                .has_counts = true, .added_files_count = 3, .existing_files_count = 0, .deleted_files_count = 0,
-                .added_rows_count = 375, .existing_rows_count = 0, .deleted_rows_count = 0,
-                .has_partitions = true, .n_partitions = 2,
-                .has_first_row_id = true, .first_row_id = 1000,
+                .path = strdup("s3://b/t/metadata/staged-1-m0.avro"),
+                .length = 7012,
+                .partition_spec_id = 1,
+                .content = 0,
+                .sequence_number = 35,
+                .min_sequence_number = 35,
+                .has_added_snapshot_id = true,
+                .added_snapshot_id = 987134631982734,
+                .has_counts = true,
+                .added_files_count = 3,
+                .existing_files_count = 0,
+                .deleted_files_count = 0,
+                .added_rows_count = 375,
+                .existing_rows_count = 0,
+                .deleted_rows_count = 0,
+                .has_partitions = true,
+                .n_partitions = 2,
+                .has_first_row_id = true,
+                .first_row_id = 1000,
         };
         f[0].partitions = calloc(2, sizeof(PartitionFieldSummary));
         summary_set(&f[0].partitions[0], false, -1, "\x0a\x00\x00\x00", "\x64\x00\x00\x00");
         summary_set(&f[0].partitions[1], true, 0, "alpha", NULL);
         buf_init(&f[0].key_metadata, 1024);
         f[1] = (ManifestFile){
-                .path = strdup("s3://b/t/metadata/deletes-m1.avro"), .length = 5000, .partition_spec_id = 0,
-                .content = 1, .sequence_number = 34, .min_sequence_number = 10,
-                .has_added_snapshot_id = true, .added_snapshot_id = 42,
-                .has_counts = true, .added_files_count = 1, .existing_files_count = 2, .deleted_files_count = 3,
-                .added_rows_count = 4, .existing_rows_count = 5, .deleted_rows_count = 6,
-                .has_partitions = true, .n_partitions = 0,
+                .path = strdup("s3://b/t/metadata/deletes-m1.avro"),
+                .length = 5000,
+                .partition_spec_id = 0,
+                .content = 1,
+                .sequence_number = 34,
+                .min_sequence_number = 10,
+                .has_added_snapshot_id = true,
+                .added_snapshot_id = 42,
+                .has_counts = true,
+                .added_files_count = 1,
+                .existing_files_count = 2,
+                .deleted_files_count = 3,
+                .added_rows_count = 4,
+                .existing_rows_count = 5,
+                .deleted_rows_count = 6,
+                .has_partitions = true,
+                .n_partitions = 0,
         };
         buf_init(&f[1].key_metadata, 1024);
         f[2] = (ManifestFile){
-                .path = strdup("s3://b/t/metadata/old-m2.avro"), .length = 9000, .partition_spec_id = 0,
-                .content = 0, .sequence_number = 1, .min_sequence_number = 1,
-                .has_added_snapshot_id = true, .added_snapshot_id = INT64_MAX,
-                .has_counts = true, .added_files_count = INT32_MAX, .existing_files_count = 7,
-                .deleted_files_count = 0, .added_rows_count = 925, .existing_rows_count = INT64_MAX / 4,
-                .deleted_rows_count = 0, .has_partitions = false,
-                .has_key_metadata = true, .has_first_row_id = true, .first_row_id = 925,
+                .path = strdup("s3://b/t/metadata/old-m2.avro"),
+                .length = 9000,
+                .partition_spec_id = 0,
+                .content = 0,
+                .sequence_number = 1,
+                .min_sequence_number = 1,
+                .has_added_snapshot_id = true,
+                .added_snapshot_id = INT64_MAX,
+                .has_counts = true,
+                .added_files_count = INT32_MAX,
+                .existing_files_count = 7,
+                .deleted_files_count = 0,
+                .added_rows_count = 925,
+                .existing_rows_count = INT64_MAX / 4,
+                .deleted_rows_count = 0,
+                .has_partitions = false,
+                .has_key_metadata = true,
+                .has_first_row_id = true,
+                .first_row_id = 925,
         };
         buf_init(&f[2].key_metadata, 1024);
         ASSERT_OK(buf_append(&f[2].key_metadata, "\x00\x01\xfe\xff", 4));
@@ -612,10 +685,13 @@ static void assert_files_equal(const ManifestFile *a, const ManifestFile *b, int
                 ASSERT_EQ(x->contains_null, y->contains_null);
                 ASSERT_EQ(x->has_contains_nan, y->has_contains_nan);
                 ASSERT_EQ(x->contains_nan, y->contains_nan);
-                assert_bufs_equal(x->has_lower_bound, &x->lower_bound, y->has_lower_bound, &y->lower_bound);
-                assert_bufs_equal(x->has_upper_bound, &x->upper_bound, y->has_upper_bound, &y->upper_bound);
+                assert_bufs_equal(x->has_lower_bound, &x->lower_bound, y->has_lower_bound,
+                                  &y->lower_bound);
+                assert_bufs_equal(x->has_upper_bound, &x->upper_bound, y->has_upper_bound,
+                                  &y->upper_bound);
         }
-        assert_bufs_equal(a->has_key_metadata, &a->key_metadata, b->has_key_metadata, &b->key_metadata);
+        assert_bufs_equal(a->has_key_metadata, &a->key_metadata, b->has_key_metadata,
+                          &b->key_metadata);
         if (version >= 3) {
                 ASSERT_EQ(a->has_first_row_id, b->has_first_row_id);
                 ASSERT_EQ(a->first_row_id, b->first_row_id);
@@ -626,7 +702,9 @@ static void assert_files_equal(const ManifestFile *a, const ManifestFile *b, int
 static void round_trip_list(int version) {
         _cleanup_(buf_deinitp) Buf out;
         ManifestListHeader h = {
-                .format_version = version, .snapshot_id = 987134631982734, .has_parent_snapshot_id = version == 3,
+                .format_version = version,
+                .snapshot_id = 987134631982734,
+                .has_parent_snapshot_id = version == 3,
                 .parent_snapshot_id = 987134631982733, .sequence_number = 35,
                 .has_first_row_id = version == 3, .first_row_id = 1000,
         }, got;
@@ -658,9 +736,10 @@ static void round_trip_list(int version) {
         /* Exactly Java's metadata keys, and deflate. */
         {
                 _cleanup_(ocf_reader_freep) OcfReader *r = NULL;
-                static const char *const keys_v3[] = { "avro.schema", "avro.codec", "snapshot-id",
-                                                       "parent-snapshot-id", "sequence-number", "first-row-id",
-                                                       "format-version", "iceberg.schema" };
+                static const char *const keys_v3[] = { "avro.schema",     "avro.codec",
+                                                       "snapshot-id",     "parent-snapshot-id",
+                                                       "sequence-number", "first-row-id",
+                                                       "format-version",  "iceberg.schema" };
                 json_t *schema;
 
                 ASSERT_OK(ocf_reader_open(slice_of(&out), &r, &e));
@@ -671,7 +750,8 @@ static void round_trip_list(int version) {
                                 ASSERT_TRUE(ocf_reader_meta(r, keys_v3[i]).ptr);
                 if (!h.has_parent_snapshot_id)
                         ASSERT_TRUE(slice_eq_str(ocf_reader_meta(r, "parent-snapshot-id"), "null"));
-                ASSERT_TRUE(slice_eq_str(ocf_reader_meta(r, "format-version"), version == 3 ? "3" : "2"));
+                ASSERT_TRUE(slice_eq_str(ocf_reader_meta(r, "format-version"),
+                                         version == 3 ? "3" : "2"));
                 ASSERT_TRUE(slice_eq_str(ocf_reader_meta(r, "snapshot-id"), "987134631982734"));
 
                 /* The Iceberg schema: struct of fields 500-520 with Iceberg types. */
@@ -680,7 +760,8 @@ static void round_trip_list(int version) {
                 ASSERT_TRUE(schema);
                 ASSERT_STREQ(json_string_value(json_object_get(schema, "type")), "struct");
                 ASSERT_EQ(json_integer_value(json_object_get(schema, "schema-id")), 0);
-                ASSERT_EQ(json_array_size(json_object_get(schema, "fields")), version == 3 ? 16 : 15);
+                ASSERT_EQ(json_array_size(json_object_get(schema, "fields")),
+                          version == 3 ? 16 : 15);
                 {
                         json_t *f0 = json_array_get(json_object_get(schema, "fields"), 0);
                         json_t *parts = json_array_get(json_object_get(schema, "fields"), 13);
@@ -688,7 +769,8 @@ static void round_trip_list(int version) {
                         json_t *elem = json_object_get(list, "element");
 
                         ASSERT_EQ(json_integer_value(json_object_get(f0, "id")), 500);
-                        ASSERT_STREQ(json_string_value(json_object_get(f0, "name")), "manifest_path");
+                        ASSERT_STREQ(json_string_value(json_object_get(f0, "name")),
+                                     "manifest_path");
                         ASSERT_TRUE(json_is_true(json_object_get(f0, "required")));
                         ASSERT_STREQ(json_string_value(json_object_get(f0, "type")), "string");
                         ASSERT_EQ(json_integer_value(json_object_get(parts, "id")), 507);
@@ -697,7 +779,8 @@ static void round_trip_list(int version) {
                         ASSERT_EQ(json_integer_value(json_object_get(list, "element-id")), 508);
                         ASSERT_TRUE(json_is_true(json_object_get(list, "element-required")));
                         ASSERT_STREQ(json_string_value(json_object_get(
-                                             json_array_get(json_object_get(elem, "fields"), 2), "type")),
+                                             json_array_get(json_object_get(elem, "fields"), 2),
+                                             "type")),
                                      "binary");
                 }
                 json_decref(schema);
@@ -731,7 +814,9 @@ TEST(manifest_list_empty_round_trip) {
 
 TEST(manifest_list_write_refuses_what_java_refuses) {
         _cleanup_(buf_deinitp) Buf out;
-        ManifestListHeader h = { .format_version = 3, .snapshot_id = 1, .has_first_row_id = true, .first_row_id = 5 };
+        ManifestListHeader h = {
+                .format_version = 3, .snapshot_id = 1, .has_first_row_id = true, .first_row_id = 5
+        };
         ManifestFile *files;
         size_t n;
         Error e = {};
@@ -753,13 +838,17 @@ TEST(manifest_list_write_refuses_what_java_refuses) {
 
         files[0].has_first_row_id = false;
         ASSERT_EQ(manifest_list_write(&h, files, n, &out, &e), -EINVAL);
-        ASSERT_STREQ(e.message, "manifest list entry 0 (s3://b/t/metadata/staged-1-m0.avro): data manifest has no "
-                                "first_row_id");
+        ASSERT_STREQ(
+                e.message,
+                "manifest list entry 0 (s3://b/t/metadata/staged-1-m0.avro): data manifest has no "
+                "first_row_id");
         files[0].has_first_row_id = true;
 
         files[1].has_first_row_id = true;
         ASSERT_EQ(manifest_list_write(&h, files, n, &out, &e), -EINVAL);
-        ASSERT_CONTAINS(e.message, "entry 1 (s3://b/t/metadata/deletes-m1.avro): delete manifest has a first_row_id");
+        ASSERT_CONTAINS(
+                e.message,
+                "entry 1 (s3://b/t/metadata/deletes-m1.avro): delete manifest has a first_row_id");
         files[1].has_first_row_id = false;
 
         /* v2: no lineage, but counts stay required. */
@@ -767,7 +856,8 @@ TEST(manifest_list_write_refuses_what_java_refuses) {
         files[0].has_first_row_id = false;
         files[2].has_counts = false;
         ASSERT_EQ(manifest_list_write(&h, files, n, &out, &e), -EINVAL);
-        ASSERT_CONTAINS(e.message, "entry 2 (s3://b/t/metadata/old-m2.avro): file and row counts are unknown");
+        ASSERT_CONTAINS(e.message,
+                        "entry 2 (s3://b/t/metadata/old-m2.avro): file and row counts are unknown");
         files[2].has_counts = true;
 
         files[1].has_added_snapshot_id = false;
@@ -779,7 +869,7 @@ TEST(manifest_list_write_refuses_what_java_refuses) {
         ASSERT_EQ(manifest_list_write(&h, files, n, &out, &e), -EINVAL);
         files[1].content = 1;
 
-        ASSERT_EQ(out.len, 0);          /* nothing written on refusal */
+        ASSERT_EQ(out.len, 0); /* nothing written on refusal */
         ASSERT_OK(manifest_list_write(&h, files, n, &out, &e));
         manifest_list_files_free(files, n);
 }
@@ -855,7 +945,7 @@ TEST(manifest_list_reads_v1_by_field_id) {
         ASSERT_TRUE(files[0].has_partitions);
         ASSERT_EQ(files[0].n_partitions, 1);
         ASSERT_TRUE(files[0].partitions[0].contains_null);
-        ASSERT_TRUE(!files[0].partitions[0].has_contains_nan);  /* v1 has no field 518 */
+        ASSERT_TRUE(!files[0].partitions[0].has_contains_nan); /* v1 has no field 518 */
         ASSERT_TRUE(!files[0].partitions[0].has_lower_bound);
         ASSERT_TRUE(files[0].partitions[0].has_upper_bound);
         ASSERT_EQ(files[0].partitions[0].upper_bound.len, 4);
@@ -864,7 +954,7 @@ TEST(manifest_list_reads_v1_by_field_id) {
         ASSERT_EQ(files[1].partition_spec_id, 3);
         ASSERT_TRUE(!files[1].has_added_snapshot_id);
         ASSERT_TRUE(!files[1].has_counts);
-        ASSERT_EQ(files[1].added_files_count, 0);       /* unknown counts are all zero, never partial */
+        ASSERT_EQ(files[1].added_files_count, 0); /* unknown counts are all zero, never partial */
         ASSERT_EQ(files[1].added_rows_count, 0);
         ASSERT_TRUE(!files[1].has_partitions);
         manifest_list_files_free(files, n);
@@ -885,7 +975,8 @@ TEST(manifest_list_read_rejects_bad_files) {
         /* An Avro file that is no manifest list. */
         build_simple(OCF_CODEC_NULL, 3, &simple);
         ASSERT_EQ(manifest_list_read(slice_of(&simple), &files, &n, &e), -EBADMSG);
-        ASSERT_STREQ(e.message, "manifest list: manifest list schema lacks field 500 (manifest_path)");
+        ASSERT_STREQ(e.message,
+                     "manifest list: manifest list schema lacks field 500 (manifest_path)");
 
         sample = sample_files(&n_sample);
         buf_init(&list, MAX_FILE_BYTES);
@@ -900,7 +991,7 @@ TEST(manifest_list_read_rejects_bad_files) {
         for (size_t i = 4; i < list.len; i += 13) {
                 list.data[i] ^= 0x5a;
                 if (manifest_list_read(slice_of(&list), &files, &n, &e) == 0)
-                        manifest_list_files_free(files, n);     /* a flip may land in a value */
+                        manifest_list_files_free(files, n); /* a flip may land in a value */
                 list.data[i] ^= 0x5a;
         }
 }
@@ -912,8 +1003,12 @@ TEST(staged_manifest_v3_unpartitioned) {
         _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
         TestEntry entries[3] = { good_entry, good_entry, good_entry };
         TestManifest tm = {
-                .version = 3, .format_version = "3", .content = "data", .codec = OCF_CODEC_DEFLATE,
-                .entries = entries, .n_entries = 3,
+                .version = 3,
+                .format_version = "3",
+                .content = "data",
+                .codec = OCF_CODEC_DEFLATE,
+                .entries = entries,
+                .n_entries = 3,
         };
         Error e = {};
 
@@ -933,7 +1028,7 @@ TEST(staged_manifest_v3_unpartitioned) {
         ASSERT_EQ(m->added_files_count, 3);
         ASSERT_EQ(m->added_rows_count, 375);
         ASSERT_EQ(m->added_files_size, 4096 * 2 + 1);
-        ASSERT_TRUE(m->has_partitions);                 /* unpartitioned: an empty array */
+        ASSERT_TRUE(m->has_partitions); /* unpartitioned: an empty array */
         ASSERT_EQ(m->n_partitions, 0);
         ASSERT_EQ(m->n_files, 3);
         ASSERT_STREQ(m->files[0].path, "s3://b/t/data/a.parquet");
@@ -947,8 +1042,12 @@ TEST(staged_manifest_v2_null_codec) {
         _cleanup_(buf_deinitp) Buf file;
         _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
         TestManifest tm = {
-                .version = 2, .format_version = "2", .content = "data", .codec = OCF_CODEC_NULL,
-                .entries = &good_entry, .n_entries = 1,
+                .version = 2,
+                .format_version = "2",
+                .content = "data",
+                .codec = OCF_CODEC_NULL,
+                .entries = &good_entry,
+                .n_entries = 1,
         };
         Error e = {};
 
@@ -959,8 +1058,8 @@ TEST(staged_manifest_v2_null_codec) {
         ASSERT_EQ(m->added_rows_count, 100);
 }
 
-static void assert_bound(const PartitionFieldSummary *s, const char *lower, size_t lower_len, const char *upper,
-                         size_t upper_len) {
+static void assert_bound(const PartitionFieldSummary *s, const char *lower, size_t lower_len,
+                         const char *upper, size_t upper_len) {
         ASSERT_TRUE(s->has_lower_bound && s->has_upper_bound);
         ASSERT_EQ(s->lower_bound.len, lower_len);
         ASSERT_EQ(s->upper_bound.len, upper_len);
@@ -974,16 +1073,24 @@ TEST(staged_manifest_partition_summaries) {
         /* identity(int), day(ts) -> date, identity(string), hour -> int, identity(timestamptz),
          * in Java's Avro shapes: optional fields, field ids from 1000. */
         static const char parts[] =
-                "[{\"name\":\"id_bucket\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":1000},"
-                "{\"name\":\"ts_day\",\"type\":[\"null\",{\"type\":\"int\",\"logicalType\":\"date\"}],"
+                "[{\"name\":\"id_bucket\",\"type\":[\"null\",\"int\"],"
+                "\"default\":null,\"field-id\":1000},"
+                "{\"name\":\"ts_day\","
+                "\"type\":[\"null\",{\"type\":\"int\",\"logicalType\":\"date\"}],"
                 "\"default\":null,\"field-id\":1001},"
-                "{\"name\":\"region\",\"type\":[\"null\",\"string\"],\"default\":null,\"field-id\":1002},"
-                "{\"name\":\"ts\",\"type\":[\"null\",{\"type\":\"long\",\"logicalType\":\"timestamp-micros\","
+                "{\"name\":\"region\",\"type\":[\"null\",\"string\"],"
+                "\"default\":null,\"field-id\":1002},"
+                "{\"name\":\"ts\","
+                "\"type\":[\"null\",{\"type\":\"long\",\"logicalType\":\"timestamp-micros\","
                 "\"adjust-to-utc\":true}],\"default\":null,\"field-id\":1003}]";
         TestEntry entries[3] = { good_entry, good_entry, good_entry };
         TestManifest tm = {
-                .version = 3, .format_version = "3", .content = "data", .partition_fields = parts,
-                .entries = entries, .n_entries = 3,
+                .version = 3,
+                .format_version = "3",
+                .content = "data",
+                .partition_fields = parts,
+                .entries = entries,
+                .n_entries = 3,
         };
         Error e = {};
 
@@ -993,11 +1100,11 @@ TEST(staged_manifest_partition_summaries) {
         entries[0].part[3] = (PartValue){ .n = -1 };
         entries[1].part[0] = (PartValue){ .n = -3 };
         entries[1].part[1] = (PartValue){ .is_null = true };
-        entries[1].part[2] = (PartValue){ .s = "eu" };          /* prefix sorts first */
+        entries[1].part[2] = (PartValue){ .s = "eu" }; /* prefix sorts first */
         entries[1].part[3] = (PartValue){ .n = 1700000000000000 };
         entries[2].part[0] = (PartValue){ .n = 300 };
         entries[2].part[1] = (PartValue){ .n = 18999 };
-        entries[2].part[2] = (PartValue){ .s = "\xc3\xa9t\xc3\xa9" };   /* UTF-8 sorts after ASCII */
+        entries[2].part[2] = (PartValue){ .s = "\xc3\xa9t\xc3\xa9" }; /* UTF-8 sorts after ASCII */
         entries[2].part[3] = (PartValue){ .is_null = true };
         build_manifest(&tm, &file);
         if (staged_manifest_parse(slice_of(&file), NULL, NULL, &m, &e) < 0)
@@ -1016,17 +1123,26 @@ TEST(staged_manifest_partition_summaries) {
         ASSERT_TRUE(!m->partitions[2].contains_null);
         assert_bound(&m->partitions[2], "eu", 2, "\xc3\xa9t\xc3\xa9", 5);
         ASSERT_TRUE(m->partitions[3].contains_null);
-        assert_bound(&m->partitions[3], "\xff\xff\xff\xff\xff\xff\xff\xff", 8, "\x00\x40\x1e\x18\x24\x0a\x06\x00", 8);
+        assert_bound(&m->partitions[3], "\xff\xff\xff\xff\xff\xff\xff\xff", 8,
+                     "\x00\x40\x1e\x18\x24\x0a\x06\x00", 8);
 
         /* The summaries go into the list unchanged. */
         {
                 _cleanup_(buf_deinitp) Buf list;
-                ManifestListHeader h = { .format_version = 3, .snapshot_id = 9, .has_first_row_id = true };
+                ManifestListHeader h = { .format_version = 3,
+                                         .snapshot_id = 9,
+                                         .has_first_row_id = true };
                 ManifestFile mf = {
-                        .path = (char *)"s3://b/t/metadata/m.avro", .length = (int64_t)file.len,
-                        .has_added_snapshot_id = true, .added_snapshot_id = 9, .has_counts = true,
-                        .added_files_count = m->added_files_count, .added_rows_count = m->added_rows_count,
-                        .has_partitions = true, .partitions = m->partitions, .n_partitions = m->n_partitions,
+                        .path = (char *)"s3://b/t/metadata/m.avro",
+                        .length = (int64_t)file.len,
+                        .has_added_snapshot_id = true,
+                        .added_snapshot_id = 9,
+                        .has_counts = true,
+                        .added_files_count = m->added_files_count,
+                        .added_rows_count = m->added_rows_count,
+                        .has_partitions = true,
+                        .partitions = m->partitions,
+                        .n_partitions = m->n_partitions,
                         .has_first_row_id = true,
                 };
                 ManifestFile *back = NULL;
@@ -1045,11 +1161,16 @@ TEST(staged_manifest_unsupported_partition_type_gives_null_summaries) {
         _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
         static const char parts[] =
                 "[{\"name\":\"a\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":1000},"
-                "{\"name\":\"score\",\"type\":[\"null\",\"double\"],\"default\":null,\"field-id\":1001}]";
+                "{\"name\":\"score\",\"type\":[\"null\",\"double\"],"
+                "\"default\":null,\"field-id\":1001}]";
         TestEntry entry = good_entry;
         TestManifest tm = {
-                .version = 3, .format_version = "3", .content = "data", .partition_fields = parts,
-                .entries = &entry, .n_entries = 1,
+                .version = 3,
+                .format_version = "3",
+                .content = "data",
+                .partition_fields = parts,
+                .entries = &entry,
+                .n_entries = 1,
         };
         Error e = {};
 
@@ -1107,15 +1228,20 @@ TEST(staged_manifest_rejects_null_record_count) {
         StagedManifest *m = NULL;
         TestEntry entry = good_entry;
         TestManifest tm = {
-                .version = 3, .format_version = "3", .content = "data", .optional_counts = true,
-                .entries = &entry, .n_entries = 1,
+                .version = 3,
+                .format_version = "3",
+                .content = "data",
+                .optional_counts = true,
+                .entries = &entry,
+                .n_entries = 1,
         };
         Error e = {};
 
         entry.null_record_count = true;
         build_manifest(&tm, &file);
         ASSERT_EQ(staged_manifest_parse(slice_of(&file), NULL, NULL, &m, &e), -EINVAL);
-        ASSERT_STREQ(e.message, "entry 0 (s3://b/t/data/a.parquet): record_count is null, it must be known");
+        ASSERT_STREQ(e.message,
+                     "entry 0 (s3://b/t/data/a.parquet): record_count is null, it must be known");
 }
 
 static int parse_with(const TestManifest *tm, uint64_t max_entries, Error *e) {
@@ -1133,7 +1259,11 @@ static int parse_with(const TestManifest *tm, uint64_t max_entries, Error *e) {
 TEST(staged_manifest_rejects_bad_metadata_and_sizes) {
         TestEntry entries[3] = { good_entry, good_entry, good_entry };
         TestManifest tm = {
-                .version = 3, .format_version = "3", .content = "data", .entries = entries, .n_entries = 3,
+                .version = 3,
+                .format_version = "3",
+                .content = "data",
+                .entries = entries,
+                .n_entries = 3,
         };
         StagedManifest *m = NULL;
         Error e = {};
@@ -1168,7 +1298,8 @@ TEST(staged_manifest_rejects_bad_metadata_and_sizes) {
         ASSERT_CONTAINS(e.message, "no content metadata");
         tm.content = "data";
 
-        ASSERT_EQ(staged_manifest_parse(slice_from_str("PAR1 not avro"), "x.parquet", NULL, &m, &e), -EBADMSG);
+        ASSERT_EQ(staged_manifest_parse(slice_from_str("PAR1 not avro"), "x.parquet", NULL, &m, &e),
+                  -EBADMSG);
         ASSERT_STREQ(e.message, "manifest 'x.parquet': not an Avro container file (bad magic)");
         ASSERT_TRUE(!m);
 
@@ -1188,8 +1319,12 @@ TEST(staged_manifest_truncations_are_errors) {
         _cleanup_(buf_deinitp) Buf file;
         TestEntry entries[2] = { good_entry, good_entry };
         TestManifest tm = {
-                .version = 3, .format_version = "3", .content = "data", .codec = OCF_CODEC_DEFLATE,
-                .entries = entries, .n_entries = 2,
+                .version = 3,
+                .format_version = "3",
+                .content = "data",
+                .codec = OCF_CODEC_DEFLATE,
+                .entries = entries,
+                .n_entries = 2,
         };
         Error e = {};
 
@@ -1197,7 +1332,8 @@ TEST(staged_manifest_truncations_are_errors) {
         for (size_t cut = 1; cut < file.len; cut += 5) {
                 StagedManifest *m = NULL;
 
-                ASSERT_TRUE(staged_manifest_parse(slice_make(file.data, file.len - cut), NULL, NULL, &m, &e) < 0);
+                ASSERT_TRUE(staged_manifest_parse(slice_make(file.data, file.len - cut), NULL, NULL,
+                                                  &m, &e) < 0);
                 ASSERT_TRUE(!m);
         }
 }
@@ -1240,7 +1376,8 @@ TEST(java_manifest_list_v3_reads_back) {
         ASSERT_EQ(files[0].added_rows_count, 7);
         ASSERT_EQ(files[0].n_partitions, 1);
         assert_bound(&files[0].partitions[0], "\x04\x00\x00\x00", 4, "\x04\x00\x00\x00", 4);
-        ASSERT_TRUE(files[0].partitions[0].has_contains_nan && !files[0].partitions[0].contains_nan);
+        ASSERT_TRUE(files[0].partitions[0].has_contains_nan &&
+                    !files[0].partitions[0].contains_nan);
         ASSERT_TRUE(!files[0].has_key_metadata);
         ASSERT_TRUE(files[0].has_first_row_id);
         ASSERT_EQ(files[0].first_row_id, 5);
@@ -1260,7 +1397,7 @@ TEST(java_manifest_list_v3_reads_back) {
         ASSERT_TRUE(h.has_first_row_id);
         ASSERT_EQ(h.first_row_id, 5);
 
-        /* What we write for the same entries carries Java's exact avro.schema and iceberg.schema. */
+        /* What we write for the same entries carries Java's exact metadata values. */
         {
                 _cleanup_(ocf_reader_freep) OcfReader *java = NULL, *ours = NULL;
                 _cleanup_(buf_deinitp) Buf out;
@@ -1271,7 +1408,8 @@ TEST(java_manifest_list_v3_reads_back) {
                 ASSERT_OK(ocf_reader_open(slice_of(&file), &java, &e));
                 ASSERT_OK(ocf_reader_open(slice_of(&out), &ours, &e));
                 for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-                        Slice a = ocf_reader_meta(java, keys[i]), b = ocf_reader_meta(ours, keys[i]);
+                        Slice a = ocf_reader_meta(java, keys[i]),
+                              b = ocf_reader_meta(ours, keys[i]);
 
                         ASSERT_EQ(a.len, b.len);
                         ASSERT_TRUE(memcmp(a.ptr, b.ptr, a.len) == 0);
@@ -1285,7 +1423,8 @@ TEST(java_manifest_list_v3_reads_back) {
                         ASSERT_TRUE(b.ptr);
                         /* The other keys hold the same numbers as a round trip of Java's. */
                         ASSERT_EQ(a.len, b.len);
-                        ASSERT_TRUE(memcmp(a.ptr, b.ptr, a.len) == 0 || strcmp(key, "avro.schema") == 0);
+                        ASSERT_TRUE(memcmp(a.ptr, b.ptr, a.len) == 0 ||
+                                    strcmp(key, "avro.schema") == 0);
                 }
                 ASSERT_EQ(ocf_reader_n_meta(java), ocf_reader_n_meta(ours));
         }
@@ -1304,14 +1443,16 @@ TEST(java_staged_manifest_v3_reads_back) {
         ASSERT_EQ(m->format_version, 3);
         ASSERT_EQ(m->content, 0);
         ASSERT_EQ(m->partition_spec_id, 0);
-        ASSERT_STREQ(m->partition_spec_json, "[{\"name\":\"bucket\",\"transform\":\"identity\",\"source-id\":3,"
-                                             "\"field-id\":1000}]");
+        ASSERT_STREQ(m->partition_spec_json,
+                     "[{\"name\":\"bucket\",\"transform\":\"identity\",\"source-id\":3,"
+                     "\"field-id\":1000}]");
         ASSERT_CONTAINS(m->schema_json, "\"name\":\"bucket\"");
         ASSERT_EQ(m->added_files_count, 2);
         ASSERT_EQ(m->added_rows_count, 10);
         ASSERT_EQ(m->added_files_size, 1946);
         ASSERT_EQ(m->n_files, 2);
-        ASSERT_CONTAINS(m->files[0].path, "/data/bucket=3/peer-e7a46ac3-891b-4c26-a4e2-315dcb3e9010.parquet");
+        ASSERT_CONTAINS(m->files[0].path,
+                        "/data/bucket=3/peer-e7a46ac3-891b-4c26-a4e2-315dcb3e9010.parquet");
         ASSERT_STREQ(m->files[0].format, "PARQUET");
         ASSERT_EQ(m->files[1].record_count, 5);
         ASSERT_EQ(m->files[1].file_size_in_bytes, 973);
@@ -1329,7 +1470,8 @@ TEST(java_committed_manifest_is_not_a_staged_one) {
         /* A manifest Java wrote while committing carries its snapshot id on ADDED entries. */
         ASSERT_EQ(staged_manifest_parse(slice_of(&file), "m0.avro", NULL, &m, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "manifest 'm0.avro': entry 0 (");
-        ASSERT_CONTAINS(e.message, "): snapshot_id is 1658810095336783773, staged entries must leave it null");
+        ASSERT_CONTAINS(e.message,
+                        "): snapshot_id is 1658810095336783773, staged entries must leave it null");
 }
 
 TEST(ocf_deflate_ignores_bytes_after_the_stream) {
@@ -1353,4 +1495,72 @@ TEST(ocf_deflate_ignores_bytes_after_the_stream) {
         ASSERT_EQ(avro_value_get_long(v, &got), 0);
         ASSERT_EQ(got, 42);
         ASSERT_EQ(ocf_reader_read(r, &v, &e), 0);
+}
+
+TEST(fields_utf8_validation) {
+        static const char *const good[] = { "", "s3://b/x.parquet", "\xc3\xa9t\xc3\xa9", "\xe2\x82\xac",
+                                            "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf" };
+        static const char *const bad[] = {
+                "\xff",             /* never in UTF-8 */
+                "\xc0\xaf",         /* overlong '/' */
+                "\xe0\x80\xaf",     /* overlong '/' */
+                "\xed\xa0\x80",     /* surrogate */
+                "\xf4\x90\x80\x80", /* above U+10FFFF */
+                "\xe2\x82",         /* truncated */
+                "a\x80",            /* lone continuation byte */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(good); i++)
+                ASSERT_TRUE(fields_utf8_is_valid(good[i], strlen(good[i])));
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                ASSERT_TRUE(!fields_utf8_is_valid(bad[i], strlen(bad[i])));
+        ASSERT_TRUE(fields_text_is_printable("deflate", 7));
+        ASSERT_TRUE(!fields_text_is_printable("a\nb", 3));
+}
+
+TEST(staged_manifest_rejects_paths_that_are_not_utf8) {
+        _cleanup_(buf_deinitp) Buf file;
+        StagedManifest *m = NULL;
+        TestEntry entry = good_entry;
+        TestManifest tm = {
+                .version = 3,
+                .format_version = "3",
+                .content = "data",
+                .entries = &entry,
+                .n_entries = 1,
+        };
+        Error e = {};
+
+        /* Messages carry the path into JSON replies: it must be text. */
+        entry.path = "s3://b/\xff\xfe.parquet";
+        build_manifest(&tm, &file);
+        ASSERT_EQ(staged_manifest_parse(slice_of(&file), NULL, NULL, &m, &e), -EBADMSG);
+        ASSERT_STREQ(e.message, "entry 0: field 'file_path' is not valid UTF-8");
+}
+
+TEST(ocf_empty_block_of_zero_byte_datums) {
+        _cleanup_(buf_deinitp) Buf b;
+        _cleanup_(ocf_reader_freep) OcfReader *r = NULL;
+        avro_value_t *v;
+        Error e = {};
+
+        /* A null datum encodes to nothing: one datum, zero bytes (a libFuzzer find: the empty
+         * block had no storage and the datum pointer was computed from NULL). */
+        build_raw(&b, "\"null\"", NULL);
+        put_long(&b, 1);
+        put_long(&b, 0);
+        ASSERT_OK(buf_append(&b, test_sync, 16));
+        ASSERT_OK(ocf_reader_open(slice_of(&b), &r, &e));
+        ASSERT_EQ(ocf_reader_read(r, &v, &e), 1);
+        ASSERT_EQ(avro_value_get_type(v), AVRO_NULL);
+        ASSERT_EQ(ocf_reader_read(r, &v, &e), 0);
+}
+
+TEST(ocf_binary_codec_name_is_not_echoed) {
+        _cleanup_(buf_deinitp) Buf b;
+        Error e = {};
+
+        build_raw(&b, "\"long\"", "zs\x01td");
+        ASSERT_EQ(read_all(&b, &e), -EOPNOTSUPP);
+        ASSERT_STREQ(e.message, "unknown codec (5 bytes of binary)");
 }
