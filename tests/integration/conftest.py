@@ -40,9 +40,9 @@ def http(method, url, body=None, timeout=120):
                                  headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
-            status, headers, raw = r.status, dict(r.headers), r.read()
+            status, headers, raw = r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
-        status, headers, raw = e.code, dict(e.headers), e.read()
+        status, headers, raw = e.code, e.headers, e.read()
     try:
         return status, headers, json.loads(raw)
     except ValueError:

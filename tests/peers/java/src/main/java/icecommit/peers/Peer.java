@@ -8,7 +8,7 @@
 //   create-table --uri U --table ns.name [--format-version N] [--partitioned] [--if-not-exists]
 //   stage        --uri U --table ns.name --files F --rows R --start-id K [--manifest-dir DIR] [--bucket B]
 //                [--manifests M]   (M manifests in one run: {"manifests": [...]})
-//   append       --uri U --table ns.name --rows R --start-id K [--branch B] [--count N] [--bucket B]
+//   append       --uri U --table ns.name --rows R --start-id K [--branch B] [--count N] [--bucket B] [--persist]
 //   dump         --uri U --table ns.name [--branch B] [--no-rows]
 //   metadata     --uri U --table ns.name
 //
@@ -42,6 +42,7 @@ import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.AlreadyExistsException;
+import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.types.Types;
 
@@ -103,7 +104,7 @@ public final class Peer {
         return append(
             new Args(rest,
                 Set.of("uri", "table", "rows", "start-id", "branch", "count", "bucket"),
-                Set.of()));
+                Set.of("persist")));
       case "dump":
         return Dump.run(new Args(rest, Set.of("uri", "table", "branch"), Set.of("no-rows")));
       case "metadata":
@@ -270,11 +271,23 @@ public final class Peer {
       List<String> paths = new ArrayList<>();
       for (long i = 0; i < count; i++) {
         DataFile df = PeerData.writeDataFile(table, startId + i * rows, rows, bucket);
-        AppendFiles append = table.newFastAppend().appendFile(df);
-        if (branch != null) {
-          append.toBranch(branch);
+        for (;;) {
+          AppendFiles append = table.newFastAppend().appendFile(df);
+          if (branch != null) {
+            append.toBranch(branch);
+          }
+          try {
+            append.commit(); // retries on 409 like any Iceberg writer (commit.retry.* properties)
+            break;
+          } catch (CommitFailedException e) {
+            // --persist: a racing competitor that never gives up (it would lose every race
+            // against a faster committer and stop after its 4 retries otherwise).
+            if (!args.flag("persist")) {
+              throw e;
+            }
+            table.refresh();
+          }
         }
-        append.commit(); // retries on 409 like any Iceberg writer (commit.retry.* properties)
         Snapshot s = branch != null ? table.snapshot(branch) : table.currentSnapshot();
         snapshots.add(s.snapshotId());
         attempts.add(CommitAttempts.attempts(s.snapshotId()));

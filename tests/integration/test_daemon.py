@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The daemon as an operator sees it: configuration errors name file, line, key and reason and
+exit 1; READY=1 reaches systemd's notify socket once listening; /healthz, /readyz and /metrics
+answer; a full queue is 503 with Retry-After; SIGTERM exits 0."""
+import concurrent.futures
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from conftest import BUILD, Daemon, free_port, http, peer
+from faults import clear_faults, set_faults
+
+ICECOMMITD = os.path.join(BUILD, "daemon", "icecommitd")
+
+
+def run_with_config(text):
+    with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:
+        f.write(text)
+    try:
+        out = subprocess.run([ICECOMMITD, "--config", f.name], capture_output=True, text=True, timeout=30)
+        return out.returncode, out.stderr, f.name
+    finally:
+        os.unlink(f.name)
+
+
+def test_bad_configuration_exits_1_naming_file_line_key_and_reason():
+    code, err, path = run_with_config("[catalog]\nuri = http://127.0.0.1:1\n[commit]\nmax-attempts = many\n")
+    assert code == 1
+    assert f"{path}:4: key 'commit.max-attempts': 'many' is not a whole number from 1 to 1000" in err
+    code, err, path = run_with_config("[catalog]\nuri = http://127.0.0.1:1\nsecret = x\n")
+    assert code == 1 and f"{path}:3: key 'catalog.secret': unknown option" in err
+    code, err, path = run_with_config("[http]\nport = 1\n")
+    assert code == 1 and "key 'catalog.uri': required" in err
+    out = subprocess.run([ICECOMMITD, "--config", "/nonexistent.conf"], capture_output=True, text=True)
+    assert out.returncode == 1 and "/nonexistent.conf: cannot open" in out.stderr
+
+
+def test_ready_notification_health_metrics_and_sigterm(catalog):
+    sock_path = os.path.join(tempfile.mkdtemp(), "notify")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(sock_path)
+    sock.settimeout(30)
+    port = free_port()
+    conf = os.path.join(catalog["dir"], f"notify-{port}.conf")
+    with open(conf, "w") as f:
+        f.write(f"[http]\nport = {port}\n[catalog]\nuri = {catalog['uri']}\n")
+    proc = subprocess.Popen([ICECOMMITD, "--config", conf], env=dict(os.environ, NOTIFY_SOCKET=sock_path),
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        message = sock.recv(4096).decode()
+        assert "READY=1" in message
+        # READY=1 means listening: the health endpoint answers at once.
+        status, _, body = http("GET", f"http://127.0.0.1:{port}/healthz")
+        assert status == 200 and body == {"status": "ok"}
+        deadline = time.time() + 30
+        while http("GET", f"http://127.0.0.1:{port}/readyz")[0] != 200:
+            assert time.time() < deadline
+            time.sleep(0.1)
+        status, headers, text = http("GET", f"http://127.0.0.1:{port}/metrics")
+        assert status == 200 and headers["Content-Type"].startswith("text/plain")
+        for family in ("icecommit_commit_requests_total", "icecommit_commit_attempts_total",
+                       "icecommit_commit_duration_seconds_bucket", "icecommit_queue_requests"):
+            assert family in text
+        assert re.search(r"^icecommit_catalog_ready 1$", text, re.M)
+        status, _, body = http("GET", f"http://127.0.0.1:{port}/nope")
+        assert status == 404 and body["error"]["type"] == "not-found"
+        proc.send_signal(signal.SIGTERM)
+        assert "STOPPING=1" in sock.recv(4096).decode()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        sock.close()
+
+
+def test_unreachable_catalog_is_not_ready():
+    port = free_port()
+    with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:
+        f.write(f"[http]\nport = {port}\n[catalog]\nuri = http://127.0.0.1:{free_port()}\n")
+    proc = subprocess.Popen([ICECOMMITD, "--config", f.name], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 10
+        while True:
+            try:
+                status, _, body = http("GET", f"http://127.0.0.1:{port}/readyz", timeout=2)
+                break
+            except OSError:
+                assert time.time() < deadline
+                time.sleep(0.1)
+        assert status == 503 and body["error"]["type"] == "not-ready"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.unlink(f.name)
+
+
+def test_full_queue_answers_503_with_retry_after(catalog, table):
+    ns, name, _ = table
+    uri = catalog["uri"]
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 1,
+                  "--start-id", 0, "--manifests", 3)["manifests"]
+    set_faults(uri, commit=["delay-1500"], table=f"{ns}.{name}")
+    d = Daemon(uri, catalog["dir"], {"commit.max-queue-requests": "2", "commit.retry-after-s": "7"})
+    try:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            first = pool.submit(d.commit, ns, name, {"idempotency-key": "q-0", "staged-manifests": [staged[0]["manifest"]]})
+            time.sleep(0.5)
+            second = pool.submit(d.commit, ns, name, {"idempotency-key": "q-1", "staged-manifests": [staged[1]["manifest"]]})
+            time.sleep(0.3)
+            status, headers, body = d.commit(ns, name, {"idempotency-key": "q-2", "staged-manifests": [staged[2]["manifest"]]})
+            assert status == 503 and body["error"]["type"] == "queue-full", body
+            assert headers["Retry-After"] == "7"
+            assert first.result()[0] == 200 and second.result()[0] == 200
+        # The refused request was not remembered: the same key now commits.
+        status, _, body = d.commit(ns, name, {"idempotency-key": "q-2", "staged-manifests": [staged[2]["manifest"]]})
+        assert status == 200, body
+    finally:
+        d.stop()
+        clear_faults(uri)
