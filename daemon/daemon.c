@@ -25,6 +25,7 @@ typedef struct Daemon {
         CatalogClient *catalog;
         CommitEngine *engine;
         HttpServer *http;
+        WriterApi *writer_api;
         uv_signal_t sigterm, sigint;
         uv_timer_t watchdog;
         bool has_watchdog;
@@ -111,7 +112,8 @@ static int daemon_start(Daemon *d) {
         r = http_server_new(&d->loop, &d->config->http, &d->http);
         if (r < 0)
                 return r;
-        r = writer_api_register(d->http, &limits, commit_engine_hooks(), d->engine);
+        http_server_set_metrics(d->http, d->metrics);
+        r = writer_api_new(d->http, &limits, commit_engine_hooks(), d->engine, &d->writer_api);
         if (r < 0)
                 return r;
         r = http_server_start(d->http);
@@ -166,6 +168,7 @@ int daemon_run(const Config *config) {
         (void)uv_run(&d.loop, UV_RUN_DEFAULT);
 
         d.http = http_server_free(d.http);
+        d.writer_api = writer_api_free(d.writer_api);
         d.engine = commit_engine_free(d.engine);
         d.catalog = catalog_client_free(d.catalog);
         d.metrics = metrics_free(d.metrics);

@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "http/http.h"
+#include "metrics/metrics.h"
 #include "http/router.h"
 
 typedef struct HttpRoute {
@@ -80,6 +81,7 @@ typedef struct HttpRouteHandler {
 
 struct HttpServer {
         uv_loop_t *loop;
+        Metrics *metrics;           /* borrowed, may be NULL: answers counted by status code */
         char *listen_address;
         uint16_t port;     /* as configured */
         uint16_t bound_port;
@@ -151,3 +153,6 @@ void http_reply_filter_register(HttpServer *s, h2o_pathconf_t *pathconf);
 void http_reply_abandoned(HttpRequest *r, bool is_shutdown);
 /* The "type" of the JSON error h2o's own errors get, e.g. "not-found" for 404. */
 const char *http_reply_status_type(int status);
+
+/* Counts one answer in icecommit_http_requests_total{code}. */
+void http_server_count_reply(HttpServer *s, int status);

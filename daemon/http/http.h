@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "config/config.h"
+#include "metrics/metrics.h"
 #include "util/cleanup.h"
 #include "util/slice.h"
 
@@ -33,6 +34,8 @@ typedef void (*HttpGoneCallback)(HttpRequest *req, void *userdata);
  * closed; for HTTP/1.1 it also bounds the time to receive one whole request). The process must
  * ignore SIGPIPE, as for any libuv socket code. Returns 0, -EINVAL or -ENOMEM. */
 int http_server_new(uv_loop_t *loop, const HttpConfig *config, HttpServer **ret);
+/* Counts every answer, by status code, in `metrics` (borrowed; must outlive the server). */
+void http_server_set_metrics(HttpServer *s, Metrics *metrics);
 /* Adds a route. `method` is an exact, case-sensitive token ("GET", "POST"); `pattern` is "/" or
  * "/"-separated segments, each a literal or "{}" for one path parameter, e.g.
  * "/v1/namespaces/{}/tables/{}/commits" (at most 8 parameters). A "{}" matches one non-empty

@@ -107,6 +107,7 @@ static void reply_send(HttpRequest *r, int status, const char *content_type, con
         assert(status >= 200 && status <= 599);
 
         http_request_end(r);
+        http_server_count_reply(r->server, status);
         r->reply_body = owned;
         /* h2o decided keep-alive when the request arrived; once the server stops accepting,
          * every answer also ends its HTTP/1.1 connection. */
@@ -287,6 +288,7 @@ static void error_ostream_do_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec
         }
 
         log_debug("answering status=%d for h2o: %.*s", req->res.status, (int)msg_len, msg);
+        http_server_count_reply(o->server, req->res.status);
         s = error_body(req->res.status, http_reply_status_type(req->res.status), msg, msg_len,
                        &len);
         if (!s) {

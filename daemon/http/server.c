@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -449,4 +450,17 @@ HttpServer *http_server_free(HttpServer *s) {
         free(s->listen_address);
         free(s);
         return NULL;
+}
+
+void http_server_set_metrics(HttpServer *s, Metrics *metrics) {
+        s->metrics = metrics;
+}
+
+void http_server_count_reply(HttpServer *s, int status) {
+        char code[8];
+
+        if (!s->metrics)
+                return;
+        (void)snprintf(code, sizeof(code), "%d", status);
+        metrics_add(s->metrics, METRIC_HTTP_REQUESTS, code, 1);
 }

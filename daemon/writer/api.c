@@ -10,15 +10,11 @@
 #include "util/log.h"
 #include "writer/api.h"
 
-typedef struct WriterApi {
+struct WriterApi {
         CommitRequestLimits limits;
         WriterHooks hooks;
         void *userdata;
-} WriterApi;
-
-/* One per process lifetime of the server; freed with it through the route table's userdata
- * would need a destructor hook, so the API object is static: there is one writer API. */
-static WriterApi writer_api;
+};
 
 static uint64_t now_ns(void) {
         struct timespec ts;
@@ -112,8 +108,8 @@ static void writer_handle_metrics(HttpRequest *r, void *userdata) {
         http_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", buf_slice(&b));
 }
 
-int writer_api_register(HttpServer *server, const CommitRequestLimits *limits,
-                        const WriterHooks *hooks, void *userdata) {
+int writer_api_new(HttpServer *server, const CommitRequestLimits *limits, const WriterHooks *hooks,
+                   void *userdata, WriterApi **ret_api) {
         static const struct {
                 const char *method, *pattern;
                 HttpHandler handler;
@@ -124,16 +120,25 @@ int writer_api_register(HttpServer *server, const CommitRequestLimits *limits,
                 { "GET", "/readyz", writer_handle_readyz },
                 { "GET", "/metrics", writer_handle_metrics },
         };
+        _cleanup_(writer_api_freep) WriterApi *api = NULL;
         int r;
 
-        writer_api = (WriterApi){ .limits = *limits, .hooks = *hooks, .userdata = userdata };
+        api = calloc(1, sizeof(*api));
+        if (!api)
+                return -ENOMEM;
+        *api = (WriterApi){ .limits = *limits, .hooks = *hooks, .userdata = userdata };
         for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
-                r = http_server_route(server, routes[i].method, routes[i].pattern, routes[i].handler,
-                                      &writer_api);
+                r = http_server_route(server, routes[i].method, routes[i].pattern, routes[i].handler, api);
                 if (r < 0)
                         return r;
         }
+        *ret_api = TAKE_PTR(api);
         return 0;
+}
+
+WriterApi *writer_api_free(WriterApi *api) {
+        free(api);
+        return NULL;
 }
 
 void writer_request_reply(WriterRequest *w, int status, json_t *body) {

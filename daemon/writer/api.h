@@ -29,8 +29,15 @@ typedef struct WriterHooks {
         int (*metrics)(Buf *out, void *userdata);
 } WriterHooks;
 
-int writer_api_register(HttpServer *server, const CommitRequestLimits *limits,
-                        const WriterHooks *hooks, void *userdata);
+/* The writer API's routes; owned by the daemon, which frees it after the HTTP server. */
+typedef struct WriterApi WriterApi;
+
+/* Registers the routes on `server` (before it starts). Returns 0, -ENOMEM or the router's
+ * error. */
+int writer_api_new(HttpServer *server, const CommitRequestLimits *limits, const WriterHooks *hooks,
+                   void *userdata, WriterApi **ret_api);
+WriterApi *writer_api_free(WriterApi *api);
+DEFINE_CLEANUP_FUNC(WriterApi, writer_api_free);
 
 /* Answers the writer (when still connected). The body is stolen. Safe to call once. */
 void writer_request_reply(WriterRequest *w, int status, json_t *body);

@@ -68,6 +68,9 @@ def test_ready_notification_health_metrics_and_sigterm(catalog):
         assert re.search(r"^icecommit_catalog_ready 1$", text, re.M)
         status, _, body = http("GET", f"http://127.0.0.1:{port}/nope")
         assert status == 404 and body["error"]["type"] == "not-found"
+        _, _, text = http("GET", f"http://127.0.0.1:{port}/metrics")
+        assert re.search(r'^icecommit_http_requests_total\{code="404"\} 1$', text, re.M), text
+        assert re.search(r'^icecommit_http_requests_total\{code="200"\} [1-9]', text, re.M)
         proc.send_signal(signal.SIGTERM)
         assert "STOPPING=1" in sock.recv(4096).decode()
         assert proc.wait(timeout=30) == 0
