@@ -3,6 +3,7 @@
  * bounds and repeated keys are errors naming the file, line and key. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,53 @@ static int config_ini_handler(void *userdata, const char *section, const char *k
         return 1;
 }
 
+/* systemd's LoadCredential=catalog.token:/path (or catalog.credential) puts the secret in
+ * $CREDENTIALS_DIRECTORY, readable only by the service: a secret never needs to be in the config
+ * file. A credential file wins over the same key in the file. */
+static int config_load_credentials(Config *c, Error *error) {
+        static const struct {
+                const char *name;
+                size_t offset;
+        } secrets[] = {
+                { "catalog.token", offsetof(Config, catalog.token) },
+                { "catalog.credential", offsetof(Config, catalog.credential) },
+        };
+        const char *dir = getenv("CREDENTIALS_DIRECTORY");
+
+        if (!dir)
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(secrets); i++) {
+                _cleanup_(fclosep) FILE *f = NULL;
+                char value[8192], path[4096], **field;
+                size_t n;
+
+                if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, secrets[i].name) >= sizeof(path))
+                        return error_set(error, -ENAMETOOLONG, "credentials directory path too long");
+                f = fopen(path, "re");
+                if (!f) {
+                        if (errno == ENOENT)
+                                continue;
+                        return error_set(error, -errno, "%s: cannot open: %s", path, strerror(errno));
+                }
+                n = fread(value, 1, sizeof(value) - 1, f);
+                if (ferror(f) || !feof(f))
+                        return error_set(error, -EINVAL, "%s: unreadable or longer than %zu bytes", path,
+                                         sizeof(value) - 1);
+                while (n > 0 && (value[n - 1] == '\n' || value[n - 1] == '\r'))
+                        n--;
+                value[n] = 0;
+                if (n == 0 || memchr(value, 0, n) || strpbrk(value, "\r\n"))
+                        return error_set(error, -EINVAL, "%s: must hold one non-empty line", path);
+                field = (char **)((uint8_t *)c + secrets[i].offset);
+                free(*field);
+                *field = strdup(value);
+                explicit_bzero(value, sizeof(value));
+                if (!*field)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int config_load(const char *path, Config **ret_config, Error *error) {
         _cleanup_(config_freep) Config *c = NULL;
         _cleanup_(fclosep) FILE *f = NULL;
@@ -242,6 +290,9 @@ int config_load(const char *path, Config **ret_config, Error *error) {
                 return error_set(error, -EINVAL, "%s:%d: not an INI line (expected [section] or key = value)",
                                  path, line);
 
+        r = config_load_credentials(c, error);
+        if (r < 0)
+                return r;
         r = config_verify(c, error);
         if (r < 0)
                 return error_prefix(error, r, "%s", path);

@@ -114,3 +114,33 @@ TEST(example_config_loads) {
         snprintf(path, sizeof(path), "%s/conf/icecommitd.conf", root ? root : ".");
         ASSERT_OK(config_load(path, &c, &e));
 }
+
+TEST(secrets_come_from_the_credentials_directory) {
+        _cleanup_(config_freep) Config *c = NULL;
+        char dir[] = "/tmp/icecommit-test-credentials-XXXXXX", path[128];
+        Error e = {};
+        FILE *f;
+
+        ASSERT_TRUE(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/catalog.token", dir);
+        f = fopen(path, "w");
+        ASSERT_TRUE(f);
+        fputs("s3cr3t-token\n", f);
+        fclose(f);
+        setenv("CREDENTIALS_DIRECTORY", dir, 1);
+        ASSERT_OK(load_text("[catalog]\nuri = http://x\n", &c, &e));
+        ASSERT_STREQ(c->catalog.token, "s3cr3t-token");
+
+        f = fopen(path, "w");
+        fputs("\n", f);
+        fclose(f);
+        {
+                Config *bad = NULL;
+
+                ASSERT_EQ(load_text("[catalog]\nuri = http://x\n", &bad, &e), -EINVAL);
+                ASSERT_CONTAINS(e.message, "catalog.token: must hold one non-empty line");
+        }
+        unsetenv("CREDENTIALS_DIRECTORY");
+        unlink(path);
+        rmdir(dir);
+}
