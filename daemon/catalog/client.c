@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The REST catalog client (see client.h): turns each operation into one HTTP request, holds it
- * back until a token and /v1/config are there, and maps the answer to an outcome. Owns the
- * calls, the token (wiped when dropped) and the transport. Never resends a mutation except
+ * back until a token (catalog/auth.c) and /v1/config are there, and maps the answer to an
+ * outcome. Owns the calls, the token's state and the transport. Never resends a mutation except
  * after a 401/419 (the server did not act on it); logs at debug, and once at info when a
  * failed start recovers in the background (the start callback reported the failure). */
 #define LOG_MODULE "catalog"
@@ -15,8 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "catalog/client.h"
-#include "catalog/curl_uv.h"
+#include "catalog/client-internal.h"
 #include "catalog/rest.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -26,9 +25,6 @@ static_assert(sizeof(((CatalogResult *)0)->message) == sizeof(((RestError *)0)->
               "error messages are copied whole");
 static_assert(sizeof(((CatalogResult *)0)->error_type) == sizeof(((RestError *)0)->type),
               "error types are copied whole");
-
-/* URLs and bodies we build: far above any real path or commit request, far below memory. */
-#define CATALOG_MAX_REQUEST_BYTES (64u << 20)
 
 typedef enum CallKind {
         CALL_CONFIG,
@@ -61,7 +57,7 @@ typedef struct CallQueue {
         CatalogCall *tail;
 } CallQueue;
 
-/* Owned by the daemon. Secrets (credential, token) are wiped before they are freed. */
+/* Owned by the daemon. */
 struct CatalogClient {
         uv_loop_t *loop;
         CurlUv *curl;
@@ -74,23 +70,13 @@ struct CatalogClient {
 
         char *base_uri;                 /* config uri without trailing '/' */
         char *warehouse;
-        char *token_endpoint;
-        char *credential;
-        char *scope;
         bool send_idempotency_key;
         char **headers;                 /* Accept and header.* lines, sent on every request */
         size_t n_headers;
         json_t *client_properties;      /* what we tell /v1/config merging about ourselves */
 
-        /* OAuth2: has_oauth when a credential can fetch tokens. A token without expiry (a
-         * static one, or a response without expires_in) is used until a 401 or 419. */
-        bool has_oauth;
-        char *token;
-        uint64_t token_generation;
-        uint64_t token_refresh_at_ms;   /* uv_now() from which a refresh starts in the background */
-        uint64_t token_expires_at_ms;   /* uv_now() from which calls wait for a new token */
-        bool is_token_fetching;
-        CallQueue waiting_token;
+        CatalogAuth auth;
+        CallQueue waiting_token;        /* never non-empty while no token fetch is under way */
 
         RestConfig config;
         bool is_ready;
@@ -124,13 +110,6 @@ static CatalogCall *queue_take_all(CallQueue *q) {
         return head;
 }
 
-static void wipe_free(char *s) {
-        if (!s)
-                return;
-        explicit_bzero(s, strlen(s));
-        free(s);
-}
-
 static void strv_free(char **v, size_t n) {
         for (size_t i = 0; v && i < n; i++)
                 free(v[i]);
@@ -155,7 +134,7 @@ static CatalogCall *call_free(CatalogCall *call) {
 
 DEFINE_CLEANUP_FUNC(CatalogCall, call_free);
 
-_printf_(2, 3) static void result_set_message(CatalogResult *result, const char *fmt, ...) {
+void catalog_result_set_message(CatalogResult *result, const char *fmt, ...) {
         char text[2 * sizeof(result->message)];
         va_list ap;
         int n;
@@ -254,7 +233,7 @@ static void queue_fail_all(CallQueue *q, const CatalogResult *result) {
 static void fail_with_errno(CatalogCall *call, int r, const char *what) {
         CatalogResult result = { .status = r };
 
-        result_set_message(&result, "%s: %s", what, strerror(-r));
+        catalog_result_set_message(&result, "%s: %s", what, strerror(-r));
         call_finish(call, &result);
 }
 
@@ -283,7 +262,8 @@ static void config_fail_waiting(CatalogClient *c, const CatalogResult *config_re
         else if (result.status == CATALOG_E_STATE_UNKNOWN)
                 result.status = CATALOG_E_UNAVAILABLE;
         memcpy(result.error_type, config_result->error_type, sizeof(result.error_type));
-        result_set_message(&result, "catalog configuration unavailable: %s", config_result->message);
+        catalog_result_set_message(&result, "catalog configuration unavailable: %s",
+                                   config_result->message);
         queue_fail_all(&c->waiting_config, &result);
 }
 
@@ -405,8 +385,8 @@ static int call_send(CatalogCall *call) {
                 lines[n_lines++] = c->headers[i];
         if (call->body)
                 lines[n_lines++] = "Content-Type: application/json";
-        if (c->token) {
-                r = buf_printf(&auth, "Authorization: Bearer %s", c->token);
+        if (c->auth.token) {
+                r = buf_printf(&auth, "Authorization: Bearer %s", c->auth.token);
                 if (r < 0)
                         return r;
                 lines[n_lines++] = buf_str(&auth);
@@ -431,156 +411,38 @@ static int call_send(CatalogCall *call) {
                 explicit_bzero(auth.data, auth.len);
         if (r < 0)
                 return r;
-        call->token_generation = c->token_generation;
+        call->token_generation = c->auth.token_generation;
         return 0;
 }
 
-static void token_on_response(const CurlUvResponse *response, void *userdata);
-
-static int token_fetch_start(CatalogClient *c) {
-        _cleanup_(buf_deinitp) Buf form = {};
-        const char *secret, *colon;
-        _cleanup_(freep) char *client_id = NULL;
-        _cleanup_(freep) const char **lines = NULL;
-        size_t n_lines = 0;
-        CurlUvRequest req;
-        int r;
-
-        if (c->is_token_fetching)
-                return 0;
-        lines = calloc(c->n_headers + 1, sizeof(*lines));
-        if (!lines)
-                return -ENOMEM;
-
-        /* Java's OAuth2Util: "id:secret", or a bare secret without a client id. */
-        secret = c->credential;
-        colon = strchr(c->credential, ':');
-        if (colon) {
-                client_id = strndup(c->credential, (size_t)(colon - c->credential));
-                if (!client_id)
-                        return -ENOMEM;
-                secret = colon + 1;
-        }
-        buf_init(&form, CATALOG_MAX_REQUEST_BYTES);
-        r = rest_form_append(&form, "grant_type", "client_credentials");
-        if (r >= 0 && client_id)
-                r = rest_form_append(&form, "client_id", client_id);
-        if (r >= 0)
-                r = rest_form_append(&form, "client_secret", secret);
-        if (r >= 0 && c->scope)
-                r = rest_form_append(&form, "scope", c->scope);
-
-        if (r >= 0) {
-                for (size_t i = 0; i < c->n_headers; i++)
-                        lines[n_lines++] = c->headers[i];
-                lines[n_lines++] = "Content-Type: application/x-www-form-urlencoded";
-                req = (CurlUvRequest){
-                        .method = "POST",
-                        .url = c->token_endpoint,
-                        .headers = lines,
-                        .n_headers = n_lines,
-                        .body = buf_slice(&form),
-                };
-                r = curl_uv_send(c->curl, &req, token_on_response, c);
-        }
-        if (form.data)
-                explicit_bzero(form.data, form.len);
-        if (r < 0)
-                return r;
-        c->is_token_fetching = true;
-        return 0;
-}
-
-static void token_forget(CatalogClient *c) {
-        wipe_free(c->token);
-        c->token = NULL;
-}
-
-static void token_on_response(const CurlUvResponse *response, void *userdata) {
+/* The end of a token fetch: the calls that waited for it go now, or fail as it did. */
+static void client_on_token(const CatalogResult *result, void *userdata) {
         CatalogClient *c = userdata;
-        _cleanup_(rest_token_deinit) RestToken token = {};
-        CatalogResult result = {};
-        uint64_t now, lifetime_ms, margin_ms;
-        Error error = {};
-        RestError rest_error;
-        int r;
 
-        c->is_token_fetching = false;
-
-        if (response->status < 0) {
-                result.status = response->status;
-                result_set_message(&result, "oauth2 token request: %s", response->error);
-        } else if (response->status > 0) {
-                /* Nothing that waits for a token has been sent: retrying is safe. */
-                result.status = CATALOG_E_UNAVAILABLE;
-                result_set_message(&result, "oauth2 token request to '%s': %s", c->token_endpoint,
-                                   response->error);
-        } else if (response->http_status < 200 || response->http_status > 299) {
-                result.http_status = response->http_status;
-                result.status = response->http_status == 429 || response->http_status >= 500 ?
-                                        CATALOG_E_UNAVAILABLE : CATALOG_E_REJECTED;
-                if (response->body_error == 0 && rest_error_parse(response->body, &rest_error) == 0) {
-                        memcpy(result.error_type, rest_error.type, sizeof(result.error_type));
-                        result_set_message(&result, "oauth2 token request to '%s': HTTP %ld: %s",
-                                           c->token_endpoint, response->http_status,
-                                           rest_error.message);
-                } else
-                        result_set_message(&result, "oauth2 token request to '%s': HTTP %ld",
-                                           c->token_endpoint, response->http_status);
-        } else if (response->body_error < 0) {
-                result.status = response->body_error;
-                result_set_message(&result, "oauth2 token response: %s",
-                                   strerror(-response->body_error));
-        } else if ((r = rest_token_parse(response->body, &token, &error)) < 0) {
-                result.status = r;
-                result_set_message(&result, "%s", error.message);
-        } else {
-                wipe_free(c->token);
-                c->token = TAKE_PTR(token.access_token);
-                c->token_generation++;
-                now = uv_now(c->loop);
-                if (token.has_expires_in) {
-                        /* Refresh ahead of expiry, as Java does: a tenth of the lifetime, at
-                         * most five minutes early. */
-                        lifetime_ms = (uint64_t)token.expires_in_s * 1000;
-                        margin_ms = lifetime_ms / 10 < 300000 ? lifetime_ms / 10 : 300000;
-                        c->token_expires_at_ms = now + lifetime_ms;
-                        c->token_refresh_at_ms = now + lifetime_ms - margin_ms;
-                } else {
-                        c->token_expires_at_ms = UINT64_MAX;
-                        c->token_refresh_at_ms = UINT64_MAX;
-                }
-                log_debug("oauth2 token obtained generation=%" PRIu64 " expires_in_s=%u",
-                          c->token_generation, token.has_expires_in ? token.expires_in_s : 0);
+        if (result->status == 0)
                 queue_resubmit_all(c, &c->waiting_token, /* has_fresh_token= */ true);
-                return;
-        }
-        queue_fail_all(&c->waiting_token, &result);
+        else
+                queue_fail_all(&c->waiting_token, result);
 }
 
 /* Sends the call now, or parks it until what it needs (a token, the configuration) arrives.
  * Returns <0 only when the call was neither sent nor parked. */
 static int call_submit(CatalogCall *call, bool has_fresh_token) {
         CatalogClient *c = call->client;
-        uint64_t now;
         int r;
 
         if (c->is_closing)
                 return -ESHUTDOWN;
 
-        if (c->has_oauth && !has_fresh_token) {
-                now = uv_now(c->loop);
-                if (!c->token || now >= c->token_expires_at_ms) {
-                        r = token_fetch_start(c);
-                        if (r < 0)
-                                return r;
+        if (!has_fresh_token) {
+                r = catalog_auth_check(&c->auth, c->curl, (const char *const *)c->headers,
+                                       c->n_headers);
+                if (r < 0)
+                        return r;
+                if (r == CATALOG_AUTH_E_PENDING) {
                         queue_push(&c->waiting_token, call);
                         return 0;
                 }
-                /* Still valid: use it, and fetch the next one meanwhile. A failed start is
-                 * retried by the next call. */
-                if (now >= c->token_refresh_at_ms)
-                        (void)token_fetch_start(c);
         }
 
         if (call->kind != CALL_CONFIG && !c->is_ready) {
@@ -628,16 +490,16 @@ static json_t *call_read_success(const CatalogCall *call, const CurlUvResponse *
          * commit, so it stays a success and says why the body is missing. */
         if (response->body_error < 0) {
                 result->status = is_mutation ? 0 : response->body_error;
-                result_set_message(result, "%s: HTTP %ld response body dropped: %s",
-                                   call_describe(call), response->http_status,
-                                   strerror(-response->body_error));
+                catalog_result_set_message(result, "%s: HTTP %ld response body dropped: %s",
+                                           call_describe(call), response->http_status,
+                                           strerror(-response->body_error));
                 return NULL;
         }
         if (response->body.len == 0) {
                 if (!is_mutation) {
                         result->status = -EBADMSG;
-                        result_set_message(result, "%s: HTTP %ld with an empty body",
-                                           call_describe(call), response->http_status);
+                        catalog_result_set_message(result, "%s: HTTP %ld with an empty body",
+                                                   call_describe(call), response->http_status);
                 }
                 return NULL;
         }
@@ -651,8 +513,9 @@ static json_t *call_read_success(const CatalogCall *call, const CurlUvResponse *
         }
         if (r < 0) {
                 result->status = is_mutation ? 0 : r;
-                result_set_message(result, "%s: HTTP %ld with an unreadable body: %s",
-                                   call_describe(call), response->http_status, error.message);
+                catalog_result_set_message(result, "%s: HTTP %ld with an unreadable body: %s",
+                                           call_describe(call), response->http_status,
+                                           error.message);
                 return NULL;
         }
         return body;
@@ -667,15 +530,16 @@ static void call_read_error(const CatalogCall *call, const CurlUvResponse *respo
                 memcpy(result->message, rest_error.message, sizeof(result->message));
                 memcpy(result->error_type, rest_error.type, sizeof(result->error_type));
                 if (result->message[0] == '\0')
-                        result_set_message(result, "%s: HTTP %ld", call_describe(call),
-                                           response->http_status);
+                        catalog_result_set_message(result, "%s: HTTP %ld", call_describe(call),
+                                                   response->http_status);
         } else {
                 /* Not an IcebergErrorResponse (a proxy's or servlet container's HTML page):
                  * its first bytes are still the best clue. */
                 rest_text_copy(snippet, sizeof(snippet), (const char *)response->body.ptr,
                                response->body.len);
-                result_set_message(result, "%s: HTTP %ld%s%s", call_describe(call),
-                                   response->http_status, snippet[0] ? ": " : "", snippet);
+                catalog_result_set_message(result, "%s: HTTP %ld%s%s", call_describe(call),
+                                           response->http_status, snippet[0] ? ": " : "",
+                                           snippet);
         }
         result->status = catalog_outcome_from_http(call_is_mutation(call), response->http_status,
                                                    result->message);
@@ -689,9 +553,11 @@ static void call_read_error(const CatalogCall *call, const CurlUvResponse *respo
 
                 memcpy(original, result->message, sizeof(original));
                 result->status = CATALOG_E_STATE_UNKNOWN;
-                result_set_message(result, "%s: sent %u times after connections died, the answer "
-                                   "to the last copy says nothing about the first: %s",
-                                   call_describe(call), response->n_sends, original);
+                catalog_result_set_message(result,
+                                           "%s: sent %u times after connections died, the "
+                                           "answer to the last copy says nothing about the "
+                                           "first: %s",
+                                           call_describe(call), response->n_sends, original);
         }
 }
 
@@ -704,13 +570,12 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
         Error error = {};
         int r;
 
-        if (response->status == 0 && (response->http_status == 401 || response->http_status == 419) &&
-            c->has_oauth && !call->is_auth_retried && !c->is_closing) {
+        if (response->status == 0 && catalog_auth_is_refusal(&c->auth, response->http_status) &&
+            !call->is_auth_retried && !c->is_closing) {
                 /* The token expired or was revoked; the server did not act on the request, so
                  * the same request (same Idempotency-Key) goes again, once, with a new token. */
                 call->is_auth_retried = true;
-                if (call->token_generation == c->token_generation)
-                        token_forget(c);
+                catalog_auth_token_refused(&c->auth, call->token_generation);
                 r = call_submit(call, /* has_fresh_token= */ false);
                 if (r >= 0)
                         return;
@@ -720,16 +585,17 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
 
         if (response->status < 0) {
                 result.status = response->status;
-                result_set_message(&result, "%s: %s", call_describe(call), response->error);
+                catalog_result_set_message(&result, "%s: %s", call_describe(call),
+                                           response->error);
         } else if (response->status == CURL_UV_E_NOT_SENT) {
                 result.status = CATALOG_E_UNAVAILABLE;
-                result_set_message(&result, "%s: catalog unreachable: %s", call_describe(call),
-                                   response->error);
+                catalog_result_set_message(&result, "%s: catalog unreachable: %s",
+                                           call_describe(call), response->error);
         } else if (response->status == CURL_UV_E_NO_RESPONSE) {
                 result.status = call_is_mutation(call) ? CATALOG_E_STATE_UNKNOWN :
                                                          CATALOG_E_UNAVAILABLE;
-                result_set_message(&result, "%s: no answer from the catalog: %s",
-                                   call_describe(call), response->error);
+                catalog_result_set_message(&result, "%s: no answer from the catalog: %s",
+                                           call_describe(call), response->error);
         } else {
                 result.http_status = response->http_status;
                 if (response->http_status >= 200 && response->http_status <= 299)
@@ -742,7 +608,7 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
                 r = rest_config_parse(body, c->client_properties, &config, &error);
                 if (r < 0) {
                         result.status = r;
-                        result_set_message(&result, "%s", error.message);
+                        catalog_result_set_message(&result, "%s", error.message);
                 } else {
                         rest_config_deinit(&c->config);
                         c->config = config;
@@ -761,12 +627,9 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
 static void catalog_client_destroy(CatalogClient *c) {
         if (!c)
                 return;
-        wipe_free(c->token);
-        wipe_free(c->credential);
+        catalog_auth_deinit(&c->auth);
         free(c->base_uri);
         free(c->warehouse);
-        free(c->token_endpoint);
-        free(c->scope);
         strv_free(c->headers, c->n_headers);
         json_decref(c->client_properties);
         rest_config_deinit(&c->config);
@@ -806,21 +669,10 @@ static bool is_header_name(const char *s) {
         return true;
 }
 
-static char *strdup_or_null(const char *s, int *r) {
-        char *d;
-
-        if (!s)
-                return NULL;
-        d = strdup(s);
-        if (!d)
-                *r = -ENOMEM;
-        return d;
-}
-
 int catalog_client_new(uv_loop_t *loop, const CatalogConfig *config, CatalogClient **ret_client) {
         _cleanup_(catalog_client_destroyp) CatalogClient *c = NULL;
         size_t n;
-        int r = 0;
+        int r;
 
         assert(loop && config && ret_client);
         if (!is_http_uri(config->uri))
@@ -848,20 +700,14 @@ int catalog_client_new(uv_loop_t *loop, const CatalogConfig *config, CatalogClie
                 return -ENOMEM;
         for (n = strlen(c->base_uri); n > 0 && c->base_uri[n - 1] == '/'; n--)
                 c->base_uri[n - 1] = '\0';
-        c->warehouse = strdup_or_null(config->warehouse, &r);
-        c->scope = strdup_or_null(config->scope, &r);
-        c->credential = strdup_or_null(config->credential, &r);
-        c->token = strdup_or_null(config->token, &r);
+        if (config->warehouse) {
+                c->warehouse = strdup(config->warehouse);
+                if (!c->warehouse)
+                        return -ENOMEM;
+        }
+        r = catalog_auth_init(&c->auth, loop, config, c->base_uri, client_on_token, c);
         if (r < 0)
                 return r;
-        c->has_oauth = c->credential != NULL;
-        c->token_refresh_at_ms = c->token_expires_at_ms = UINT64_MAX;
-        if (config->oauth2_server_uri)
-                c->token_endpoint = strdup(config->oauth2_server_uri);
-        else if (asprintf(&c->token_endpoint, "%s/v1/oauth/tokens", c->base_uri) < 0)
-                c->token_endpoint = NULL;
-        if (!c->token_endpoint)
-                return -ENOMEM;
 
         c->headers = calloc(config->n_headers + 1, sizeof(char *));
         if (!c->headers)
@@ -905,7 +751,7 @@ static void catalog_client_on_handle_closed(CatalogClient *c) {
                 return;
         /* Every waiting call waited for a token or config transfer, whose cancellation failed
          * it already; this only guards that invariant. */
-        result_set_message(&result, "cancelled: the catalog client is closing");
+        catalog_result_set_message(&result, "cancelled: the catalog client is closing");
         queue_fail_all(&c->waiting_token, &result);
         queue_fail_all(&c->waiting_config, &result);
         c->is_closed = true;

@@ -65,6 +65,19 @@ static void outcome_reset(Outcome *o) {
         *o = (Outcome){};
 }
 
+/* An Outcome's status, with the catalog's words when it is not the one wanted. */
+#define ASSERT_OUTCOME(o, want)                                                                   \
+        do {                                                                                      \
+                const Outcome *_o = &(o);                                                         \
+                int _want = (want);                                                               \
+                if (_o->status != _want)                                                          \
+                        TEST_FAIL("ASSERT_OUTCOME(%s, %s) failed: %s (%d) != %s (%d): "           \
+                                  "HTTP %ld %s", #o, #want,                                       \
+                                  catalog_outcome_to_string(_o->status), _o->status,              \
+                                  catalog_outcome_to_string(_want), _want, _o->http_status,       \
+                                  _o->message);                                                   \
+        } while (0)
+
 static void run_until(uv_loop_t *loop, const bool *flag) {
         while (!*flag)
                 ASSERT_TRUE(uv_run(loop, UV_RUN_ONCE) != 0 || *flag);
@@ -584,12 +597,12 @@ TEST(closed_port_is_unavailable) {
         ASSERT_OK(catalog_commit_table(c, one_ns, 1, "t", request, "key-1", outcome_record, &commit));
         run_until(&loop, &commit.is_done);
         ASSERT_TRUE(start.is_done && load.is_done);
-        ASSERT_EQ(start.status, CATALOG_E_UNAVAILABLE);
+        ASSERT_OUTCOME(start, CATALOG_E_UNAVAILABLE);
         ASSERT_EQ(start.http_status, 0);
         ASSERT_CONTAINS(start.message, "catalog unreachable");
-        ASSERT_EQ(load.status, CATALOG_E_UNAVAILABLE);
+        ASSERT_OUTCOME(load, CATALOG_E_UNAVAILABLE);
         ASSERT_CONTAINS(load.message, "catalog configuration unavailable");
-        ASSERT_EQ(commit.status, CATALOG_E_UNAVAILABLE);
+        ASSERT_OUTCOME(commit, CATALOG_E_UNAVAILABLE);
         ASSERT_TRUE(!catalog_client_is_ready(c));
         ASSERT_TRUE(!catalog_client_supports_idempotency(c));
 
@@ -597,7 +610,7 @@ TEST(closed_port_is_unavailable) {
         outcome_reset(&load);
         ASSERT_OK(catalog_load_table(c, one_ns, 1, "t", outcome_record, &load));
         run_until(&loop, &load.is_done);
-        ASSERT_EQ(load.status, CATALOG_E_UNAVAILABLE);
+        ASSERT_OUTCOME(load, CATALOG_E_UNAVAILABLE);
 
         /* The started client retries /v1/config in the background until closed. */
         client_finish(&loop, c);
@@ -644,8 +657,7 @@ static void start_client(uv_loop_t *loop, const CatalogConfig *config, CatalogCl
         ASSERT_OK(catalog_client_new(loop, config, ret));
         ASSERT_OK(catalog_client_start(*ret, outcome_record, &start));
         run_until(loop, &start.is_done);
-        if (start.status != 0)
-                TEST_FAIL("start: %s (%s)", catalog_outcome_to_string(start.status), start.message);
+        ASSERT_OUTCOME(start, 0);
         ASSERT_TRUE(json_is_object(start.body));
         ASSERT_TRUE(catalog_client_is_ready(*ret));
         outcome_reset(&start);
@@ -767,68 +779,113 @@ static void faults_injected(const char *uri, const char *table, char *buf, size_
         json_decref(events);
 }
 
-/* A namespace of its own with one table "t" in it, created through the client under test. */
-typedef struct Fixture {
+/* A case against the real catalog: its loop, a client started on it, a namespace of its own with
+ * one table "t" in it (created through the client under test, unless the case begins without),
+ * and the outcomes of the latest commit to and load of that table. */
+typedef struct RestCase {
+        const char *uri;
+        uv_loop_t loop;
+        CatalogClient *c;       /* NULL once the case closed it itself */
         char ns_name[128];
         const char *ns[1];
-        char table[8];
+        const char *table;
         char filter[160];       /* "ns.t": the injector's table filter */
         char *uuid;
-} Fixture;
+        Outcome commit, load;
+} RestCase;
 
-static void fixture_create(uv_loop_t *loop, CatalogClient *c, const char *what, Fixture *f) {
+/* Each waits for its call to end, with the outcome in `o` (reset first). */
+static void namespace_create_wait(RestCase *t, const char *const *ns, size_t n_ns, Outcome *o) {
+        outcome_reset(o);
+        ASSERT_OK(catalog_create_namespace(t->c, ns, n_ns, NULL, outcome_record, o));
+        run_until(&t->loop, &o->is_done);
+}
+
+static void table_create_wait(RestCase *t, const char *const *ns, size_t n_ns, const char *name,
+                              const json_t *request, Outcome *o) {
+        outcome_reset(o);
+        ASSERT_OK(catalog_create_table(t->c, ns, n_ns, name, request, outcome_record, o));
+        run_until(&t->loop, &o->is_done);
+}
+
+static void table_load_wait(RestCase *t, const char *const *ns, size_t n_ns, const char *table,
+                            Outcome *o) {
+        outcome_reset(o);
+        ASSERT_OK(catalog_load_table(t->c, ns, n_ns, table, outcome_record, o));
+        run_until(&t->loop, &o->is_done);
+}
+
+static void table_commit_wait(RestCase *t, const char *const *ns, size_t n_ns, const char *table,
+                              const json_t *request, const char *idempotency_key, Outcome *o) {
+        outcome_reset(o);
+        ASSERT_OK(catalog_commit_table(t->c, ns, n_ns, table, request, idempotency_key,
+                                       outcome_record, o));
+        run_until(&t->loop, &o->is_done);
+}
+
+/* The case's own table: a commit into t->commit, a load into t->load. */
+static void commit_wait(RestCase *t, const json_t *request, const char *idempotency_key) {
+        table_commit_wait(t, t->ns, 1, t->table, request, idempotency_key, &t->commit);
+}
+
+static void load_wait(RestCase *t) {
+        table_load_wait(t, t->ns, 1, t->table, &t->load);
+}
+
+static void own_table_create(RestCase *t, const char *what) {
         json_t *create = create_table_request();
         Outcome o = {};
 
-        *f = (Fixture){ .table = "t" };
-        unique_name(f->ns_name, sizeof(f->ns_name), what);
-        f->ns[0] = f->ns_name;
-        ASSERT_TRUE((size_t)snprintf(f->filter, sizeof(f->filter), "%s.%s", f->ns_name, f->table) <
-                    sizeof(f->filter));
-        ASSERT_OK(catalog_create_namespace(c, f->ns, 1, NULL, outcome_record, &o));
-        run_until(loop, &o.is_done);
-        ASSERT_EQ(o.status, 0);
-        outcome_reset(&o);
-        ASSERT_OK(catalog_create_table(c, f->ns, 1, f->table, create, outcome_record, &o));
-        run_until(loop, &o.is_done);
-        if (o.status != 0)
-                TEST_FAIL("create table: %s HTTP %ld %s", catalog_outcome_to_string(o.status),
-                          o.http_status, o.message);
-        f->uuid = strdup(json_string_value(json_object_get(json_object_get(o.body, "metadata"),
+        unique_name(t->ns_name, sizeof(t->ns_name), what);
+        t->ns[0] = t->ns_name;
+        t->table = "t";
+        ASSERT_TRUE((size_t)snprintf(t->filter, sizeof(t->filter), "%s.%s", t->ns_name, t->table) <
+                    sizeof(t->filter));
+        namespace_create_wait(t, t->ns, 1, &o);
+        ASSERT_OUTCOME(o, 0);
+        table_create_wait(t, t->ns, 1, t->table, create, &o);
+        ASSERT_OUTCOME(o, 0);
+        t->uuid = strdup(json_string_value(json_object_get(json_object_get(o.body, "metadata"),
                                                            "table-uuid")));
-        ASSERT_TRUE(f->uuid);
+        ASSERT_TRUE(t->uuid);
         outcome_reset(&o);
         json_decref(create);
 }
 
-static void fixture_deinit(Fixture *f) {
-        free(f->uuid);
+/* Begins a case with `config`, whose uri is NULL without a catalog (then returns false: skip).
+ * Clears any fault an aborted case left queued, starts a client and, when `what` is set, creates
+ * a table of its own in a namespace named after `what`. */
+static bool rest_case_begin(RestCase *t, const CatalogConfig *config, const char *what) {
+        *t = (RestCase){ .uri = config->uri };
+        if (!t->uri)
+                return false;
+        faults_clear(t->uri);
+        ASSERT_OK(uv_loop_init(&t->loop));
+        start_client(&t->loop, config, &t->c);
+        if (what)
+                own_table_create(t, what);
+        return true;
 }
 
-static void commit_wait(uv_loop_t *loop, CatalogClient *c, const Fixture *f, const json_t *request,
-                        const char *idempotency_key, Outcome *o) {
-        outcome_reset(o);
-        ASSERT_OK(catalog_commit_table(c, f->ns, 1, f->table, request, idempotency_key,
-                                       outcome_record, o));
-        run_until(loop, &o->is_done);
-}
-
-static void load_wait(uv_loop_t *loop, CatalogClient *c, const Fixture *f, Outcome *o) {
-        outcome_reset(o);
-        ASSERT_OK(catalog_load_table(c, f->ns, 1, f->table, outcome_record, o));
-        run_until(loop, &o->is_done);
+/* Clears the faults, closes the client unless the case did, and runs the loop to its end. */
+static void rest_case_end(RestCase *t) {
+        faults_clear(t->uri);
+        if (t->c)
+                client_finish(&t->loop, TAKE_PTR(t->c));
+        loop_finish(&t->loop);
+        outcome_reset(&t->commit);
+        outcome_reset(&t->load);
+        free(t->uuid);
 }
 
 /* The table's property `key` as the catalog has it now (a fault-free load), or NULL. */
-static char *table_property(uv_loop_t *loop, CatalogClient *c, const Fixture *f, const char *key) {
+static char *table_property(RestCase *t, const char *key) {
         const char *value;
         Outcome o = {};
         char *copy;
 
-        load_wait(loop, c, f, &o);
-        if (o.status != 0)
-                TEST_FAIL("load: %s HTTP %ld %s", catalog_outcome_to_string(o.status), o.http_status,
-                          o.message);
+        table_load_wait(t, t->ns, 1, t->table, &o);
+        ASSERT_OUTCOME(o, 0);
         value = json_string_value(json_object_get(json_object_get(json_object_get(o.body, "metadata"),
                                                                   "properties"), key));
         copy = value ? strdup(value) : NULL;
@@ -837,9 +894,8 @@ static char *table_property(uv_loop_t *loop, CatalogClient *c, const Fixture *f,
         return copy;
 }
 
-static void assert_property(uv_loop_t *loop, CatalogClient *c, const Fixture *f, const char *key,
-                            const char *want) {
-        char *value = table_property(loop, c, f, key);
+static void assert_property(RestCase *t, const char *key, const char *want) {
+        char *value = table_property(t, key);
 
         if (want)
                 ASSERT_STREQ(value, want);
@@ -849,65 +905,47 @@ static void assert_property(uv_loop_t *loop, CatalogClient *c, const Fixture *f,
 }
 
 TEST(rest_catalog_round_trip) {
-        const char *uri = catalog_uri();
+        CatalogConfig config = test_config(catalog_uri());
         char ns_name[128], table[128];
         const char *ns2[2];
         json_t *create, *request, *metadata;
-        Outcome o = {};
-        CatalogConfig config;
-        CatalogClient *c;
-        uv_loop_t loop;
         const char *uuid;
         char *table_uuid;
+        Outcome o = {};
+        RestCase t;
 
-        if (!uri)
+        if (!rest_case_begin(&t, &config, /* what= */ NULL))
                 return;
-        faults_clear(uri);     /* no fault left queued by an aborted case */
-        ASSERT_OK(uv_loop_init(&loop));
-        config = test_config(uri);
-        start_client(&loop, &config, &c);
-        printf("catalog at %s: prefix='%s' separator='%s' idempotency=%s\n", uri,
-               catalog_client_prefix(c) ? catalog_client_prefix(c) : "",
-               catalog_client_namespace_separator(c),
-               catalog_client_supports_idempotency(c) ? "yes" : "no");
-        ASSERT_TRUE(catalog_client_supports_endpoint(c, "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
+        printf("catalog at %s: prefix='%s' separator='%s' idempotency=%s\n", t.uri,
+               catalog_client_prefix(t.c) ? catalog_client_prefix(t.c) : "",
+               catalog_client_namespace_separator(t.c),
+               catalog_client_supports_idempotency(t.c) ? "yes" : "no");
+        ASSERT_TRUE(catalog_client_supports_endpoint(
+                t.c, "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
 
         /* A two-level namespace whose second level needs encoding, and an odd table name. */
         unique_name(ns_name, sizeof(ns_name), "ns");
         ns2[0] = ns_name;
         ns2[1] = "level two";
-        ASSERT_OK(catalog_create_namespace(c, ns2, 1, NULL, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, 0);
-        outcome_reset(&o);
-        ASSERT_OK(catalog_create_namespace(c, ns2, 2, NULL, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        if (o.status != 0)
-                TEST_FAIL("create namespace: %s HTTP %ld %s", catalog_outcome_to_string(o.status),
-                          o.http_status, o.message);
-        outcome_reset(&o);
+        namespace_create_wait(&t, ns2, 1, &o);
+        ASSERT_OUTCOME(o, 0);
+        namespace_create_wait(&t, ns2, 2, &o);
+        ASSERT_OUTCOME(o, 0);
         /* Again: AlreadyExists is a 409. */
-        ASSERT_OK(catalog_create_namespace(c, ns2, 2, NULL, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, CATALOG_E_CONFLICT);
+        namespace_create_wait(&t, ns2, 2, &o);
+        ASSERT_OUTCOME(o, CATALOG_E_CONFLICT);
         ASSERT_EQ(o.http_status, 409);
         printf("namespace exists: HTTP 409 type='%s' message='%s'\n", o.error_type, o.message);
-        outcome_reset(&o);
 
         unique_name(table, sizeof(table), "t+1 x");
         create = create_table_request();
-        ASSERT_OK(catalog_create_table(c, ns2, 2, table, create, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        if (o.status != 0)
-                TEST_FAIL("create table: %s HTTP %ld %s", catalog_outcome_to_string(o.status),
-                          o.http_status, o.message);
+        table_create_wait(&t, ns2, 2, table, create, &o);
+        ASSERT_OUTCOME(o, 0);
         /* The caller's request is untouched. */
         ASSERT_TRUE(json_object_get(create, "name") == NULL);
-        outcome_reset(&o);
 
-        ASSERT_OK(catalog_load_table(c, ns2, 2, table, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, 0);
+        table_load_wait(&t, ns2, 2, table, &o);
+        ASSERT_OUTCOME(o, 0);
         ASSERT_EQ(o.http_status, 200);
         metadata = json_object_get(o.body, "metadata");
         ASSERT_EQ(json_integer_value(json_object_get(metadata, "format-version")), 3);
@@ -918,141 +956,92 @@ TEST(rest_catalog_round_trip) {
         ASSERT_TRUE(uuid);
         table_uuid = strdup(uuid);
         ASSERT_TRUE(table_uuid);
-        outcome_reset(&o);
 
         request = commit_request(table_uuid);
-        ASSERT_OK(catalog_commit_table(c, ns2, 2, table, request, NULL, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        if (o.status != 0)
-                TEST_FAIL("commit: %s HTTP %ld %s", catalog_outcome_to_string(o.status),
-                          o.http_status, o.message);
+        table_commit_wait(&t, ns2, 2, table, request, NULL, &o);
+        ASSERT_OUTCOME(o, 0);
         ASSERT_STREQ(json_string_value(json_object_get(json_object_get(json_object_get(o.body, "metadata"),
                                                                        "properties"), "icecommit.test")),
                      "yes");
-        outcome_reset(&o);
         json_decref(request);
 
         request = commit_request("00000000-0000-0000-0000-000000000000");
-        ASSERT_OK(catalog_commit_table(c, ns2, 2, table, request, NULL, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, CATALOG_E_CONFLICT);
+        table_commit_wait(&t, ns2, 2, table, request, NULL, &o);
+        ASSERT_OUTCOME(o, CATALOG_E_CONFLICT);
         ASSERT_EQ(o.http_status, 409);
         ASSERT_STREQ(o.error_type, "CommitFailedException");
         ASSERT_CONTAINS(o.message, "Requirement failed: UUID does not match");
         ASSERT_CONTAINS(o.message, table_uuid);
         printf("conflict: HTTP 409 type='%s' message='%s'\n", o.error_type, o.message);
-        outcome_reset(&o);
         json_decref(request);
 
-        ASSERT_OK(catalog_load_table(c, ns2, 2, "no_such_table", outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, CATALOG_E_NOT_FOUND);
+        table_load_wait(&t, ns2, 2, "no_such_table", &o);
+        ASSERT_OUTCOME(o, CATALOG_E_NOT_FOUND);
         ASSERT_EQ(o.http_status, 404);
         ASSERT_STREQ(o.error_type, "NoSuchTableException");
         printf("missing table: HTTP 404 type='%s' message='%s'\n", o.error_type, o.message);
-        outcome_reset(&o);
-        ASSERT_EQ(catalog_client_connections_opened(c), 1);
+        ASSERT_EQ(catalog_client_connections_opened(t.c), 1);
 
-        client_finish(&loop, c);
-        loop_finish(&loop);
+        outcome_reset(&o);
         json_decref(create);
         free(table_uuid);
+        rest_case_end(&t);
 }
 
 /* The 1.11 server honours Idempotency-Key without advertising it: a second commit with the same
  * key is answered from the first one, even with a body that would conflict. */
 TEST(rest_catalog_idempotency_key) {
-        const char *uri = catalog_uri();
-        char ns_name[128], table[128], key[64];
-        const char *ns[1];
-        json_t *create, *request;
-        Outcome o = {};
-        CatalogConfig config;
-        CatalogClient *c;
-        uv_loop_t loop;
-        char *uuid;
+        CatalogConfig config = test_config(catalog_uri());
+        json_t *request;
+        char key[64];
+        RestCase t;
 
-        if (!uri)
-                return;
-        faults_clear(uri);     /* no fault left queued by an aborted case */
-        ASSERT_OK(uv_loop_init(&loop));
-        config = test_config(uri);
         config.send_idempotency_key = true;
-        start_client(&loop, &config, &c);
-        ASSERT_TRUE(catalog_client_supports_idempotency(c));
-
-        unique_name(ns_name, sizeof(ns_name), "ik");
-        ns[0] = ns_name;
-        ASSERT_OK(catalog_create_namespace(c, ns, 1, NULL, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, 0);
-        outcome_reset(&o);
-        create = create_table_request();
-        unique_name(table, sizeof(table), "t");
-        ASSERT_OK(catalog_create_table(c, ns, 1, table, create, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, 0);
-        uuid = strdup(json_string_value(json_object_get(json_object_get(o.body, "metadata"), "table-uuid")));
-        ASSERT_TRUE(uuid);
-        outcome_reset(&o);
+        if (!rest_case_begin(&t, &config, "ik"))
+                return;
+        ASSERT_TRUE(catalog_client_supports_idempotency(t.c));
 
         unique_name(key, sizeof(key), "key");
-        request = commit_request(uuid);
-        ASSERT_OK(catalog_commit_table(c, ns, 1, table, request, key, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, 0);
-        outcome_reset(&o);
+        request = commit_request(t.uuid);
+        commit_wait(&t, request, key);
+        ASSERT_OUTCOME(t.commit, 0);
         json_decref(request);
 
         request = commit_request("00000000-0000-0000-0000-000000000000");
-        ASSERT_OK(catalog_commit_table(c, ns, 1, table, request, key, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, 0);
-        outcome_reset(&o);
+        commit_wait(&t, request, key);
+        ASSERT_OUTCOME(t.commit, 0);
         /* Without the key the same body conflicts: the header did reach the server. */
-        ASSERT_OK(catalog_commit_table(c, ns, 1, table, request, NULL, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, CATALOG_E_CONFLICT);
-        outcome_reset(&o);
+        commit_wait(&t, request, NULL);
+        ASSERT_OUTCOME(t.commit, CATALOG_E_CONFLICT);
         json_decref(request);
 
-        client_finish(&loop, c);
-        loop_finish(&loop);
-        json_decref(create);
-        free(uuid);
+        rest_case_end(&t);
 }
 
 /* The fixture serves the (deprecated) /v1/oauth/tokens client_credentials grant. */
 TEST(rest_catalog_oauth2_client_credentials) {
-        const char *uri = catalog_uri();
-        CatalogConfig config;
-        CatalogClient *c;
+        CatalogConfig config = test_config(catalog_uri());
         Outcome o = {};
-        uv_loop_t loop;
+        RestCase t;
 
-        if (!uri)
-                return;
-        faults_clear(uri);     /* no fault left queued by an aborted case */
-        ASSERT_OK(uv_loop_init(&loop));
-        config = test_config(uri);
         config.credential = (char *)"icecommit:not-a-real-secret";
-        start_client(&loop, &config, &c);
-        ASSERT_OK(catalog_load_table(c, one_ns, 1, "icecommit_no_such_table", outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, CATALOG_E_NOT_FOUND);
-        outcome_reset(&o);
-        client_finish(&loop, c);
+        if (!rest_case_begin(&t, &config, /* what= */ NULL))
+                return;
+        table_load_wait(&t, one_ns, 1, "icecommit_no_such_table", &o);
+        ASSERT_OUTCOME(o, CATALOG_E_NOT_FOUND);
+        client_finish(&t.loop, TAKE_PTR(t.c));
 
         /* An unreachable token endpoint: nothing was sent to the catalog. */
         config.oauth2_server_uri = (char *)"http://127.0.0.1:1/token";
-        ASSERT_OK(catalog_client_new(&loop, &config, &c));
-        ASSERT_OK(catalog_client_start(c, outcome_record, &o));
-        run_until(&loop, &o.is_done);
-        ASSERT_EQ(o.status, CATALOG_E_UNAVAILABLE);
-        ASSERT_CONTAINS(o.message, "oauth2 token request to 'http://127.0.0.1:1/token'");
+        ASSERT_OK(catalog_client_new(&t.loop, &config, &t.c));
         outcome_reset(&o);
-        client_finish(&loop, c);
-        loop_finish(&loop);
+        ASSERT_OK(catalog_client_start(t.c, outcome_record, &o));
+        run_until(&t.loop, &o.is_done);
+        ASSERT_OUTCOME(o, CATALOG_E_UNAVAILABLE);
+        ASSERT_CONTAINS(o.message, "oauth2 token request to 'http://127.0.0.1:1/token'");
+
+        outcome_reset(&o);
+        rest_case_end(&t);
 }
 
 /* ---- the real catalog behind its fault injector ------------------------------------------------
@@ -1073,61 +1062,47 @@ TEST(rest_catalog_oauth2_client_credentials) {
 /* A commit applied by the catalog whose answer never came back (TCP RST): its fate is unknown
  * to us, though it did apply; a read without an answer is merely retryable. */
 TEST(rest_catalog_lost_answer) {
-        const char *uri = catalog_uri();
-        Outcome load = {}, commit = {};
-        CatalogConfig config;
+        CatalogConfig config = test_config(catalog_uri());
         json_t *request, *events, *event;
-        CatalogClient *c;
-        uv_loop_t loop;
+        RestCase t;
         size_t i;
-        Fixture f;
 
-        if (!uri)
+        if (!rest_case_begin(&t, &config, "lost"))
                 return;
-        faults_clear(uri);
-        ASSERT_OK(uv_loop_init(&loop));
-        config = test_config(uri);
-        start_client(&loop, &config, &c);
-        fixture_create(&loop, c, "lost", &f);
 
         /* The commit goes out on the connection that created the table. Should libcurl resend
          * it on a fresh one (it may, for a reused connection that died unanswered), that copy
          * is applied and reset as well. */
-        faults_set(uri, f.filter, "[\"reset\", \"reset\"]", "[]");
-        request = commit_request_set(f.uuid, "icecommit.lost", "applied");
-        commit_wait(&loop, c, &f, request, NULL, &commit);
-        ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
-        ASSERT_EQ(commit.http_status, 0);
-        ASSERT_CONTAINS(commit.message, "no answer from the catalog");
-        ASSERT_TRUE(catalog_client_is_ready(c));
-        events = faults_events(uri, f.filter);
+        faults_set(t.uri, t.filter, "[\"reset\", \"reset\"]", "[]");
+        request = commit_request_set(t.uuid, "icecommit.lost", "applied");
+        commit_wait(&t, request, NULL);
+        ASSERT_OUTCOME(t.commit, CATALOG_E_STATE_UNKNOWN);
+        ASSERT_EQ(t.commit.http_status, 0);
+        ASSERT_CONTAINS(t.commit.message, "no answer from the catalog");
+        ASSERT_TRUE(catalog_client_is_ready(t.c));
+        events = faults_events(t.uri, t.filter);
         ASSERT_TRUE(json_array_size(events) >= 1);
         json_array_foreach(events, i, event) {
                 ASSERT_STREQ(json_string_value(json_object_get(event, "kind")), "reset");
                 ASSERT_EQ(json_integer_value(json_object_get(event, "hidden-status")), 200);
         }
-        printf("lost answer: %s; catalog applied it %zu time(s)\n", commit.message,
+        printf("lost answer: %s; catalog applied it %zu time(s)\n", t.commit.message,
                json_array_size(events));
         json_decref(events);
 
         /* And it did apply. */
-        faults_clear(uri);
-        assert_property(&loop, c, &f, "icecommit.lost", "applied");
+        faults_clear(t.uri);
+        assert_property(&t, "icecommit.lost", "applied");
 
-        faults_set(uri, f.filter, "[]", "[\"reset\", \"reset\"]");
-        load_wait(&loop, c, &f, &load);
-        ASSERT_EQ(load.status, CATALOG_E_UNAVAILABLE);
-        ASSERT_EQ(load.http_status, 0);
-        ASSERT_CONTAINS(load.message, "no answer from the catalog");
-        ASSERT_TRUE(catalog_client_is_ready(c));
+        faults_set(t.uri, t.filter, "[]", "[\"reset\", \"reset\"]");
+        load_wait(&t);
+        ASSERT_OUTCOME(t.load, CATALOG_E_UNAVAILABLE);
+        ASSERT_EQ(t.load.http_status, 0);
+        ASSERT_CONTAINS(t.load.message, "no answer from the catalog");
+        ASSERT_TRUE(catalog_client_is_ready(t.c));
 
-        faults_clear(uri);
-        client_finish(&loop, c);
-        loop_finish(&loop);
         json_decref(request);
-        outcome_reset(&load);
-        outcome_reset(&commit);
-        fixture_deinit(&f);
+        rest_case_end(&t);
 }
 
 /* Every answer the injector can give instead of the catalog, on a commit and on a load. */
@@ -1152,67 +1127,54 @@ TEST(rest_catalog_error_statuses) {
                 { "conflict", 409, CATALOG_E_CONFLICT, CATALOG_E_CONFLICT,
                   "CommitFailedException", "CommitFailedException" },
         };
-        const char *uri = catalog_uri();
-        Outcome load = {}, commit = {};
+        CatalogConfig config = test_config(catalog_uri());
         char queue[64], injected[64];
-        CatalogConfig config;
         json_t *request;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Fixture f;
+        RestCase t;
 
-        if (!uri)
+        if (!rest_case_begin(&t, &config, "errors"))
                 return;
-        faults_clear(uri);
-        ASSERT_OK(uv_loop_init(&loop));
-        config = test_config(uri);
-        start_client(&loop, &config, &c);
-        fixture_create(&loop, c, "errors", &f);
-        request = commit_request_set(f.uuid, "icecommit.errors", "never");
+        request = commit_request_set(t.uuid, "icecommit.errors", "never");
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 ASSERT_TRUE((size_t)snprintf(queue, sizeof(queue), "[\"%s\"]", cases[i].kind) <
                             sizeof(queue));
-                faults_set(uri, f.filter, queue, queue);
-                commit_wait(&loop, c, &f, request, NULL, &commit);
-                load_wait(&loop, c, &f, &load);
-                if (commit.status != cases[i].commit || load.status != cases[i].load)
+                faults_set(t.uri, t.filter, queue, queue);
+                commit_wait(&t, request, NULL);
+                load_wait(&t);
+                if (t.commit.status != cases[i].commit || t.load.status != cases[i].load)
                         TEST_FAIL("%s: commit %s (want %s: %s), load %s (want %s: %s)",
-                                  cases[i].kind, catalog_outcome_to_string(commit.status),
-                                  catalog_outcome_to_string(cases[i].commit), commit.message,
-                                  catalog_outcome_to_string(load.status),
-                                  catalog_outcome_to_string(cases[i].load), load.message);
-                ASSERT_EQ(commit.http_status, cases[i].http);
-                ASSERT_EQ(load.http_status, cases[i].http);
-                ASSERT_STREQ(commit.error_type, cases[i].commit_type);
-                ASSERT_STREQ(load.error_type, cases[i].load_type);
-                ASSERT_TRUE(commit.message[0] != '\0' && load.message[0] != '\0');
-                faults_injected(uri, f.filter, injected, sizeof(injected));
+                                  cases[i].kind, catalog_outcome_to_string(t.commit.status),
+                                  catalog_outcome_to_string(cases[i].commit), t.commit.message,
+                                  catalog_outcome_to_string(t.load.status),
+                                  catalog_outcome_to_string(cases[i].load), t.load.message);
+                ASSERT_EQ(t.commit.http_status, cases[i].http);
+                ASSERT_EQ(t.load.http_status, cases[i].http);
+                ASSERT_STREQ(t.commit.error_type, cases[i].commit_type);
+                ASSERT_STREQ(t.load.error_type, cases[i].load_type);
+                ASSERT_TRUE(t.commit.message[0] != '\0' && t.load.message[0] != '\0');
+                faults_injected(t.uri, t.filter, injected, sizeof(injected));
                 ASSERT_TRUE((size_t)snprintf(queue, sizeof(queue), "%s,%s", cases[i].kind,
                                              cases[i].kind) < sizeof(queue));
                 ASSERT_STREQ(injected, queue);
-                faults_clear(uri);
+                faults_clear(t.uri);
         }
         /* None of them reached the catalog. */
-        assert_property(&loop, c, &f, "icecommit.errors", NULL);
+        assert_property(&t, "icecommit.errors", NULL);
 
         /* lost-response: applied by the catalog, then a 500 CommitStateUnknownException. */
         json_decref(request);
-        request = commit_request_set(f.uuid, "icecommit.errors", "applied");
-        faults_set(uri, f.filter, "[\"lost-response\"]", "[]");
-        commit_wait(&loop, c, &f, request, NULL, &commit);
-        ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
-        ASSERT_EQ(commit.http_status, 500);
-        ASSERT_STREQ(commit.error_type, "CommitStateUnknownException");
-        faults_clear(uri);
-        assert_property(&loop, c, &f, "icecommit.errors", "applied");
+        request = commit_request_set(t.uuid, "icecommit.errors", "applied");
+        faults_set(t.uri, t.filter, "[\"lost-response\"]", "[]");
+        commit_wait(&t, request, NULL);
+        ASSERT_OUTCOME(t.commit, CATALOG_E_STATE_UNKNOWN);
+        ASSERT_EQ(t.commit.http_status, 500);
+        ASSERT_STREQ(t.commit.error_type, "CommitStateUnknownException");
+        faults_clear(t.uri);
+        assert_property(&t, "icecommit.errors", "applied");
 
-        client_finish(&loop, c);
-        loop_finish(&loop);
         json_decref(request);
-        outcome_reset(&load);
-        outcome_reset(&commit);
-        fixture_deinit(&f);
+        rest_case_end(&t);
 }
 
 /* libcurl may resend a request whose reused connection died before any answer (a kept-alive
@@ -1224,217 +1186,163 @@ TEST(rest_catalog_error_statuses) {
  * "not committed": after a first copy that was applied, the copy's requirements would refuse
  * it. Only a 200 to the copy is a verdict. */
 TEST(rest_catalog_resent_commit) {
-        const char *uri = catalog_uri();
+        CatalogConfig config = test_config(catalog_uri());
         json_t *first, *second;
-        CatalogConfig config;
-        Outcome commit = {};
         char injected[128];
         json_int_t n_matched;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Fixture f;
+        RestCase t;
 
-        if (!uri)
+        if (!rest_case_begin(&t, &config, "resend"))
                 return;
-        faults_clear(uri);
-        ASSERT_OK(uv_loop_init(&loop));
-        config = test_config(uri);
-        start_client(&loop, &config, &c);
-        fixture_create(&loop, c, "resend", &f);
-        ASSERT_EQ(catalog_client_connections_opened(c), 1);
+        ASSERT_EQ(catalog_client_connections_opened(t.c), 1);
 
-        faults_set(uri, f.filter, "[\"reset-before\", \"conflict\"]", "[]");
-        first = commit_request_set(f.uuid, "icecommit.resend", "first");
-        commit_wait(&loop, c, &f, first, NULL, &commit);
-        faults_injected(uri, f.filter, injected, sizeof(injected));
-        n_matched = faults_matched(uri, "commit");
+        faults_set(t.uri, t.filter, "[\"reset-before\", \"conflict\"]", "[]");
+        first = commit_request_set(t.uuid, "icecommit.resend", "first");
+        commit_wait(&t, first, NULL);
+        faults_injected(t.uri, t.filter, injected, sizeof(injected));
+        n_matched = faults_matched(t.uri, "commit");
         printf("reset-before, conflict: %s (%s) HTTP %ld: %s\n", injected,
-               catalog_outcome_to_string(commit.status), commit.http_status, commit.message);
-        if (commit.status != CATALOG_E_STATE_UNKNOWN)
-                TEST_FAIL("reset, then 409: %s (%s)", catalog_outcome_to_string(commit.status),
-                          commit.message);
+               catalog_outcome_to_string(t.commit.status), t.commit.http_status, t.commit.message);
+        /* Resent or not, never "not committed". */
+        ASSERT_OUTCOME(t.commit, CATALOG_E_STATE_UNKNOWN);
         if (strcmp(injected, "reset-before,conflict") == 0) {
                 /* Resent: the 409 answers the copy. */
                 ASSERT_EQ(n_matched, 2);
-                ASSERT_EQ(commit.http_status, 409);
-                ASSERT_CONTAINS(commit.message, "sent 2 times");
-                ASSERT_EQ(catalog_client_connections_opened(c), 2);
+                ASSERT_EQ(t.commit.http_status, 409);
+                ASSERT_CONTAINS(t.commit.message, "sent 2 times");
+                ASSERT_EQ(catalog_client_connections_opened(t.c), 2);
         } else {
                 ASSERT_STREQ(injected, "reset-before");
                 ASSERT_EQ(n_matched, 1);
-                ASSERT_EQ(commit.http_status, 0);
-                ASSERT_CONTAINS(commit.message, "no answer from the catalog");
+                ASSERT_EQ(t.commit.http_status, 0);
+                ASSERT_CONTAINS(t.commit.message, "no answer from the catalog");
         }
-        faults_clear(uri);
+        faults_clear(t.uri);
         /* Neither copy was applied. */
-        assert_property(&loop, c, &f, "icecommit.resend", NULL);
+        assert_property(&t, "icecommit.resend", NULL);
 
-        faults_set(uri, f.filter, "[\"reset-before\"]", "[]");
-        second = commit_request_set(f.uuid, "icecommit.resend", "second");
-        commit_wait(&loop, c, &f, second, NULL, &commit);
-        n_matched = faults_matched(uri, "commit");
-        faults_clear(uri);
+        faults_set(t.uri, t.filter, "[\"reset-before\"]", "[]");
+        second = commit_request_set(t.uuid, "icecommit.resend", "second");
+        commit_wait(&t, second, NULL);
+        n_matched = faults_matched(t.uri, "commit");
+        faults_clear(t.uri);
         printf("reset-before: sent %d time(s): %s HTTP %ld: %s\n", (int)n_matched,
-               catalog_outcome_to_string(commit.status), commit.http_status, commit.message);
+               catalog_outcome_to_string(t.commit.status), t.commit.http_status, t.commit.message);
         if (n_matched == 2) {
                 /* The copy reached the catalog, which applied it: success. */
-                if (commit.status != 0)
-                        TEST_FAIL("resent commit answered 200: %s (%s)",
-                                  catalog_outcome_to_string(commit.status), commit.message);
-                ASSERT_EQ(commit.http_status, 200);
-                assert_property(&loop, c, &f, "icecommit.resend", "second");
+                ASSERT_OUTCOME(t.commit, 0);
+                ASSERT_EQ(t.commit.http_status, 200);
+                assert_property(&t, "icecommit.resend", "second");
         } else {
                 ASSERT_EQ(n_matched, 1);
-                ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
-                ASSERT_EQ(commit.http_status, 0);
-                assert_property(&loop, c, &f, "icecommit.resend", NULL);
+                ASSERT_OUTCOME(t.commit, CATALOG_E_STATE_UNKNOWN);
+                ASSERT_EQ(t.commit.http_status, 0);
+                assert_property(&t, "icecommit.resend", NULL);
         }
 
-        client_finish(&loop, c);
-        loop_finish(&loop);
         json_decref(first);
         json_decref(second);
-        outcome_reset(&commit);
-        fixture_deinit(&f);
+        rest_case_end(&t);
 }
 
 /* The catalog holds both requests past request_timeout_ms: the commit's fate is unknown (the
  * catalog will still apply it), the load is retryable. */
 TEST(rest_catalog_timeout_after_send) {
-        const char *uri = catalog_uri();
-        Outcome commit = {}, load = {};
-        CatalogConfig config;
+        CatalogConfig config = test_config(catalog_uri());
         json_t *request;
-        CatalogClient *c;
-        uv_loop_t loop;
         uint64_t t0;
-        Fixture f;
+        RestCase t;
 
-        if (!uri)
-                return;
-        faults_clear(uri);
-        ASSERT_OK(uv_loop_init(&loop));
-        config = test_config(uri);
         config.request_timeout_ms = 1000;
-        start_client(&loop, &config, &c);
-        fixture_create(&loop, c, "timeout", &f);
-        request = commit_request_set(f.uuid, "icecommit.timeout", "late");
+        if (!rest_case_begin(&t, &config, "timeout"))
+                return;
+        request = commit_request_set(t.uuid, "icecommit.timeout", "late");
 
-        faults_set(uri, f.filter, "[\"delay-3000\"]", "[\"delay-3000\"]");
-        uv_update_time(&loop);
-        t0 = uv_now(&loop);
-        ASSERT_OK(catalog_commit_table(c, f.ns, 1, f.table, request, "k", outcome_record, &commit));
-        ASSERT_OK(catalog_load_table(c, f.ns, 1, f.table, outcome_record, &load));
-        run_until(&loop, &commit.is_done);
-        run_until(&loop, &load.is_done);
-        ASSERT_TRUE(uv_now(&loop) - t0 >= 900 && uv_now(&loop) - t0 < 2900);
-        ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
-        ASSERT_EQ(commit.http_status, 0);
-        ASSERT_CONTAINS(commit.message, "imed out");
-        ASSERT_EQ(load.status, CATALOG_E_UNAVAILABLE);
-        ASSERT_CONTAINS(load.message, "imed out");
+        faults_set(t.uri, t.filter, "[\"delay-3000\"]", "[\"delay-3000\"]");
+        uv_update_time(&t.loop);
+        t0 = uv_now(&t.loop);
+        ASSERT_OK(catalog_commit_table(t.c, t.ns, 1, t.table, request, "k", outcome_record,
+                                       &t.commit));
+        ASSERT_OK(catalog_load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load));
+        run_until(&t.loop, &t.commit.is_done);
+        run_until(&t.loop, &t.load.is_done);
+        ASSERT_TRUE(uv_now(&t.loop) - t0 >= 900 && uv_now(&t.loop) - t0 < 2900);
+        ASSERT_OUTCOME(t.commit, CATALOG_E_STATE_UNKNOWN);
+        ASSERT_EQ(t.commit.http_status, 0);
+        ASSERT_CONTAINS(t.commit.message, "imed out");
+        ASSERT_OUTCOME(t.load, CATALOG_E_UNAVAILABLE);
+        ASSERT_CONTAINS(t.load.message, "imed out");
 
-        faults_clear(uri);
-        client_finish(&loop, c);
-        loop_finish(&loop);
         json_decref(request);
-        outcome_reset(&load);
-        outcome_reset(&commit);
-        fixture_deinit(&f);
+        rest_case_end(&t);
 }
 
 TEST(rest_catalog_close_cancels_in_flight) {
-        const char *uri = catalog_uri();
-        Outcome load = {}, commit = {};
+        CatalogConfig config = test_config(catalog_uri());
         bool is_closed = false;
-        CatalogConfig config;
         json_t *request;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Fixture f;
+        RestCase t;
 
-        if (!uri)
+        if (!rest_case_begin(&t, &config, "close"))
                 return;
-        faults_clear(uri);
-        ASSERT_OK(uv_loop_init(&loop));
-        config = test_config(uri);
-        start_client(&loop, &config, &c);
-        fixture_create(&loop, c, "close", &f);
-        request = commit_request_set(f.uuid, "icecommit.close", "maybe");
+        request = commit_request_set(t.uuid, "icecommit.close", "maybe");
 
-        faults_set(uri, f.filter, "[\"delay-2000\"]", "[\"delay-2000\"]");
-        ASSERT_OK(catalog_load_table(c, f.ns, 1, f.table, outcome_record, &load));
+        faults_set(t.uri, t.filter, "[\"delay-2000\"]", "[\"delay-2000\"]");
+        ASSERT_OK(catalog_load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load));
         /* Until the load reached the catalog (which holds it for 2 s). */
-        while (faults_matched(uri, "load") < 1) {
-                (void)uv_run(&loop, UV_RUN_NOWAIT);
-                ASSERT_TRUE(!load.is_done);
+        while (faults_matched(t.uri, "load") < 1) {
+                (void)uv_run(&t.loop, UV_RUN_NOWAIT);
+                ASSERT_TRUE(!t.load.is_done);
                 (void)usleep(10000);
         }
-        ASSERT_OK(catalog_commit_table(c, f.ns, 1, f.table, request, NULL, outcome_record, &commit));
+        ASSERT_OK(catalog_commit_table(t.c, t.ns, 1, t.table, request, NULL, outcome_record,
+                                       &t.commit));
 
-        catalog_client_close(c, on_closed, &is_closed);
+        catalog_client_close(t.c, on_closed, &is_closed);
         /* Never from inside the close call. */
-        ASSERT_TRUE(!load.is_done && !commit.is_done && !is_closed);
-        ASSERT_EQ(catalog_load_table(c, f.ns, 1, f.table, outcome_record, &load), -ESHUTDOWN);
-        run_until(&loop, &is_closed);
-        ASSERT_TRUE(load.is_done && commit.is_done);
-        ASSERT_EQ(load.status, -ECANCELED);
-        ASSERT_EQ(commit.status, -ECANCELED);
-        ASSERT_TRUE(catalog_client_free(c) == NULL);
+        ASSERT_TRUE(!t.load.is_done && !t.commit.is_done && !is_closed);
+        ASSERT_EQ(catalog_load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load), -ESHUTDOWN);
+        run_until(&t.loop, &is_closed);
+        ASSERT_TRUE(t.load.is_done && t.commit.is_done);
+        ASSERT_OUTCOME(t.load, -ECANCELED);
+        ASSERT_OUTCOME(t.commit, -ECANCELED);
+        ASSERT_TRUE(catalog_client_free(TAKE_PTR(t.c)) == NULL);
 
-        faults_clear(uri);
-        loop_finish(&loop);
         json_decref(request);
-        outcome_reset(&load);
-        outcome_reset(&commit);
-        fixture_deinit(&f);
+        rest_case_end(&t);
 }
 
 /* A table whose metadata outgrows max_response_bytes: a load fails, a commit's 200 is still
  * the verdict without its body. */
 TEST(rest_catalog_response_too_big) {
-        const char *uri = catalog_uri();
-        Outcome load = {}, commit = {};
-        CatalogConfig config;
+        CatalogConfig config = test_config(catalog_uri());
         char big[6001];
         json_t *request;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Fixture f;
+        RestCase t;
 
-        if (!uri)
-                return;
-        faults_clear(uri);
-        ASSERT_OK(uv_loop_init(&loop));
-        config = test_config(uri);
         config.max_response_bytes = 4096;
-        start_client(&loop, &config, &c);
-        fixture_create(&loop, c, "big", &f);
-        load_wait(&loop, c, &f, &load);
-        ASSERT_EQ(load.status, 0);
+        if (!rest_case_begin(&t, &config, "big"))
+                return;
+        load_wait(&t);
+        ASSERT_OUTCOME(t.load, 0);
 
         memset(big, 'x', sizeof(big) - 1);
         big[sizeof(big) - 1] = '\0';
-        request = commit_request_set(f.uuid, "icecommit.big", big);
-        commit_wait(&loop, c, &f, request, NULL, &commit);
-        ASSERT_EQ(commit.status, 0);
-        ASSERT_EQ(commit.http_status, 200);
-        ASSERT_TRUE(commit.body == NULL);
-        ASSERT_CONTAINS(commit.message, "body dropped");
+        request = commit_request_set(t.uuid, "icecommit.big", big);
+        commit_wait(&t, request, NULL);
+        ASSERT_OUTCOME(t.commit, 0);
+        ASSERT_EQ(t.commit.http_status, 200);
+        ASSERT_TRUE(t.commit.body == NULL);
+        ASSERT_CONTAINS(t.commit.message, "body dropped");
 
-        load_wait(&loop, c, &f, &load);
-        ASSERT_EQ(load.status, -E2BIG);
-        ASSERT_EQ(load.http_status, 200);
-        ASSERT_TRUE(load.body == NULL);
-        ASSERT_CONTAINS(load.message, "body dropped");
+        load_wait(&t);
+        ASSERT_OUTCOME(t.load, -E2BIG);
+        ASSERT_EQ(t.load.http_status, 200);
+        ASSERT_TRUE(t.load.body == NULL);
+        ASSERT_CONTAINS(t.load.message, "body dropped");
 
-        faults_clear(uri);
-        client_finish(&loop, c);
-        loop_finish(&loop);
         json_decref(request);
-        outcome_reset(&load);
-        outcome_reset(&commit);
-        fixture_deinit(&f);
+        rest_case_end(&t);
 }
 
 /* An unknown requirement type fails inside the catalog's servlet before Iceberg's error
@@ -1442,40 +1350,27 @@ TEST(rest_catalog_response_too_big) {
  * (JSON {"message", "url", "status"} for our Accept: application/json, HTML for a browser).
  * The page's first bytes become the message. */
 TEST(rest_catalog_foreign_error_body) {
-        const char *uri = catalog_uri();
-        CatalogConfig config;
-        Outcome commit = {};
+        CatalogConfig config = test_config(catalog_uri());
         json_t *request;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Fixture f;
+        RestCase t;
 
-        if (!uri)
+        if (!rest_case_begin(&t, &config, "html"))
                 return;
-        faults_clear(uri);
-        ASSERT_OK(uv_loop_init(&loop));
-        config = test_config(uri);
-        start_client(&loop, &config, &c);
-        fixture_create(&loop, c, "html", &f);
 
         request = json_pack("{s:[{s:s}], s:[]}", "requirements", "type", "assert-bogus", "updates");
         ASSERT_TRUE(request);
-        commit_wait(&loop, c, &f, request, NULL, &commit);
-        ASSERT_EQ(commit.status, CATALOG_E_STATE_UNKNOWN);
-        ASSERT_EQ(commit.http_status, 500);
-        ASSERT_STREQ(commit.error_type, "");
-        ASSERT_CONTAINS(commit.message, "commit table: HTTP 500: ");
-        ASSERT_CONTAINS(commit.message, "java.lang.UnsupportedOperationException: Unrecognized update "
-                                        "requirement");
-        ASSERT_TRUE(!strchr(commit.message, '\n'));
-        printf("error page: %s\n", commit.message);
+        commit_wait(&t, request, NULL);
+        ASSERT_OUTCOME(t.commit, CATALOG_E_STATE_UNKNOWN);
+        ASSERT_EQ(t.commit.http_status, 500);
+        ASSERT_STREQ(t.commit.error_type, "");
+        ASSERT_CONTAINS(t.commit.message, "commit table: HTTP 500: ");
+        ASSERT_CONTAINS(t.commit.message, "java.lang.UnsupportedOperationException: Unrecognized "
+                                          "update requirement");
+        ASSERT_TRUE(!strchr(t.commit.message, '\n'));
+        printf("error page: %s\n", t.commit.message);
 
-        faults_clear(uri);
-        client_finish(&loop, c);
-        loop_finish(&loop);
         json_decref(request);
-        outcome_reset(&commit);
-        fixture_deinit(&f);
+        rest_case_end(&t);
 }
 
 /* header.* headers, a warehouse and an Idempotency-Key go out (the real server ignores the
@@ -1485,68 +1380,57 @@ TEST(rest_catalog_headers_keepalive) {
                 { (char *)"X-Iceberg-Access-Delegation", (char *)"vended-credentials" },
                 { (char *)"X-Icecommit-Test", (char *)"a b;c=d" },
         };
-        const char *uri = catalog_uri();
-        Outcome load = {}, commit = {};
+        CatalogConfig config = test_config(catalog_uri());
         json_t *request, *events;
         char key1[64], key2[64];
-        CatalogConfig config;
-        CatalogClient *c;
-        uv_loop_t loop;
-        Fixture f;
+        RestCase t;
 
-        if (!uri)
-                return;
-        faults_clear(uri);
-        ASSERT_OK(uv_loop_init(&loop));
-        config = test_config(uri);
         config.warehouse = (char *)"my wh";
         config.headers = headers;
         config.n_headers = ELEMENTSOF(headers);
         config.send_idempotency_key = true;
-        start_client(&loop, &config, &c);
-        ASSERT_TRUE(catalog_client_supports_idempotency(c));
-        ASSERT_STREQ(catalog_client_namespace_separator(c), "%2E");
-        ASSERT_TRUE(catalog_client_prefix(c) == NULL);
-        ASSERT_TRUE(catalog_client_supports_endpoint(c, "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
-        fixture_create(&loop, c, "keepalive", &f);
+        if (!rest_case_begin(&t, &config, "keepalive"))
+                return;
+        ASSERT_TRUE(catalog_client_supports_idempotency(t.c));
+        ASSERT_STREQ(catalog_client_namespace_separator(t.c), "%2E");
+        ASSERT_TRUE(catalog_client_prefix(t.c) == NULL);
+        ASSERT_TRUE(catalog_client_supports_endpoint(
+                t.c, "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
 
         for (int i = 0; i < 5; i++) {
-                load_wait(&loop, c, &f, &load);
-                ASSERT_EQ(load.status, 0);
-                ASSERT_EQ(json_integer_value(json_object_get(json_object_get(load.body, "metadata"),
+                load_wait(&t);
+                ASSERT_OUTCOME(t.load, 0);
+                ASSERT_EQ(json_integer_value(json_object_get(json_object_get(t.load.body,
+                                                                             "metadata"),
                                                              "format-version")), 3);
         }
         /* The keys reach the catalog: the injector records them with the requests. They are
          * unique: the catalog answers a key it has seen from its store, whatever the table. */
         unique_name(key1, sizeof(key1), "key1");
         unique_name(key2, sizeof(key2), "key2");
-        faults_set(uri, f.filter, "[\"delay-0\", \"delay-0\"]", "[]");
-        request = commit_request_set(f.uuid, "icecommit.keepalive", "1");
-        commit_wait(&loop, c, &f, request, key1, &commit);
-        ASSERT_EQ(commit.status, 0);
+        faults_set(t.uri, t.filter, "[\"delay-0\", \"delay-0\"]", "[]");
+        request = commit_request_set(t.uuid, "icecommit.keepalive", "1");
+        commit_wait(&t, request, key1);
+        ASSERT_OUTCOME(t.commit, 0);
         json_decref(request);
-        request = commit_request_set(f.uuid, "icecommit.keepalive", "2");
-        commit_wait(&loop, c, &f, request, key2, &commit);
-        ASSERT_EQ(commit.status, 0);
-        events = faults_events(uri, f.filter);
+        request = commit_request_set(t.uuid, "icecommit.keepalive", "2");
+        commit_wait(&t, request, key2);
+        ASSERT_OUTCOME(t.commit, 0);
+        events = faults_events(t.uri, t.filter);
         ASSERT_EQ(json_array_size(events), 2);
         ASSERT_STREQ(json_string_value(json_object_get(json_array_get(events, 0), "idempotency-key")),
                      key1);
         ASSERT_STREQ(json_string_value(json_object_get(json_array_get(events, 1), "idempotency-key")),
                      key2);
         json_decref(events);
-        faults_clear(uri);
-        assert_property(&loop, c, &f, "icecommit.keepalive", "2");
+        faults_clear(t.uri);
+        assert_property(&t, "icecommit.keepalive", "2");
 
         /* One connection for everything: keep-alive. */
-        ASSERT_EQ(catalog_client_connections_opened(c), 1);
+        ASSERT_EQ(catalog_client_connections_opened(t.c), 1);
 
-        client_finish(&loop, c);
-        loop_finish(&loop);
         json_decref(request);
-        outcome_reset(&load);
-        outcome_reset(&commit);
-        fixture_deinit(&f);
+        rest_case_end(&t);
 }
 
 /* ---- a catalog that comes up after the client started ---------------------------------------- */
@@ -1568,29 +1452,34 @@ static int spawn_wait(char *const argv[]) {
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static void started_catalog_stop(void) {
+/* Stops the catalog we started and deletes its state; with is_checked, each step must succeed
+ * (not so from the abort handler, which must not abort again). */
+static void started_catalog_remove(bool is_checked) {
         char script[4096];
+        int status;
 
+        peer_script(script, sizeof(script), "catalog-stop.sh");
+        status = spawn_wait((char *const[]){ script, started_catalog_dir, NULL });
+        if (is_checked)
+                ASSERT_EQ(status, 0);
+        status = spawn_wait((char *const[]){ (char *)"/bin/rm", (char *)"-rf", started_catalog_dir,
+                                             NULL });
+        if (is_checked)
+                ASSERT_EQ(status, 0);
+}
+
+static void started_catalog_stop(void) {
         if (!started_catalog_dir[0])
                 return;
-        peer_script(script, sizeof(script), "catalog-stop.sh");
-        ASSERT_EQ(spawn_wait((char *const[]){ script, started_catalog_dir, NULL }), 0);
-        ASSERT_EQ(spawn_wait((char *const[]){ (char *)"/bin/rm", (char *)"-rf", started_catalog_dir,
-                                              NULL }), 0);
+        started_catalog_remove(/* is_checked= */ true);
         started_catalog_dir[0] = '\0';
 }
 
 /* A failed assertion aborts: take the catalog we started down with us. */
 static void started_catalog_on_abort(int sig) {
         (void)signal(SIGABRT, SIG_DFL);
-        if (started_catalog_dir[0]) {
-                char script[4096];
-
-                peer_script(script, sizeof(script), "catalog-stop.sh");
-                (void)spawn_wait((char *const[]){ script, started_catalog_dir, NULL });
-                (void)spawn_wait((char *const[]){ (char *)"/bin/rm", (char *)"-rf",
-                                                  started_catalog_dir, NULL });
-        }
+        if (started_catalog_dir[0])
+                started_catalog_remove(/* is_checked= */ false);
         (void)raise(sig);
 }
 
@@ -1645,7 +1534,7 @@ TEST(rest_catalog_start_retries_in_background) {
         ASSERT_OK(catalog_client_new(&loop, &config, &c));
         ASSERT_OK(catalog_client_start(c, outcome_record, &start));
         run_until(&loop, &start.is_done);
-        ASSERT_EQ(start.status, CATALOG_E_UNAVAILABLE);
+        ASSERT_OUTCOME(start, CATALOG_E_UNAVAILABLE);
         ASSERT_EQ(start.http_status, 0);
         ASSERT_CONTAINS(start.message, "catalog unreachable");
         ASSERT_TRUE(!catalog_client_is_ready(c));
@@ -1667,7 +1556,7 @@ TEST(rest_catalog_start_retries_in_background) {
 
         ASSERT_OK(catalog_load_table(c, one_ns, 1, "icecommit_no_such_table", outcome_record, &load));
         run_until(&loop, &load.is_done);
-        ASSERT_EQ(load.status, CATALOG_E_NOT_FOUND);
+        ASSERT_OUTCOME(load, CATALOG_E_NOT_FOUND);
         ASSERT_EQ(load.http_status, 404);
 
         client_finish(&loop, c);
