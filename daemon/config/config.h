@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -75,6 +76,8 @@ int config_new_default(Config **ret_config);
 /* Loads an INI file over the defaults. On a bad file, key or value returns -EINVAL (or -errno
  * when the file cannot be read) and fills *error with "FILE:LINE: key 'K': reason". */
 int config_load(const char *path, Config **ret_config, Error *error);
+/* The same from an open stream; `path` names it in messages. */
+int config_load_file(FILE *f, const char *path, Config **ret_config, Error *error);
 /* Applies one "section.key = value" setting, as the loader does for each line. */
 int config_set(Config *c, const char *section, const char *key, const char *value, Error *error);
 /* Checks cross-option rules (required keys, min <= max). */

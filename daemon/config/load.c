@@ -261,9 +261,8 @@ static int config_load_credentials(Config *c, Error *error) {
         return 0;
 }
 
-int config_load(const char *path, Config **ret_config, Error *error) {
+int config_load_file(FILE *f, const char *path, Config **ret_config, Error *error) {
         _cleanup_(config_freep) Config *c = NULL;
-        _cleanup_(fclosep) FILE *f = NULL;
         LoadState s = { .path = path, .error = error };
         int line, r;
 
@@ -273,10 +272,6 @@ int config_load(const char *path, Config **ret_config, Error *error) {
         c->path = strdup(path);
         if (!c->path)
                 return -ENOMEM;
-
-        f = fopen(path, "re");
-        if (!f)
-                return error_set(error, -errno, "%s: cannot open: %s", path, strerror(errno));
 
         s.config = c;
         line = ini_parse_file(f, config_ini_handler, &s);
@@ -299,6 +294,15 @@ int config_load(const char *path, Config **ret_config, Error *error) {
 
         *ret_config = TAKE_PTR(c);
         return 0;
+}
+
+int config_load(const char *path, Config **ret_config, Error *error) {
+        _cleanup_(fclosep) FILE *f = NULL;
+
+        f = fopen(path, "re");
+        if (!f)
+                return error_set(error, -errno, "%s: cannot open: %s", path, strerror(errno));
+        return config_load_file(f, path, ret_config, error);
 }
 
 Config *config_free(Config *c) {

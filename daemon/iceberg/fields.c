@@ -2,12 +2,14 @@
 /* Iceberg fields over Avro (see fields.h). Iceberg resolves columns by field id, never by
  * name (v1 manifest lists name field 504 added_data_files_count, later ones added_files_count),
  * so every read goes through the "field-id" attributes of the writer schema JSON. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "iceberg/fields.h"
+#include "util/utf8.h"
 #include "util/cleanup.h"
 
 static bool fields_json_is_null_type(const json_t *t) {
@@ -86,7 +88,8 @@ const char *fields_name(const FieldsRecord *rec, int index) {
         return name ? name : "?";
 }
 
-/* The field's type with a union of null and one other type unwrapped, in both views. */
+/* The field's type with a union of null and one other type unwrapped, in both views;
+ * ret_optional may be NULL. */
 static int fields_unwrap(const FieldsRecord *rec, int index, const json_t **ret_json,
                          avro_schema_t *ret_schema, bool *ret_optional, Error *e) {
         const json_t *t = json_object_get(
@@ -121,7 +124,8 @@ static int fields_unwrap(const FieldsRecord *rec, int index, const json_t **ret_
         }
         *ret_json = t;
         *ret_schema = s;
-        *ret_optional = optional;
+        if (ret_optional)
+                *ret_optional = optional;
         return 0;
 }
 
@@ -147,10 +151,9 @@ int fields_type(const FieldsRecord *rec, int index, FieldsType *ret, Error *e) {
 int fields_record_nested(const FieldsRecord *rec, int index, FieldsRecord *ret, Error *e) {
         const json_t *t;
         avro_schema_t s;
-        bool optional;
         int r;
 
-        r = fields_unwrap(rec, index, &t, &s, &optional, e);
+        r = fields_unwrap(rec, index, &t, &s, /* ret_optional= */ NULL, e);
         if (r < 0)
                 return r;
         if (avro_typeof(s) == AVRO_ARRAY) {
@@ -163,49 +166,6 @@ int fields_record_nested(const FieldsRecord *rec, int index, FieldsRecord *ret, 
         return 0;
 }
 
-bool fields_utf8_is_valid(const void *p, size_t len) {
-        const uint8_t *s = p, *end = s + len;
-
-        /* RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF. */
-        while (s < end) {
-                uint32_t cp;
-                size_t n;
-
-                if (s[0] < 0x80) {
-                        s++;
-                        continue;
-                }
-                if (s[0] >= 0xc2 && s[0] <= 0xdf)
-                        n = 1, cp = s[0] & 0x1f;
-                else if (s[0] >= 0xe0 && s[0] <= 0xef)
-                        n = 2, cp = s[0] & 0x0f;
-                else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-                        n = 3, cp = s[0] & 0x07;
-                else
-                        return false;
-                if ((size_t)(end - s) <= n)
-                        return false;
-                for (size_t i = 1; i <= n; i++) {
-                        if ((s[i] & 0xc0) != 0x80)
-                                return false;
-                        cp = (cp << 6) | (s[i] & 0x3f);
-                }
-                if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-                    (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
-                        return false;
-                s += n + 1;
-        }
-        return true;
-}
-
-bool fields_text_is_printable(const void *p, size_t len) {
-        const uint8_t *s = p;
-
-        for (size_t i = 0; i < len; i++)
-                if (s[i] < 0x20 || s[i] > 0x7e)
-                        return false;
-        return true;
-}
 
 static const char *fields_value_name(avro_value_t *rec, int index) {
         const char *name = avro_schema_record_field_name(avro_value_get_schema(rec), index);
@@ -277,107 +237,123 @@ static int fields_type_error(avro_value_t *rec, int index, avro_value_t *v, cons
                          want);
 }
 
-int fields_get_long(avro_value_t *rec, int index, int64_t *ret, Error *e) {
-        avro_value_t v;
+/* A scalar on its way into or out of a field; the member in use follows the Avro type. */
+typedef struct FieldsScalar {
+        int64_t l; /* a long, or an int read where a long was asked for */
         int32_t i;
+        int b;
+        const char *str;   /* read: NUL-terminated, `len` without the NUL */
+        const void *bytes; /* never NULL when read */
+        size_t len;
+} FieldsScalar;
+
+/* What every scalar getter does: resolve the field (fields_child()), check that it holds a
+ * `want` (a long also accepts an int, Avro's type promotion) and read it; strings are also
+ * checked to be text. Returns like the getters (fields.h). */
+static int fields_get_scalar(avro_value_t *rec, int index, avro_type_t want, FieldsScalar *ret,
+                             Error *e) {
+        FieldsScalar s = {};
+        avro_type_t type;
+        avro_value_t v;
         int r;
 
         r = fields_child(rec, index, &v, e);
         if (r <= 0)
                 return r;
-        switch (avro_value_get_type(&v)) {
+        type = avro_value_get_type(&v);
+        if (type != want && !(want == AVRO_INT64 && type == AVRO_INT32))
+                return fields_type_error(rec, index, &v, fields_type_name(want), e);
+
+        switch (type) {
         case AVRO_INT64:
-                if (avro_value_get_long(&v, ret) != 0)
-                        return error_set(e, -EBADMSG, "field '%s' unreadable",
-                                         fields_value_name(rec, index));
-                return 1;
+                r = avro_value_get_long(&v, &s.l);
+                break;
         case AVRO_INT32:
-                if (avro_value_get_int(&v, &i) != 0)
-                        return error_set(e, -EBADMSG, "field '%s' unreadable",
-                                         fields_value_name(rec, index));
-                *ret = i;
-                return 1;
+                r = avro_value_get_int(&v, &s.i);
+                s.l = s.i;
+                break;
+        case AVRO_BOOLEAN:
+                r = avro_value_get_boolean(&v, &s.b);
+                break;
+        case AVRO_STRING:
+                r = avro_value_get_string(&v, &s.str, &s.len);
+                /* avro-c counts the terminating NUL in the size. */
+                if (r == 0 && s.str && s.len > 0)
+                        s.len--;
+                else
+                        r = EINVAL;
+                break;
+        case AVRO_BYTES:
+                r = avro_value_get_bytes(&v, &s.bytes, &s.len);
+                if (!s.bytes)
+                        s.bytes = "";
+                break;
         default:
-                return fields_type_error(rec, index, &v, "long", e);
+                assert(!"fields_get_scalar() is only called for scalar types");
+                r = EINVAL;
         }
-}
-
-int fields_get_int(avro_value_t *rec, int index, int32_t *ret, Error *e) {
-        avro_value_t v;
-        int r;
-
-        r = fields_child(rec, index, &v, e);
-        if (r <= 0)
-                return r;
-        if (avro_value_get_type(&v) != AVRO_INT32)
-                return fields_type_error(rec, index, &v, "int", e);
-        if (avro_value_get_int(&v, ret) != 0)
+        if (r != 0)
                 return error_set(e, -EBADMSG, "field '%s' unreadable",
                                  fields_value_name(rec, index));
-        return 1;
-}
-
-int fields_get_bool(avro_value_t *rec, int index, bool *ret, Error *e) {
-        avro_value_t v;
-        int b, r;
-
-        r = fields_child(rec, index, &v, e);
-        if (r <= 0)
-                return r;
-        if (avro_value_get_type(&v) != AVRO_BOOLEAN)
-                return fields_type_error(rec, index, &v, "boolean", e);
-        if (avro_value_get_boolean(&v, &b) != 0)
-                return error_set(e, -EBADMSG, "field '%s' unreadable",
-                                 fields_value_name(rec, index));
-        *ret = b != 0;
-        return 1;
-}
-
-int fields_get_string(avro_value_t *rec, int index, const char **ret, size_t *ret_len, Error *e) {
-        const char *s;
-        avro_value_t v;
-        size_t size;
-        int r;
-
-        r = fields_child(rec, index, &v, e);
-        if (r <= 0)
-                return r;
-        if (avro_value_get_type(&v) != AVRO_STRING)
-                return fields_type_error(rec, index, &v, "string", e);
-        /* avro-c counts the terminating NUL in the size. */
-        if (avro_value_get_string(&v, &s, &size) != 0 || !s || size == 0)
-                return error_set(e, -EBADMSG, "field '%s' unreadable",
-                                 fields_value_name(rec, index));
-        if (memchr(s, 0, size - 1))
+        if (type == AVRO_STRING && memchr(s.str, 0, s.len))
                 return error_set(e, -EBADMSG, "field '%s' contains a NUL byte",
                                  fields_value_name(rec, index));
         /* Avro strings are UTF-8; these end up in messages and JSON, so they must be. */
-        if (!fields_utf8_is_valid(s, size - 1))
+        if (type == AVRO_STRING && !utf8_is_valid(s.str, s.len))
                 return error_set(e, -EBADMSG, "field '%s' is not valid UTF-8",
                                  fields_value_name(rec, index));
         *ret = s;
-        if (ret_len)
-                *ret_len = size - 1;
         return 1;
 }
 
-int fields_get_bytes(avro_value_t *rec, int index, const void **ret, size_t *ret_len, Error *e) {
-        const void *p;
-        avro_value_t v;
-        size_t size;
-        int r;
+int fields_get_long(avro_value_t *rec, int index, int64_t *ret, Error *e) {
+        FieldsScalar s;
+        int r = fields_get_scalar(rec, index, AVRO_INT64, &s, e);
 
-        r = fields_child(rec, index, &v, e);
-        if (r <= 0)
-                return r;
-        if (avro_value_get_type(&v) != AVRO_BYTES)
-                return fields_type_error(rec, index, &v, "bytes", e);
-        if (avro_value_get_bytes(&v, &p, &size) != 0)
-                return error_set(e, -EBADMSG, "field '%s' unreadable",
-                                 fields_value_name(rec, index));
-        *ret = p ? p : "";
-        *ret_len = size;
-        return 1;
+        if (r > 0)
+                *ret = s.l;
+        return r;
+}
+
+int fields_get_int(avro_value_t *rec, int index, int32_t *ret, Error *e) {
+        FieldsScalar s;
+        int r = fields_get_scalar(rec, index, AVRO_INT32, &s, e);
+
+        if (r > 0)
+                *ret = s.i;
+        return r;
+}
+
+int fields_get_bool(avro_value_t *rec, int index, bool *ret, Error *e) {
+        FieldsScalar s;
+        int r = fields_get_scalar(rec, index, AVRO_BOOLEAN, &s, e);
+
+        if (r > 0)
+                *ret = s.b != 0;
+        return r;
+}
+
+int fields_get_string(avro_value_t *rec, int index, const char **ret, size_t *ret_len, Error *e) {
+        FieldsScalar s;
+        int r = fields_get_scalar(rec, index, AVRO_STRING, &s, e);
+
+        if (r > 0) {
+                *ret = s.str;
+                if (ret_len)
+                        *ret_len = s.len;
+        }
+        return r;
+}
+
+int fields_get_bytes(avro_value_t *rec, int index, const void **ret, size_t *ret_len, Error *e) {
+        FieldsScalar s;
+        int r = fields_get_scalar(rec, index, AVRO_BYTES, &s, e);
+
+        if (r > 0) {
+                *ret = s.bytes;
+                *ret_len = s.len;
+        }
+        return r;
 }
 
 int fields_get_value(avro_value_t *rec, int index, avro_value_t *ret, Error *e) {
@@ -411,78 +387,73 @@ static int fields_child_for_set(avro_value_t *rec, int index, bool want_null, av
         return 0;
 }
 
-int fields_set_long(avro_value_t *rec, int index, int64_t v) {
+/* What every scalar setter does: select the branch of `type` (AVRO_NULL: the null branch),
+ * check that the field is of that type and store `s` there. Returns like the setters. */
+static int fields_set_scalar(avro_value_t *rec, int index, avro_type_t type,
+                             const FieldsScalar *s) {
         avro_value_t c;
         int r;
 
-        r = fields_child_for_set(rec, index, false, &c);
+        r = fields_child_for_set(rec, index, /* want_null= */ type == AVRO_NULL, &c);
         if (r < 0)
                 return r;
-        if (avro_value_get_type(&c) != AVRO_INT64)
+        if (avro_value_get_type(&c) != type)
                 return -EINVAL;
-        return avro_value_set_long(&c, v) == 0 ? 0 : -ENOMEM;
+
+        switch (type) {
+        case AVRO_NULL:
+                r = avro_value_set_null(&c);
+                break;
+        case AVRO_INT64:
+                r = avro_value_set_long(&c, s->l);
+                break;
+        case AVRO_INT32:
+                r = avro_value_set_int(&c, s->i);
+                break;
+        case AVRO_BOOLEAN:
+                r = avro_value_set_boolean(&c, s->b);
+                break;
+        case AVRO_STRING:
+                r = avro_value_set_string(&c, s->str);
+                break;
+        case AVRO_BYTES:
+                /* avro-c copies the bytes but takes them as non-const. */
+                r = avro_value_set_bytes(&c, (void *)(uintptr_t)(s->bytes ? s->bytes : ""),
+                                         s->len);
+                break;
+        default:
+                assert(!"fields_set_scalar() is only called for scalar types");
+                return -EINVAL;
+        }
+        return r == 0 ? 0 : -ENOMEM;
+}
+
+int fields_set_long(avro_value_t *rec, int index, int64_t v) {
+        return fields_set_scalar(rec, index, AVRO_INT64, &(FieldsScalar){ .l = v });
 }
 
 int fields_set_int(avro_value_t *rec, int index, int32_t v) {
-        avro_value_t c;
-        int r;
-
-        r = fields_child_for_set(rec, index, false, &c);
-        if (r < 0)
-                return r;
-        if (avro_value_get_type(&c) != AVRO_INT32)
-                return -EINVAL;
-        return avro_value_set_int(&c, v) == 0 ? 0 : -ENOMEM;
+        return fields_set_scalar(rec, index, AVRO_INT32, &(FieldsScalar){ .i = v });
 }
 
 int fields_set_bool(avro_value_t *rec, int index, bool v) {
-        avro_value_t c;
-        int r;
-
-        r = fields_child_for_set(rec, index, false, &c);
-        if (r < 0)
-                return r;
-        if (avro_value_get_type(&c) != AVRO_BOOLEAN)
-                return -EINVAL;
-        return avro_value_set_boolean(&c, v) == 0 ? 0 : -ENOMEM;
+        return fields_set_scalar(rec, index, AVRO_BOOLEAN, &(FieldsScalar){ .b = v });
 }
 
 int fields_set_string(avro_value_t *rec, int index, const char *s) {
-        avro_value_t c;
-        int r;
-
-        r = fields_child_for_set(rec, index, false, &c);
-        if (r < 0)
-                return r;
-        if (avro_value_get_type(&c) != AVRO_STRING)
-                return -EINVAL;
-        return avro_value_set_string(&c, s) == 0 ? 0 : -ENOMEM;
+        return fields_set_scalar(rec, index, AVRO_STRING, &(FieldsScalar){ .str = s });
 }
 
 int fields_set_bytes(avro_value_t *rec, int index, const void *p, size_t len) {
-        avro_value_t c;
-        int r;
-
-        r = fields_child_for_set(rec, index, false, &c);
-        if (r < 0)
-                return r;
-        if (avro_value_get_type(&c) != AVRO_BYTES)
-                return -EINVAL;
-        return avro_value_set_bytes(&c, (void *)(uintptr_t)(p ? p : ""), len) == 0 ? 0 : -ENOMEM;
+        return fields_set_scalar(rec, index, AVRO_BYTES, &(FieldsScalar){ .bytes = p, .len = len });
 }
 
 int fields_set_null(avro_value_t *rec, int index) {
-        avro_value_t c;
-        int r;
-
-        r = fields_child_for_set(rec, index, true, &c);
-        if (r < 0)
-                return r;
-        return avro_value_set_null(&c) == 0 ? 0 : -ENOMEM;
+        return fields_set_scalar(rec, index, AVRO_NULL, /* s= */ NULL);
 }
 
 int fields_set_value(avro_value_t *rec, int index, avro_value_t *ret_child) {
-        return fields_child_for_set(rec, index, false, ret_child);
+        return fields_child_for_set(rec, index, /* want_null= */ false, ret_child);
 }
 
 static json_t *fields_iceberg_type(const json_t *t, bool *ret_optional);

@@ -65,11 +65,6 @@ int fields_set_null(avro_value_t *rec, int index);
 /* The value to fill in place (record, array), non-null branch selected. */
 int fields_set_value(avro_value_t *rec, int index, avro_value_t *ret_child);
 
-/* Whether bytes are valid UTF-8 (RFC 3629), and whether they are printable ASCII, which is
- * what may be echoed from a file's metadata into a message. */
-bool fields_utf8_is_valid(const void *p, size_t len);
-bool fields_text_is_printable(const void *p, size_t len);
-
 /* Converts an Avro record schema carrying Iceberg ids (field-id, element-id) into the Iceberg
  * schema JSON that Java's SchemaParser writes ({"type":"struct","schema-id":0,"fields":[...]}).
  * Returns a malloc()ed string, -EINVAL for types it does not know, -ENOMEM. */

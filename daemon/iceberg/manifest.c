@@ -11,6 +11,7 @@
 #include "iceberg/fields.h"
 #include "iceberg/manifest.h"
 #include "iceberg/ocf.h"
+#include "util/utf8.h"
 #include "util/checked.h"
 
 /* manifest_entry (ManifestEntry.java) and data_file (DataFile.java) field ids. */
@@ -507,7 +508,7 @@ static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error
         if (slice_eq_str(content, "deletes"))
                 return error_set(e, -EINVAL, "delete manifests cannot be staged yet");
         if (!slice_eq_str(content, "data") && content.len <= 64 &&
-            fields_text_is_printable(content.ptr, content.len))
+            ascii_is_printable(content.ptr, content.len))
                 return error_set(e, -EINVAL, "manifest content '%.*s' is not 'data'",
                                  (int)content.len, (const char *)content.ptr);
         if (!slice_eq_str(content, "data"))
@@ -530,9 +531,9 @@ static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error
                 return error_set(e, r,
                                  "manifest schema or partition-spec metadata contains a NUL byte");
         /* Both are JSON documents (Java's SchemaParser, PartitionSpecParser): UTF-8. */
-        if ((m->schema_json && !fields_utf8_is_valid(m->schema_json, strlen(m->schema_json))) ||
+        if ((m->schema_json && !utf8_is_valid(m->schema_json, strlen(m->schema_json))) ||
             (m->partition_spec_json &&
-             !fields_utf8_is_valid(m->partition_spec_json, strlen(m->partition_spec_json))))
+             !utf8_is_valid(m->partition_spec_json, strlen(m->partition_spec_json))))
                 return error_set(e, -EINVAL,
                                  "manifest schema or partition-spec metadata is not valid UTF-8");
         return 0;

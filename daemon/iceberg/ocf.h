@@ -2,7 +2,8 @@
 /* Avro Object Container Files (Avro spec, "Object Container Files") in memory: the header
  * (magic, metadata map, sync marker) and block framing are ours, because avro-c has no API
  * for container metadata; datums are encoded and decoded by avro-c. Codecs: null, deflate.
- * Pure: no I/O. Every length read from input is checked before it is used. */
+ * Pure: no I/O. Every length read from input is checked before it is used. The reader is
+ * ocf_read.c, the writer ocf_write.c. */
 #pragma once
 
 #include <avro.h>
@@ -28,6 +29,19 @@ typedef enum OcfCodec {
 
 /* Block size at which the writer starts a new block (Java's DataFileWriter default). */
 #define OCF_WRITER_BLOCK_BYTES 64000u
+
+/* The container framing both ocf_read.c and ocf_write.c follow; nothing for other modules. */
+#define OCF_MAGIC     "Obj\x01"
+#define OCF_MAGIC_LEN 4
+#define OCF_SYNC_LEN  16
+/* A zigzag varint of a long takes at most 10 bytes (Avro spec, "Binary Encoding"). */
+#define OCF_MAX_VARINT_LEN 10
+
+/* A header metadata pair, as the reader and the writer keep them. */
+typedef struct OcfMeta {
+        char *key;   /* owned, NUL-terminated */
+        Slice value; /* reader: borrowed from the input; writer: owned copy */
+} OcfMeta;
 
 /* Reads an OCF held in memory. The bytes are borrowed: they must outlive the reader, which
  * hands out slices into them. Owned by whoever opened it. */

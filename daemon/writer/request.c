@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "iceberg/snapshot.h"
+#include "util/utf8.h"
 #include "writer/request.h"
 
 bool commit_key_is_valid(const char *key) {
@@ -21,8 +22,10 @@ bool commit_key_is_valid(const char *key) {
         return n >= 1 && n <= COMMIT_KEY_MAX;
 }
 
-static bool name_is_valid(const char *s, size_t len) {
-        if (len == 0 || len > 255 || strlen(s) != len)
+/* Names come from the URL path and the body: they must be UTF-8 (they go into JSON, which
+ * jansson refuses otherwise) without control characters. */
+static bool text_is_valid(const char *s, size_t len, size_t max) {
+        if (len == 0 || len > max || strlen(s) != len || !utf8_is_valid(s, len))
                 return false;
         for (size_t i = 0; i < len; i++)
                 if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
@@ -48,8 +51,8 @@ static int request_split_namespace(CommitRequest *r, const char *param, Error *e
                 r->namespace[r->n_namespace] = strndup(p, len);
                 if (!r->namespace[r->n_namespace])
                         return -ENOMEM;
-                if (!name_is_valid(r->namespace[r->n_namespace], len))
-                        return error_set(error, -EINVAL, "namespace level %zu contains control characters",
+                if (!text_is_valid(r->namespace[r->n_namespace], len, 255))
+                        return error_set(error, -EINVAL, "namespace level %zu is not UTF-8 or contains control characters",
                                          r->n_namespace++);
                 r->n_namespace++;
                 if (!end)
@@ -77,7 +80,7 @@ static int request_parse_manifests(CommitRequest *r, json_t *array, const Commit
         json_array_foreach(array, i, v) {
                 const char *s = json_string_value(v);
 
-                if (!s || !name_is_valid(s, json_string_length(v)) || json_string_length(v) > 4096)
+                if (!s || !text_is_valid(s, json_string_length(v), 4096))
                         return error_set(error, -EINVAL,
                                          "'staged-manifests'[%zu] must be a location string of 1 to 4096 characters",
                                          i);
@@ -154,8 +157,8 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
         rr = request_split_namespace(r, namespace_param, error);
         if (rr < 0)
                 return rr;
-        if (!name_is_valid(table, strlen(table)))
-                return error_set(error, -EINVAL, "table name is empty, too long or has control characters");
+        if (!text_is_valid(table, strlen(table), 255))
+                return error_set(error, -EINVAL, "table name is empty, longer than 255 bytes, not UTF-8 or has control characters");
         r->table = strdup(table);
         if (!r->table)
                 return -ENOMEM;
@@ -187,7 +190,7 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
         if (rr == 0) {
                 v = json_object_get(root, "branch");
                 branch = v ? json_string_value(v) : "main";
-                if (!branch || !name_is_valid(branch, strlen(branch)) || (v && json_string_length(v) != strlen(branch)))
+                if (!branch || !text_is_valid(branch, strlen(branch), 255) || (v && json_string_length(v) != strlen(branch)))
                         rr = error_set(error, -EINVAL, "'branch' must be a non-empty string without control characters");
                 else if (!(r->branch = strdup(branch)))
                         rr = -ENOMEM;

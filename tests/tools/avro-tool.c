@@ -12,6 +12,7 @@
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_list.h"
 #include "iceberg/ocf.h"
+#include "iceberg-fixture.h"
 #include "util/buf.h"
 
 #define TOOL_MAX_FILE_BYTES (1u << 30)
@@ -44,6 +45,12 @@ static int write_file(const char *path, const Buf *b) {
                 return -EIO;
         }
         return fclose(f) == 0 ? 0 : -errno;
+}
+
+/* Says why `path` could not be read or written; returns the exit status for I/O errors. */
+static int io_failed(const char *path, int r) {
+        fprintf(stderr, "%s: %s\n", path, strerror(-r));
+        return 2;
 }
 
 static json_t *hex_of(const void *p, size_t len) {
@@ -165,10 +172,8 @@ static int cmd_read_list(const char *path) {
         int r;
 
         r = read_file(path, &file);
-        if (r < 0) {
-                fprintf(stderr, "%s: %s\n", path, strerror(-r));
-                return 2;
-        }
+        if (r < 0)
+                return io_failed(path, r);
         r = ocf_reader_open(buf_slice(&file), &reader, &e);
         if (r < 0)
                 return fail_json("ocf", r, &e);
@@ -206,10 +211,8 @@ static int cmd_read_manifest(const char *path, const char *location) {
         int r;
 
         r = read_file(path, &file);
-        if (r < 0) {
-                fprintf(stderr, "%s: %s\n", path, strerror(-r));
-                return 2;
-        }
+        if (r < 0)
+                return io_failed(path, r);
         r = staged_manifest_parse(buf_slice(&file), location, /* limits= */ NULL, &m, &e);
         if (r < 0)
                 return fail_json("staged_manifest_parse", r, &e);
@@ -232,24 +235,32 @@ static int cmd_read_manifest(const char *path, const char *location) {
         return print_json(out) < 0 ? 2 : 0;
 }
 
-static void summary_init(PartitionFieldSummary *s, bool contains_null, int contains_nan,
-                         const void *lower, size_t lower_len, const void *upper, size_t upper_len) {
-        *s = (PartitionFieldSummary){ .contains_null = contains_null };
-        buf_init(&s->lower_bound, 1024);
-        buf_init(&s->upper_bound, 1024);
-        s->has_contains_nan = contains_nan >= 0;
-        s->contains_nan = contains_nan > 0;
-        s->has_lower_bound = lower != NULL;
-        s->has_upper_bound = upper != NULL;
-        if (lower && buf_append(&s->lower_bound, lower, lower_len) < 0)
-                abort();
-        if (upper && buf_append(&s->upper_bound, upper, upper_len) < 0)
-                abort();
-}
-
 /* The fixed list test_avro_interop.py checks field by field: snapshot 987134631982734 with
  * first-row-id 1000; a staged data manifest whose null first_row_id became 1000, a delete
  * manifest (null first_row_id), a parent data manifest keeping first_row_id 925. */
+static const IcebergFixtureSummary list_v3_summaries[] = {
+        { .contains_nan = 0, .lower = ICEBERG_FIXTURE_BYTES("\x0a\x00\x00\x00"),
+          .upper = ICEBERG_FIXTURE_BYTES("\x64\x00\x00\x00") },
+        { .contains_null = true, .contains_nan = -1, .lower = ICEBERG_FIXTURE_BYTES("alpha") },
+};
+
+static const IcebergFixtureManifest list_v3[] = {
+        { .path = "s3://bucket/wh/ns/t/metadata/staged-a-m0.avro", .length = 7012,
+          .partition_spec_id = 1, .sequence_number = 35, .min_sequence_number = 35,
+          .added_snapshot_id = 987134631982734, .file_counts = { 3, 0, 0 },
+          .row_counts = { 375, 0, 0 }, .has_partitions = true, .partitions = list_v3_summaries,
+          .n_partitions = ELEMENTSOF(list_v3_summaries), .has_first_row_id = true,
+          .first_row_id = 1000 },
+        { .path = "s3://bucket/wh/ns/t/metadata/deletes-m1.avro", .length = 5000, .content = 1,
+          .sequence_number = 34, .min_sequence_number = 10, .added_snapshot_id = 42,
+          .file_counts = { 1, 2, 3 }, .row_counts = { 4, 5, 6 }, .has_partitions = true,
+          .key_metadata = ICEBERG_FIXTURE_BYTES("\x00\x01\xfe\xff") },
+        { .path = "s3://bucket/wh/ns/t/metadata/parent-m2.avro", .length = 9000,
+          .sequence_number = 1, .min_sequence_number = 1, .added_snapshot_id = 7,
+          .file_counts = { 0, 7, 0 }, .row_counts = { 0, 75, 0 }, .has_first_row_id = true,
+          .first_row_id = 925 },
+};
+
 static int cmd_write_list_v3(const char *path) {
         _cleanup_(buf_deinitp) Buf out;
         ManifestListHeader h = {
@@ -261,90 +272,20 @@ static int cmd_write_list_v3(const char *path) {
                 .has_first_row_id = true,
                 .first_row_id = 1000,
         };
-        PartitionFieldSummary parts[2];
-        ManifestFile files[3] = {
-                {
-                        .path = (char *)"s3://bucket/wh/ns/t/metadata/staged-a-m0.avro",
-                        .length = 7012,
-                        .partition_spec_id = 1,
-                        .content = 0,
-                        .sequence_number = 35,
-                        .min_sequence_number = 35,
-                        .has_added_snapshot_id = true,
-                        .added_snapshot_id = 987134631982734,
-                        .has_counts = true,
-                        .added_files_count = 3,
-                        .added_rows_count = 375,
-                        .has_partitions = true,
-                        .partitions = parts,
-                        .n_partitions = 2,
-                        .has_first_row_id = true,
-                        .first_row_id = 1000,
-                },
-                {
-                        .path = (char *)"s3://bucket/wh/ns/t/metadata/deletes-m1.avro",
-                        .length = 5000,
-                        .partition_spec_id = 0,
-                        .content = 1,
-                        .sequence_number = 34,
-                        .min_sequence_number = 10,
-                        .has_added_snapshot_id = true,
-                        .added_snapshot_id = 42,
-                        .has_counts = true,
-                        .added_files_count = 1,
-                        .existing_files_count = 2,
-                        .deleted_files_count = 3,
-                        .added_rows_count = 4,
-                        .existing_rows_count = 5,
-                        .deleted_rows_count = 6,
-                        .has_partitions = true,
-                        .n_partitions = 0,
-                        .has_key_metadata = true,
-                },
-                {
-                        .path = (char *)"s3://bucket/wh/ns/t/metadata/parent-m2.avro",
-                        .length = 9000,
-                        .partition_spec_id = 0,
-                        .content = 0,
-                        .sequence_number = 1,
-                        .min_sequence_number = 1,
-                        .has_added_snapshot_id = true,
-                        .added_snapshot_id = 7,
-                        .has_counts = true,
-                        .existing_files_count = 7,
-                        .existing_rows_count = 75,
-                        .has_partitions = false,
-                        .has_first_row_id = true,
-                        .first_row_id = 925,
-                },
-        };
+        ManifestFile *files = iceberg_fixture_manifest_files_new(list_v3, ELEMENTSOF(list_v3));
         Error e = {};
         int r;
 
-        summary_init(&parts[0], false, 0, "\x0a\x00\x00\x00", 4, "\x64\x00\x00\x00", 4);
-        summary_init(&parts[1], true, -1, "alpha", 5, NULL, 0);
-        for (size_t i = 0; i < 3; i++)
-                buf_init(&files[i].key_metadata, 1024);
-        if (buf_append(&files[1].key_metadata, "\x00\x01\xfe\xff", 4) < 0)
-                abort();
-
         buf_init(&out, TOOL_MAX_FILE_BYTES);
-        r = manifest_list_write(&h, files, 3, &out, &e);
-        for (size_t i = 0; i < 2; i++) {
-                buf_deinit(&parts[i].lower_bound);
-                buf_deinit(&parts[i].upper_bound);
-        }
-        for (size_t i = 0; i < 3; i++)
-                buf_deinit(&files[i].key_metadata);
+        r = manifest_list_write(&h, files, ELEMENTSOF(list_v3), &out, &e);
+        manifest_list_files_free(files, ELEMENTSOF(list_v3));
         if (r < 0) {
                 fprintf(stderr, "write-list-v3: %s\n", e.message);
                 return 1;
         }
         r = write_file(path, &out);
-        if (r < 0) {
-                fprintf(stderr, "%s: %s\n", path, strerror(-r));
-                return 2;
-        }
+        if (r < 0)
+                return io_failed(path, r);
         return 0;
 }
 

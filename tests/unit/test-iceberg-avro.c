@@ -11,7 +11,9 @@
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_list.h"
 #include "iceberg/ocf.h"
+#include "iceberg-fixture.h"
 #include "test.h"
+#include "util/utf8.h"
 
 #define MAX_FILE_BYTES (64u << 20)
 
@@ -42,12 +44,67 @@ static void set_all_null(avro_value_t *rec) {
                         ASSERT_OK(fields_set_null(rec, (int)i));
 }
 
-typedef struct PartValue {
+/* A value for one field of a hand-built record; the member that counts follows the field's
+ * Avro type (in a union with null, the other branch's). */
+typedef struct TestValue {
         bool is_null;
-        int64_t n;
-        const char *s;
+        int64_t n;     /* int, long, boolean */
+        const char *s; /* string; bytes: `len` of them */
+        size_t len;
         double d;
-} PartValue;
+} TestValue;
+
+/* Sets field `index` of a record value, by the type the schema gives it. */
+static void set_value(avro_value_t *rec, int index, const TestValue *tv) {
+        avro_schema_t fs = avro_schema_record_field_get_by_index(avro_value_get_schema(rec), index);
+        avro_value_t child;
+
+        if (avro_typeof(fs) == AVRO_UNION)
+                fs = avro_schema_union_branch(fs, 1);
+        if (tv->is_null) {
+                ASSERT_OK(fields_set_null(rec, index));
+                return;
+        }
+        switch (avro_typeof(fs)) {
+        case AVRO_INT32:
+                ASSERT_OK(fields_set_int(rec, index, (int32_t)tv->n));
+                break;
+        case AVRO_INT64:
+                ASSERT_OK(fields_set_long(rec, index, tv->n));
+                break;
+        case AVRO_BOOLEAN:
+                ASSERT_OK(fields_set_bool(rec, index, tv->n != 0));
+                break;
+        case AVRO_STRING:
+                ASSERT_OK(fields_set_string(rec, index, tv->s));
+                break;
+        case AVRO_BYTES:
+                ASSERT_OK(fields_set_bytes(rec, index, tv->s, tv->len));
+                break;
+        case AVRO_DOUBLE:
+                ASSERT_OK(fields_set_value(rec, index, &child));
+                ASSERT_EQ(avro_value_set_double(&child, tv->d), 0);
+                break;
+        default:
+                TEST_FAIL("unsupported field type in test");
+        }
+}
+
+/* A field of a hand-built record, found by its Iceberg field id. */
+typedef struct TestField {
+        int64_t id;
+        TestValue value;
+} TestField;
+
+static void set_fields(avro_value_t *rec, const FieldsRecord *fr, const TestField *fields,
+                       size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                int index = fields_index(fr, fields[i].id);
+
+                ASSERT_TRUE(index >= 0);
+                set_value(rec, index, &fields[i].value);
+        }
+}
 
 typedef struct TestEntry {
         int32_t status;
@@ -57,7 +114,7 @@ typedef struct TestEntry {
         bool null_record_count;
         bool has_snapshot_id, has_sequence_number, has_file_sequence_number, has_first_row_id;
         int32_t content;
-        PartValue part[4];
+        TestValue part[4];
 } TestEntry;
 
 typedef struct TestManifest {
@@ -70,6 +127,17 @@ typedef struct TestManifest {
         const TestEntry *entries;
         size_t n_entries;
 } TestManifest;
+
+/* A v3 data manifest of `entries`, with the metadata Java writes; tests change the rest. */
+static TestManifest v3_manifest(const TestEntry *entries, size_t n_entries) {
+        return (TestManifest){
+                .version = 3,
+                .format_version = "3",
+                .content = "data",
+                .entries = entries,
+                .n_entries = n_entries,
+        };
+}
 
 static char *entry_schema_text(const TestManifest *tm) {
         json_t *schema = load_json(tm->version == 2 ? "tests/data/manifest_entry_v2.avsc"
@@ -99,44 +167,9 @@ static char *entry_schema_text(const TestManifest *tm) {
         return text;
 }
 
-static void set_partition(avro_value_t *tuple, const PartValue *values) {
-        avro_schema_t s = avro_value_get_schema(tuple);
-
-        for (size_t i = 0; i < avro_schema_record_size(s); i++) {
-                const PartValue *pv = &values[i];
-                avro_schema_t fs = avro_schema_record_field_get_by_index(s, (int)i);
-                avro_value_t child;
-
-                if (avro_typeof(fs) == AVRO_UNION)
-                        fs = avro_schema_union_branch(fs, 1);
-                if (pv->is_null) {
-                        ASSERT_OK(fields_set_null(tuple, (int)i));
-                        continue;
-                }
-                switch (avro_typeof(fs)) {
-                case AVRO_INT32:
-                        ASSERT_OK(fields_set_int(tuple, (int)i, (int32_t)pv->n));
-                        break;
-                case AVRO_INT64:
-                        ASSERT_OK(fields_set_long(tuple, (int)i, pv->n));
-                        break;
-                case AVRO_BOOLEAN:
-                        ASSERT_OK(fields_set_bool(tuple, (int)i, pv->n != 0));
-                        break;
-                case AVRO_STRING:
-                        ASSERT_OK(fields_set_string(tuple, (int)i, pv->s));
-                        break;
-                case AVRO_BYTES:
-                        ASSERT_OK(fields_set_bytes(tuple, (int)i, pv->s, strlen(pv->s)));
-                        break;
-                case AVRO_DOUBLE:
-                        ASSERT_OK(fields_set_value(tuple, (int)i, &child));
-                        ASSERT_EQ(avro_value_set_double(&child, pv->d), 0);
-                        break;
-                default:
-                        TEST_FAIL("unsupported partition type in test");
-                }
-        }
+static void set_partition(avro_value_t *tuple, const TestValue *values) {
+        for (size_t i = 0; i < avro_schema_record_size(avro_value_get_schema(tuple)); i++)
+                set_value(tuple, (int)i, &values[i]);
 }
 
 /* Builds a staged manifest the way Java's ManifestWriter would lay it out. */
@@ -200,6 +233,41 @@ static void build_manifest(const TestManifest *tm, Buf *out) {
         ASSERT_OK(ocf_writer_finish(w, out));
 }
 
+/* Builds `tm` into *ret_file and parses it, failing the test on any error. */
+static StagedManifest *parse_built_ok(const TestManifest *tm, const char *location,
+                                      Buf *ret_file) {
+        StagedManifest *m = NULL;
+        Error e = {};
+
+        build_manifest(tm, ret_file);
+        if (staged_manifest_parse(slice_of(ret_file), location, /* limits= */ NULL, &m, &e) < 0)
+                TEST_FAIL("%s", e.message);
+        return m;
+}
+
+/* Builds `tm` and returns what parsing it gives; a refusal must hand out no manifest. */
+static int parse_built(const TestManifest *tm, const char *location, const ManifestLimits *limits,
+                       Error *e) {
+        _cleanup_(buf_deinitp) Buf file;
+        StagedManifest *m = NULL;
+        int r;
+
+        build_manifest(tm, &file);
+        r = staged_manifest_parse(slice_of(&file), location, limits, &m, e);
+        if (r < 0)
+                ASSERT_TRUE(!m);
+        staged_manifest_free(m);
+        return r;
+}
+
+/* Checks an error message: all of it when `message` is set, a part of it when `contains` is. */
+static void assert_message(const Error *e, const char *message, const char *contains) {
+        if (message)
+                ASSERT_STREQ(e->message, message);
+        if (contains)
+                ASSERT_CONTAINS(e->message, contains);
+}
+
 static const TestEntry good_entry = {
         .status = 1,
         .path = "s3://b/t/data/a.parquet",
@@ -207,24 +275,13 @@ static const TestEntry good_entry = {
         .file_size = 4096,
 };
 
-/* Parses a one-entry manifest whose entry is `te` and expects the error `want`. */
+/* Parses a two-entry manifest whose second entry is `te` and expects the error `want`. */
 static void expect_entry_rejected(const TestEntry *te, const char *want) {
-        _cleanup_(buf_deinitp) Buf file;
-        StagedManifest *m = NULL;
         TestEntry entries[2] = { good_entry, *te };
-        TestManifest tm = {
-                .version = 3,
-                .format_version = "3",
-                .content = "data",
-                .entries = entries,
-                .n_entries = 2,
-        };
+        TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
         Error e = {};
 
-        build_manifest(&tm, &file);
-        ASSERT_EQ(staged_manifest_parse(slice_of(&file), "s3://b/t/metadata/m0.avro", NULL, &m, &e),
-                  -EINVAL);
-        ASSERT_TRUE(!m);
+        ASSERT_EQ(parse_built(&tm, "s3://b/t/metadata/m0.avro", /* limits= */ NULL, &e), -EINVAL);
         ASSERT_CONTAINS(
                 e.message,
                 "manifest 's3://b/t/metadata/m0.avro': entry 1 (s3://b/t/data/x.parquet): ");
@@ -390,7 +447,50 @@ static int read_all(const Buf *file, Error *e) {
         return rr;
 }
 
+/* A hand-built container that must be refused: a header naming `schema` and `codec`, then
+ * `longs` zigzag-encoded (a block's datum count and size, then its bytes), then the sync
+ * marker if `has_sync`. Reading it fails with `want`; the message is `message` or contains
+ * `contains`. */
+typedef struct RawCase {
+        const char *schema, *codec;
+        int64_t longs[4];
+        size_t n_longs;
+        bool has_sync;
+        int want;
+        const char *message, *contains;
+} RawCase;
+
+static void expect_raw_rejected(const RawCase *c) {
+        _cleanup_(buf_deinitp) Buf b;
+        Error e = {};
+
+        build_raw(&b, c->schema, c->codec);
+        for (size_t i = 0; i < c->n_longs; i++)
+                put_long(&b, c->longs[i]);
+        if (c->has_sync)
+                ASSERT_OK(buf_append(&b, test_sync, 16));
+        ASSERT_EQ(read_all(&b, &e), c->want);
+        assert_message(&e, c->message, c->contains);
+}
+
 TEST(ocf_rejects_corrupt_input) {
+        static const RawCase cases[] = {
+                { .schema = "\"long\"", .codec = "snappy", .want = -EOPNOTSUPP,
+                  .message = "unknown codec 'snappy'" },
+                { .schema = "{\"type\":\"nope\"}", .want = -EBADMSG,
+                  .contains = "invalid avro.schema" },
+                /* avro-c would leak on this one; refused before it parses. */
+                { .schema = "[{\"type\":\"record\",\"name\":\"a\",\"fields\":[]},"
+                            "{\"type\":\"fixed\",\"name\":\"n.a\",\"size\":1}]",
+                  .want = -EBADMSG,
+                  .message = "invalid avro.schema: a type name is defined twice" },
+                { .schema = "{not json", .want = -EBADMSG, .contains = "avro.schema is not JSON" },
+                /* A string whose length claims far more than the block holds: checked before
+                 * avro-c would allocate it. One datum of 6 bytes: just the length prefix. */
+                { .schema = "\"string\"", .longs = { 1, 6, 1000000000000 }, .n_longs = 3,
+                  .has_sync = true, .want = -EBADMSG,
+                  .contains = "block 0, datum 0: truncated string or invalid length" },
+        };
         _cleanup_(buf_deinitp) Buf good, b;
         Error e = {};
 
@@ -398,41 +498,8 @@ TEST(ocf_rejects_corrupt_input) {
         ASSERT_CONTAINS(e.message, "bad magic");
         ASSERT_EQ(read_all(&(Buf){ .data = (uint8_t *)"PAR1xxxxxxxx", .len = 12 }, &e), -EBADMSG);
         ASSERT_CONTAINS(e.message, "not an Avro container file");
-
-        build_raw(&b, "\"long\"", "snappy");
-        ASSERT_EQ(read_all(&b, &e), -EOPNOTSUPP);
-        ASSERT_STREQ(e.message, "unknown codec 'snappy'");
-        buf_deinit(&b);
-
-        build_raw(&b, "{\"type\":\"nope\"}", NULL);
-        ASSERT_EQ(read_all(&b, &e), -EBADMSG);
-        ASSERT_CONTAINS(e.message, "invalid avro.schema");
-        buf_deinit(&b);
-
-        /* avro-c would leak on this one; refused before it parses. */
-        build_raw(&b,
-                  "[{\"type\":\"record\",\"name\":\"a\",\"fields\":[]},"
-                  "{\"type\":\"fixed\",\"name\":\"n.a\",\"size\":1}]",
-                  NULL);
-        ASSERT_EQ(read_all(&b, &e), -EBADMSG);
-        ASSERT_STREQ(e.message, "invalid avro.schema: a type name is defined twice");
-        buf_deinit(&b);
-
-        build_raw(&b, "{not json", NULL);
-        ASSERT_EQ(read_all(&b, &e), -EBADMSG);
-        ASSERT_CONTAINS(e.message, "avro.schema is not JSON");
-        buf_deinit(&b);
-
-        /* A string whose length claims far more than the block holds: checked before avro-c
-         * would allocate it. */
-        build_raw(&b, "\"string\"", NULL);
-        put_long(&b, 1); /* one datum */
-        put_long(&b, 6); /* of 6 bytes: just the length prefix */
-        put_long(&b, 1000000000000);
-        ASSERT_OK(buf_append(&b, test_sync, 16));
-        ASSERT_EQ(read_all(&b, &e), -EBADMSG);
-        ASSERT_CONTAINS(e.message, "block 0, datum 0: truncated string or invalid length");
-        buf_deinit(&b);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                expect_raw_rejected(&cases[i]);
 
         build_simple(OCF_CODEC_NULL, 1000, &good);
 
@@ -444,6 +511,7 @@ TEST(ocf_rejects_corrupt_input) {
         }
 
         /* The sync marker after the second block. */
+        buf_init(&b, MAX_FILE_BYTES);
         ASSERT_OK(buf_append(&b, good.data, good.len));
         {
                 _cleanup_(ocf_reader_freep) OcfReader *r = NULL;
@@ -467,9 +535,23 @@ TEST(ocf_rejects_corrupt_input) {
 }
 
 TEST(ocf_rejects_corrupt_deflate_and_bad_counts) {
+        static const RawCase cases[] = {
+                /* A block claiming more datums than its bytes can hold. */
+                { .schema = "\"long\"", .longs = { 1000, 1, 7 }, .n_longs = 3, .has_sync = true,
+                  .want = -EBADMSG, .contains = "block 0: 1000 datums cannot fill 1 bytes" },
+                /* Bytes left over after the last datum of a block. */
+                { .schema = "\"long\"", .longs = { 1, 2, 7, 8 }, .n_longs = 4, .has_sync = true,
+                  .want = -EBADMSG, .contains = "block 0: 1 bytes after its last datum" },
+                /* A block size larger than the file. */
+                { .schema = "\"long\"", .longs = { 1, 1 << 30 }, .n_longs = 2, .want = -EBADMSG,
+                  .contains = "block 0: size 1073741824 exceeds" },
+                /* An array block count that would make avro-c loop forever on null items. */
+                { .schema = "{\"type\":\"array\",\"items\":\"null\"}",
+                  .longs = { 1, 10, INT64_MAX / 2, 0 }, .n_longs = 4, .has_sync = true,
+                  .want = -E2BIG, .contains = "array block of" },
+        };
         _cleanup_(buf_deinitp) Buf good, b;
         Error e = {};
-        size_t header_len;
 
         build_simple(OCF_CODEC_DEFLATE, 10, &good);
         {
@@ -487,44 +569,8 @@ TEST(ocf_rejects_corrupt_deflate_and_bad_counts) {
         ASSERT_TRUE(read_all(&b, &e) < 0);
         ASSERT_CONTAINS(e.message, "block 0");
 
-        /* A block claiming more datums than its bytes can hold. */
-        buf_deinit(&b);
-        build_raw(&b, "\"long\"", NULL);
-        header_len = b.len;
-        put_long(&b, 1000);
-        put_long(&b, 1);
-        put_long(&b, 7);
-        ASSERT_OK(buf_append(&b, test_sync, 16));
-        ASSERT_EQ(read_all(&b, &e), -EBADMSG);
-        ASSERT_CONTAINS(e.message, "block 0: 1000 datums cannot fill 1 bytes");
-
-        /* Bytes left over after the last datum of a block. */
-        b.len = header_len;
-        put_long(&b, 1);
-        put_long(&b, 2);
-        put_long(&b, 7);
-        put_long(&b, 8);
-        ASSERT_OK(buf_append(&b, test_sync, 16));
-        ASSERT_EQ(read_all(&b, &e), -EBADMSG);
-        ASSERT_CONTAINS(e.message, "block 0: 1 bytes after its last datum");
-
-        /* A block size larger than the file. */
-        b.len = header_len;
-        put_long(&b, 1);
-        put_long(&b, 1 << 30);
-        ASSERT_EQ(read_all(&b, &e), -EBADMSG);
-        ASSERT_CONTAINS(e.message, "block 0: size 1073741824 exceeds");
-
-        /* An array block count that would make avro-c loop forever on null items. */
-        buf_deinit(&b);
-        build_raw(&b, "{\"type\":\"array\",\"items\":\"null\"}", NULL);
-        put_long(&b, 1);
-        put_long(&b, 10);
-        put_long(&b, INT64_MAX / 2);
-        put_long(&b, 0);
-        ASSERT_OK(buf_append(&b, test_sync, 16));
-        ASSERT_EQ(read_all(&b, &e), -E2BIG);
-        ASSERT_CONTAINS(e.message, "array block of");
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                expect_raw_rejected(&cases[i]);
 }
 
 TEST(ocf_rejects_deflate_bomb) {
@@ -556,101 +602,33 @@ TEST(ocf_rejects_deflate_bomb) {
 
 /* ---- manifest lists --------------------------------------------------------------------- */
 
-static void summary_set(PartitionFieldSummary *s, bool contains_null, int nan, const char *lower,
-                        const char *upper) {
-        *s = (PartitionFieldSummary){ .contains_null = contains_null };
-        buf_init(&s->lower_bound, 1024);
-        buf_init(&s->upper_bound, 1024);
-        if (nan >= 0) {
-                s->has_contains_nan = true;
-                s->contains_nan = nan;
-        }
-        if (lower) {
-                s->has_lower_bound = true;
-                ASSERT_OK(buf_append(&s->lower_bound, lower, strlen(lower)));
-        }
-        if (upper) {
-                s->has_upper_bound = true;
-                ASSERT_OK(buf_append(&s->upper_bound, upper, strlen(upper)));
-        }
-}
-
 /* Three entries: a partitioned data manifest, a delete manifest, an unpartitioned data
  * manifest with key metadata. */
-static ManifestFile *sample_files(size_t *ret_n) {
-        ManifestFile *f = calloc(3, sizeof(*f));
+static const IcebergFixtureSummary sample_summaries[] = {
+        { .contains_nan = -1, .lower = ICEBERG_FIXTURE_BYTES("\x0a\x00\x00\x00"),
+          .upper = ICEBERG_FIXTURE_BYTES("\x64\x00\x00\x00") },
+        { .contains_null = true, .contains_nan = 0, .lower = ICEBERG_FIXTURE_BYTES("alpha") },
+};
 
-        ASSERT_TRUE(f);
-        f[0] = (ManifestFile){
-                .path = strdup("s3://b/t/metadata/staged-1-m0.avro"),
-                .length = 7012,
-                .partition_spec_id = 1,
-                .content = 0,
-                .sequence_number = 35,
-                .min_sequence_number = 35,
-                .has_added_snapshot_id = true,
-                .added_snapshot_id = 987134631982734,
-                .has_counts = true,
-                .added_files_count = 3,
-                .existing_files_count = 0,
-                .deleted_files_count = 0,
-                .added_rows_count = 375,
-                .existing_rows_count = 0,
-                .deleted_rows_count = 0,
-                .has_partitions = true,
-                .n_partitions = 2,
-                .has_first_row_id = true,
-                .first_row_id = 1000,
-        };
-        f[0].partitions = calloc(2, sizeof(PartitionFieldSummary));
-        summary_set(&f[0].partitions[0], false, -1, "\x0a\x00\x00\x00", "\x64\x00\x00\x00");
-        summary_set(&f[0].partitions[1], true, 0, "alpha", NULL);
-        buf_init(&f[0].key_metadata, 1024);
-        f[1] = (ManifestFile){
-                .path = strdup("s3://b/t/metadata/deletes-m1.avro"),
-                .length = 5000,
-                .partition_spec_id = 0,
-                .content = 1,
-                .sequence_number = 34,
-                .min_sequence_number = 10,
-                .has_added_snapshot_id = true,
-                .added_snapshot_id = 42,
-                .has_counts = true,
-                .added_files_count = 1,
-                .existing_files_count = 2,
-                .deleted_files_count = 3,
-                .added_rows_count = 4,
-                .existing_rows_count = 5,
-                .deleted_rows_count = 6,
-                .has_partitions = true,
-                .n_partitions = 0,
-        };
-        buf_init(&f[1].key_metadata, 1024);
-        f[2] = (ManifestFile){
-                .path = strdup("s3://b/t/metadata/old-m2.avro"),
-                .length = 9000,
-                .partition_spec_id = 0,
-                .content = 0,
-                .sequence_number = 1,
-                .min_sequence_number = 1,
-                .has_added_snapshot_id = true,
-                .added_snapshot_id = INT64_MAX,
-                .has_counts = true,
-                .added_files_count = INT32_MAX,
-                .existing_files_count = 7,
-                .deleted_files_count = 0,
-                .added_rows_count = 925,
-                .existing_rows_count = INT64_MAX / 4,
-                .deleted_rows_count = 0,
-                .has_partitions = false,
-                .has_key_metadata = true,
-                .has_first_row_id = true,
-                .first_row_id = 925,
-        };
-        buf_init(&f[2].key_metadata, 1024);
-        ASSERT_OK(buf_append(&f[2].key_metadata, "\x00\x01\xfe\xff", 4));
-        *ret_n = 3;
-        return f;
+static const IcebergFixtureManifest sample_manifests[] = {
+        { .path = "s3://b/t/metadata/staged-1-m0.avro", .length = 7012, .partition_spec_id = 1,
+          .sequence_number = 35, .min_sequence_number = 35, .added_snapshot_id = 987134631982734,
+          .file_counts = { 3, 0, 0 }, .row_counts = { 375, 0, 0 }, .has_partitions = true,
+          .partitions = sample_summaries, .n_partitions = ELEMENTSOF(sample_summaries),
+          .has_first_row_id = true, .first_row_id = 1000 },
+        { .path = "s3://b/t/metadata/deletes-m1.avro", .length = 5000, .content = 1,
+          .sequence_number = 34, .min_sequence_number = 10, .added_snapshot_id = 42,
+          .file_counts = { 1, 2, 3 }, .row_counts = { 4, 5, 6 }, .has_partitions = true },
+        { .path = "s3://b/t/metadata/old-m2.avro", .length = 9000, .sequence_number = 1,
+          .min_sequence_number = 1, .added_snapshot_id = INT64_MAX,
+          .file_counts = { INT32_MAX, 7, 0 }, .row_counts = { 925, INT64_MAX / 4, 0 },
+          .key_metadata = ICEBERG_FIXTURE_BYTES("\x00\x01\xfe\xff"), .has_first_row_id = true,
+          .first_row_id = 925 },
+};
+
+static ManifestFile *sample_files(size_t *ret_n) {
+        *ret_n = ELEMENTSOF(sample_manifests);
+        return iceberg_fixture_manifest_files_new(sample_manifests, ELEMENTSOF(sample_manifests));
 }
 
 static void assert_bufs_equal(bool has_a, const Buf *a, bool has_b, const Buf *b) {
@@ -875,6 +853,25 @@ TEST(manifest_list_write_refuses_what_java_refuses) {
 }
 
 TEST(manifest_list_reads_v1_by_field_id) {
+        /* Entry 0: every count known, under the v1 names (added_data_files_count...), and one
+         * partition summary (r508). */
+        static const TestField entry0[] = {
+                { 500, { .s = "file:/t/m0.avro" } }, { 501, { .n = 123 } }, { 502, { .n = 0 } },
+                { 503, { .n = 17 } }, { 504, { .n = 2 } },  { 505, { .n = 3 } },
+                { 506, { .n = 0 } },  { 512, { .n = 20 } }, { 513, { .n = 30 } },
+                { 514, { .n = 0 } },
+        };
+        static const TestField summary0[] = {
+                { 509, { .n = true } },
+                { 510, { .is_null = true } },
+                { 511, { .s = "\x01\x00\x00\x00", .len = 4 } },
+        };
+        /* Entry 1: one row count null (Java tables upgraded from v1): all counts unknown. */
+        static const TestField entry1[] = {
+                { 500, { .s = "file:/t/m1.avro" } }, { 501, { .n = 456 } }, { 502, { .n = 3 } },
+                { 504, { .n = 2 } },  { 505, { .n = 3 } }, { 506, { .n = 0 } },
+                { 512, { .n = 20 } }, { 514, { .n = 0 } },
+        };
         _cleanup_(ocf_writer_freep) OcfWriter *w = NULL;
         _cleanup_(buf_deinitp) Buf out;
         char *schema = test_read_source_file("tests/data/manifest_list_v1.avsc", NULL);
@@ -892,36 +889,16 @@ TEST(manifest_list_reads_v1_by_field_id) {
         ASSERT_OK(fields_record_nested(&rec, fields_index(&rec, 507), &summary, &e));
         ASSERT_OK(ocf_writer_value_new(w, &v));
 
-        /* Entry 0: every count known, under the v1 names (added_data_files_count...). */
         set_all_null(&v);
-        ASSERT_OK(fields_set_string(&v, fields_index(&rec, 500), "file:/t/m0.avro"));
-        ASSERT_OK(fields_set_long(&v, fields_index(&rec, 501), 123));
-        ASSERT_OK(fields_set_int(&v, fields_index(&rec, 502), 0));
-        ASSERT_OK(fields_set_long(&v, fields_index(&rec, 503), 17));
-        ASSERT_OK(fields_set_int(&v, fields_index(&rec, 504), 2));
-        ASSERT_OK(fields_set_int(&v, fields_index(&rec, 505), 3));
-        ASSERT_OK(fields_set_int(&v, fields_index(&rec, 506), 0));
-        ASSERT_OK(fields_set_long(&v, fields_index(&rec, 512), 20));
-        ASSERT_OK(fields_set_long(&v, fields_index(&rec, 513), 30));
-        ASSERT_OK(fields_set_long(&v, fields_index(&rec, 514), 0));
+        set_fields(&v, &rec, entry0, ELEMENTSOF(entry0));
         ASSERT_OK(fields_set_value(&v, fields_index(&rec, 507), &parts));
         ASSERT_EQ(avro_value_append(&parts, &item, NULL), 0);
-        ASSERT_OK(fields_set_bool(&item, fields_index(&summary, 509), true));
-        ASSERT_OK(fields_set_null(&item, fields_index(&summary, 510)));
-        ASSERT_OK(fields_set_bytes(&item, fields_index(&summary, 511), "\x01\x00\x00\x00", 4));
+        set_fields(&item, &summary, summary0, ELEMENTSOF(summary0));
         ASSERT_OK(ocf_writer_append(w, &v));
 
-        /* Entry 1: one row count null (Java tables upgraded from v1): all counts unknown. */
         ASSERT_EQ(avro_value_reset(&v), 0);
         set_all_null(&v);
-        ASSERT_OK(fields_set_string(&v, fields_index(&rec, 500), "file:/t/m1.avro"));
-        ASSERT_OK(fields_set_long(&v, fields_index(&rec, 501), 456));
-        ASSERT_OK(fields_set_int(&v, fields_index(&rec, 502), 3));
-        ASSERT_OK(fields_set_int(&v, fields_index(&rec, 504), 2));
-        ASSERT_OK(fields_set_int(&v, fields_index(&rec, 505), 3));
-        ASSERT_OK(fields_set_int(&v, fields_index(&rec, 506), 0));
-        ASSERT_OK(fields_set_long(&v, fields_index(&rec, 512), 20));
-        ASSERT_OK(fields_set_long(&v, fields_index(&rec, 514), 0));
+        set_fields(&v, &rec, entry1, ELEMENTSOF(entry1));
         ASSERT_OK(ocf_writer_append(w, &v));
         avro_value_decref(&v);
         buf_init(&out, MAX_FILE_BYTES);
@@ -1002,24 +979,15 @@ TEST(staged_manifest_v3_unpartitioned) {
         _cleanup_(buf_deinitp) Buf file;
         _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
         TestEntry entries[3] = { good_entry, good_entry, good_entry };
-        TestManifest tm = {
-                .version = 3,
-                .format_version = "3",
-                .content = "data",
-                .codec = OCF_CODEC_DEFLATE,
-                .entries = entries,
-                .n_entries = 3,
-        };
-        Error e = {};
+        TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
 
+        tm.codec = OCF_CODEC_DEFLATE;
         entries[1].path = "s3://b/t/data/b.parquet";
         entries[1].record_count = 0;
         entries[2].path = "s3://b/t/data/c.parquet";
         entries[2].record_count = 275;
         entries[2].file_size = 1;
-        build_manifest(&tm, &file);
-        if (staged_manifest_parse(slice_of(&file), "m.avro", NULL, &m, &e) < 0)
-                TEST_FAIL("%s", e.message);
+        m = parse_built_ok(&tm, "m.avro", &file);
         ASSERT_EQ(m->format_version, 3);
         ASSERT_EQ(m->content, 0);
         ASSERT_EQ(m->partition_spec_id, 0);
@@ -1049,11 +1017,8 @@ TEST(staged_manifest_v2_null_codec) {
                 .entries = &good_entry,
                 .n_entries = 1,
         };
-        Error e = {};
 
-        build_manifest(&tm, &file);
-        if (staged_manifest_parse(slice_of(&file), NULL, NULL, &m, &e) < 0)
-                TEST_FAIL("%s", e.message);
+        m = parse_built_ok(&tm, /* location= */ NULL, &file);
         ASSERT_EQ(m->format_version, 2);
         ASSERT_EQ(m->added_rows_count, 100);
 }
@@ -1084,31 +1049,23 @@ TEST(staged_manifest_partition_summaries) {
                 "\"type\":[\"null\",{\"type\":\"long\",\"logicalType\":\"timestamp-micros\","
                 "\"adjust-to-utc\":true}],\"default\":null,\"field-id\":1003}]";
         TestEntry entries[3] = { good_entry, good_entry, good_entry };
-        TestManifest tm = {
-                .version = 3,
-                .format_version = "3",
-                .content = "data",
-                .partition_fields = parts,
-                .entries = entries,
-                .n_entries = 3,
-        };
+        TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
         Error e = {};
 
-        entries[0].part[0] = (PartValue){ .n = 5 };
-        entries[0].part[1] = (PartValue){ .n = 19000 };
-        entries[0].part[2] = (PartValue){ .s = "eu-west" };
-        entries[0].part[3] = (PartValue){ .n = -1 };
-        entries[1].part[0] = (PartValue){ .n = -3 };
-        entries[1].part[1] = (PartValue){ .is_null = true };
-        entries[1].part[2] = (PartValue){ .s = "eu" }; /* prefix sorts first */
-        entries[1].part[3] = (PartValue){ .n = 1700000000000000 };
-        entries[2].part[0] = (PartValue){ .n = 300 };
-        entries[2].part[1] = (PartValue){ .n = 18999 };
-        entries[2].part[2] = (PartValue){ .s = "\xc3\xa9t\xc3\xa9" }; /* UTF-8 sorts after ASCII */
-        entries[2].part[3] = (PartValue){ .is_null = true };
-        build_manifest(&tm, &file);
-        if (staged_manifest_parse(slice_of(&file), NULL, NULL, &m, &e) < 0)
-                TEST_FAIL("%s", e.message);
+        tm.partition_fields = parts;
+        entries[0].part[0] = (TestValue){ .n = 5 };
+        entries[0].part[1] = (TestValue){ .n = 19000 };
+        entries[0].part[2] = (TestValue){ .s = "eu-west" };
+        entries[0].part[3] = (TestValue){ .n = -1 };
+        entries[1].part[0] = (TestValue){ .n = -3 };
+        entries[1].part[1] = (TestValue){ .is_null = true };
+        entries[1].part[2] = (TestValue){ .s = "eu" }; /* prefix sorts first */
+        entries[1].part[3] = (TestValue){ .n = 1700000000000000 };
+        entries[2].part[0] = (TestValue){ .n = 300 };
+        entries[2].part[1] = (TestValue){ .n = 18999 };
+        entries[2].part[2] = (TestValue){ .s = "\xc3\xa9t\xc3\xa9" }; /* UTF-8 sorts after ASCII */
+        entries[2].part[3] = (TestValue){ .is_null = true };
+        m = parse_built_ok(&tm, /* location= */ NULL, &file);
 
         ASSERT_TRUE(m->has_partitions);
         ASSERT_EQ(m->n_partitions, 4);
@@ -1164,139 +1121,94 @@ TEST(staged_manifest_unsupported_partition_type_gives_null_summaries) {
                 "{\"name\":\"score\",\"type\":[\"null\",\"double\"],"
                 "\"default\":null,\"field-id\":1001}]";
         TestEntry entry = good_entry;
-        TestManifest tm = {
-                .version = 3,
-                .format_version = "3",
-                .content = "data",
-                .partition_fields = parts,
-                .entries = &entry,
-                .n_entries = 1,
-        };
-        Error e = {};
+        TestManifest tm = v3_manifest(&entry, 1);
 
-        entry.part[0] = (PartValue){ .n = 1 };
-        entry.part[1] = (PartValue){ .d = 0.5 };
-        build_manifest(&tm, &file);
-        ASSERT_OK(staged_manifest_parse(slice_of(&file), NULL, NULL, &m, &e));
+        tm.partition_fields = parts;
+        entry.part[0] = (TestValue){ .n = 1 };
+        entry.part[1] = (TestValue){ .d = 0.5 };
+        m = parse_built_ok(&tm, /* location= */ NULL, &file);
         ASSERT_TRUE(!m->has_partitions);
         ASSERT_EQ(m->n_partitions, 0);
         ASSERT_EQ(m->n_files, 1);
 }
 
+/* good_entry at another path with one field changed must break the staging rule `want`. */
+#define EXPECT_ENTRY_REJECTED(field, value, want)                                                 \
+        do {                                                                                      \
+                TestEntry _te = good_entry;                                                       \
+                                                                                                  \
+                _te.path = "s3://b/t/data/x.parquet";                                             \
+                _te.field = (value);                                                              \
+                expect_entry_rejected(&_te, want);                                                \
+        } while (0)
+
 TEST(staged_manifest_rejects_each_entry_rule) {
-        TestEntry te = good_entry;
-
-        te.path = "s3://b/t/data/x.parquet";
-
-        te.status = 0;
-        expect_entry_rejected(&te, "status EXISTING, only ADDED entries can be staged");
-        te.status = 2;
-        expect_entry_rejected(&te, "status DELETED, only ADDED entries can be staged");
-        te.status = 7;
-        expect_entry_rejected(&te, "unknown status 7");
-        te.status = 1;
-
-        te.has_snapshot_id = true;
-        expect_entry_rejected(&te, "snapshot_id is 77, staged entries must leave it null");
-        te.has_snapshot_id = false;
-        te.has_sequence_number = true;
-        expect_entry_rejected(&te, "sequence_number is 5, staged entries must leave it null");
-        te.has_sequence_number = false;
-        te.has_file_sequence_number = true;
-        expect_entry_rejected(&te, "file_sequence_number is 5, staged entries must leave it null");
-        te.has_file_sequence_number = false;
-
-        te.content = 1;
-        expect_entry_rejected(&te, "content 1 (position deletes), only data files can be staged");
-        te.content = 2;
-        expect_entry_rejected(&te, "content 2 (equality deletes)");
-        te.content = 0;
-
-        te.has_first_row_id = true;
-        expect_entry_rejected(&te, "first_row_id is 12, ADDED entries must leave it null");
-        te.has_first_row_id = false;
-
-        te.record_count = -1;
-        expect_entry_rejected(&te, "record_count is -1, it must not be negative");
-        te.record_count = 1;
-        te.file_size = -5;
-        expect_entry_rejected(&te, "file_size_in_bytes is -5, it must not be negative");
+        EXPECT_ENTRY_REJECTED(status, 0, "status EXISTING, only ADDED entries can be staged");
+        EXPECT_ENTRY_REJECTED(status, 2, "status DELETED, only ADDED entries can be staged");
+        EXPECT_ENTRY_REJECTED(status, 7, "unknown status 7");
+        EXPECT_ENTRY_REJECTED(has_snapshot_id, true,
+                              "snapshot_id is 77, staged entries must leave it null");
+        EXPECT_ENTRY_REJECTED(has_sequence_number, true,
+                              "sequence_number is 5, staged entries must leave it null");
+        EXPECT_ENTRY_REJECTED(has_file_sequence_number, true,
+                              "file_sequence_number is 5, staged entries must leave it null");
+        EXPECT_ENTRY_REJECTED(content, 1,
+                              "content 1 (position deletes), only data files can be staged");
+        EXPECT_ENTRY_REJECTED(content, 2, "content 2 (equality deletes)");
+        EXPECT_ENTRY_REJECTED(has_first_row_id, true,
+                              "first_row_id is 12, ADDED entries must leave it null");
+        EXPECT_ENTRY_REJECTED(record_count, -1, "record_count is -1, it must not be negative");
+        EXPECT_ENTRY_REJECTED(file_size, -5, "file_size_in_bytes is -5, it must not be negative");
 }
 
 TEST(staged_manifest_rejects_null_record_count) {
-        _cleanup_(buf_deinitp) Buf file;
-        StagedManifest *m = NULL;
         TestEntry entry = good_entry;
-        TestManifest tm = {
-                .version = 3,
-                .format_version = "3",
-                .content = "data",
-                .optional_counts = true,
-                .entries = &entry,
-                .n_entries = 1,
-        };
+        TestManifest tm = v3_manifest(&entry, 1);
         Error e = {};
 
+        tm.optional_counts = true;
         entry.null_record_count = true;
-        build_manifest(&tm, &file);
-        ASSERT_EQ(staged_manifest_parse(slice_of(&file), NULL, NULL, &m, &e), -EINVAL);
+        ASSERT_EQ(parse_built(&tm, /* location= */ NULL, /* limits= */ NULL, &e), -EINVAL);
         ASSERT_STREQ(e.message,
                      "entry 0 (s3://b/t/data/a.parquet): record_count is null, it must be known");
 }
 
-static int parse_with(const TestManifest *tm, uint64_t max_entries, Error *e) {
-        _cleanup_(buf_deinitp) Buf file;
-        StagedManifest *m = NULL;
-        ManifestLimits limits = { .max_entries = max_entries };
-        int r;
-
-        build_manifest(tm, &file);
-        r = staged_manifest_parse(slice_of(&file), "m.avro", &limits, &m, e);
-        staged_manifest_free(m);
-        return r;
-}
-
 TEST(staged_manifest_rejects_bad_metadata_and_sizes) {
-        TestEntry entries[3] = { good_entry, good_entry, good_entry };
-        TestManifest tm = {
-                .version = 3,
-                .format_version = "3",
-                .content = "data",
-                .entries = entries,
-                .n_entries = 3,
+        static const struct {
+                const char *format_version, *content;
+                size_t n_entries;
+                uint64_t max_entries;
+                int want;
+                const char *message, *contains;
+        } cases[] = {
+                { "3", "data", 3, 2, -E2BIG,
+                  .message = "manifest 'm.avro': manifest has more than 2 entries" },
+                { "3", "data", 0, 3, -EINVAL,
+                  .message = "manifest 'm.avro': manifest has no entries" },
+                { "1", "data", 3, 3, -EINVAL,
+                  .message = "manifest 'm.avro': format-version 1 manifests cannot be staged" },
+                { NULL, "data", 3, 3, -EINVAL, .contains = "no format-version metadata" },
+                { "4", "data", 3, 3, -EINVAL, .contains = "format-version 4 is not supported" },
+                { "x", "data", 3, 3, -EINVAL, .message = NULL }, /* the code alone */
+                { "3", "deletes", 3, 3, -EINVAL,
+                  .message = "manifest 'm.avro': delete manifests cannot be staged yet" },
+                { "3", NULL, 3, 3, -EINVAL, .contains = "no content metadata" },
         };
+        TestEntry entries[3] = { good_entry, good_entry, good_entry };
+        TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
         StagedManifest *m = NULL;
         Error e = {};
 
-        ASSERT_OK(parse_with(&tm, 3, &e));
-        ASSERT_EQ(parse_with(&tm, 2, &e), -E2BIG);
-        ASSERT_STREQ(e.message, "manifest 'm.avro': manifest has more than 2 entries");
-
-        tm.n_entries = 0;
-        ASSERT_EQ(parse_with(&tm, 3, &e), -EINVAL);
-        ASSERT_STREQ(e.message, "manifest 'm.avro': manifest has no entries");
-        tm.n_entries = 3;
-
-        tm.format_version = "1";
-        ASSERT_EQ(parse_with(&tm, 3, &e), -EINVAL);
-        ASSERT_STREQ(e.message, "manifest 'm.avro': format-version 1 manifests cannot be staged");
-        tm.format_version = NULL;
-        ASSERT_EQ(parse_with(&tm, 3, &e), -EINVAL);
-        ASSERT_CONTAINS(e.message, "no format-version metadata");
-        tm.format_version = "4";
-        ASSERT_EQ(parse_with(&tm, 3, &e), -EINVAL);
-        ASSERT_CONTAINS(e.message, "format-version 4 is not supported");
-        tm.format_version = "x";
-        ASSERT_EQ(parse_with(&tm, 3, &e), -EINVAL);
-        tm.format_version = "3";
-
-        tm.content = "deletes";
-        ASSERT_EQ(parse_with(&tm, 3, &e), -EINVAL);
-        ASSERT_STREQ(e.message, "manifest 'm.avro': delete manifests cannot be staged yet");
-        tm.content = NULL;
-        ASSERT_EQ(parse_with(&tm, 3, &e), -EINVAL);
-        ASSERT_CONTAINS(e.message, "no content metadata");
-        tm.content = "data";
+        ASSERT_OK(parse_built(&tm, "m.avro", &(ManifestLimits){ .max_entries = 3 }, &e));
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                tm.format_version = cases[i].format_version;
+                tm.content = cases[i].content;
+                tm.n_entries = cases[i].n_entries;
+                ASSERT_EQ(parse_built(&tm, "m.avro",
+                                      &(ManifestLimits){ .max_entries = cases[i].max_entries }, &e),
+                          cases[i].want);
+                assert_message(&e, cases[i].message, cases[i].contains);
+        }
 
         ASSERT_EQ(staged_manifest_parse(slice_from_str("PAR1 not avro"), "x.parquet", NULL, &m, &e),
                   -EBADMSG);
@@ -1318,16 +1230,10 @@ TEST(staged_manifest_rejects_bad_metadata_and_sizes) {
 TEST(staged_manifest_truncations_are_errors) {
         _cleanup_(buf_deinitp) Buf file;
         TestEntry entries[2] = { good_entry, good_entry };
-        TestManifest tm = {
-                .version = 3,
-                .format_version = "3",
-                .content = "data",
-                .codec = OCF_CODEC_DEFLATE,
-                .entries = entries,
-                .n_entries = 2,
-        };
+        TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
         Error e = {};
 
+        tm.codec = OCF_CODEC_DEFLATE;
         build_manifest(&tm, &file);
         for (size_t cut = 1; cut < file.len; cut += 5) {
                 StagedManifest *m = NULL;
@@ -1511,30 +1417,21 @@ TEST(fields_utf8_validation) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(good); i++)
-                ASSERT_TRUE(fields_utf8_is_valid(good[i], strlen(good[i])));
+                ASSERT_TRUE(utf8_is_valid(good[i], strlen(good[i])));
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
-                ASSERT_TRUE(!fields_utf8_is_valid(bad[i], strlen(bad[i])));
-        ASSERT_TRUE(fields_text_is_printable("deflate", 7));
-        ASSERT_TRUE(!fields_text_is_printable("a\nb", 3));
+                ASSERT_TRUE(!utf8_is_valid(bad[i], strlen(bad[i])));
+        ASSERT_TRUE(ascii_is_printable("deflate", 7));
+        ASSERT_TRUE(!ascii_is_printable("a\nb", 3));
 }
 
 TEST(staged_manifest_rejects_paths_that_are_not_utf8) {
-        _cleanup_(buf_deinitp) Buf file;
-        StagedManifest *m = NULL;
         TestEntry entry = good_entry;
-        TestManifest tm = {
-                .version = 3,
-                .format_version = "3",
-                .content = "data",
-                .entries = &entry,
-                .n_entries = 1,
-        };
+        TestManifest tm = v3_manifest(&entry, 1);
         Error e = {};
 
         /* Messages carry the path into JSON replies: it must be text. */
         entry.path = "s3://b/\xff\xfe.parquet";
-        build_manifest(&tm, &file);
-        ASSERT_EQ(staged_manifest_parse(slice_of(&file), NULL, NULL, &m, &e), -EBADMSG);
+        ASSERT_EQ(parse_built(&tm, /* location= */ NULL, /* limits= */ NULL, &e), -EBADMSG);
         ASSERT_STREQ(e.message, "entry 0: field 'file_path' is not valid UTF-8");
 }
 
@@ -1557,10 +1454,8 @@ TEST(ocf_empty_block_of_zero_byte_datums) {
 }
 
 TEST(ocf_binary_codec_name_is_not_echoed) {
-        _cleanup_(buf_deinitp) Buf b;
-        Error e = {};
-
-        build_raw(&b, "\"long\"", "zs\x01td");
-        ASSERT_EQ(read_all(&b, &e), -EOPNOTSUPP);
-        ASSERT_STREQ(e.message, "unknown codec (5 bytes of binary)");
+        expect_raw_rejected(&(RawCase){ .schema = "\"long\"",
+                                        .codec = "zs\x01td",
+                                        .want = -EOPNOTSUPP,
+                                        .message = "unknown codec (5 bytes of binary)" });
 }

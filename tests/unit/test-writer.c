@@ -84,3 +84,22 @@ TEST(namespace_levels_are_checked) {
         ASSERT_TRUE(!commit_key_is_valid(""));
         ASSERT_TRUE(!commit_key_is_valid("has space"));
 }
+
+TEST(locations_may_be_long_names_must_be_utf8) {
+        _cleanup_(commit_request_freep) CommitRequest *r = NULL;
+        char body[1024], location[301];
+        CommitRequest *bad = NULL;
+        Error e;
+
+        memset(location, 'a', sizeof(location) - 1);
+        location[0] = '/';
+        location[sizeof(location) - 1] = 0;
+        snprintf(body, sizeof(body), "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"%s\"]}", location);
+        ASSERT_OK(parse("ns", body, &r, &e));
+        ASSERT_STREQ(r->manifests[0], location);
+
+        ASSERT_EQ(commit_request_parse("ns", "e\xba" "vents", slice_from_str("{}"), &limits, &bad, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "not UTF-8");
+        ASSERT_EQ(parse("n\xc3", "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/m\"]}", &bad, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "namespace level 0 is not UTF-8");
+}
