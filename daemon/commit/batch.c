@@ -373,7 +373,7 @@ static void batch_build_after(uv_work_t *w, int status) {
         CommitEngine *e = b->queue->engine;
         const CommitRequest *first = b->jobs[0]->writer->request;
         _cleanup_(freep) char *keys = NULL;
-        json_t *summary = NULL, *request = NULL, *writer_props;
+        json_t *summary = NULL, *request = NULL, *writer_props, *parent_summary;
         SnapshotAdded added = {};
         SnapshotSpec spec;
         Buf key_list;
@@ -394,11 +394,15 @@ static void batch_build_after(uv_work_t *w, int status) {
 
         buf_init(&key_list, SIZE_MAX / 2);
         writer_props = json_object();
+        r = writer_props ? 0 : -ENOMEM;
         for (size_t i = 0; i < b->n_jobs; i++) {
                 const Job *j = b->jobs[i];
 
-                (void)buf_printf(&key_list, "%s%s", i ? "," : "", j->writer->request->idempotency_key);
-                (void)json_object_update(writer_props, j->writer->request->snapshot_properties);
+                /* The key record is what makes a retry safe: it must be complete or absent. */
+                if (r == 0)
+                        r = buf_printf(&key_list, "%s%s", i ? "," : "", j->writer->request->idempotency_key);
+                if (r == 0 && json_object_update(writer_props, j->writer->request->snapshot_properties) < 0)
+                        r = -ENOMEM;
                 for (size_t k = 0; k < j->n_manifests; k++) {
                         const StagedManifest *m = j->manifests[k];
 
@@ -407,13 +411,14 @@ static void batch_build_after(uv_work_t *w, int status) {
                         added.files_size += m->added_files_size;
                 }
         }
-        keys = (char *)buf_steal(&key_list, NULL);
+        keys = r == 0 ? (char *)buf_steal(&key_list, NULL) : NULL;
+        buf_deinit(&key_list);
         added.manifests_created = (int64_t)b->n_staged;
         added.manifests_kept = (int64_t)(b->n_list - b->n_staged);
 
-        r = !keys || !writer_props ? -ENOMEM
-                                   : snapshot_summary_build(b->head.snapshot ? json_object_get(b->head.snapshot, "summary") : NULL,
-                                                            &added, writer_props, keys, &summary, &b->error);
+        parent_summary = b->head.snapshot ? json_object_get(b->head.snapshot, "summary") : NULL;
+        r = !keys ? -ENOMEM
+                  : snapshot_summary_build(parent_summary, &added, writer_props, keys, &summary, &b->error);
         json_decref(writer_props);
         if (r < 0) {
                 engine_delete_file_async(e, TAKE_PTR(b->list_path));
