@@ -254,7 +254,7 @@ static int fields_get_scalar(avro_value_t *rec, int index, avro_type_t want, Fie
                              Error *e) {
         FieldsScalar s = {};
         avro_type_t type;
-        avro_value_t v;
+        avro_value_t v = {};    /* set by fields_child(); gcc -O3 cannot see it */
         int r;
 
         r = fields_child(rec, index, &v, e);
