@@ -37,6 +37,9 @@ static void batch_free_attempt(Batch *b) {
         free(b->list_location);
         free(b->list_path);
         b->list_location = b->list_path = NULL;
+        json_decref(b->commit_request);
+        b->commit_request = NULL;
+        b->commit_key[0] = 0;
 }
 
 static void batch_free(Batch *b) {
@@ -84,35 +87,52 @@ static void batch_on_retry_timer(uv_timer_t *t) {
                 batch_attempt_start(q->batch);
 }
 
-/* Java's Tasks backoff: min * 2^(n-1) capped at max, plus up to 10% jitter; give up after
- * max_attempts, or past the total timeout once at least two attempts were made. */
-static void batch_retry_later(Batch *b, const char *reason, int status, const char *type,
-                              const char *message) {
-        CommitEngine *e = b->queue->engine;
-        uint64_t elapsed_ms = (now_monotonic_ns() - b->started_ns) / 1000000u;
-        uint64_t delay, jitter = 0;
+/* Java's Tasks backoff: min * 2^(n-1) capped at max, plus up to 10% jitter. */
+static uint64_t batch_backoff_ms(const Batch *b) {
+        const CommitConfig *config = b->queue->engine->config;
+        uint64_t delay = config->min_backoff_ms, jitter = 0;
 
-        metrics_add(e->metrics, METRIC_COMMIT_RETRIES, reason, 1);
-        if (e->is_stopping || b->attempt >= e->config->max_attempts ||
-            (b->attempt >= 2 && elapsed_ms >= e->config->total_timeout_ms)) {
-                batch_fail(b, KEY_FAILED, status, type,
-                           "%s after %u attempts in %" PRIu64 " ms; nothing was committed, retry with the same key",
-                           message, b->attempt, elapsed_ms);
-                return;
-        }
-        delay = e->config->min_backoff_ms;
-        for (unsigned i = 1; i < b->attempt && delay < e->config->max_backoff_ms; i++)
+        for (unsigned i = 1; i < b->attempt && delay < config->max_backoff_ms; i++)
                 delay *= 2;
-        if (delay > e->config->max_backoff_ms)
-                delay = e->config->max_backoff_ms;
+        if (delay > config->max_backoff_ms)
+                delay = config->max_backoff_ms;
         if (delay >= 10 && getrandom(&jitter, sizeof(jitter), 0) == (ssize_t)sizeof(jitter))
                 jitter %= delay / 10;
         else
                 jitter = 0;
+        return delay + jitter;
+}
+
+/* Another attempt after a backoff, or the end: after max_attempts, or past the total timeout
+ * once at least two attempts were made. */
+static void batch_retry_later(Batch *b, const char *reason, int status, const char *type,
+                              const char *message) {
+        CommitEngine *e = b->queue->engine;
+        uint64_t elapsed_ms = (now_monotonic_ns() - b->started_ns) / 1000000u;
+        uint64_t delay;
+
+        metrics_add(e->metrics, METRIC_COMMIT_RETRIES, reason, 1);
+        if (e->is_stopping || b->attempt >= e->config->max_attempts ||
+            (b->attempt >= 2 && elapsed_ms >= e->config->total_timeout_ms)) {
+                /* After an attempt without a verdict, giving up cannot say "not committed". */
+                if (b->has_unknown)
+                        batch_fail(b, KEY_UNKNOWN, 504, "commit-state-unknown",
+                                   "%s after %u attempts in %" PRIu64 " ms; an earlier attempt got no verdict "
+                                   "and snapshot %" PRId64 " may be committed; retry with the same idempotency key "
+                                   "to resolve it",
+                                   message, b->attempt, elapsed_ms, b->snapshot_id);
+                else
+                        batch_fail(b, KEY_FAILED, status, type,
+                                   "%s after %u attempts in %" PRIu64 " ms; nothing was committed, retry with "
+                                   "the same key",
+                                   message, b->attempt, elapsed_ms);
+                return;
+        }
+        delay = batch_backoff_ms(b);
         log_info("commit attempt %u/%u queue='%s' %s, retrying in %" PRIu64 " ms", b->attempt,
-                 e->config->max_attempts, b->queue->name, reason, delay + jitter);
+                 e->config->max_attempts, b->queue->name, reason, delay);
         batch_free_attempt(b);
-        (void)uv_timer_start(&b->queue->retry_timer, batch_on_retry_timer, delay + jitter, 0);
+        (void)uv_timer_start(&b->queue->retry_timer, batch_on_retry_timer, delay, 0);
 }
 
 static json_t *batch_receipt(const Batch *b, const Job *j) {
@@ -155,6 +175,35 @@ fail:
         json_decref(manifests);
         json_decref(ns);
         return NULL;
+}
+
+static void batch_on_committed(const CatalogResult *result, void *userdata);
+
+static int batch_send_commit(Batch *b) {
+        CommitEngine *e = b->queue->engine;
+        const CommitRequest *first = b->jobs[0]->writer->request;
+        int r;
+
+        r = catalog_commit_table(e->catalog, (const char *const *)first->namespace, first->n_namespace,
+                                 first->table, b->commit_request, b->commit_key[0] ? b->commit_key : NULL,
+                                 batch_on_committed, b);
+        if (r < 0)
+                return r;
+        e->n_in_flight++;
+        return 0;
+}
+
+/* Resends an attempt that got no verdict, same body and Idempotency-Key: the catalog answers
+ * with the original outcome when it had one. */
+static void batch_on_replay_timer(uv_timer_t *t) {
+        TableQueue *q = t->data;
+        Batch *b = q->batch;
+
+        if (!b)
+                return;
+        b->attempt++;
+        if (batch_send_commit(b) < 0)
+                batch_retry_later(b, "unknown", 504, "commit-state-unknown", "cannot resend the commit");
 }
 
 static void batch_on_committed(const CatalogResult *result, void *userdata) {
@@ -203,13 +252,24 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 return;
 
         case CATALOG_E_STATE_UNKNOWN:
-                /* The commit may have landed: keep every file, answer 504; a retry with the same
-                 * key finds the snapshot through the summary's key record. */
+                /* The commit may have landed: its manifest list is never deleted. Resolve before
+                 * anything else: replay the same request with the same Idempotency-Key where the
+                 * catalog honours it (a landed commit answers 200 again), else reload; every
+                 * reload looks for the batch's keys in the table history, and a new attempt
+                 * reuses the snapshot id and asserts the head it saw, so the catalog's own
+                 * requirement checks refuse a second landing. */
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "unknown", 1);
-                batch_fail(b, KEY_UNKNOWN, 504, "commit-state-unknown",
-                           "the catalog gave no verdict (%s); snapshot %" PRId64
-                           " may or may not be committed; retry with the same idempotency key to resolve it",
-                           result->message, b->snapshot_id);
+                b->has_unknown = true;
+                free(TAKE_PTR(b->list_path));
+                log_warning("commit attempt %u queue='%s' snapshot=%" PRId64 " got no verdict (%s), resolving",
+                            b->attempt, b->queue->name, b->snapshot_id, result->message);
+                if (b->commit_key[0] && b->commit_request && !e->is_stopping &&
+                    b->attempt < e->config->max_attempts) {
+                        metrics_add(e->metrics, METRIC_COMMIT_RETRIES, "replay", 1);
+                        (void)uv_timer_start(&b->queue->retry_timer, batch_on_replay_timer, batch_backoff_ms(b), 0);
+                        return;
+                }
+                batch_retry_later(b, "unknown", 504, "commit-state-unknown", result->message);
                 return;
 
         case CATALOG_E_NOT_FOUND:
@@ -377,7 +437,6 @@ static void batch_build_after(uv_work_t *w, int status) {
         SnapshotAdded added = {};
         SnapshotSpec spec;
         Buf key_list;
-        char idempotency_key[UUID_STRING_MAX];
         int r;
 
         e->n_in_flight--;
@@ -449,20 +508,18 @@ static void batch_build_after(uv_work_t *w, int status) {
                 return;
         }
 
-        /* Each attempt is a new logical operation for the catalog: a new key (REST spec). */
-        uuid_v7_string(idempotency_key);
-        r = catalog_commit_table(e->catalog, (const char *const *)first->namespace, first->n_namespace,
-                                 first->table, request,
-                                 catalog_client_supports_idempotency(e->catalog) ? idempotency_key : NULL,
-                                 batch_on_committed, b);
-        json_decref(request);
+        /* Each attempt is a new logical operation for the catalog: a new key (REST spec); a
+         * replay of this same attempt reuses it. */
+        b->commit_request = request;
+        if (catalog_client_supports_idempotency(e->catalog))
+                uuid_v7_string(b->commit_key);
+        r = batch_send_commit(b);
         if (r < 0) {
                 engine_delete_file_async(e, TAKE_PTR(b->list_path));
                 batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable",
                                   "cannot send the commit");
                 return;
         }
-        e->n_in_flight++;
 }
 
 /* A job whose key is found in the table's snapshot summaries was committed by an earlier

@@ -63,6 +63,9 @@ struct Batch {
         size_t n_staged;
         char *list_location;            /* as sent to the catalog */
         char *list_path;                /* local path of the same file */
+        json_t *commit_request;         /* this attempt's CommitTableRequest, kept for replays */
+        char commit_key[UUID_STRING_MAX]; /* its Idempotency-Key ("" when none was sent) */
+        bool has_unknown;               /* an attempt got no verdict: it may have landed */
         int work_status;
         Error error;
         uv_work_t work;

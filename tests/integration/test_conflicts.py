@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from conftest import peer
+from conftest import http, peer
 from faults import clear_faults, get_faults, set_faults
 
 
@@ -54,55 +54,82 @@ def test_conflicts_rebuild_only_the_manifest_list(catalog, daemon, table, fault)
     assert dump["next-row-id"] == 5 and [r["_row_id"] for r in dump["rows"]] == list(range(5))
 
 
-def test_lost_response_is_unknown_then_resolved_by_the_same_key(catalog, daemon, table):
-    ns, name, created = table
-    uri = catalog["uri"]
-    staged = stage(uri, ns, name)
-    body = {"idempotency-key": "lost-1", "staged-manifests": [staged["manifest"]]}
-    set_faults(uri, commit=["lost-response"], table=f"{ns}.{name}")
-
-    status, _, answer = daemon.commit(ns, name, body)
-    assert status == 504 and answer["error"]["type"] == "commit-state-unknown", answer
-    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
-    assert len(dump["snapshots"]) == 1            # it did land
-    landed = dump["snapshots"][0]["snapshot-id"]
-    assert lists_of(created["location"], landed), "the unknown attempt's list must be kept"
-
-    status, _, receipt = daemon.commit(ns, name, body)
-    assert status == 200 and receipt["snapshot-id"] == landed and receipt["found-in-history"] is True
-    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
-    assert len(dump["snapshots"]) == 1 and dump["next-row-id"] == 5
-
-
-@pytest.mark.parametrize("fault", ["error-500", "error-502", "error-503", "error-504", "reset", "reset-before"])
-def test_no_verdict_is_commit_state_unknown_and_keeps_files(catalog, daemon, table, fault):
+@pytest.mark.parametrize("fault", ["lost-response", "reset", "error-500", "error-502", "error-503", "error-504",
+                                   "reset-before"])
+def test_no_verdict_is_resolved_before_answering(catalog, daemon, table, fault):
+    """A commit without a verdict is resolved inline: a landed one is found in the table
+    history (never committed again), one that did not land is committed by a new attempt. The
+    unknown attempt's manifest list is kept either way."""
     ns, name, created = table
     uri = catalog["uri"]
     staged = stage(uri, ns, name)
     body = {"idempotency-key": f"u-{fault}", "staged-manifests": [staged["manifest"]]}
     set_faults(uri, commit=[fault], table=f"{ns}.{name}")
 
-    status, _, answer = daemon.commit(ns, name, body)
-    applied = fault == "reset"
-    if fault == "reset-before" and status == 200:
-        # libcurl resends a request whose reused connection died before any byte of an answer;
-        # nothing had been applied, so that resend is a plain first commit.
-        assert answer["attempts"] == 1
-    else:
-        assert status == 504 and answer["error"]["type"] == "commit-state-unknown", answer
-    lists = glob.glob(os.path.join(created["location"], "metadata", "snap-*.avro"))
-    assert len(lists) == 1, "the unknown attempt's manifest list is kept"
-    assert os.path.exists(staged["manifest"])
-
-    # The writer retries with the same key: committed exactly once either way.
-    first_status = status
     status, _, receipt = daemon.commit(ns, name, body)
     assert status == 200, receipt
-    if first_status == 504:
-        assert receipt.get("found-in-history", False) is applied
+    applied = fault in ("lost-response", "reset")
+    resent = fault == "reset-before" and receipt["attempts"] == 1   # libcurl resent it, see below
+    if not resent:
+        assert receipt.get("found-in-history", False) is applied, receipt
     dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
     assert len(dump["snapshots"]) == 1 and dump["next-row-id"] == 5
     assert [r["_row_id"] for r in dump["rows"]] == list(range(5))
+    snapshot_id = dump["snapshots"][0]["snapshot-id"]
+    # The unknown attempt's list stays (it is the committed one when the fault applied it);
+    # libcurl's own resend of a request whose connection died unanswered is one attempt.
+    lists = lists_of(created["location"], snapshot_id)
+    assert len(lists) == (1 if applied or resent else 2), lists
+    assert os.path.exists(staged["manifest"])
+
+
+def test_no_verdict_for_good_is_504_and_a_retry_resolves_it(catalog, table):
+    from conftest import Daemon
+    ns, name, created = table
+    uri = catalog["uri"]
+    staged = stage(uri, ns, name)
+    body = {"idempotency-key": "stays-unknown", "staged-manifests": [staged["manifest"]]}
+    # The first commit lands but its answer is lost; every later commit and reload fails.
+    set_faults(uri, commit=["lost-response"] + ["error-500"] * 10, load=["pass"] + ["error-503"] * 10,
+               table=f"{ns}.{name}")
+    d = Daemon(uri, catalog["dir"], {"commit.max-attempts": "3"})
+    try:
+        status, _, answer = d.commit(ns, name, body)
+        assert status == 504 and answer["error"]["type"] == "commit-state-unknown", answer
+        assert "may be committed" in answer["error"]["message"]
+        status, _, answer = http("GET", f"{d.url}/v1/commits/stays-unknown")
+        assert status == 200 and answer["status"] == "unknown"
+        clear_faults(uri)
+        status, _, receipt = d.commit(ns, name, body)
+        assert status == 200 and receipt["found-in-history"] is True, receipt
+    finally:
+        d.stop()
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert len(dump["snapshots"]) == 1 and dump["next-row-id"] == 5
+
+
+def test_replay_with_the_same_idempotency_key(catalog, table):
+    """Where the catalog honours Idempotency-Key, an attempt without a verdict is replayed
+    with the same key, and the catalog answers with the original outcome."""
+    from conftest import Daemon
+    ns, name, _ = table
+    uri = catalog["uri"]
+    staged = stage(uri, ns, name)
+    set_faults(uri, commit=["lost-response"], table=f"{ns}.{name}")
+    d = Daemon(uri, catalog["dir"], {"catalog.send-idempotency-key": "true"})
+    try:
+        status, _, receipt = d.commit(ns, name, {"idempotency-key": "replay-1",
+                                                 "staged-manifests": [staged["manifest"]]})
+        assert status == 200 and receipt["attempts"] == 2, receipt
+        assert "found-in-history" not in receipt, "resolved by the replay, not by a reload"
+        events = [e for e in get_faults(uri)["events"] if e["kind"] == "lost-response"]
+        assert events and events[-1]["idempotency-key"], "the commit carried an Idempotency-Key"
+        _, _, metrics = http("GET", d.url + "/metrics")
+        assert 'icecommit_commit_retries_total{reason="replay"} 1' in metrics
+    finally:
+        d.stop()
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert len(dump["snapshots"]) == 1 and dump["next-row-id"] == 5
 
 
 def test_load_failures_are_retried(catalog, daemon, table):
