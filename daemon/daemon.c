@@ -28,9 +28,15 @@ typedef struct Daemon {
         WriterApi *writer_api;
         uv_signal_t sigterm, sigint;
         uv_timer_t watchdog;
+        uv_timer_t shutdown_timer;      /* the SIGTERM deadline for commits in flight */
         bool has_watchdog;
         bool has_signals;
+        bool has_shutdown_timer;
         bool is_stopping;
+        bool is_engine_stopped;
+        bool is_catalog_closing;
+        bool is_catalog_closed;
+        bool is_http_closing;
         int exit_status;
 } Daemon;
 
@@ -60,22 +66,54 @@ static void daemon_on_http_closed(void *userdata) {
         }
         if (d->has_watchdog)
                 daemon_close_handle((uv_handle_t *)&d->watchdog);
+        if (d->has_shutdown_timer)
+                daemon_close_handle((uv_handle_t *)&d->shutdown_timer);
 }
 
-static void daemon_on_catalog_closed(void *userdata) {
-        Daemon *d = userdata;
-
+/* The last steps, once no commit runs and the catalog client is closed: close the HTTP server
+ * (every writer has had its answer), then the daemon's own handles. */
+static void daemon_finish_stop(Daemon *d) {
+        if (!d->is_engine_stopped || !d->is_catalog_closed || d->is_http_closing)
+                return;
+        d->is_http_closing = true;
         if (d->http)
                 http_server_close(d->http, daemon_on_http_closed, d);
         else
                 daemon_on_http_closed(d);
 }
 
+static void daemon_on_catalog_closed(void *userdata) {
+        Daemon *d = userdata;
+
+        d->is_catalog_closed = true;
+        daemon_finish_stop(d);
+}
+
+/* Closing the catalog client cancels its calls in flight: commits among them end as unknown
+ * outcomes (504 to their writers, resolved by their retries), never as failures. */
+static void daemon_close_catalog(Daemon *d) {
+        if (d->is_catalog_closing)
+                return;
+        d->is_catalog_closing = true;
+        catalog_client_close(d->catalog, daemon_on_catalog_closed, d);
+}
+
 static void daemon_on_engine_stopped(void *userdata) {
         Daemon *d = userdata;
 
         log_info("commit engine stopped");
-        catalog_client_close(d->catalog, daemon_on_catalog_closed, d);
+        d->is_engine_stopped = true;
+        daemon_close_catalog(d);
+        daemon_finish_stop(d);
+}
+
+static void daemon_on_shutdown_timeout(uv_timer_t *t) {
+        Daemon *d = t->data;
+
+        log_warning("commits still in flight after commit.shutdown-timeout-ms=%u, cancelling them "
+                    "(their writers get 504 commit-state-unknown and resolve it by retrying)",
+                    d->config->commit.shutdown_timeout_ms);
+        daemon_close_catalog(d);
 }
 
 static void daemon_stop(Daemon *d) {
@@ -85,6 +123,12 @@ static void daemon_stop(Daemon *d) {
         (void)sd_notify(0, "STOPPING=1");
         log_info("stopping: no new requests, finishing the commits in flight");
         http_server_stop_accepting(d->http);
+        if (uv_timer_init(&d->loop, &d->shutdown_timer) == 0) {
+                d->has_shutdown_timer = true;
+                d->shutdown_timer.data = d;
+                (void)uv_timer_start(&d->shutdown_timer, daemon_on_shutdown_timeout,
+                                     d->config->commit.shutdown_timeout_ms, 0);
+        }
         commit_engine_stop(d->engine, daemon_on_engine_stopped, d);
 }
 

@@ -526,10 +526,12 @@ static void batch_build_after(uv_work_t *w, int status) {
  * attempt (possibly of another daemon, or before a crash): answer it, never commit it twice. */
 static json_t *batch_find_committed(const Batch *b, const char *key) {
         json_t *snapshots = json_object_get(b->table->metadata, "snapshots");
-        size_t klen = strlen(key), i;
-        json_t *s;
+        size_t n = json_array_size(snapshots), lookback = b->queue->engine->config->history_lookback;
+        size_t klen = strlen(key);
 
-        json_array_foreach(snapshots, i, s) {
+        /* Snapshots are listed in the order they were added: search the newest first. */
+        for (size_t i = n; i > 0 && (lookback == 0 || n - i < lookback); i--) {
+                json_t *s = json_array_get(snapshots, i - 1);
                 const char *keys = json_string_value(json_object_get(json_object_get(s, "summary"),
                                                                      SNAPSHOT_SUMMARY_KEYS));
 

@@ -55,6 +55,8 @@ typedef struct CommitConfig {
         uint32_t max_manifests_per_request;
         uint32_t retry_after_s;
         uint32_t receipt_cache_size;
+        uint32_t history_lookback;      /* newest snapshots searched for a batch's keys; 0 = all */
+        uint32_t shutdown_timeout_ms;
 } CommitConfig;
 
 typedef struct StorageConfig {

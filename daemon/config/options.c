@@ -45,6 +45,8 @@ const ConfigOption config_options[] = {
         OPTION("commit", "max-manifests-per-request", OPTION_KIND_U32, commit.max_manifests_per_request, 256, 1, 100000),
         OPTION("commit", "retry-after-s", OPTION_KIND_U32, commit.retry_after_s, 1, 1, 3600),
         OPTION("commit", "receipt-cache-size", OPTION_KIND_U32, commit.receipt_cache_size, 100000, 0, 100000000),
+        OPTION("commit", "history-lookback", OPTION_KIND_U32, commit.history_lookback, 10000, 0, 100000000),
+        OPTION("commit", "shutdown-timeout-ms", OPTION_KIND_U32, commit.shutdown_timeout_ms, 30000, 0, 3600000),
 
         OPTION("storage", "max-manifest-bytes", OPTION_KIND_U64, storage.max_manifest_bytes, 64u << 20, 1024, 1ull << 34),
         OPTION("storage", "max-manifest-entries", OPTION_KIND_U64, storage.max_manifest_entries, 1000000, 1, 1ull << 32),

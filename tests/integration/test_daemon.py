@@ -126,3 +126,58 @@ def test_full_queue_answers_503_with_retry_after(catalog, table):
     finally:
         d.stop()
         clear_faults(uri)
+
+
+def test_sigterm_lets_commits_in_flight_finish(catalog, table):
+    ns, name, _ = table
+    uri = catalog["uri"]
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 1,
+                  "--start-id", 0)
+    set_faults(uri, commit=["delay-1500"], table=f"{ns}.{name}")
+    d = Daemon(uri, catalog["dir"])
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(d.commit, ns, name, {"idempotency-key": "term-1",
+                                                       "staged-manifests": [staged["manifest"]]})
+            time.sleep(0.5)
+            d.proc.send_signal(signal.SIGTERM)
+            status, _, receipt = pending.result()
+        assert status == 200, receipt
+        assert d.proc.wait(timeout=30) == 0
+    finally:
+        if d.proc.poll() is None:
+            d.proc.kill()
+        clear_faults(uri)
+
+
+def test_sigterm_deadline_cancels_and_the_retry_resolves(catalog, table):
+    ns, name, _ = table
+    uri = catalog["uri"]
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 1,
+                  "--start-id", 0)
+    body = {"idempotency-key": "deadline-1", "staged-manifests": [staged["manifest"]]}
+    set_faults(uri, commit=["delay-3000"], table=f"{ns}.{name}")
+    d = Daemon(uri, catalog["dir"], {"commit.shutdown-timeout-ms": "300"})
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(d.commit, ns, name, body)
+            time.sleep(0.5)
+            started = time.monotonic()
+            d.proc.send_signal(signal.SIGTERM)
+            status, _, answer = pending.result()
+            assert d.proc.wait(timeout=30) == 0
+            assert time.monotonic() - started < 2.5, "the deadline did not cut the wait short"
+        assert status == 504 and answer["error"]["type"] == "commit-state-unknown", answer
+    finally:
+        if d.proc.poll() is None:
+            d.proc.kill()
+    # The catalog still applies the delayed commit; a retry through a new daemon finds it.
+    time.sleep(3)
+    clear_faults(uri)
+    d2 = Daemon(uri, catalog["dir"])
+    try:
+        status, _, receipt = d2.commit(ns, name, body)
+        assert status == 200 and receipt["found-in-history"] is True, receipt
+    finally:
+        d2.stop()
+    assert peer("dump", "--uri", uri, "--table", f"{ns}.{name}")["next-row-id"] == 1
