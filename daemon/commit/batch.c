@@ -141,8 +141,8 @@ static json_t *batch_receipt(const Batch *b, const Job *j) {
 
         if (!manifests || !ns)
                 goto fail;
-        for (size_t i = 0; i < r->n_namespace; i++)
-                if (json_array_append_new(ns, json_string(r->namespace[i])) < 0)
+        for (size_t i = 0; i < r->target.n_namespace; i++)
+                if (json_array_append_new(ns, json_string(r->target.namespace[i])) < 0)
                         goto fail;
         for (size_t i = 0; i < j->n_manifests; i++) {
                 const ManifestFile *m = &b->list[j->list_offset + i];
@@ -164,7 +164,7 @@ static json_t *batch_receipt(const Batch *b, const Job *j) {
         }
         return json_pack("{s:s, s:s, s:o, s:s, s:s, s:I, s:I, s:o, s:I, s:i, s:o}",
                          "idempotency-key", r->idempotency_key, "status", "committed",
-                         "namespace", ns, "table", r->table, "branch", r->branch,
+                         "namespace", ns, "table", r->target.table, "branch", r->branch,
                          "snapshot-id", (json_int_t)b->snapshot_id,
                          "sequence-number", (json_int_t)b->sequence_number,
                          "snapshot-first-row-id",
@@ -184,8 +184,8 @@ static int batch_send_commit(Batch *b) {
         const CommitRequest *first = b->jobs[0]->writer->request;
         int r;
 
-        r = catalog_commit_table(e->catalog, (const char *const *)first->namespace, first->n_namespace,
-                                 first->table, b->commit_request, b->commit_key[0] ? b->commit_key : NULL,
+        r = catalog_commit_table(e->catalog, (const char *const *)first->target.namespace, first->target.n_namespace,
+                                 first->target.table, b->commit_request, b->commit_key[0] ? b->commit_key : NULL,
                                  batch_on_committed, b);
         if (r < 0)
                 return r;
@@ -522,36 +522,14 @@ static void batch_build_after(uv_work_t *w, int status) {
         }
 }
 
-/* A job whose key is found in the table's snapshot summaries was committed by an earlier
- * attempt (possibly of another daemon, or before a crash): answer it, never commit it twice. */
-static json_t *batch_find_committed(const Batch *b, const char *key) {
-        json_t *snapshots = json_object_get(b->table->metadata, "snapshots");
-        size_t n = json_array_size(snapshots), lookback = b->queue->engine->config->history_lookback;
-        size_t klen = strlen(key);
-
-        /* Snapshots are listed in the order they were added: search the newest first. */
-        for (size_t i = n; i > 0 && (lookback == 0 || n - i < lookback); i--) {
-                json_t *s = json_array_get(snapshots, i - 1);
-                const char *keys = json_string_value(json_object_get(json_object_get(s, "summary"),
-                                                                     SNAPSHOT_SUMMARY_KEYS));
-
-                for (const char *p = keys; p && *p;) {
-                        const char *end = strchr(p, ',');
-                        size_t len = end ? (size_t)(end - p) : strlen(p);
-
-                        if (len == klen && memcmp(p, key, klen) == 0)
-                                return s;
-                        p = end ? end + 1 : p + len;
-                }
-        }
-        return NULL;
-}
-
 static void batch_check_jobs(Batch *b) {
         for (size_t i = 0; i < b->n_jobs;) {
                 Job *j = b->jobs[i];
                 const CommitRequest *r = j->writer->request;
-                json_t *done = batch_find_committed(b, r->idempotency_key);
+                /* Found: committed by an earlier attempt (possibly of another daemon, or before
+                 * a crash): answer it, never commit it twice. */
+                json_t *done = snapshot_find_key(b->table->metadata, r->idempotency_key,
+                                                 b->queue->engine->config->history_lookback);
                 bool bad = false;
 
                 if (done) {
@@ -689,8 +667,8 @@ static void batch_attempt_start(Batch *b) {
 
         b->attempt++;
         b->error.message[0] = 0;
-        r = catalog_load_table(e->catalog, (const char *const *)first->namespace, first->n_namespace,
-                               first->table, batch_on_loaded, b);
+        r = catalog_load_table(e->catalog, (const char *const *)first->target.namespace, first->target.n_namespace,
+                               first->target.table, batch_on_loaded, b);
         if (r < 0) {
                 batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable",
                                   "cannot send the load-table request");

@@ -11,6 +11,7 @@
 
 #include "commit/internal.h"
 #include "iceberg/manifest.h"
+#include "iceberg/snapshot.h"
 #include "storage/storage.h"
 #include "util/log.h"
 #include "util/time-util.h"
@@ -291,10 +292,99 @@ static json_t *engine_lookup(const char *key, int *ret_status, void *userdata) {
         if (!entry) {
                 *ret_status = 404;
                 return engine_error_body(404, "unknown-key",
-                                  "this daemon has no record of the key (never seen, or evicted)");
+                                         "this daemon has no record of the key (never seen, or evicted); add "
+                                         "?namespace=NS&table=T to search that table's history");
         }
         *ret_status = 200;
         return key_entry_status_json(entry);
+}
+
+/* One GET /v1/commits/{key}?namespace=&table= waiting for its table. */
+typedef struct HistoryLookup {
+        CommitEngine *engine;
+        WriterRequest *writer;
+        char *key;
+        char *table;
+} HistoryLookup;
+
+static void history_lookup_free(HistoryLookup *l) {
+        writer_request_free(l->writer);
+        free(l->key);
+        free(l->table);
+        free(l);
+}
+
+static void engine_on_history_loaded(const CatalogResult *result, void *userdata) {
+        HistoryLookup *l = userdata;
+        CommitEngine *e = l->engine;
+        _cleanup_(table_metadata_freep) TableMetadata *t = NULL;
+        Error error = {};
+        json_t *s;
+
+        e->n_in_flight--;
+        if (result->status == CATALOG_E_NOT_FOUND)
+                writer_request_reply_error(l->writer, 404, "no-such-table", "%s", result->message);
+        else if (result->status != 0)
+                writer_request_reply_error(l->writer, 503, "catalog-unavailable",
+                                           "cannot load the table to search its history: %s", result->message);
+        else if (table_metadata_parse(result->body, &t, &error) < 0)
+                writer_request_reply_error(l->writer, 502, "catalog-bad-metadata", "%s", error.message);
+        else if ((s = snapshot_find_key(t->metadata, l->key, e->config->history_lookback))) {
+                int64_t id = 0, seq = 0;
+
+                (void)json_get_i64(s, "snapshot-id", &id);
+                (void)json_get_i64(s, "sequence-number", &seq);
+                writer_request_reply(l->writer, 200,
+                                     json_pack("{s:s, s:s, s:{s:s, s:s, s:I, s:I, s:b}}", "idempotency-key", l->key,
+                                               "status", "committed", "receipt", "idempotency-key", l->key,
+                                               "table", l->table, "snapshot-id", (json_int_t)id,
+                                               "sequence-number", (json_int_t)seq, "found-in-history", 1));
+        } else
+                writer_request_reply_error(l->writer, 404, "unknown-key",
+                                           "key '%s' is not in this daemon's memory nor in the newest %u snapshots "
+                                           "of the table (0 = all)",
+                                           l->key, e->config->history_lookback);
+        history_lookup_free(l);
+        engine_maybe_stopped(e);
+}
+
+static void engine_lookup_history(WriterRequest *w, const char *key, const char *namespace_param,
+                                  const char *table, void *userdata) {
+        CommitEngine *e = userdata;
+        CommitTarget target = {};
+        HistoryLookup *l;
+        Error error = {};
+        int r;
+
+        r = commit_target_parse(namespace_param, table, &target, &error);
+        if (r < 0) {
+                writer_request_reply_error(w, r == -ENOMEM ? 503 : 400, r == -ENOMEM ? "out-of-memory" : "bad-request",
+                                           "%s", error.message);
+                writer_request_free(w);
+                return;
+        }
+        l = calloc(1, sizeof(*l));
+        if (!l || !(l->key = strdup(key)) || !(l->table = strdup(table))) {
+                if (l) {
+                        free(l->key);
+                        free(l);
+                }
+                commit_target_deinit(&target);
+                writer_request_reply_error(w, 503, "out-of-memory", "out of memory");
+                writer_request_free(w);
+                return;
+        }
+        l->engine = e;
+        l->writer = w;
+        r = catalog_load_table(e->catalog, (const char *const *)target.namespace, target.n_namespace, target.table,
+                               engine_on_history_loaded, l);
+        commit_target_deinit(&target);
+        if (r < 0) {
+                writer_request_reply_error(w, 503, "catalog-unavailable", "cannot load the table: %s", strerror(-r));
+                history_lookup_free(l);
+                return;
+        }
+        e->n_in_flight++;
 }
 
 static bool engine_is_ready(void *userdata) {
@@ -313,6 +403,7 @@ static int engine_metrics(Buf *out, void *userdata) {
 static const WriterHooks engine_hooks = {
         .submit = engine_submit,
         .lookup = engine_lookup,
+        .lookup_history = engine_lookup_history,
         .is_ready = engine_is_ready,
         .metrics = engine_metrics,
 };

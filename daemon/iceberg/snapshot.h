@@ -53,5 +53,9 @@ int snapshot_commit_request_build(const TableMetadata *table, const char *branch
                                   const TableBranch *head, const SnapshotSpec *snapshot,
                                   json_t **ret_request);
 
+/* Finds the snapshot whose summary records idempotency key `key` among the newest `lookback`
+ * snapshots of table metadata (0: all). Returns it (borrowed) or NULL. */
+json_t *snapshot_find_key(const json_t *metadata, const char *key, size_t lookback);
+
 /* Generates a positive, random snapshot id (Appendix F: not time based). */
 int64_t snapshot_id_generate(void);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "util/log.h"
@@ -64,9 +65,20 @@ static void writer_handle_commit(HttpRequest *r, void *userdata) {
         api->hooks.submit(w, api->userdata);
 }
 
+/* A query value as a NUL-terminated string; NULL when absent, empty or holding a NUL. */
+static char *writer_query_string(HttpRequest *r, const char *name) {
+        Slice v = http_request_query(r, name);
+
+        if (!v.ptr || v.len == 0 || memchr(v.ptr, 0, v.len))
+                return NULL;
+        return strndup((const char *)v.ptr, v.len);
+}
+
 static void writer_handle_status(HttpRequest *r, void *userdata) {
         WriterApi *api = userdata;
         const char *key = http_request_param(r, 0);
+        _cleanup_(freep) char *namespace = NULL, *table = NULL;
+        WriterRequest *w;
         json_t *body;
         int status = 404;
 
@@ -80,7 +92,23 @@ static void writer_handle_status(HttpRequest *r, void *userdata) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 return;
         }
-        http_reply_json(r, status, body);
+        /* Not in memory (another daemon's commit, a restart, an eviction): with
+         * ?namespace=&table= the table's history answers. */
+        namespace = writer_query_string(r, "namespace");
+        table = writer_query_string(r, "table");
+        if (status != 404 || !namespace || !table) {
+                http_reply_json(r, status, body);
+                return;
+        }
+        json_decref(body);
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
+                return;
+        }
+        w->http = r;
+        http_request_on_gone(r, writer_on_gone, w);
+        api->hooks.lookup_history(w, key, namespace, table, api->userdata);
 }
 
 static void writer_handle_healthz(HttpRequest *r, void *userdata) {

@@ -21,8 +21,13 @@ typedef struct WriterRequest {
 typedef struct WriterHooks {
         /* Takes ownership of w; must eventually answer it with writer_request_reply*(). */
         void (*submit)(WriterRequest *w, void *userdata);
-        /* Answers GET /v1/commits/{key}: sets *ret_status and returns the body (owned). */
+        /* Answers GET /v1/commits/{key} from memory: sets *ret_status and returns the body
+         * (owned). */
         json_t *(*lookup)(const char *key, int *ret_status, void *userdata);
+        /* The same from the history of table `table` in `namespace_param` (0x1F-separated
+         * levels), for a key the daemon does not remember: takes ownership of w and answers it. */
+        void (*lookup_history)(WriterRequest *w, const char *key, const char *namespace_param,
+                               const char *table, void *userdata);
         /* Whether the catalog is reachable and configuration loaded (GET /readyz). */
         bool (*is_ready)(void *userdata);
         /* Appends the Prometheus exposition (GET /metrics). */

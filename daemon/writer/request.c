@@ -33,32 +33,65 @@ static bool text_is_valid(const char *s, size_t len, size_t max) {
         return true;
 }
 
-static int request_split_namespace(CommitRequest *r, const char *param, Error *error) {
-        const char *p = param;
+int commit_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error) {
+        const char *p = namespace_param;
+        CommitTarget t = {};
+        int r;
 
         for (;;) {
                 const char *end = strchr(p, 0x1f);
                 size_t len = end ? (size_t)(end - p) : strlen(p);
                 char **levels;
 
-                if (len == 0 || len > 255)
-                        return error_set(error, -EINVAL, "namespace level %zu is empty or too long",
-                                         r->n_namespace);
-                levels = reallocarray(r->namespace, r->n_namespace + 1, sizeof(*levels));
-                if (!levels)
-                        return -ENOMEM;
-                r->namespace = levels;
-                r->namespace[r->n_namespace] = strndup(p, len);
-                if (!r->namespace[r->n_namespace])
-                        return -ENOMEM;
-                if (!text_is_valid(r->namespace[r->n_namespace], len, 255))
-                        return error_set(error, -EINVAL, "namespace level %zu is not UTF-8 or contains control characters",
-                                         r->n_namespace++);
-                r->n_namespace++;
+                if (len == 0 || len > 255) {
+                        r = error_set(error, -EINVAL, "namespace level %zu is empty or too long", t.n_namespace);
+                        goto fail;
+                }
+                levels = reallocarray(t.namespace, t.n_namespace + 1, sizeof(*levels));
+                if (!levels) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                t.namespace = levels;
+                t.namespace[t.n_namespace] = strndup(p, len);
+                if (!t.namespace[t.n_namespace]) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                t.n_namespace++;
+                if (!text_is_valid(t.namespace[t.n_namespace - 1], len, 255)) {
+                        r = error_set(error, -EINVAL,
+                                      "namespace level %zu is not UTF-8 or contains control characters",
+                                      t.n_namespace - 1);
+                        goto fail;
+                }
                 if (!end)
-                        return 0;
+                        break;
                 p = end + 1;
         }
+        if (!text_is_valid(table, strlen(table), 255)) {
+                r = error_set(error, -EINVAL,
+                              "table name is empty, longer than 255 bytes, not UTF-8 or has control characters");
+                goto fail;
+        }
+        t.table = strdup(table);
+        if (!t.table) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        *ret = t;
+        return 0;
+fail:
+        commit_target_deinit(&t);
+        return r;
+}
+
+void commit_target_deinit(CommitTarget *t) {
+        for (size_t i = 0; i < t->n_namespace; i++)
+                free(t->namespace[i]);
+        free(t->namespace);
+        free(t->table);
+        *t = (CommitTarget){};
 }
 
 static int request_parse_manifests(CommitRequest *r, json_t *array, const CommitRequestLimits *limits,
@@ -127,11 +160,11 @@ static int request_fingerprint(CommitRequest *r) {
                 json_decref(manifests);
                 return -ENOMEM;
         }
-        for (size_t i = 0; i < r->n_namespace && rr == 0; i++)
-                rr = json_array_append_new(ns, json_string(r->namespace[i]));
+        for (size_t i = 0; i < r->target.n_namespace && rr == 0; i++)
+                rr = json_array_append_new(ns, json_string(r->target.namespace[i]));
         for (size_t i = 0; i < r->n_manifests && rr == 0; i++)
                 rr = json_array_append_new(manifests, json_string(r->manifests[i]));
-        canonical = json_pack("{s:o, s:s, s:s, s:o, s:O}", "namespace", ns, "table", r->table,
+        canonical = json_pack("{s:o, s:s, s:s, s:o, s:O}", "namespace", ns, "table", r->target.table,
                               "branch", r->branch, "staged-manifests", manifests,
                               "snapshot-properties", r->snapshot_properties);
         if (rr < 0 || !canonical) {
@@ -154,14 +187,9 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
         r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
-        rr = request_split_namespace(r, namespace_param, error);
+        rr = commit_target_parse(namespace_param, table, &r->target, error);
         if (rr < 0)
                 return rr;
-        if (!text_is_valid(table, strlen(table), 255))
-                return error_set(error, -EINVAL, "table name is empty, longer than 255 bytes, not UTF-8 or has control characters");
-        r->table = strdup(table);
-        if (!r->table)
-                return -ENOMEM;
 
         root = json_loadb((const char *)body.ptr, body.len, JSON_REJECT_DUPLICATES, &json_error);
         if (!root)
@@ -208,7 +236,7 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
                 return rr;
         {
                 /* Queue identity: the namespace as sent (0x1F-joined), the table and the branch. */
-                if (asprintf(&r->queue_name, "%s\x1f%s@%s", namespace_param, r->table, r->branch) < 0) {
+                if (asprintf(&r->queue_name, "%s\x1f%s@%s", namespace_param, r->target.table, r->branch) < 0) {
                         r->queue_name = NULL;
                         return -ENOMEM;
                 }
@@ -220,10 +248,7 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
 CommitRequest *commit_request_free(CommitRequest *r) {
         if (!r)
                 return NULL;
-        for (size_t i = 0; i < r->n_namespace; i++)
-                free(r->namespace[i]);
-        free(r->namespace);
-        free(r->table);
+        commit_target_deinit(&r->target);
         free(r->idempotency_key);
         free(r->branch);
         for (size_t i = 0; i < r->n_manifests; i++)

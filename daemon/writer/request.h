@@ -16,10 +16,15 @@ typedef struct CommitRequestLimits {
         size_t max_manifests;
 } CommitRequestLimits;
 
-typedef struct CommitRequest {
+/* The table a request is for, from the URL path. */
+typedef struct CommitTarget {
         char **namespace;               /* levels, from the path's %1F-separated namespace */
         size_t n_namespace;
         char *table;
+} CommitTarget;
+
+typedef struct CommitRequest {
+        CommitTarget target;
         char *idempotency_key;
         char *branch;                   /* default "main" */
         char **manifests;               /* staged manifest locations, request order */
@@ -34,6 +39,10 @@ typedef struct CommitRequest {
 int commit_request_parse(const char *namespace_param, const char *table, Slice body,
                          const CommitRequestLimits *limits, CommitRequest **ret, Error *error);
 CommitRequest *commit_request_free(CommitRequest *r);
+/* Parses a namespace path parameter (levels separated by 0x1F) and a table name: each 1 to 255
+ * bytes of UTF-8 without control characters. Returns -EINVAL with the reason, or -ENOMEM. */
+int commit_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error);
+void commit_target_deinit(CommitTarget *t);
 DEFINE_CLEANUP_FUNC(CommitRequest, commit_request_free);
 
 /* Whether a string is a valid idempotency key: 1 to 128 of [A-Za-z0-9._:-]. Keys are stored

@@ -141,3 +141,32 @@ def test_key_found_in_table_history_after_restart(catalog, table):
         d2.stop()
     dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
     assert len(dump["snapshots"]) == 1 and dump["next-row-id"] == 4
+
+
+def test_commit_status_from_the_table_history(catalog, table):
+    """GET /v1/commits/{key}?namespace=&table= answers from the table's history for a key the
+    daemon never saw (committed by another daemon, or before a restart)."""
+    from conftest import Daemon
+    ns, name, _ = table
+    uri = catalog["uri"]
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 2, "--start-id", 1)
+    d1 = Daemon(uri, catalog["dir"])
+    try:
+        status, _, receipt = d1.commit(ns, name, {"idempotency-key": "hist-1", "staged-manifests": [staged["manifest"]]})
+        assert status == 200
+    finally:
+        d1.stop()
+    d2 = Daemon(uri, catalog["dir"])
+    try:
+        status, _, answer = http("GET", f"{d2.url}/v1/commits/hist-1")
+        assert status == 404 and answer["error"]["type"] == "unknown-key"
+        status, _, answer = http("GET", f"{d2.url}/v1/commits/hist-1?namespace={ns}&table={name}")
+        assert status == 200 and answer["status"] == "committed", answer
+        assert answer["receipt"]["snapshot-id"] == receipt["snapshot-id"]
+        assert answer["receipt"]["found-in-history"] is True
+        status, _, answer = http("GET", f"{d2.url}/v1/commits/never-sent?namespace={ns}&table={name}")
+        assert status == 404 and answer["error"]["type"] == "unknown-key"
+        status, _, answer = http("GET", f"{d2.url}/v1/commits/hist-1?namespace={ns}&table=no_such_table")
+        assert status == 404 and answer["error"]["type"] == "no-such-table"
+    finally:
+        d2.stop()

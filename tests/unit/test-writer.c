@@ -19,9 +19,9 @@ TEST(valid_request) {
         ASSERT_OK(parse("analytics\x1fweb", "{\"idempotency-key\": \"job-1:part.2_x\", "
                         "\"staged-manifests\": [\"/wh/m1.avro\", \"file:///wh/m2.avro\"], "
                         "\"snapshot-properties\": {\"job\": \"1\"}}", &r, &e));
-        ASSERT_EQ(r->n_namespace, 2);
-        ASSERT_STREQ(r->namespace[0], "analytics");
-        ASSERT_STREQ(r->namespace[1], "web");
+        ASSERT_EQ(r->target.n_namespace, 2);
+        ASSERT_STREQ(r->target.namespace[0], "analytics");
+        ASSERT_STREQ(r->target.namespace[1], "web");
         ASSERT_STREQ(r->branch, "main");
         ASSERT_EQ(r->n_manifests, 2);
         ASSERT_STREQ(r->manifests[1], "file:///wh/m2.avro");
