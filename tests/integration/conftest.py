@@ -83,9 +83,12 @@ class Daemon:
         with open(self.config, "w") as f:
             for section, lines in sections.items():
                 f.write(f"[{section}]\n" + "\n".join(lines) + "\n")
-        self.proc = subprocess.Popen([os.path.join(BUILD, "daemon", "icecommitd"), "--config", self.config],
+        # ICECOMMIT_DAEMON_WRAPPER, e.g. "valgrind --error-exitcode=1 --leak-check=full", runs
+        # every daemon of the integration tests under a checker.
+        wrapper = os.environ.get("ICECOMMIT_DAEMON_WRAPPER", "").split()
+        self.proc = subprocess.Popen(wrapper + [os.path.join(BUILD, "daemon", "icecommitd"), "--config", self.config],
                                      stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
-        deadline = time.time() + 30
+        deadline = time.time() + (120 if wrapper else 30)
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("icecommitd exited: " + open(self.log).read())
