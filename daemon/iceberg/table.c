@@ -86,18 +86,22 @@ TableMetadata *table_metadata_free(TableMetadata *t) {
         return NULL;
 }
 
-json_t *table_snapshot(const TableMetadata *t, int64_t snapshot_id) {
-        json_t *snapshots = json_object_get(t->metadata, "snapshots");
+/* The element of an array of objects whose integer member `key` equals `id`, or NULL. */
+static json_t *json_array_find_id(const json_t *array, const char *key, int64_t id) {
         size_t i;
-        json_t *s;
+        json_t *o;
 
-        json_array_foreach(snapshots, i, s) {
-                int64_t id;
+        json_array_foreach((json_t *)array, i, o) {
+                int64_t v;
 
-                if (json_get_i64(s, "snapshot-id", &id) == 0 && id == snapshot_id)
-                        return s;
+                if (json_get_i64(o, key, &v) == 0 && v == id)
+                        return o;
         }
         return NULL;
+}
+
+json_t *table_snapshot(const TableMetadata *t, int64_t snapshot_id) {
+        return json_array_find_id(json_object_get(t->metadata, "snapshots"), "snapshot-id", snapshot_id);
 }
 
 int table_branch(const TableMetadata *t, const char *branch, TableBranch *ret_branch, Error *error) {
@@ -130,17 +134,9 @@ int table_branch(const TableMetadata *t, const char *branch, TableBranch *ret_br
 
 bool table_has_partition_spec(const TableMetadata *t, int32_t spec_id) {
         json_t *specs = json_object_get(t->metadata, "partition-specs");
-        size_t i;
-        json_t *s;
 
-        json_array_foreach(specs, i, s) {
-                int64_t id;
-
-                if (json_get_i64(s, "spec-id", &id) == 0 && id == spec_id)
-                        return true;
-        }
         /* v1 metadata may carry only "partition-spec" with default-spec-id 0. */
-        if (!specs && spec_id == 0)
-                return true;
-        return false;
+        if (!specs)
+                return spec_id == 0;
+        return json_array_find_id(specs, "spec-id", spec_id) != NULL;
 }
