@@ -26,7 +26,7 @@ static void batch_attempt_start(Batch *b);
 
 static void batch_free_attempt(Batch *b) {
         b->table = table_metadata_free(b->table);
-        b->head = (TableBranch){};
+        b->head = b->parent = (TableBranch){};
         free(b->parent_list_location);
         b->parent_list_location = NULL;
         for (size_t i = 0; i < b->n_list; i++)
@@ -404,8 +404,8 @@ static int batch_build_list(Batch *b) {
         header = (ManifestListHeader){
                 .format_version = b->table->format_version >= 3 ? 3 : 2,
                 .snapshot_id = b->snapshot_id,
-                .has_parent_snapshot_id = b->head.exists,
-                .parent_snapshot_id = b->head.snapshot_id,
+                .has_parent_snapshot_id = b->parent.exists,
+                .parent_snapshot_id = b->parent.snapshot_id,
                 .sequence_number = b->sequence_number,
                 .has_first_row_id = b->table->format_version >= 3,
                 .first_row_id = b->first_row_id,
@@ -475,7 +475,9 @@ static void batch_build_after(uv_work_t *w, int status) {
         added.manifests_created = (int64_t)b->n_staged;
         added.manifests_kept = (int64_t)(b->n_list - b->n_staged);
 
-        parent_summary = b->head.snapshot ? json_object_get(b->head.snapshot, "summary") : NULL;
+        /* Totals continue the parent's (Java restarts them at 0 on a new branch, though the
+         * branch holds the parent's data too). */
+        parent_summary = b->parent.snapshot ? json_object_get(b->parent.snapshot, "summary") : NULL;
         r = !keys ? -ENOMEM
                   : snapshot_summary_build(parent_summary, &added, writer_props, keys, &summary, &b->error);
         json_decref(writer_props);
@@ -488,8 +490,8 @@ static void batch_build_after(uv_work_t *w, int status) {
 
         spec = (SnapshotSpec){
                 .snapshot_id = b->snapshot_id,
-                .has_parent = b->head.exists,
-                .parent_snapshot_id = b->head.snapshot_id,
+                .has_parent = b->parent.exists,
+                .parent_snapshot_id = b->parent.snapshot_id,
                 .sequence_number = b->sequence_number,
                 .timestamp_ms = b->timestamp_ms,
                 .has_schema_id = b->table->has_current_schema_id,
@@ -628,10 +630,20 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
         b->first_row_id = b->table->next_row_id;
         b->next_row_id = b->first_row_id;
         b->timestamp_ms = now_realtime_ms();
-        list = b->head.snapshot ? json_object_get(b->head.snapshot, "manifest-list") : NULL;
-        if (b->head.exists && !json_is_string(list)) {
+        /* A new branch starts from main's head, as Iceberg Java's SnapshotUtil.latestSnapshot
+         * does; the commit still asserts that the branch does not exist yet. */
+        b->parent = b->head;
+        if (!b->head.exists && strcmp(first->branch, "main") != 0) {
+                r = table_branch(b->table, "main", &b->parent, &b->error);
+                if (r < 0) {
+                        batch_fail(b, KEY_FAILED, 400, "bad-branch", "%s", b->error.message);
+                        return;
+                }
+        }
+        list = b->parent.snapshot ? json_object_get(b->parent.snapshot, "manifest-list") : NULL;
+        if (b->parent.exists && !json_is_string(list)) {
                 batch_fail(b, KEY_FAILED, 502, "catalog-bad-metadata",
-                           "branch head snapshot %" PRId64 " has no manifest-list", b->head.snapshot_id);
+                           "parent snapshot %" PRId64 " has no manifest-list", b->parent.snapshot_id);
                 return;
         }
         if (list && !(b->parent_list_location = strdup(json_string_value(list)))) {

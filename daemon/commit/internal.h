@@ -52,7 +52,8 @@ struct Batch {
         uint64_t started_ns;
         const char *last_retry_reason;
         TableMetadata *table;
-        TableBranch head;
+        TableBranch head;               /* the branch as loaded; not existing = created by this commit */
+        TableBranch parent;             /* the head, or for a new branch main's head (as Java does) */
         char *parent_list_location;
         int64_t sequence_number;
         int64_t first_row_id;

@@ -170,3 +170,28 @@ def test_commit_status_from_the_table_history(catalog, table):
         assert status == 404 and answer["error"]["type"] == "no-such-table"
     finally:
         d2.stop()
+
+
+def test_commit_to_a_new_branch_starts_from_main(catalog, daemon, table):
+    """A branch that does not exist yet is created from main's head (as Iceberg Java does), its
+    ids come from the one table-wide next-row-id, and main is unchanged."""
+    ns, name, _ = table
+    uri = catalog["uri"]
+    peer("append", "--uri", uri, "--table", f"{ns}.{name}", "--rows", 4, "--start-id", 0)
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 3, "--start-id", 100)
+    status, _, receipt = daemon.commit(ns, name, {"idempotency-key": "branch-1", "branch": "dev",
+                                                  "staged-manifests": [staged["manifest"]]})
+    assert status == 200, receipt
+    assert receipt["branch"] == "dev" and receipt["manifests"][0]["first-row-id"] == 4
+
+    dev = peer("dump", "--uri", uri, "--table", f"{ns}.{name}", "--branch", "dev")
+    assert sorted(r["id"] for r in dev["rows"]) == [0, 1, 2, 3, 100, 101, 102]
+    assert sorted(r["_row_id"] for r in dev["rows"]) == list(range(7))
+    assert dev["next-row-id"] == 7
+    snap = next(s for s in dev["snapshots"] if s["snapshot-id"] == receipt["snapshot-id"])
+    main_head = [s for s in dev["snapshots"] if s["snapshot-id"] != receipt["snapshot-id"]][0]
+    assert snap["parent-snapshot-id"] == main_head["snapshot-id"]
+    assert snap["summary"]["total-records"] == "7"
+
+    main = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert sorted(r["id"] for r in main["rows"]) == [0, 1, 2, 3]
