@@ -195,3 +195,32 @@ def test_commit_to_a_new_branch_starts_from_main(catalog, daemon, table):
 
     main = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
     assert sorted(r["id"] for r in main["rows"]) == [0, 1, 2, 3]
+
+
+def test_v2_tables_commit_without_lineage_and_v1_tables_are_refused(catalog, daemon):
+    import uuid
+    uri = catalog["uri"]
+    name = "t_" + uuid.uuid4().hex[:12]
+    peer("create-table", "--uri", uri, "--table", f"ns.{name}", "--format-version", 2)
+    staged = peer("stage", "--uri", uri, "--table", f"ns.{name}", "--files", 1, "--rows", 3, "--start-id", 1)
+    status, _, receipt = daemon.commit("ns", name, {"idempotency-key": f"v2-{name}",
+                                                    "staged-manifests": [staged["manifest"]]})
+    assert status == 200, receipt
+    assert receipt["snapshot-first-row-id"] is None and "first-row-id" not in receipt["manifests"][0]
+    dump = peer("dump", "--uri", uri, "--table", f"ns.{name}")
+    assert dump["format-version"] == 2 and sorted(r["id"] for r in dump["rows"]) == [1, 2, 3]
+    assert all(r["_row_id"] is None for r in dump["rows"])
+    snap = dump["snapshots"][0]
+    assert snap.get("first-row-id") is None
+    with open(snap["manifest-list"], "rb") as f:
+        reader = fastavro.reader(f)
+        assert reader.metadata["format-version"] == "2" and "first-row-id" not in reader.metadata
+        assert "first_row_id" not in [x["name"] for x in reader.writer_schema["fields"]]
+        assert [e["sequence_number"] for e in reader] == [1]
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    peer("create-table", "--uri", uri, "--table", f"ns.{name}", "--format-version", 1)
+    staged = peer("stage", "--uri", uri, "--table", f"ns.{name}", "--files", 1, "--rows", 1, "--start-id", 1)
+    status, _, answer = daemon.commit("ns", name, {"idempotency-key": f"v1-{name}",
+                                                   "staged-manifests": [staged["manifest"]]})
+    assert status == 422 and answer["error"]["type"] in ("unsupported-format-version", "invalid-manifest"), answer
