@@ -61,28 +61,34 @@ def catalog():
         subprocess.run([os.path.join(PEERS, "catalog-stop.sh"), workdir], check=False, timeout=60)
 
 
+def write_daemon_config(path, catalog_uri, port, settings=None, defaults=None):
+    """Writes an icecommitd INI file from "section.key" settings over the test defaults."""
+    options = {
+        "http.port": str(port),
+        "catalog.uri": catalog_uri,
+        "commit.min-backoff-ms": "10",
+        "commit.max-backoff-ms": "500",
+        "commit.max-attempts": "100",
+        "log.level": "debug",
+    }
+    options.update(defaults or {})
+    options.update(settings or {})
+    sections = {}
+    for key, value in options.items():
+        section, name = key.split(".", 1)
+        sections.setdefault(section, []).append(f"{name} = {value}")
+    with open(path, "w") as f:
+        for section, lines in sections.items():
+            f.write(f"[{section}]\n" + "\n".join(lines) + "\n")
+
+
 class Daemon:
     def __init__(self, catalog_uri, workdir, settings=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.config = os.path.join(workdir, f"icecommitd-{self.port}.conf")
         self.log = os.path.join(workdir, f"icecommitd-{self.port}.log")
-        options = {
-            "http.port": str(self.port),
-            "catalog.uri": catalog_uri,
-            "commit.min-backoff-ms": "10",
-            "commit.max-backoff-ms": "500",
-            "commit.max-attempts": "100",
-            "log.level": "debug",
-        }
-        options.update(settings or {})
-        sections = {}
-        for key, value in options.items():
-            section, name = key.split(".", 1)
-            sections.setdefault(section, []).append(f"{name} = {value}")
-        with open(self.config, "w") as f:
-            for section, lines in sections.items():
-                f.write(f"[{section}]\n" + "\n".join(lines) + "\n")
+        write_daemon_config(self.config, catalog_uri, self.port, settings)
         # ICECOMMIT_DAEMON_WRAPPER, e.g. "valgrind --error-exitcode=1 --leak-check=full", runs
         # every daemon of the integration tests under a checker.
         wrapper = os.environ.get("ICECOMMIT_DAEMON_WRAPPER", "").split()

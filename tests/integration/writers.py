@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 
-from conftest import BUILD, http, peer
+from conftest import BUILD, http, peer, write_daemon_config
 
 ROWS = 3                # rows per staged manifest (1 data file each)
 
@@ -240,22 +240,8 @@ class RestartableDaemon:
         self.log = os.path.join(workdir, f"icecommitd-{port}.log")
         self.proc = None
         self.starts = 0
-        options = {
-            "http.port": str(port),
-            "catalog.uri": catalog_uri,
-            "commit.min-backoff-ms": "10",
-            "commit.max-backoff-ms": "300",
-            "commit.max-attempts": "200",
-            "log.level": "debug",
-        }
-        options.update(settings or {})
-        sections = {}
-        for key, value in options.items():
-            section, opt = key.split(".", 1)
-            sections.setdefault(section, []).append(f"{opt} = {value}")
-        with open(self.config, "w") as f:
-            for section, lines in sections.items():
-                f.write(f"[{section}]\n" + "\n".join(lines) + "\n")
+        write_daemon_config(self.config, catalog_uri, port, settings,
+                            defaults={"commit.max-backoff-ms": "300", "commit.max-attempts": "200"})
 
     def start(self, ready_timeout=30):
         assert self.proc is None or self.proc.poll() is not None
