@@ -135,6 +135,37 @@ static void batch_retry_later(Batch *b, const char *reason, int status, const ch
         (void)uv_timer_start(&b->queue->retry_timer, batch_on_retry_timer, delay, 0);
 }
 
+/* Each data file of a staged manifest with what a reader will see: its first_row_id (the
+ * manifest's plus the record counts of the files before it, every staged entry having none of
+ * its own: spec "First Row ID Inheritance") and _last_updated_sequence_number, the commit's
+ * sequence number (the data sequence number of ADDED entries). NULL on allocation failure. */
+static json_t *batch_receipt_files(const Batch *b, const ManifestFile *m, const StagedManifest *staged) {
+        json_t *files = json_array();
+        int64_t cursor = m->first_row_id;
+
+        for (size_t k = 0; files && k < staged->n_files; k++) {
+                const DataFileInfo *f = &staged->files[k];
+                json_t *o = json_pack("{s:s, s:I, s:I}", "location", f->path, "record-count",
+                                      (json_int_t)f->record_count, "last-updated-sequence-number",
+                                      (json_int_t)b->sequence_number);
+
+                if (!o || json_array_append_new(files, o) < 0)
+                        goto fail;
+                if (!m->has_first_row_id)
+                        continue;
+                if (json_object_set_new(o, "first-row-id", json_integer(cursor)) < 0 ||
+                    json_object_set_new(o, "last-row-id",
+                                        f->record_count > 0 ? json_integer(cursor + f->record_count - 1)
+                                                            : json_null()) < 0)
+                        goto fail;
+                cursor += f->record_count;      /* within the manifest's range: lineage checked it */
+        }
+        return files;
+fail:
+        json_decref(files);
+        return NULL;
+}
+
 static json_t *batch_receipt(const Batch *b, const Job *j) {
         json_t *manifests = json_array(), *ns = json_array();
         const CommitRequest *r = j->writer->request;
@@ -161,6 +192,8 @@ static json_t *batch_receipt(const Batch *b, const Job *j) {
                                                         : json_null()) < 0)
                                 goto fail;
                 }
+                if (json_object_set_new(o, "data-files", batch_receipt_files(b, m, j->manifests[i])) < 0)
+                        goto fail;
         }
         return json_pack("{s:s, s:s, s:o, s:s, s:s, s:I, s:I, s:o, s:I, s:i, s:o}",
                          "idempotency-key", r->idempotency_key, "status", "committed",

@@ -35,8 +35,13 @@ def test_append_assigns_row_lineage_read_back_by_iceberg_java(catalog, daemon, t
     assert receipt["status"] == "committed"
     assert receipt["snapshot-first-row-id"] == 5
     assert receipt["sequence-number"] == 2
+    files = receipt["manifests"][0].pop("data-files")
     assert receipt["manifests"] == [{"location": manifest, "added-files": 2, "added-rows": 20,
                                      "first-row-id": 5, "last-row-id": 24}]
+    # Per data file, in entry order: the id range and sequence number a reader will see.
+    assert files == [{"location": f["path"], "record-count": 10, "first-row-id": 5 + 10 * k,
+                      "last-row-id": 14 + 10 * k, "last-updated-sequence-number": 2}
+                     for k, f in enumerate(staged["data-files"])]
 
     dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
     assert dump["next-row-id"] == 25
@@ -60,6 +65,7 @@ def test_append_assigns_row_lineage_read_back_by_iceberg_java(catalog, daemon, t
         for pos in range(10):
             r = rows[1000 + 10 * k + pos]
             assert r["_row_id"] == 5 + 10 * k + pos, r
+            assert r["_row_id"] == files[k]["first-row-id"] + pos
             assert r["_last_updated_sequence_number"] == 2, r
     assert sorted(r["_row_id"] for r in dump["rows"]) == list(range(25))
 
