@@ -53,3 +53,34 @@ def test_waiting_requests_share_the_next_snapshot(catalog, table):
     ranges.sort()
     assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:])), "row-id ranges overlap"
     assert dump["next-row-id"] == 2 * n
+
+
+def test_batches_respect_the_manifest_limit(catalog, table):
+    ns, name, _ = table
+    uri = catalog["uri"]
+    staged = [m["manifest"] for m in peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1,
+                                          "--rows", 1, "--start-id", 0, "--manifests", 10)["manifests"]]
+    # 5 requests of 2 manifests; at most 4 manifests per snapshot: the 4 waiting behind the held
+    # first commit go out as 2 + 2 requests.
+    set_faults(uri, commit=["delay-1000"], table=f"{ns}.{name}")
+    d = Daemon(uri, catalog["dir"], {"commit.max-batch-manifests": "4", "commit.max-manifests-per-request": "2"})
+    try:
+        with concurrent.futures.ThreadPoolExecutor(5) as pool:
+            first = pool.submit(d.commit, ns, name, {"idempotency-key": "m-0", "staged-manifests": staged[0:2]})
+            time.sleep(0.3)
+            rest = [pool.submit(d.commit, ns, name, {"idempotency-key": f"m-{i}",
+                                                     "staged-manifests": staged[2 * i:2 * i + 2]})
+                    for i in range(1, 5)]
+            answers = [first.result()] + [f.result() for f in rest]
+        status, _, err = d.commit(ns, name, {"idempotency-key": "m-too-many", "staged-manifests": staged[0:3]})
+        assert status == 413 and err["error"]["type"] == "too-many-manifests", err
+    finally:
+        d.stop()
+        clear_faults(uri)
+    assert all(s == 200 for s, _, _ in answers)
+    sizes = {}
+    for _, _, r in answers:
+        sizes.setdefault(r["snapshot-id"], r["batch-requests"])
+    assert sorted(sizes.values()) == [1, 2, 2]
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert dump["next-row-id"] == 10 and sorted(r["_row_id"] for r in dump["rows"]) == list(range(10))
