@@ -6,6 +6,7 @@ unknown outcome answered 504 with every file kept; a retry with the same key res
 import glob
 import hashlib
 import os
+import time
 
 import pytest
 
@@ -47,8 +48,12 @@ def test_conflicts_rebuild_only_the_manifest_list(catalog, daemon, table, fault)
     assert receipt["attempts"] == 4
     assert get_faults(uri)["injected"][fault] == 3
     assert sha256(staged["manifest"]) == digest
-    # Only the committed attempt's list is left: the three refused ones were deleted.
-    assert [os.path.basename(p).split("-")[2] for p in lists_of(created["location"], receipt["snapshot-id"])] == ["4"]
+    # Only the committed attempt's list is left: the three refused ones were deleted (on the
+    # thread pool, so allow them a moment).
+    deadline = time.time() + 10
+    while [os.path.basename(p).split("-")[2] for p in lists_of(created["location"], receipt["snapshot-id"])] != ["4"]:
+        assert time.time() < deadline, lists_of(created["location"], receipt["snapshot-id"])
+        time.sleep(0.05)
 
     dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
     assert dump["next-row-id"] == 5 and [r["_row_id"] for r in dump["rows"]] == list(range(5))
@@ -159,7 +164,12 @@ def test_exhausted_attempts_answer_503_and_commit_nothing(catalog, table):
         assert status == 503 and answer["error"]["type"] == "commit-conflict", answer
         assert "after 3 attempts" in answer["error"]["message"]
         assert "Retry-After" in headers
-        assert not glob.glob(os.path.join(created["location"], "metadata", "snap-*.avro"))
+        # The refused attempts' lists are deleted on the thread pool once their outcome is
+        # known, not necessarily before the writer's answer: allow them a moment.
+        deadline = time.time() + 10
+        while glob.glob(os.path.join(created["location"], "metadata", "snap-*.avro")):
+            assert time.time() < deadline, "manifest lists of refused attempts were not deleted"
+            time.sleep(0.05)
         # Nothing was committed, so the same key may simply be sent again.
         status, _, receipt = d.commit(ns, name, body)
         assert status == 200 and receipt["attempts"] == 1, receipt
