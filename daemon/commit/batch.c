@@ -767,7 +767,6 @@ void batch_queue_kick(TableQueue *q) {
                 q->head = j->next;
                 if (!q->head)
                         q->tail = NULL;
-                q->n_pending--;
                 j->next = NULL;
                 b->jobs[b->n_jobs++] = j;
         }

@@ -20,6 +20,14 @@ json_t *engine_error_body(int status, const char *type, const char *message) {
         return json_pack("{s:{s:i, s:s, s:s}}", "error", "code", status, "type", type, "message", message);
 }
 
+/* Retry-After on a 503, so that writers (and proxies) back off the configured time. */
+static void engine_add_retry_after(CommitEngine *e, WriterRequest *w) {
+        char seconds[16];
+
+        (void)snprintf(seconds, sizeof(seconds), "%u", e->config->retry_after_s);
+        writer_request_add_header(w, "Retry-After", seconds);
+}
+
 void job_free(Job *j) {
         if (!j)
                 return;
@@ -37,12 +45,8 @@ void job_finish(Job *j, KeyState state, int status, json_t *body) {
         CommitEngine *e = j->engine;
         const char *outcome;
 
-        if (status == 503) {
-                char seconds[16];
-
-                (void)snprintf(seconds, sizeof(seconds), "%u", e->config->retry_after_s);
-                writer_request_add_header(j->writer, "Retry-After", seconds);
-        }
+        if (status == 503)
+                engine_add_retry_after(e, j->writer);
         writer_request_reply(j->writer, status, json_deep_copy(body));
         if (state == KEY_COMMITTED)
                 metrics_observe(e->metrics, METRIC_COMMIT_DURATION,
@@ -111,38 +115,46 @@ static void queue_push(TableQueue *q, Job *j) {
         else
                 q->head = j;
         q->tail = j;
-        q->n_pending++;
 }
 
 /* Deletes a manifest list whose attempt is known not to be committed, off the loop. */
+typedef struct DeleteJob {
+        uv_work_t work;
+        CommitEngine *engine;
+        char *path;
+} DeleteJob;
+
 static void delete_work(uv_work_t *w) {
-        (void)storage_delete_file(w->data);
+        DeleteJob *d = w->data;
+
+        (void)storage_delete_file(d->path);
 }
 
 static void delete_after(uv_work_t *w, int status) {
-        CommitEngine *e = *(CommitEngine **)(w + 1);
+        DeleteJob *d = w->data;
+        CommitEngine *e = d->engine;
 
-        free(w->data);
-        free(w);
+        free(d->path);
+        free(d);
         e->n_in_flight--;
         engine_maybe_stopped(e);
 }
 
 void engine_delete_file_async(CommitEngine *e, char *path /* stolen */) {
-        uv_work_t *w;
+        DeleteJob *d;
 
         if (!path)
                 return;
-        w = calloc(1, sizeof(*w) + sizeof(CommitEngine *));
-        if (!w) {
+        d = calloc(1, sizeof(*d));
+        if (!d) {
                 free(path);
                 return;
         }
-        w->data = path;
-        *(CommitEngine **)(w + 1) = e;
-        if (uv_queue_work(e->loop, w, delete_work, delete_after) < 0) {
+        *d = (DeleteJob){ .engine = e, .path = path };
+        d->work.data = d;
+        if (uv_queue_work(e->loop, &d->work, delete_work, delete_after) < 0) {
                 free(path);
-                free(w);
+                free(d);
                 return;
         }
         e->n_in_flight++;
@@ -237,16 +249,13 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                 key_registry_remove(e->keys, entry);
 
         if (e->is_stopping) {
-                writer_request_add_header(w, "Retry-After", "1");
+                engine_add_retry_after(e, w);
                 writer_request_reply_error(w, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
                 writer_request_free(w);
                 return;
         }
         if (e->n_queued >= e->config->max_queue_requests) {
-                char seconds[16];
-
-                (void)snprintf(seconds, sizeof(seconds), "%u", e->config->retry_after_s);
-                writer_request_add_header(w, "Retry-After", seconds);
+                engine_add_retry_after(e, w);
                 writer_request_reply_error(w, 503, "queue-full",
                                            "%zu requests are waiting (commit.max-queue-requests); retry later",
                                            e->n_queued);
@@ -470,7 +479,6 @@ void commit_engine_stop(CommitEngine *e, void (*done)(void *userdata), void *use
                         Job *j = q->head;
 
                         q->head = j->next;
-                        q->n_pending--;
                         job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
                 }
                 q->tail = NULL;

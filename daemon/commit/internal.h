@@ -36,7 +36,6 @@ struct TableQueue {
         CommitEngine *engine;
         char *name;
         Job *head, *tail;
-        size_t n_pending;
         Batch *batch;                   /* in flight, at most one */
         uv_timer_t retry_timer;
         TableQueue *next;
@@ -50,7 +49,6 @@ struct Batch {
         char commit_uuid[UUID_STRING_MAX];
         unsigned attempt;
         uint64_t started_ns;
-        const char *last_retry_reason;
         TableMetadata *table;
         TableBranch head;               /* the branch as loaded; not existing = created by this commit */
         TableBranch parent;             /* the head, or for a new branch main's head (as Java does) */
