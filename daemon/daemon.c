@@ -10,7 +10,7 @@
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
-#include "catalog/client.h"
+#include "catalog/catalog.h"
 #include "commit/engine.h"
 #include "daemon.h"
 #include "http/http.h"
@@ -22,7 +22,7 @@ typedef struct Daemon {
         uv_loop_t loop;
         const Config *config;
         Metrics *metrics;
-        CatalogClient *catalog;
+        Catalog *catalog;
         CommitEngine *engine;
         HttpServer *http;
         WriterApi *writer_api;
@@ -95,7 +95,7 @@ static void daemon_close_catalog(Daemon *d) {
         if (d->is_catalog_closing)
                 return;
         d->is_catalog_closing = true;
-        catalog_client_close(d->catalog, daemon_on_catalog_closed, d);
+        catalog_close(d->catalog, daemon_on_catalog_closed, d);
 }
 
 static void daemon_on_engine_stopped(void *userdata) {
@@ -144,7 +144,7 @@ static int daemon_start(Daemon *d) {
         r = metrics_new(&d->metrics);
         if (r < 0)
                 return r;
-        r = catalog_client_new(&d->loop, &d->config->catalog, &d->catalog);
+        r = catalog_new(&d->loop, &d->config->catalog, &d->catalog);
         if (r < 0) {
                 log_error("cannot create the catalog client: %s", strerror(-r));
                 return r;
@@ -166,7 +166,7 @@ static int daemon_start(Daemon *d) {
                           strerror(-r));
                 return r;
         }
-        r = catalog_client_start(d->catalog, daemon_on_catalog_started, d);
+        r = catalog_start(d->catalog, daemon_on_catalog_started, d);
         if (r < 0) {
                 log_error("cannot start the catalog client: %s", strerror(-r));
                 return r;
@@ -206,7 +206,7 @@ int daemon_run(const Config *config) {
                 if (d.engine)
                         commit_engine_stop(d.engine, daemon_on_engine_stopped, &d);
                 else if (d.catalog)
-                        catalog_client_close(d.catalog, NULL, NULL);
+                        catalog_close(d.catalog, NULL, NULL);
                 d.is_stopping = true;
         }
         (void)uv_run(&d.loop, UV_RUN_DEFAULT);
@@ -214,7 +214,7 @@ int daemon_run(const Config *config) {
         d.http = http_server_free(d.http);
         d.writer_api = writer_api_free(d.writer_api);
         d.engine = commit_engine_free(d.engine);
-        d.catalog = catalog_client_free(d.catalog);
+        d.catalog = catalog_free(d.catalog);
         d.metrics = metrics_free(d.metrics);
         if (uv_loop_close(&d.loop) != 0) {
                 log_error("event loop still had open handles at exit");

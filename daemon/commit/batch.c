@@ -546,7 +546,7 @@ static void batch_build_after(uv_work_t *w, int status) {
         /* Each attempt is a new logical operation for the catalog: a new key (REST spec); a
          * replay of this same attempt reuses it. */
         b->commit_request = request;
-        if (catalog_client_supports_idempotency(e->catalog))
+        if (catalog_supports_idempotency(e->catalog))
                 uuid_v7_string(b->commit_key);
         r = batch_send_commit(b);
         if (r < 0) {

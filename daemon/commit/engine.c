@@ -399,13 +399,13 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
 static bool engine_is_ready(void *userdata) {
         CommitEngine *e = userdata;
 
-        return !e->is_stopping && catalog_client_is_ready(e->catalog);
+        return !e->is_stopping && catalog_is_ready(e->catalog);
 }
 
 static int engine_metrics(Buf *out, void *userdata) {
         CommitEngine *e = userdata;
 
-        metrics_set(e->metrics, METRIC_CATALOG_READY, NULL, catalog_client_is_ready(e->catalog) ? 1 : 0);
+        metrics_set(e->metrics, METRIC_CATALOG_READY, NULL, catalog_is_ready(e->catalog) ? 1 : 0);
         return metrics_expose(e->metrics, out);
 }
 
@@ -422,7 +422,7 @@ const WriterHooks *commit_engine_hooks(void) {
 }
 
 int commit_engine_new(uv_loop_t *loop, const CommitConfig *config, const StorageConfig *storage,
-                      CatalogClient *catalog, Metrics *metrics, CommitEngine **ret) {
+                      Catalog *catalog, Metrics *metrics, CommitEngine **ret) {
         CommitEngine *e = calloc(1, sizeof(*e));
         int r;
 

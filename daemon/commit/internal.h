@@ -74,7 +74,7 @@ struct CommitEngine {
         uv_loop_t *loop;
         const CommitConfig *config;
         const StorageConfig *storage;
-        CatalogClient *catalog;
+        Catalog *catalog;
         Metrics *metrics;
         KeyRegistry *keys;
         TableQueue *queues;

@@ -26,9 +26,9 @@ typedef struct ConfigHeader {
 } ConfigHeader;
 
 typedef struct CatalogConfig {
-        char *type;              /* "rest" */
+        char *type;              /* "rest" or "filesystem"; NULL: see catalog_config_type() */
         char *uri;               /* REST base URI, e.g. http://127.0.0.1:8181 */
-        char *warehouse;
+        char *warehouse;         /* REST: sent to /v1/config; filesystem: the local directory */
         char *credential;        /* OAuth2 client credentials "id:secret" */
         char *token;             /* static bearer token */
         char *oauth2_server_uri; /* token endpoint for client credentials */
@@ -43,6 +43,21 @@ typedef struct CatalogConfig {
         ConfigHeader *headers;   /* header.* keys, sent on every catalog request */
         size_t n_headers;
 } CatalogConfig;
+
+/* Where the embedded filesystem catalog keeps its tables when catalog.warehouse is not set (the
+ * unit's StateDirectory=icecommit). */
+#define CATALOG_DEFAULT_WAREHOUSE "/var/lib/icecommit/warehouse"
+
+/* The catalog backend in use: catalog.type when set, else "rest" when catalog.uri is set (a
+ * config copied from Spark), else the embedded "filesystem" catalog. */
+static inline const char *catalog_config_type(const CatalogConfig *c) {
+        return c->type ? c->type : c->uri ? "rest" : "filesystem";
+}
+
+/* The filesystem catalog's warehouse directory (a path or file:// URI). */
+static inline const char *catalog_config_warehouse(const CatalogConfig *c) {
+        return c->warehouse ? c->warehouse : CATALOG_DEFAULT_WAREHOUSE;
+}
 
 typedef struct CommitConfig {
         uint32_t max_attempts;

@@ -142,14 +142,25 @@ int config_set(Config *c, const char *section, const char *key, const char *valu
 }
 
 int config_verify(const Config *c, Error *error) {
-        if (strcmp(c->catalog.type, "rest") != 0)
-                return error_set(error, -EINVAL, "key 'catalog.type': '%s' is not supported (use rest)",
-                                 c->catalog.type);
-        if (!c->catalog.uri)
-                return error_set(error, -EINVAL, "key 'catalog.uri': required, the REST catalog's base URI");
-        if (strncmp(c->catalog.uri, "http://", 7) != 0 && strncmp(c->catalog.uri, "https://", 8) != 0)
-                return error_set(error, -EINVAL, "key 'catalog.uri': '%s' must start with http:// or https://",
-                                 c->catalog.uri);
+        const char *type = catalog_config_type(&c->catalog);
+        if (strcmp(type, "filesystem") == 0) {
+                const char *w = catalog_config_warehouse(&c->catalog);
+                if (w[0] != '/' && strncmp(w, "file:/", 6) != 0)
+                        return error_set(error, -EINVAL,
+                                         "key 'catalog.warehouse': '%s' must be an absolute path or a file:// URI "
+                                         "for the filesystem catalog", w);
+                if (c->catalog.uri)
+                        return error_set(error, -EINVAL,
+                                         "key 'catalog.uri': not used by the filesystem catalog (set catalog.type = rest)");
+        } else if (strcmp(type, "rest") == 0) {
+                if (!c->catalog.uri)
+                        return error_set(error, -EINVAL, "key 'catalog.uri': required, the REST catalog's base URI");
+                if (strncmp(c->catalog.uri, "http://", 7) != 0 && strncmp(c->catalog.uri, "https://", 8) != 0)
+                        return error_set(error, -EINVAL, "key 'catalog.uri': '%s' must start with http:// or https://",
+                                         c->catalog.uri);
+        } else
+                return error_set(error, -EINVAL, "key 'catalog.type': '%s' is not supported (use rest or filesystem)",
+                                 type);
         if (c->catalog.token && c->catalog.credential)
                 return error_set(error, -EINVAL,
                                  "keys 'catalog.token' and 'catalog.credential': set one, not both");

@@ -20,7 +20,7 @@ const ConfigOption config_options[] = {
         OPTION("http", "max-connections", OPTION_KIND_U32, http.max_connections, 1024, 1, 65536),
         OPTION("http", "idle-timeout-ms", OPTION_KIND_U32, http.idle_timeout_ms, 60000, 100, 3600000),
 
-        OPTION_STR("catalog", "type", catalog.type, "rest"),
+        OPTION_STR("catalog", "type", catalog.type, NULL),
         OPTION_STR("catalog", "uri", catalog.uri, NULL),
         OPTION_STR("catalog", "warehouse", catalog.warehouse, NULL),
         OPTION_STR("catalog", "credential", catalog.credential, NULL),

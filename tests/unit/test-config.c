@@ -60,8 +60,17 @@ TEST(errors_name_file_line_key_and_reason) {
         ASSERT_EQ(load_text("[http]\nport = 80\nport = 81\n", &c, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, ":3: key 'http.port': set twice");
 
-        ASSERT_EQ(load_text("[http]\nport = 8080\n", &c, &e), -EINVAL);
+        ASSERT_EQ(load_text("[catalog]\ntype = rest\n", &c, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "key 'catalog.uri': required");
+
+        ASSERT_EQ(load_text("[catalog]\ntype = hive\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "key 'catalog.type': 'hive' is not supported (use rest or filesystem)");
+
+        ASSERT_EQ(load_text("[catalog]\nwarehouse = relative/dir\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "key 'catalog.warehouse': 'relative/dir' must be an absolute path");
+
+        ASSERT_EQ(load_text("[catalog]\ntype = filesystem\nuri = http://x\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "key 'catalog.uri': not used by the filesystem catalog");
 
         ASSERT_EQ(load_text("[catalog]\nuri = http://x\ntls-verify = sometimes\n", &c, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "'sometimes' is not a boolean");
@@ -71,6 +80,22 @@ TEST(errors_name_file_line_key_and_reason) {
 
         ASSERT_EQ(config_load("/nonexistent/icecommitd.conf", &c, &e), -ENOENT);
         ASSERT_CONTAINS(e.message, "/nonexistent/icecommitd.conf: cannot open");
+}
+
+/* No catalog section at all: the embedded filesystem catalog in its default warehouse; a uri
+ * alone (a config copied from Spark) means REST. */
+TEST(catalog_type_follows_the_settings) {
+        _cleanup_(config_freep) Config *fs = NULL, *rest = NULL, *custom = NULL;
+        Error e = {};
+
+        ASSERT_OK(load_text("[http]\nport = 8080\n", &fs, &e));
+        ASSERT_STREQ(catalog_config_type(&fs->catalog), "filesystem");
+        ASSERT_STREQ(catalog_config_warehouse(&fs->catalog), "/var/lib/icecommit/warehouse");
+        ASSERT_OK(load_text("[catalog]\nuri = http://127.0.0.1:8181\n", &rest, &e));
+        ASSERT_STREQ(catalog_config_type(&rest->catalog), "rest");
+        ASSERT_OK(load_text("[catalog]\nwarehouse = file:///srv/lake\n", &custom, &e));
+        ASSERT_STREQ(catalog_config_type(&custom->catalog), "filesystem");
+        ASSERT_STREQ(catalog_config_warehouse(&custom->catalog), "file:///srv/lake");
 }
 
 TEST(cross_option_rules) {

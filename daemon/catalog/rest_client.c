@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "catalog/client-internal.h"
+#include "catalog/rest_client-internal.h"
 #include "catalog/rest.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -37,7 +37,7 @@ typedef enum CallKind {
 /* One operation. Owned by the client from the public function that accepted it until its
  * callback returned; meanwhile it sits on one wait queue or is the userdata of one transfer. */
 typedef struct CatalogCall {
-        CatalogClient *client;
+        RestClient *client;
         CallKind kind;
         char **namespace;
         size_t n_namespace;
@@ -58,7 +58,7 @@ typedef struct CallQueue {
 } CallQueue;
 
 /* Owned by the daemon. */
-struct CatalogClient {
+struct RestClient {
         uv_loop_t *loop;
         CurlUv *curl;
         uv_timer_t retry_timer;         /* /v1/config again after a failed start */
@@ -80,7 +80,7 @@ struct CatalogClient {
 
         RestConfig config;
         bool is_ready;
-        bool is_started;                /* catalog_client_start() was called */
+        bool is_started;                /* rest_client_start() was called */
         unsigned n_config_calls;        /* /v1/config fetches in flight or waiting */
         unsigned n_config_failures;     /* in a row, for the retry backoff */
         CallQueue waiting_config;       /* never non-empty while n_config_calls == 0 */
@@ -134,20 +134,6 @@ static CatalogCall *call_free(CatalogCall *call) {
 
 DEFINE_CLEANUP_FUNC(CatalogCall, call_free);
 
-void catalog_result_set_message(CatalogResult *result, const char *fmt, ...) {
-        char text[2 * sizeof(result->message)];
-        va_list ap;
-        int n;
-
-        va_start(ap, fmt);
-        n = vsnprintf(text, sizeof(text), fmt, ap);
-        va_end(ap);
-        if (n < 0)
-                n = 0;
-        rest_text_copy(result->message, sizeof(result->message), text,
-                       (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
-}
-
 int catalog_outcome_from_http(bool is_mutation, long http_status, const char *message) {
         if (http_status >= 200 && http_status <= 299)
                 return _CATALOG_E_SUCCESS;
@@ -179,25 +165,6 @@ int catalog_outcome_from_http(bool is_mutation, long http_status, const char *me
                 if (http_status >= 500 && http_status <= 599)
                         return is_mutation ? CATALOG_E_STATE_UNKNOWN : CATALOG_E_UNAVAILABLE;
                 return CATALOG_E_REJECTED;
-        }
-}
-
-const char *catalog_outcome_to_string(int status) {
-        switch (status) {
-        case _CATALOG_E_SUCCESS:
-                return "success";
-        case CATALOG_E_CONFLICT:
-                return "conflict";
-        case CATALOG_E_STATE_UNKNOWN:
-                return "state-unknown";
-        case CATALOG_E_REJECTED:
-                return "rejected";
-        case CATALOG_E_NOT_FOUND:
-                return "not-found";
-        case CATALOG_E_UNAVAILABLE:
-                return "unavailable";
-        default:
-                return "error";
         }
 }
 
@@ -238,7 +205,7 @@ static void fail_with_errno(CatalogCall *call, int r, const char *what) {
 }
 
 /* Moves a wait queue on after what it waited for arrived. */
-static void queue_resubmit_all(CatalogClient *c, CallQueue *q, bool has_fresh_token) {
+static void queue_resubmit_all(RestClient *c, CallQueue *q, bool has_fresh_token) {
         CatalogCall *call = queue_take_all(q);
 
         while (call) {
@@ -254,7 +221,7 @@ static void queue_resubmit_all(CatalogClient *c, CallQueue *q, bool has_fresh_to
 
 /* Calls that waited for a /v1/config that failed cannot go out either; nothing was sent, so
  * a "table not found" from the config endpoint must not read as one for them. */
-static void config_fail_waiting(CatalogClient *c, const CatalogResult *config_result) {
+static void config_fail_waiting(RestClient *c, const CatalogResult *config_result) {
         CatalogResult result = { .status = config_result->status };
 
         if (result.status == CATALOG_E_NOT_FOUND || result.status == CATALOG_E_CONFLICT)
@@ -267,10 +234,10 @@ static void config_fail_waiting(CatalogClient *c, const CatalogResult *config_re
         queue_fail_all(&c->waiting_config, &result);
 }
 
-static int config_call_start(CatalogClient *c, CatalogCallback cb, void *userdata);
+static int config_call_start(RestClient *c, CatalogCallback cb, void *userdata);
 
 static void config_on_retry(uv_timer_t *timer) {
-        CatalogClient *c = timer->data;
+        RestClient *c = timer->data;
         int r;
 
         if (c->is_closing || c->is_ready || c->n_config_calls > 0)
@@ -285,7 +252,7 @@ static void config_on_retry(uv_timer_t *timer) {
 
 /* A started client that is not ready keeps asking, so that readiness (/readyz) does not wait
  * for the next writer request. */
-static void config_schedule_retry(CatalogClient *c, const CatalogResult *result) {
+static void config_schedule_retry(RestClient *c, const CatalogResult *result) {
         uint64_t delay_ms = CATALOG_RETRY_MIN_MS;
 
         if (!c->is_started || c->is_ready || c->is_closing || c->n_config_calls > 0 ||
@@ -302,7 +269,7 @@ static void config_schedule_retry(CatalogClient *c, const CatalogResult *result)
 }
 
 static void call_finish(CatalogCall *call, const CatalogResult *result) {
-        CatalogClient *c = call->client;
+        RestClient *c = call->client;
         bool is_config = call->kind == CALL_CONFIG;
 
         if (is_config) {
@@ -330,7 +297,7 @@ static void call_finish(CatalogCall *call, const CatalogResult *result) {
 }
 
 static int call_build_url(const CatalogCall *call, Buf *url) {
-        CatalogClient *c = call->client;
+        RestClient *c = call->client;
         const char *const *ns = (const char *const *)call->namespace;
         int r;
 
@@ -364,7 +331,7 @@ static int call_build_url(const CatalogCall *call, Buf *url) {
 static void call_on_response(const CurlUvResponse *response, void *userdata);
 
 static int call_send(CatalogCall *call) {
-        CatalogClient *c = call->client;
+        RestClient *c = call->client;
         _cleanup_(buf_deinitp) Buf url = {}, auth = {}, key = {};
         _cleanup_(freep) const char **lines = NULL;
         size_t n_lines = 0;
@@ -417,7 +384,7 @@ static int call_send(CatalogCall *call) {
 
 /* The end of a token fetch: the calls that waited for it go now, or fail as it did. */
 static void client_on_token(const CatalogResult *result, void *userdata) {
-        CatalogClient *c = userdata;
+        RestClient *c = userdata;
 
         if (result->status == 0)
                 queue_resubmit_all(c, &c->waiting_token, /* has_fresh_token= */ true);
@@ -428,7 +395,7 @@ static void client_on_token(const CatalogResult *result, void *userdata) {
 /* Sends the call now, or parks it until what it needs (a token, the configuration) arrives.
  * Returns <0 only when the call was neither sent nor parked. */
 static int call_submit(CatalogCall *call, bool has_fresh_token) {
-        CatalogClient *c = call->client;
+        RestClient *c = call->client;
         int r;
 
         if (c->is_closing)
@@ -457,7 +424,7 @@ static int call_submit(CatalogCall *call, bool has_fresh_token) {
         return call_send(call);
 }
 
-static int config_call_start(CatalogClient *c, CatalogCallback cb, void *userdata) {
+static int config_call_start(RestClient *c, CatalogCallback cb, void *userdata) {
         CatalogCall *call;
         int r;
 
@@ -563,7 +530,7 @@ static void call_read_error(const CatalogCall *call, const CurlUvResponse *respo
 
 static void call_on_response(const CurlUvResponse *response, void *userdata) {
         CatalogCall *call = userdata;
-        CatalogClient *c = call->client;
+        RestClient *c = call->client;
         _cleanup_(json_decrefp) json_t *body = NULL;
         CatalogResult result = {};
         RestConfig config;
@@ -624,7 +591,7 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
         call_finish(call, &result);
 }
 
-static void catalog_client_destroy(CatalogClient *c) {
+static void rest_client_destroy(RestClient *c) {
         if (!c)
                 return;
         catalog_auth_deinit(&c->auth);
@@ -636,14 +603,14 @@ static void catalog_client_destroy(CatalogClient *c) {
         free(c);
 }
 
-DEFINE_CLEANUP_FUNC(CatalogClient, catalog_client_destroy);
+DEFINE_CLEANUP_FUNC(RestClient, rest_client_destroy);
 
-CatalogClient *catalog_client_free(CatalogClient *c) {
+RestClient *rest_client_free(RestClient *c) {
         if (!c)
                 return NULL;
         /* Its uv handles must be closed: the loop still points at them otherwise. */
         assert(c->is_closed);
-        catalog_client_destroy(c);
+        rest_client_destroy(c);
         return NULL;
 }
 
@@ -669,8 +636,8 @@ static bool is_header_name(const char *s) {
         return true;
 }
 
-int catalog_client_new(uv_loop_t *loop, const CatalogConfig *config, CatalogClient **ret_client) {
-        _cleanup_(catalog_client_destroyp) CatalogClient *c = NULL;
+int rest_client_new(uv_loop_t *loop, const CatalogConfig *config, RestClient **ret_client) {
+        _cleanup_(rest_client_destroyp) RestClient *c = NULL;
         size_t n;
         int r;
 
@@ -743,7 +710,7 @@ int catalog_client_new(uv_loop_t *loop, const CatalogConfig *config, CatalogClie
         return 0;
 }
 
-static void catalog_client_on_handle_closed(CatalogClient *c) {
+static void rest_client_on_handle_closed(RestClient *c) {
         CatalogResult result = { .status = -ECANCELED };
 
         assert(c->n_open_handles > 0);
@@ -759,29 +726,29 @@ static void catalog_client_on_handle_closed(CatalogClient *c) {
                 c->close_done(c->close_userdata);
 }
 
-static void catalog_client_on_curl_closed(void *userdata) {
-        CatalogClient *c = userdata;
+static void rest_client_on_curl_closed(void *userdata) {
+        RestClient *c = userdata;
 
         c->curl = NULL;
-        catalog_client_on_handle_closed(c);
+        rest_client_on_handle_closed(c);
 }
 
-static void catalog_client_on_timer_closed(uv_handle_t *handle) {
-        catalog_client_on_handle_closed(handle->data);
+static void rest_client_on_timer_closed(uv_handle_t *handle) {
+        rest_client_on_handle_closed(handle->data);
 }
 
-void catalog_client_close(CatalogClient *c, void (*done)(void *userdata), void *userdata) {
+void rest_client_close(RestClient *c, void (*done)(void *userdata), void *userdata) {
         assert(c && !c->is_closing);
         c->is_closing = true;
         c->close_done = done;
         c->close_userdata = userdata;
         c->n_open_handles = 2;
         (void)uv_timer_stop(&c->retry_timer);
-        uv_close((uv_handle_t *)&c->retry_timer, catalog_client_on_timer_closed);
-        curl_uv_close(c->curl, catalog_client_on_curl_closed, c);
+        uv_close((uv_handle_t *)&c->retry_timer, rest_client_on_timer_closed);
+        curl_uv_close(c->curl, rest_client_on_curl_closed, c);
 }
 
-int catalog_client_start(CatalogClient *c, CatalogCallback cb, void *userdata) {
+int rest_client_start(RestClient *c, CatalogCallback cb, void *userdata) {
         assert(c && cb);
         if (c->is_closing)
                 return -ESHUTDOWN;
@@ -789,38 +756,38 @@ int catalog_client_start(CatalogClient *c, CatalogCallback cb, void *userdata) {
         return config_call_start(c, cb, userdata);
 }
 
-bool catalog_client_is_ready(const CatalogClient *c) {
+bool rest_client_is_ready(const RestClient *c) {
         return c->is_ready;
 }
 
-bool catalog_client_supports_idempotency(const CatalogClient *c) {
+bool rest_client_supports_idempotency(const RestClient *c) {
         return c->send_idempotency_key || (c->is_ready && c->config.has_idempotency);
 }
 
-uint64_t catalog_client_idempotency_lifetime_ms(const CatalogClient *c) {
+uint64_t rest_client_idempotency_lifetime_ms(const RestClient *c) {
         return c->is_ready ? c->config.idempotency_lifetime_ms : 0;
 }
 
-bool catalog_client_supports_endpoint(const CatalogClient *c, const char *endpoint) {
+bool rest_client_supports_endpoint(const RestClient *c, const char *endpoint) {
         return c->is_ready && rest_config_has_endpoint(&c->config, endpoint);
 }
 
-const char *catalog_client_prefix(const CatalogClient *c) {
+const char *rest_client_prefix(const RestClient *c) {
         return c->config.prefix;
 }
 
-const char *catalog_client_namespace_separator(const CatalogClient *c) {
+const char *rest_client_namespace_separator(const RestClient *c) {
         return c->config.namespace_separator ? c->config.namespace_separator :
                                                REST_DEFAULT_NAMESPACE_SEPARATOR;
 }
 
-uint64_t catalog_client_connections_opened(const CatalogClient *c) {
+uint64_t rest_client_connections_opened(const RestClient *c) {
         return c->curl ? curl_uv_connections_opened(c->curl) : 0;
 }
 
 /* Copies the operation's arguments: it may wait for a token or /v1/config long after the
  * caller's strings are gone. */
-static int call_new(CatalogClient *c, CallKind kind, const char *const *namespace,
+static int call_new(RestClient *c, CallKind kind, const char *const *namespace,
                     size_t n_namespace, const char *table, CatalogCallback cb, void *userdata,
                     CatalogCall **ret_call) {
         _cleanup_(call_freep) CatalogCall *call = NULL;
@@ -879,7 +846,7 @@ static int call_start(CatalogCall **callp) {
         return 0;
 }
 
-int catalog_load_table(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+int rest_client_load_table(RestClient *c, const char *const *namespace, size_t n_namespace,
                        const char *table, CatalogCallback cb, void *userdata) {
         _cleanup_(call_freep) CatalogCall *call = NULL;
         int r;
@@ -890,7 +857,7 @@ int catalog_load_table(CatalogClient *c, const char *const *namespace, size_t n_
         return call_start(&call);
 }
 
-int catalog_commit_table(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+int rest_client_commit_table(RestClient *c, const char *const *namespace, size_t n_namespace,
                          const char *table, const json_t *request, const char *idempotency_key,
                          CatalogCallback cb, void *userdata) {
         _cleanup_(call_freep) CatalogCall *call = NULL;
@@ -914,7 +881,7 @@ int catalog_commit_table(CatalogClient *c, const char *const *namespace, size_t 
         return call_start(&call);
 }
 
-int catalog_create_namespace(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+int rest_client_create_namespace(RestClient *c, const char *const *namespace, size_t n_namespace,
                              const json_t *properties, CatalogCallback cb, void *userdata) {
         _cleanup_(call_freep) CatalogCall *call = NULL;
         _cleanup_(json_decrefp) json_t *body = NULL;
@@ -943,7 +910,7 @@ int catalog_create_namespace(CatalogClient *c, const char *const *namespace, siz
         return call_start(&call);
 }
 
-int catalog_create_table(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+int rest_client_create_table(RestClient *c, const char *const *namespace, size_t n_namespace,
                          const char *name, const json_t *request, CatalogCallback cb,
                          void *userdata) {
         _cleanup_(call_freep) CatalogCall *call = NULL;
@@ -966,3 +933,60 @@ int catalog_create_table(CatalogClient *c, const char *const *namespace, size_t 
                 return r;
         return call_start(&call);
 }
+
+/* The REST client as a catalog backend (catalog.h). */
+static int rest_backend_start(void *impl, CatalogCallback cb, void *userdata) {
+        return rest_client_start(impl, cb, userdata);
+}
+
+static bool rest_backend_is_ready(const void *impl) {
+        return rest_client_is_ready(impl);
+}
+
+static bool rest_backend_supports_idempotency(const void *impl) {
+        return rest_client_supports_idempotency(impl);
+}
+
+static int rest_backend_load_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                   const char *table, CatalogCallback cb, void *userdata) {
+        return rest_client_load_table(impl, namespace, n_namespace, table, cb, userdata);
+}
+
+static int rest_backend_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                     const char *table, const json_t *request,
+                                     const char *idempotency_key, CatalogCallback cb, void *userdata) {
+        return rest_client_commit_table(impl, namespace, n_namespace, table, request, idempotency_key,
+                                        cb, userdata);
+}
+
+static int rest_backend_create_namespace(void *impl, const char *const *namespace, size_t n_namespace,
+                                         const json_t *properties, CatalogCallback cb, void *userdata) {
+        return rest_client_create_namespace(impl, namespace, n_namespace, properties, cb, userdata);
+}
+
+static int rest_backend_create_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                     const char *name, const json_t *request, CatalogCallback cb,
+                                     void *userdata) {
+        return rest_client_create_table(impl, namespace, n_namespace, name, request, cb, userdata);
+}
+
+static void rest_backend_close(void *impl, void (*done)(void *userdata), void *userdata) {
+        rest_client_close(impl, done, userdata);
+}
+
+static void rest_backend_free(void *impl) {
+        rest_client_free(impl);
+}
+
+const CatalogBackend rest_catalog_backend = {
+        .name = "rest",
+        .start = rest_backend_start,
+        .is_ready = rest_backend_is_ready,
+        .supports_idempotency = rest_backend_supports_idempotency,
+        .load_table = rest_backend_load_table,
+        .commit_table = rest_backend_commit_table,
+        .create_namespace = rest_backend_create_namespace,
+        .create_table = rest_backend_create_table,
+        .close = rest_backend_close,
+        .free = rest_backend_free,
+};

@@ -11,55 +11,25 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "catalog/catalog.h"
 #include "config/config.h"
 
-/* Owned by the daemon: closed by catalog_client_close(), then freed by catalog_client_free(). */
-typedef struct CatalogClient CatalogClient;
+/* Owned by the daemon: closed by rest_client_close(), then freed by rest_client_free(). */
+typedef struct RestClient RestClient;
 
-/* CatalogResult.status: 0, one of these, or -errno (-ECANCELED when the client closed while
- * the call was in flight, -EBADMSG for an unreadable answer to a read, -E2BIG for one larger
- * than catalog.max-response-bytes, -ENOMEM). */
-enum {
-        _CATALOG_E_SUCCESS,
-        CATALOG_E_CONFLICT,             /* 409, or the 400 "first-row-id is behind"/"Cannot add
-                                         * snapshot with sequence number" of pre-1.11 servers:
-                                         * reload, rebuild, retry */
-        CATALOG_E_STATE_UNKNOWN,        /* a mutation was sent, no verdict: 500/502/503/504 (and
-                                         * other 5xx but 501), 408, timeout, reset, connection
-                                         * lost after sending, or any non-2xx after libcurl had
-                                         * to resend it; verify before anything else */
-        CATALOG_E_REJECTED,             /* other 4xx (and 501, 3xx): our request is wrong, do not
-                                         * retry */
-        CATALOG_E_NOT_FOUND,            /* 404 NoSuchTable / NoSuchNamespace */
-        CATALOG_E_UNAVAILABLE,          /* not sent at all (connect refused, DNS, TLS, no token,
-                                         * no /v1/config), 429, or a 5xx/transport failure on a
-                                         * read: safe to retry */
-};
-
-typedef struct CatalogResult {
-        int status;                     /* see above */
-        long http_status;               /* 0 when no HTTP answer arrived */
-        json_t *body;                   /* borrowed for the callback; NULL when there is none */
-        char message[1024];             /* the catalog's error.message or a transport description */
-        char error_type[128];           /* the catalog's error.type, e.g. "CommitFailedException" */
-} CatalogResult;
-
-/* Called exactly once per accepted call, from the loop (never from inside the call that
- * started it). */
-typedef void (*CatalogCallback)(const CatalogResult *result, void *userdata);
 
 /* Creates an idle client; the configuration is copied (secrets included, wiped at free).
  * Returns 0, -EINVAL (no uri, a header with a line break, an unusable token) or -ENOMEM. */
-int catalog_client_new(uv_loop_t *loop, const CatalogConfig *config, CatalogClient **ret_client);
+int rest_client_new(uv_loop_t *loop, const CatalogConfig *config, RestClient **ret_client);
 
 /* Cancels every call (each completes with -ECANCELED, from the loop; a cancelled mutation may
  * have reached the catalog), closes every uv handle, then calls done(userdata) (done may be
  * NULL). Calls started from then on, including from the -ECANCELED callbacks, fail with
- * -ESHUTDOWN. Free the client with catalog_client_free() once done was called. */
-void catalog_client_close(CatalogClient *c, void (*done)(void *userdata), void *userdata);
+ * -ESHUTDOWN. Free the client with rest_client_free() once done was called. */
+void rest_client_close(RestClient *c, void (*done)(void *userdata), void *userdata);
 
 /* Frees a client whose close completed (or NULL). Returns NULL. */
-CatalogClient *catalog_client_free(CatalogClient *c);
+RestClient *rest_client_free(RestClient *c);
 
 /* Fetches an OAuth2 token when a credential is configured, then GET /v1/config?warehouse=
  * and applies prefix, namespace-separator, endpoints and idempotency-key-lifetime; cb gets the
@@ -68,28 +38,28 @@ CatalogClient *catalog_client_free(CatalogClient *c);
  * configuration. Calls made before the client is ready wait for the first /v1/config (and
  * fetch it themselves if none is under way). Returns <0 (-ESHUTDOWN, -ENOMEM) without calling
  * cb, or 0. */
-int catalog_client_start(CatalogClient *c, CatalogCallback cb, void *userdata);
+int rest_client_start(RestClient *c, CatalogCallback cb, void *userdata);
 
 /* True once a /v1/config answer was applied. */
-bool catalog_client_is_ready(const CatalogClient *c);
+bool rest_client_is_ready(const RestClient *c);
 /* True when /v1/config advertised idempotency-key-lifetime or catalog.send-idempotency-key is
  * set: commits may then carry an Idempotency-Key that a replay will honour. */
-bool catalog_client_supports_idempotency(const CatalogClient *c);
+bool rest_client_supports_idempotency(const RestClient *c);
 /* The advertised idempotency-key-lifetime in ms; 0 when none was advertised or readable. */
-uint64_t catalog_client_idempotency_lifetime_ms(const CatalogClient *c);
+uint64_t rest_client_idempotency_lifetime_ms(const RestClient *c);
 /* Whether the catalog offers an endpoint, e.g. "POST /v1/{prefix}/transactions/commit"
  * (the OpenAPI default set when /v1/config lists none). False before the client is ready. */
-bool catalog_client_supports_endpoint(const CatalogClient *c, const char *endpoint);
+bool rest_client_supports_endpoint(const RestClient *c, const char *endpoint);
 /* The prefix (NULL for none) and the namespace separator in use, for tests and logs. */
-const char *catalog_client_prefix(const CatalogClient *c);
-const char *catalog_client_namespace_separator(const CatalogClient *c);
+const char *rest_client_prefix(const RestClient *c);
+const char *rest_client_namespace_separator(const RestClient *c);
 /* Connections opened so far (keep-alive reuses them), for tests. */
-uint64_t catalog_client_connections_opened(const CatalogClient *c);
+uint64_t rest_client_connections_opened(const RestClient *c);
 
 /* GET /v1/{prefix}/namespaces/{namespace}/tables/{table}. On success the body is the
  * LoadTableResult (its envelope checked). Returns <0 without calling cb: -EINVAL for an empty
  * namespace, level or name, -ESHUTDOWN, -ENOMEM; else 0. */
-int catalog_load_table(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+int rest_client_load_table(RestClient *c, const char *const *namespace, size_t n_namespace,
                        const char *table, CatalogCallback cb, void *userdata);
 
 /* POST /v1/{prefix}/namespaces/{namespace}/tables/{table} with `request`, a CommitTableRequest
@@ -97,18 +67,18 @@ int catalog_load_table(CatalogClient *c, const char *const *namespace, size_t n_
  * Idempotency-Key header, unchanged on the one retry after a 401/419 token refresh. A 200 is
  * success even if its body cannot be read (body NULL, message says why): the verdict is the
  * status. Returns <0 without calling cb (-EINVAL, -ESHUTDOWN, -ENOMEM), else 0. */
-int catalog_commit_table(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+int rest_client_commit_table(RestClient *c, const char *const *namespace, size_t n_namespace,
                          const char *table, const json_t *request, const char *idempotency_key,
                          CatalogCallback cb, void *userdata);
 
 /* POST /v1/{prefix}/namespaces {"namespace": [...], "properties": properties (may be NULL)}.
  * An existing namespace is CATALOG_E_CONFLICT (409 AlreadyExistsException). */
-int catalog_create_namespace(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+int rest_client_create_namespace(RestClient *c, const char *const *namespace, size_t n_namespace,
                              const json_t *properties, CatalogCallback cb, void *userdata);
 
 /* POST /v1/{prefix}/namespaces/{namespace}/tables with `request`, a CreateTableRequest
  * (borrowed) whose "name" is set to `name`. An existing table is CATALOG_E_CONFLICT. */
-int catalog_create_table(CatalogClient *c, const char *const *namespace, size_t n_namespace,
+int rest_client_create_table(RestClient *c, const char *const *namespace, size_t n_namespace,
                          const char *name, const json_t *request, CatalogCallback cb,
                          void *userdata);
 
@@ -118,6 +88,6 @@ int catalog_create_table(CatalogClient *c, const char *const *namespace, size_t 
  * UNAVAILABLE; 429 UNAVAILABLE; 501, 3xx, 1xx and other 4xx REJECTED. */
 int catalog_outcome_from_http(bool is_mutation, long http_status, const char *message);
 
-/* "success", "conflict", "state-unknown", "rejected", "not-found", "unavailable", or
- * "error" for -errno, for logs and metric labels. */
-const char *catalog_outcome_to_string(int status);
+
+/* This client behind the catalog interface (catalog.h). */
+extern const CatalogBackend rest_catalog_backend;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Private to daemon/catalog/: what client.c (calls, /v1/config, outcomes) and auth.c (the bearer
+/* Private to daemon/catalog/: what rest_client.c (calls, /v1/config, outcomes) and auth.c (the bearer
  * token: OAuth2 client_credentials fetch, expiry and refresh, refusals) share. The client embeds
  * one CatalogAuth and parks calls while it fetches. Nothing outside catalog/ includes this. */
 #pragma once
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "catalog/client.h"
+#include "catalog/rest_client.h"
 #include "catalog/curl_uv.h"
 #include "config/config.h"
 #include "util/cleanup.h"
@@ -23,7 +23,7 @@ enum {
         CATALOG_AUTH_E_PENDING,
 };
 
-/* The token every request carries. Embedded in and owned by the CatalogClient; secrets
+/* The token every request carries. Embedded in and owned by the RestClient; secrets
  * (credential, token) are wiped before they are freed. has_oauth when a credential can fetch
  * tokens; a token without expiry (a static one, or a response without expires_in) is used until
  * a 401 or 419. */
@@ -43,7 +43,7 @@ typedef struct CatalogAuth {
 } CatalogAuth;
 
 /* Copies the credential, scope, static token and token endpoint (oauth2_server_uri, else
- * {base_uri}/v1/oauth/tokens) of a config catalog_client_new() has checked. on_token is called
+ * {base_uri}/v1/oauth/tokens) of a config rest_client_new() has checked. on_token is called
  * once per fetch, from the loop. Returns 0 or -ENOMEM (then nothing is held). */
 int catalog_auth_init(CatalogAuth *a, uv_loop_t *loop, const CatalogConfig *config,
                       const char *base_uri, CatalogCallback on_token, void *userdata);
@@ -64,6 +64,3 @@ bool catalog_auth_is_refusal(const CatalogAuth *a, long http_status);
 /* The server refused the token of `generation`: forgets it, unless a newer one has arrived
  * meanwhile, so that the next catalog_auth_check() fetches one. */
 void catalog_auth_token_refused(CatalogAuth *a, uint64_t generation);
-
-/* Formats into result->message, cut at a character boundary to fit. */
-_printf_(2, 3) void catalog_result_set_message(CatalogResult *result, const char *fmt, ...);

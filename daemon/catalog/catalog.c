@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The catalog interface (catalog.h): picks the backend catalog.type names and forwards every
+ * call to it. Nothing here knows HTTP or files. */
+#define LOG_MODULE "catalog"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/catalog.h"
+#include "catalog/rest.h"
+#include "catalog/rest_client.h"
+#include "util/log.h"
+
+struct Catalog {
+        const CatalogBackend *backend;
+        void *impl;
+};
+
+int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Catalog **ret_catalog) {
+        const char *type = catalog_config_type(config);
+        Catalog *c;
+        int r;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        if (strcmp(type, "rest") == 0) {
+                RestClient *rest = NULL;
+                r = rest_client_new(loop, config, &rest);
+                c->backend = &rest_catalog_backend;
+                c->impl = rest;
+        } else {
+                log_error("catalog.type '%s' is not supported", type);
+                r = -EINVAL;
+        }
+        if (r < 0) {
+                free(c);
+                return r;
+        }
+        *ret_catalog = c;
+        return 0;
+}
+
+Catalog *catalog_free(Catalog *c) {
+        if (!c)
+                return NULL;
+        c->backend->free(c->impl);
+        free(c);
+        return NULL;
+}
+
+int catalog_start(Catalog *c, CatalogCallback cb, void *userdata) {
+        return c->backend->start(c->impl, cb, userdata);
+}
+
+void catalog_close(Catalog *c, void (*done)(void *userdata), void *userdata) {
+        c->backend->close(c->impl, done, userdata);
+}
+
+const char *catalog_backend_name(const Catalog *c) {
+        return c->backend->name;
+}
+
+bool catalog_is_ready(const Catalog *c) {
+        return c->backend->is_ready(c->impl);
+}
+
+bool catalog_supports_idempotency(const Catalog *c) {
+        return c->backend->supports_idempotency(c->impl);
+}
+
+int catalog_load_table(Catalog *c, const char *const *namespace, size_t n_namespace,
+                       const char *table, CatalogCallback cb, void *userdata) {
+        return c->backend->load_table(c->impl, namespace, n_namespace, table, cb, userdata);
+}
+
+int catalog_commit_table(Catalog *c, const char *const *namespace, size_t n_namespace,
+                         const char *table, const json_t *request, const char *idempotency_key,
+                         CatalogCallback cb, void *userdata) {
+        return c->backend->commit_table(c->impl, namespace, n_namespace, table, request,
+                                        idempotency_key, cb, userdata);
+}
+
+int catalog_create_namespace(Catalog *c, const char *const *namespace, size_t n_namespace,
+                             const json_t *properties, CatalogCallback cb, void *userdata) {
+        return c->backend->create_namespace(c->impl, namespace, n_namespace, properties, cb, userdata);
+}
+
+int catalog_create_table(Catalog *c, const char *const *namespace, size_t n_namespace,
+                         const char *name, const json_t *request, CatalogCallback cb,
+                         void *userdata) {
+        return c->backend->create_table(c->impl, namespace, n_namespace, name, request, cb, userdata);
+}
+
+const char *catalog_outcome_to_string(int status) {
+        switch (status) {
+        case _CATALOG_E_SUCCESS:
+                return "success";
+        case CATALOG_E_CONFLICT:
+                return "conflict";
+        case CATALOG_E_STATE_UNKNOWN:
+                return "state-unknown";
+        case CATALOG_E_REJECTED:
+                return "rejected";
+        case CATALOG_E_NOT_FOUND:
+                return "not-found";
+        case CATALOG_E_UNAVAILABLE:
+                return "unavailable";
+        default:
+                return "error";
+        }
+}
+
+void catalog_result_set_message(CatalogResult *result, const char *fmt, ...) {
+        char text[2 * sizeof(result->message)];
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                n = 0;
+        rest_text_copy(result->message, sizeof(result->message), text,
+                       (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
+}
