@@ -15,6 +15,7 @@
 #include "daemon.h"
 #include "http/http.h"
 #include "metrics/metrics.h"
+#include "tables/api.h"
 #include "util/log.h"
 #include "writer/api.h"
 
@@ -26,6 +27,7 @@ typedef struct Daemon {
         CommitEngine *engine;
         HttpServer *http;
         WriterApi *writer_api;
+        TablesApi *tables_api;
         uv_signal_t sigterm, sigint;
         uv_timer_t watchdog;
         uv_timer_t shutdown_timer;      /* the SIGTERM deadline for commits in flight */
@@ -160,6 +162,9 @@ static int daemon_start(Daemon *d) {
         r = writer_api_new(d->http, &limits, commit_engine_hooks(), d->engine, &d->writer_api);
         if (r < 0)
                 return r;
+        r = tables_api_new(d->http, d->catalog, &d->tables_api);
+        if (r < 0)
+                return r;
         r = http_server_start(d->http);
         if (r < 0) {
                 log_error("cannot listen on %s:%u: %s", d->config->http.listen_address, d->config->http.port,
@@ -184,8 +189,9 @@ static int daemon_start(Daemon *d) {
                 (void)uv_timer_start(&d->watchdog, daemon_on_watchdog, watchdog_usec / 2000, watchdog_usec / 2000);
         }
 
-        log_notice("listening on http://%s:%u, catalog %s", d->config->http.listen_address,
-                   http_server_port(d->http), d->config->catalog.uri);
+        log_notice("listening on http://%s:%u, %s catalog %s", d->config->http.listen_address,
+                   http_server_port(d->http), catalog_backend_name(d->catalog),
+                   d->config->catalog.uri ? d->config->catalog.uri : catalog_config_warehouse(&d->config->catalog));
         (void)sd_notifyf(0, "READY=1\nSTATUS=listening on port %u", http_server_port(d->http));
         return 0;
 }
@@ -213,6 +219,7 @@ int daemon_run(const Config *config) {
 
         d.http = http_server_free(d.http);
         d.writer_api = writer_api_free(d.writer_api);
+        d.tables_api = tables_api_free(d.tables_api);
         d.engine = commit_engine_free(d.engine);
         d.catalog = catalog_free(d.catalog);
         d.metrics = metrics_free(d.metrics);

@@ -21,9 +21,10 @@ declare -A allowed=(
     [storage]="util storage"
     [iceberg]="util config metrics iceberg"
     [http]="util config metrics http"
-    [catalog]="util config metrics catalog"
+    [catalog]="util config metrics storage iceberg catalog"
     [writer]="util config metrics http iceberg storage writer"
     [commit]="util config metrics http iceberg storage writer catalog commit"
+    [tables]="util config metrics http catalog writer tables"
 )
 # module -> system headers it must never include
 declare -A forbidden=(

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Table management handlers (see api.h). Each request is one small state machine driven by
+ * catalog callbacks: create; when the namespace is missing create it and try once more; when
+ * the table exists load it and answer 200 if it is the one asked for, 409 if not. */
+#define LOG_MODULE "tables"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tables/api.h"
+#include "tables/create.h"
+#include "util/log.h"
+#include "writer/request.h"
+
+struct TablesApi {
+        Catalog *catalog;
+};
+
+typedef enum CallStep {
+        STEP_CREATE_TABLE,
+        STEP_CREATE_NAMESPACE,          /* the table's namespace was missing */
+        STEP_LOAD_EXISTING,             /* the table exists: is it the same? */
+        STEP_NAMESPACE_ONLY,            /* POST /v1/namespaces */
+} CallStep;
+
+typedef struct TablesCall {
+        TablesApi *api;
+        HttpRequest *http;              /* NULL once answered or gone */
+        CallStep step;
+        bool created_namespace;
+        CommitTarget target;
+        json_t *request;                /* CreateTableRequest, or the namespace properties */
+} TablesCall;
+
+static TablesCall *call_free(TablesCall *c) {
+        if (!c)
+                return NULL;
+        commit_target_deinit(&c->target);
+        json_decref(c->request);
+        free(c);
+        return NULL;
+}
+
+DEFINE_CLEANUP_FUNC(TablesCall, call_free);
+
+static void call_on_gone(HttpRequest *r, void *userdata) {
+        TablesCall *c = userdata;
+
+        c->http = NULL;
+}
+
+/* Ends the call with an error answer mapped from a catalog outcome. */
+static void call_fail(TablesCall *c, const CatalogResult *result, const char *what) {
+        if (!c->http)
+                return;
+        switch (result->status) {
+        case CATALOG_E_NOT_FOUND:
+                http_reply_error(c->http, 404, "not-found", "%s: %s", what, result->message);
+                break;
+        case CATALOG_E_REJECTED:
+                http_reply_error(c->http, 422, "invalid-table", "%s: the catalog refused it: %s", what,
+                                 result->message);
+                break;
+        case CATALOG_E_CONFLICT:
+                http_reply_error(c->http, 409, "table-exists", "%s: %s", what, result->message);
+                break;
+        default:
+                /* Unavailable, unknown (the create may have happened: creation is idempotent, so
+                 * a retry settles it), cancelled at shutdown. */
+                http_reply_add_header(c->http, "Retry-After", "1");
+                http_reply_error(c->http, 503, "catalog-unavailable", "%s: %s (%s); retry", what,
+                                 catalog_outcome_to_string(result->status), result->message);
+                break;
+        }
+        c->http = NULL;
+}
+
+static json_t *table_answer(const TablesCall *c, bool created, const json_t *load_result) {
+        const json_t *metadata = json_object_get(load_result, "metadata");
+        const json_t *schemas = json_object_get(metadata, "schemas"), *specs = json_object_get(metadata, "partition-specs");
+        json_t *namespace = json_array(), *schema = NULL, *spec = NULL, *s;
+        size_t i;
+
+        json_array_foreach(schemas, i, s)
+                if (json_equal(json_object_get(s, "schema-id"), json_object_get(metadata, "current-schema-id")))
+                        schema = s;
+        json_array_foreach(specs, i, s)
+                if (json_equal(json_object_get(s, "spec-id"), json_object_get(metadata, "default-spec-id")))
+                        spec = s;
+        for (i = 0; namespace && i < c->target.n_namespace; i++)
+                (void)json_array_append_new(namespace, json_string(c->target.namespace[i]));
+        return json_pack("{s:b, s:o, s:s, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
+                         "created", created, "namespace", namespace, "name", c->target.table,
+                         "metadata-location", json_object_get(load_result, "metadata-location"),
+                         "table-uuid", json_object_get(metadata, "table-uuid"),
+                         "format-version", json_object_get(metadata, "format-version"),
+                         "location", json_object_get(metadata, "location"),
+                         "schema", schema, "partition-spec", spec);
+}
+
+static void call_on_catalog(const CatalogResult *result, void *userdata);
+
+static int call_next(TablesCall *c, CallStep step) {
+        const char *const *ns = (const char *const *)c->target.namespace;
+
+        c->step = step;
+        switch (step) {
+        case STEP_CREATE_TABLE:
+                return catalog_create_table(c->api->catalog, ns, c->target.n_namespace, c->target.table,
+                                            c->request, call_on_catalog, c);
+        case STEP_CREATE_NAMESPACE:
+                c->created_namespace = true;
+                return catalog_create_namespace(c->api->catalog, ns, c->target.n_namespace, NULL,
+                                                call_on_catalog, c);
+        case STEP_LOAD_EXISTING:
+                return catalog_load_table(c->api->catalog, ns, c->target.n_namespace, c->target.table,
+                                          call_on_catalog, c);
+        case STEP_NAMESPACE_ONLY:
+                return catalog_create_namespace(c->api->catalog, ns, c->target.n_namespace, c->request,
+                                                call_on_catalog, c);
+        }
+        return -EINVAL;
+}
+
+static void call_on_catalog(const CatalogResult *result, void *userdata) {
+        _cleanup_(call_freep) TablesCall *c = userdata;
+        Error error = {};
+        CallStep next;
+        int r;
+
+        if (!c->http)
+                return;         /* the client went away; the catalog call itself stands */
+        switch (c->step) {
+        case STEP_CREATE_TABLE:
+                if (result->status == 0) {
+                        log_info("created table %s (%s)", c->target.table,
+                                 json_string_value(json_object_get(result->body, "metadata-location")));
+                        http_reply_json(c->http, 201, table_answer(c, true, result->body));
+                        c->http = NULL;
+                        return;
+                }
+                if (result->status == CATALOG_E_NOT_FOUND && !c->created_namespace) {
+                        next = STEP_CREATE_NAMESPACE;
+                        break;
+                }
+                if (result->status == CATALOG_E_CONFLICT) {
+                        next = STEP_LOAD_EXISTING;
+                        break;
+                }
+                call_fail(c, result, "create table");
+                return;
+        case STEP_CREATE_NAMESPACE:
+                /* Created, or created meanwhile by someone else: either way it is there now. */
+                if (result->status != 0 && result->status != CATALOG_E_CONFLICT) {
+                        call_fail(c, result, "create namespace");
+                        return;
+                }
+                next = STEP_CREATE_TABLE;
+                break;
+        case STEP_LOAD_EXISTING:
+                if (result->status != 0) {
+                        call_fail(c, result, "load the existing table");
+                        return;
+                }
+                r = table_create_request_matches(c->request, json_object_get(result->body, "metadata"), &error);
+                if (r < 0) {
+                        http_reply_error(c->http, 409, "table-exists",
+                                         "table '%s' exists and differs from the request: %s", c->target.table,
+                                         error.message);
+                        c->http = NULL;
+                        return;
+                }
+                http_reply_json(c->http, 200, table_answer(c, false, result->body));
+                c->http = NULL;
+                return;
+        case STEP_NAMESPACE_ONLY:
+                if (result->status != 0 && result->status != CATALOG_E_CONFLICT) {
+                        call_fail(c, result, "create namespace");
+                        return;
+                }
+                {
+                        json_t *levels = json_array();
+
+                        for (size_t i = 0; levels && i < c->target.n_namespace; i++)
+                                (void)json_array_append_new(levels, json_string(c->target.namespace[i]));
+                        http_reply_json(c->http, result->status == 0 ? 201 : 200,
+                                        json_pack("{s:o, s:b}", "namespace", levels, "created", result->status == 0));
+                }
+                c->http = NULL;
+                return;
+        default:
+                return;
+        }
+        r = call_next(c, next);
+        if (r < 0) {
+                http_reply_error(c->http, 503, r == -ESHUTDOWN ? "shutting-down" : "out-of-memory",
+                                 "cannot reach the catalog: %s", strerror(-r));
+                c->http = NULL;
+                return;
+        }
+        TAKE_PTR(c);            /* the catalog calls back again */
+}
+
+static void tables_start(TablesCall *call, HttpRequest *r) {
+        _cleanup_(call_freep) TablesCall *c = call;
+        int rr;
+
+        c->http = r;
+        rr = call_next(c, c->step);
+        if (rr < 0) {
+                http_reply_error(r, 503, rr == -ESHUTDOWN ? "shutting-down" : "out-of-memory",
+                                 "cannot reach the catalog: %s", strerror(-rr));
+                return;
+        }
+        http_request_on_gone(r, call_on_gone, c);
+        TAKE_PTR(c);
+}
+
+static void tables_handle_create_table(HttpRequest *r, void *userdata) {
+        TablesApi *api = userdata;
+        _cleanup_(call_freep) TablesCall *c = NULL;
+        const char *name;
+        Error error = {};
+        int rr;
+
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
+                return;
+        }
+        c->api = api;
+        c->step = STEP_CREATE_TABLE;
+        rr = table_create_request_parse(http_request_body(r), &c->request, &name, &error);
+        if (rr >= 0)
+                rr = commit_target_parse(http_request_param(r, 0), name, &c->target, &error);
+        if (rr == -ENOMEM) {
+                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
+                return;
+        }
+        if (rr < 0) {
+                http_reply_error(r, 400, "bad-request", "%s", error.message);
+                return;
+        }
+        tables_start(TAKE_PTR(c), r);
+}
+
+static void tables_handle_create_namespace(HttpRequest *r, void *userdata) {
+        TablesApi *api = userdata;
+        _cleanup_(call_freep) TablesCall *c = NULL;
+        Error error = {};
+        int rr;
+
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
+                return;
+        }
+        c->api = api;
+        c->step = STEP_NAMESPACE_ONLY;
+        rr = namespace_create_request_parse(http_request_body(r), &c->target.namespace, &c->target.n_namespace,
+                                            &c->request, &error);
+        if (rr == -ENOMEM) {
+                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
+                return;
+        }
+        if (rr < 0) {
+                http_reply_error(r, 400, "bad-request", "%s", error.message);
+                return;
+        }
+        tables_start(TAKE_PTR(c), r);
+}
+
+int tables_api_new(HttpServer *server, Catalog *catalog, TablesApi **ret_api) {
+        _cleanup_(tables_api_freep) TablesApi *api = NULL;
+        int r;
+
+        api = calloc(1, sizeof(*api));
+        if (!api)
+                return -ENOMEM;
+        api->catalog = catalog;
+        r = http_server_route(server, "POST", "/v1/namespaces", tables_handle_create_namespace, api);
+        if (r < 0)
+                return r;
+        r = http_server_route(server, "POST", "/v1/namespaces/{}/tables", tables_handle_create_table, api);
+        if (r < 0)
+                return r;
+        *ret_api = TAKE_PTR(api);
+        return 0;
+}
+
+TablesApi *tables_api_free(TablesApi *api) {
+        free(api);
+        return NULL;
+}

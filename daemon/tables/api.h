@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Table management routes of the writer API (proto/openapi.yaml):
+ *   POST /v1/namespaces                       create a namespace (idempotent)
+ *   POST /v1/namespaces/{namespace}/tables    create a table, and its namespace when missing
+ *                                             (idempotent when the same table exists)
+ * Both go to whichever catalog backend is configured (catalog.h). */
+#pragma once
+
+#include "catalog/catalog.h"
+#include "http/http.h"
+#include "util/cleanup.h"
+
+/* Owned by the daemon, freed after the HTTP server and the catalog have closed. */
+typedef struct TablesApi TablesApi;
+
+/* Registers the routes on `server` (before it starts); `catalog` is borrowed. Returns 0,
+ * -ENOMEM or the router's error. */
+int tables_api_new(HttpServer *server, Catalog *catalog, TablesApi **ret_api);
+TablesApi *tables_api_free(TablesApi *api);
+DEFINE_CLEANUP_FUNC(TablesApi, tables_api_free);

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Table and namespace creation requests (see create.h). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tables/create.h"
+#include "util/utf8.h"
+
+static bool name_is_valid(const char *s) {
+        size_t len = strlen(s);
+
+        if (len == 0 || len > 255 || !utf8_is_valid(s, len))
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f || s[i] == '/')
+                        return false;
+        return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+static int schema_check_struct(const json_t *s, const char *where, Error *error);
+
+/* Iceberg's primitive type names (spec "Schemas and Data Types"), decimal(P,S) and fixed[L]. */
+static bool primitive_is_known(const char *t) {
+        static const char *const names[] = {
+                "boolean", "int", "long", "float", "double", "date", "time", "timestamp", "timestamptz",
+                "timestamp_ns", "timestamptz_ns", "string", "uuid", "binary", "variant", "unknown",
+        };
+        unsigned p, q;
+        char tail;
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (strcmp(t, names[i]) == 0)
+                        return true;
+        /* No scanf family here (banned): match the two shapes by hand. */
+        if (strncmp(t, "decimal(", 8) == 0) {
+                char *end;
+                p = (unsigned)strtoul(t + 8, &end, 10);
+                if (end == t + 8 || *end != ',')
+                        return false;
+                while (*++end == ' ')
+                        ;
+                q = (unsigned)strtoul(end, &end, 10);
+                tail = *end;
+                return tail == ')' && end[1] == 0 && p >= 1 && p <= 38 && q <= p;
+        }
+        if (strncmp(t, "fixed[", 6) == 0) {
+                char *end;
+                unsigned long l = strtoul(t + 6, &end, 10);
+                return end != t + 6 && *end == ']' && end[1] == 0 && l >= 1 && l <= INT32_MAX;
+        }
+        return false;
+}
+
+/* A type's shape, deep enough for a precise message; the catalog checks the rest (duplicate
+ * ids, promotions) and its refusal is passed on. */
+static int schema_check_type(const json_t *type, const char *where, Error *error) {
+        const char *kind;
+        char sub[512];
+
+        if (json_is_string(type)) {
+                if (!primitive_is_known(json_string_value(type)))
+                        return error_set(error, -EINVAL, "%s: unknown type '%s'", where, json_string_value(type));
+                return 0;
+        }
+        kind = json_string_value(json_object_get(type, "type"));
+        if (!kind)
+                return error_set(error, -EINVAL, "%s: a type is a name or an object with \"type\"", where);
+        if (strcmp(kind, "struct") == 0)
+                return schema_check_struct(type, where, error);
+        if (strcmp(kind, "list") == 0) {
+                if (!json_is_integer(json_object_get(type, "element-id")) ||
+                    !json_is_boolean(json_object_get(type, "element-required")))
+                        return error_set(error, -EINVAL, "%s: a list needs \"element-id\" and \"element-required\"", where);
+                (void)snprintf(sub, sizeof(sub), "%s.element", where);
+                return schema_check_type(json_object_get(type, "element"), sub, error);
+        }
+        if (strcmp(kind, "map") == 0) {
+                int r;
+
+                if (!json_is_integer(json_object_get(type, "key-id")) || !json_is_integer(json_object_get(type, "value-id")) ||
+                    !json_is_boolean(json_object_get(type, "value-required")))
+                        return error_set(error, -EINVAL,
+                                         "%s: a map needs \"key-id\", \"value-id\" and \"value-required\"", where);
+                (void)snprintf(sub, sizeof(sub), "%s.key", where);
+                r = schema_check_type(json_object_get(type, "key"), sub, error);
+                if (r < 0)
+                        return r;
+                (void)snprintf(sub, sizeof(sub), "%s.value", where);
+                return schema_check_type(json_object_get(type, "value"), sub, error);
+        }
+        return error_set(error, -EINVAL, "%s: unknown type '%s'", where, kind);
+}
+
+static int schema_check_struct(const json_t *s, const char *where, Error *error) {
+        const json_t *fields = json_object_get(s, "fields");
+        size_t i;
+        json_t *f;
+
+        if (!json_is_object(s) || !json_is_string(json_object_get(s, "type")) ||
+            strcmp(json_string_value(json_object_get(s, "type")), "struct") != 0)
+                return error_set(error, -EINVAL, "%s: expected an object with \"type\": \"struct\"", where);
+        if (!json_is_array(fields))
+                return error_set(error, -EINVAL, "%s: \"fields\" must be an array", where);
+        json_array_foreach(fields, i, f) {
+                const json_t *id = json_object_get(f, "id"), *name = json_object_get(f, "name"),
+                             *type = json_object_get(f, "type");
+
+                if (!json_is_object(f) || !json_is_integer(id) || json_integer_value(id) <= 0)
+                        return error_set(error, -EINVAL, "%s: field %zu needs a positive integer \"id\"", where, i);
+                if (!json_is_string(name) || !name_is_valid(json_string_value(name)))
+                        return error_set(error, -EINVAL, "%s: field %zu needs a non-empty \"name\"", where, i);
+                if (!json_is_boolean(json_object_get(f, "required")))
+                        return error_set(error, -EINVAL, "%s: field '%s' needs a boolean \"required\"", where,
+                                         json_string_value(name));
+                if (!json_is_string(type) && !json_is_object(type))
+                        return error_set(error, -EINVAL, "%s: field '%s' needs a \"type\"", where,
+                                         json_string_value(name));
+                {
+                        char sub[512];
+                        int r;
+
+                        (void)snprintf(sub, sizeof(sub), "%s field '%s'", where, json_string_value(name));
+                        r = schema_check_type(type, sub, error);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+int table_create_request_parse(Slice body, json_t **ret_request, const char **ret_name, Error *error) {
+        _cleanup_(json_decrefp) json_t *in = NULL, *out = NULL, *properties = NULL;
+        json_error_t jerr;
+        const json_t *name, *schema, *v;
+        json_int_t format_version = TABLE_CREATE_DEFAULT_FORMAT_VERSION;
+        const char *key;
+        char text[8];
+        int r;
+
+        in = json_loadb((const char *)body.ptr, body.len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!in || !json_is_object(in))
+                return error_set(error, -EINVAL, "body is not a JSON object%s%s", in ? "" : ": ",
+                                 in ? "" : jerr.text);
+        json_object_foreach(in, key, v)
+                if (strcmp(key, "name") != 0 && strcmp(key, "schema") != 0 && strcmp(key, "partition-spec") != 0 &&
+                    strcmp(key, "write-order") != 0 && strcmp(key, "location") != 0 &&
+                    strcmp(key, "properties") != 0 && strcmp(key, "format-version") != 0)
+                        return error_set(error, -EINVAL, "unknown member \"%s\"", key);
+        name = json_object_get(in, "name");
+        if (!json_is_string(name) || !name_is_valid(json_string_value(name)))
+                return error_set(error, -EINVAL,
+                                 "\"name\" must be 1 to 255 bytes of UTF-8 without '/' or control characters");
+        schema = json_object_get(in, "schema");
+        if (!schema)
+                return error_set(error, -EINVAL, "\"schema\" is required");
+        r = schema_check_struct(schema, "\"schema\"", error);
+        if (r < 0)
+                return r;
+        v = json_object_get(in, "partition-spec");
+        if (v && (!json_is_object(v) || !json_is_array(json_object_get(v, "fields"))))
+                return error_set(error, -EINVAL, "\"partition-spec\" must be an object with a \"fields\" array");
+        v = json_object_get(in, "write-order");
+        if (v && (!json_is_object(v) || !json_is_array(json_object_get(v, "fields"))))
+                return error_set(error, -EINVAL, "\"write-order\" must be an object with a \"fields\" array");
+        v = json_object_get(in, "location");
+        if (v && (!json_is_string(v) || json_string_length(v) == 0))
+                return error_set(error, -EINVAL, "\"location\" must be a non-empty string");
+        v = json_object_get(in, "format-version");
+        if (v) {
+                if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 3)
+                        return error_set(error, -EINVAL, "\"format-version\" must be 1, 2 or 3");
+                format_version = json_integer_value(v);
+        }
+
+        properties = json_object();
+        if (!properties)
+                return -ENOMEM;
+        v = json_object_get(in, "properties");
+        if (v) {
+                const json_t *pv;
+
+                if (!json_is_object(v))
+                        return error_set(error, -EINVAL, "\"properties\" must be an object of strings");
+                json_object_foreach((json_t *)v, key, pv) {
+                        if (!json_is_string(pv))
+                                return error_set(error, -EINVAL, "property \"%s\" must be a string", key);
+                        if (strcmp(key, "format-version") == 0)
+                                return error_set(error, -EINVAL,
+                                                 "set the format version with \"format-version\", not as a property");
+                        if (json_object_set(properties, key, (json_t *)pv) < 0)
+                                return -ENOMEM;
+                }
+        }
+        (void)snprintf(text, sizeof(text), "%d", (int)format_version);
+        if (json_object_set_new(properties, "format-version", json_string(text)) < 0)
+                return -ENOMEM;
+
+        out = json_deep_copy(in);
+        if (!out)
+                return -ENOMEM;
+        (void)json_object_del(out, "format-version");
+        /* Catalogs assign their own ids to the spec and the order but still insist on them. */
+        v = json_object_get(out, "partition-spec");
+        if (v && !json_object_get(v, "spec-id") && json_object_set_new((json_t *)v, "spec-id", json_integer(0)) < 0)
+                return -ENOMEM;
+        v = json_object_get(out, "write-order");
+        if (v && !json_object_get(v, "order-id") &&
+            json_object_set_new((json_t *)v, "order-id", json_integer(json_array_size(json_object_get(v, "fields")) ? 1 : 0)) < 0)
+                return -ENOMEM;
+        if (json_object_set(out, "properties", properties) < 0)
+                return -ENOMEM;
+        *ret_name = json_string_value(json_object_get(out, "name"));
+        *ret_request = TAKE_PTR(out);
+        return 0;
+}
+
+int namespace_create_request_parse(Slice body, char ***ret_levels, size_t *ret_n_levels,
+                                   json_t **ret_properties, Error *error) {
+        _cleanup_(json_decrefp) json_t *in = NULL;
+        json_error_t jerr;
+        const json_t *levels, *properties, *v;
+        const char *key;
+        char **out;
+        size_t i, n;
+
+        in = json_loadb((const char *)body.ptr, body.len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!in || !json_is_object(in))
+                return error_set(error, -EINVAL, "body is not a JSON object%s%s", in ? "" : ": ",
+                                 in ? "" : jerr.text);
+        json_object_foreach(in, key, v)
+                if (strcmp(key, "namespace") != 0 && strcmp(key, "properties") != 0)
+                        return error_set(error, -EINVAL, "unknown member \"%s\"", key);
+        levels = json_object_get(in, "namespace");
+        n = json_array_size(levels);
+        if (!json_is_array(levels) || n == 0 || n > 16)
+                return error_set(error, -EINVAL, "\"namespace\" must be an array of 1 to 16 names");
+        json_array_foreach(levels, i, v)
+                if (!json_is_string(v) || !name_is_valid(json_string_value(v)) ||
+                    strchr(json_string_value(v), 0x1f))
+                        return error_set(error, -EINVAL,
+                                         "namespace level %zu must be 1 to 255 bytes of UTF-8 without '/' or control characters",
+                                         i);
+        properties = json_object_get(in, "properties");
+        if (properties) {
+                if (!json_is_object(properties))
+                        return error_set(error, -EINVAL, "\"properties\" must be an object of strings");
+                json_object_foreach((json_t *)properties, key, v)
+                        if (!json_is_string(v))
+                                return error_set(error, -EINVAL, "property \"%s\" must be a string", key);
+        }
+        out = calloc(n + 1, sizeof(*out));
+        if (!out)
+                return -ENOMEM;
+        for (i = 0; i < n; i++) {
+                out[i] = strdup(json_string_value(json_array_get(levels, i)));
+                if (!out[i]) {
+                        for (size_t j = 0; j < i; j++)
+                                free(out[j]);
+                        free(out);
+                        return -ENOMEM;
+                }
+        }
+        *ret_levels = out;
+        *ret_n_levels = n;
+        *ret_properties = json_incref((json_t *)properties);
+        return 0;
+}
+
+/* Two types equal up to field ids: primitives by name, nested types member by member. */
+static bool type_same(const json_t *a, const json_t *b, const char *path, Error *error);
+
+static bool struct_same(const json_t *a, const json_t *b, const char *path, Error *error) {
+        const json_t *fa = json_object_get(a, "fields"), *fb = json_object_get(b, "fields");
+        char sub[512];
+
+        if (json_array_size(fa) != json_array_size(fb)) {
+                error_set(error, -EEXIST, "%s has %zu fields, the request %zu", path,
+                          json_array_size(fb), json_array_size(fa));
+                return false;
+        }
+        for (size_t i = 0; i < json_array_size(fa); i++) {
+                const json_t *x = json_array_get(fa, i), *y = json_array_get(fb, i);
+                const char *nx = json_string_value(json_object_get(x, "name"));
+                const char *ny = json_string_value(json_object_get(y, "name"));
+
+                if (!nx || !ny || strcmp(nx, ny) != 0) {
+                        error_set(error, -EEXIST, "%s field %zu is '%s', the request names '%s'", path, i,
+                                  ny ? ny : "?", nx ? nx : "?");
+                        return false;
+                }
+                (void)snprintf(sub, sizeof(sub), "%s.%s", path, nx);
+                if (json_is_true(json_object_get(x, "required")) != json_is_true(json_object_get(y, "required"))) {
+                        error_set(error, -EEXIST, "%s is %s, the request makes it %s", sub,
+                                  json_is_true(json_object_get(y, "required")) ? "required" : "optional",
+                                  json_is_true(json_object_get(x, "required")) ? "required" : "optional");
+                        return false;
+                }
+                if (!type_same(json_object_get(x, "type"), json_object_get(y, "type"), sub, error))
+                        return false;
+        }
+        return true;
+}
+
+static bool type_same(const json_t *a, const json_t *b, const char *path, Error *error) {
+        const char *ka, *kb;
+        char sub[512];
+
+        if (json_is_string(a) || json_is_string(b)) {
+                if (json_is_string(a) && json_is_string(b) &&
+                    strcmp(json_string_value(a), json_string_value(b)) == 0)
+                        return true;
+                error_set(error, -EEXIST, "%s has another type than the request asks for", path);
+                return false;
+        }
+        ka = json_string_value(json_object_get(a, "type"));
+        kb = json_string_value(json_object_get(b, "type"));
+        if (!ka || !kb || strcmp(ka, kb) != 0) {
+                error_set(error, -EEXIST, "%s is a %s, the request asks for a %s", path, kb ? kb : "?",
+                          ka ? ka : "?");
+                return false;
+        }
+        if (strcmp(ka, "struct") == 0)
+                return struct_same(a, b, path, error);
+        if (strcmp(ka, "list") == 0) {
+                (void)snprintf(sub, sizeof(sub), "%s.element", path);
+                if (json_is_true(json_object_get(a, "element-required")) !=
+                    json_is_true(json_object_get(b, "element-required"))) {
+                        error_set(error, -EEXIST, "%s differs in nullability", sub);
+                        return false;
+                }
+                return type_same(json_object_get(a, "element"), json_object_get(b, "element"), sub, error);
+        }
+        if (strcmp(ka, "map") == 0) {
+                (void)snprintf(sub, sizeof(sub), "%s.key", path);
+                if (!type_same(json_object_get(a, "key"), json_object_get(b, "key"), sub, error))
+                        return false;
+                (void)snprintf(sub, sizeof(sub), "%s.value", path);
+                if (json_is_true(json_object_get(a, "value-required")) !=
+                    json_is_true(json_object_get(b, "value-required"))) {
+                        error_set(error, -EEXIST, "%s differs in nullability", sub);
+                        return false;
+                }
+                return type_same(json_object_get(a, "value"), json_object_get(b, "value"), sub, error);
+        }
+        error_set(error, -EEXIST, "%s has an unknown type '%s'", path, ka);
+        return false;
+}
+
+/* The name of the top-level or nested column with this id in a schema, or NULL. */
+static const char *schema_column_name(const json_t *type, json_int_t id) {
+        const json_t *fields = json_object_get(type, "fields");
+        size_t i;
+        json_t *f;
+
+        json_array_foreach(fields, i, f) {
+                const char *name;
+
+                if (json_integer_value(json_object_get(f, "id")) == id)
+                        return json_string_value(json_object_get(f, "name"));
+                name = schema_column_name(json_object_get(f, "type"), id);
+                if (name)
+                        return name;
+        }
+        return NULL;
+}
+
+static const json_t *metadata_current_schema(const json_t *metadata) {
+        const json_t *schemas = json_object_get(metadata, "schemas");
+        json_int_t id = json_integer_value(json_object_get(metadata, "current-schema-id"));
+        size_t i;
+        json_t *s;
+
+        json_array_foreach(schemas, i, s)
+                if (json_integer_value(json_object_get(s, "schema-id")) == id)
+                        return s;
+        return json_object_get(metadata, "schema");     /* v1 metadata */
+}
+
+static const json_t *metadata_default_spec(const json_t *metadata) {
+        const json_t *specs = json_object_get(metadata, "partition-specs");
+        json_int_t id = json_integer_value(json_object_get(metadata, "default-spec-id"));
+        size_t i;
+        json_t *s;
+
+        json_array_foreach(specs, i, s)
+                if (json_integer_value(json_object_get(s, "spec-id")) == id)
+                        return s;
+        return NULL;
+}
+
+int table_create_request_matches(const json_t *request, const json_t *metadata, Error *error) {
+        const json_t *schema = metadata_current_schema(metadata), *spec = metadata_default_spec(metadata);
+        const json_t *want_spec = json_object_get(request, "partition-spec");
+        const json_t *want_fields = json_object_get(want_spec, "fields"), *have_fields = json_object_get(spec, "fields");
+        const json_t *properties = json_object_get(request, "properties");
+        const json_t *have_properties = json_object_get(metadata, "properties");
+        const char *key, *want_version;
+        json_t *v;
+        char have_version[8];
+
+        if (!json_is_object(schema) || !json_is_integer(json_object_get(metadata, "format-version")))
+                return error_set(error, -EINVAL, "the existing table's metadata has no current schema or format version");
+        want_version = json_string_value(json_object_get(properties, "format-version"));
+        (void)snprintf(have_version, sizeof(have_version), "%d",
+                       (int)json_integer_value(json_object_get(metadata, "format-version")));
+        if (!want_version || strcmp(want_version, have_version) != 0)
+                return error_set(error, -EEXIST, "the table has format version %s, the request asks for %s",
+                                 have_version, want_version ? want_version : "?");
+        if (!struct_same(json_object_get(request, "schema"), schema, "the schema", error))
+                return -EEXIST;
+        if (json_array_size(want_fields) != json_array_size(have_fields))
+                return error_set(error, -EEXIST, "the table has %zu partition fields, the request %zu",
+                                 json_array_size(have_fields), json_array_size(want_fields));
+        for (size_t i = 0; i < json_array_size(want_fields); i++) {
+                const json_t *w = json_array_get(want_fields, i), *h = json_array_get(have_fields, i);
+                const char *wsrc = schema_column_name(json_object_get(request, "schema"),
+                                                      json_integer_value(json_object_get(w, "source-id")));
+                const char *hsrc = schema_column_name(schema, json_integer_value(json_object_get(h, "source-id")));
+                const char *wt = json_string_value(json_object_get(w, "transform"));
+                const char *ht = json_string_value(json_object_get(h, "transform"));
+                const char *wn = json_string_value(json_object_get(w, "name"));
+                const char *hn = json_string_value(json_object_get(h, "name"));
+
+                if (!wsrc || !hsrc || strcmp(wsrc, hsrc) != 0 || !wt || !ht || strcmp(wt, ht) != 0 ||
+                    (wn && (!hn || strcmp(wn, hn) != 0)))
+                        return error_set(error, -EEXIST,
+                                         "partition field %zu is %s(%s) named '%s', the request asks for %s(%s)", i,
+                                         ht ? ht : "?", hsrc ? hsrc : "?", hn ? hn : "?", wt ? wt : "?",
+                                         wsrc ? wsrc : "?");
+        }
+        json_object_foreach((json_t *)properties, key, v) {
+                const char *have = json_string_value(json_object_get(have_properties, key));
+
+                if (strcmp(key, "format-version") == 0)
+                        continue;
+                if (!have || strcmp(have, json_string_value(v)) != 0)
+                        return error_set(error, -EEXIST, "property '%s' is %s%s%s, the request sets '%s'", key,
+                                         have ? "'" : "", have ? have : "not set", have ? "'" : "",
+                                         json_string_value(v));
+        }
+        return 0;
+}
