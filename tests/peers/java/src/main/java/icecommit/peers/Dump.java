@@ -28,7 +28,6 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.types.Types;
 
 final class Dump {
@@ -40,7 +39,7 @@ final class Dump {
   static String run(Args args) throws Exception {
     TableIdentifier id = Peer.ident(args);
     String refName = args.str("branch", SnapshotRef.MAIN_BRANCH);
-    try (RESTCatalog catalog = Peer.catalog(args)) {
+    try (var catalog = Peer.catalog(args)) {
       Table table = catalog.loadTable(id);
       TableMetadata md = Peer.current(table);
       SnapshotRef ref = md.ref(refName);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Test-peer CLI for icecommit: drives a REST catalog with Iceberg's own Java client (RESTCatalog)
-// so the daemon's commits can be prepared, raced and checked against the reference
-// implementation. Each subcommand prints exactly one JSON object on stdout; on failure it prints
+// Test-peer CLI for icecommit: drives a REST catalog with Iceberg's own Java client (RESTCatalog),
+// or a filesystem warehouse with Iceberg's HadoopCatalog when --uri is a directory, so the
+// daemon's commits can be prepared, raced and checked against the reference implementation. Each subcommand prints exactly one JSON object on stdout; on failure it prints
 // a message on stderr and exits non-zero (2 for usage errors, 1 for everything else).
 //
 //   create-table --uri U --table ns.name [--format-version N] [--partitioned] [--if-not-exists]
@@ -19,7 +19,9 @@
 package icecommit.peers;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.Closeable;
 import java.io.PrintStream;
+import java.util.HashMap;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -43,6 +45,9 @@ import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.AlreadyExistsException;
 import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.SupportsNamespaces;
+import org.apache.iceberg.hadoop.HadoopCatalog;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.types.Types;
 
@@ -114,16 +119,29 @@ public final class Peer {
     }
   }
 
-  /** Opens Iceberg's REST client on --uri. */
-  static RESTCatalog catalog(Args args) {
-    RESTCatalog catalog = new RESTCatalog();
+  /**
+   * Opens the catalog --uri names: Iceberg's REST client for http(s)://, else a HadoopCatalog on
+   * that warehouse directory, the layout icecommit's embedded filesystem catalog keeps
+   * (metadata/vN.metadata.json + version-hint.text). Callers may name RESTCatalog as the type for
+   * a REST uri.
+   */
+  @SuppressWarnings("unchecked")
+  static <C extends Catalog & SupportsNamespaces & Closeable> C catalog(Args args) {
+    String uri = args.str("uri");
+    Map<String, String> props = new HashMap<>();
+    props.put(CatalogProperties.METRICS_REPORTER_IMPL, CommitAttempts.class.getName());
+    if (uri.startsWith("http://") || uri.startsWith("https://")) {
+      RESTCatalog catalog = new RESTCatalog();
+      catalog.setConf(new Configuration());
+      props.put(CatalogProperties.URI, uri);
+      catalog.initialize("peer", props);
+      return (C) catalog;
+    }
+    HadoopCatalog catalog = new HadoopCatalog();
     catalog.setConf(new Configuration());
-    catalog.initialize(
-        "peer",
-        Map.of(
-            CatalogProperties.URI, args.str("uri"),
-            CatalogProperties.METRICS_REPORTER_IMPL, CommitAttempts.class.getName()));
-    return catalog;
+    props.put(CatalogProperties.WAREHOUSE_LOCATION, uri);
+    catalog.initialize("peer", props);
+    return (C) catalog;
   }
 
   static TableIdentifier ident(Args args) {
@@ -153,7 +171,7 @@ public final class Peer {
     TableIdentifier id = ident(args);
     int formatVersion = args.integer("format-version", 3);
     boolean partitioned = args.flag("partitioned");
-    try (RESTCatalog catalog = catalog(args)) {
+    try (var catalog = catalog(args)) {
       Namespace ns = id.namespace();
       if (!catalog.namespaceExists(ns)) {
         try {
@@ -206,7 +224,7 @@ public final class Peer {
     if (files < 1 || rows < 0 || manifests < 0) {
       throw new Args.UsageException("--files must be >= 1, --rows and --manifests >= 0");
     }
-    try (RESTCatalog catalog = catalog(args)) {
+    try (var catalog = catalog(args)) {
       Table table = catalog.loadTable(id);
       String dir = args.str("manifest-dir", PeerData.metadataDir(table));
       if (dir.endsWith("/")) {
@@ -264,7 +282,7 @@ public final class Peer {
     if (count < 1 || rows < 0) {
       throw new Args.UsageException("--count must be >= 1 and --rows >= 0");
     }
-    try (RESTCatalog catalog = catalog(args)) {
+    try (var catalog = catalog(args)) {
       Table table = catalog.loadTable(id);
       List<Long> snapshots = new ArrayList<>();
       List<Long> attempts = new ArrayList<>();
@@ -305,7 +323,7 @@ public final class Peer {
 
   private static String metadata(Args args) throws Exception {
     TableIdentifier id = ident(args);
-    try (RESTCatalog catalog = catalog(args)) {
+    try (var catalog = catalog(args)) {
       return TableMetadataParser.toJson(current(catalog.loadTable(id)));
     }
   }
