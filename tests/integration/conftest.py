@@ -50,27 +50,72 @@ def http(method, url, body=None, timeout=120):
 
 
 @pytest.fixture(scope="session")
-def catalog():
+def rest_catalog():
+    """Apache Iceberg's REST catalog server, one per session."""
     workdir = tempfile.mkdtemp(prefix="icecommit-catalog-", dir=os.path.join(ROOT, "build-tests"))
     port = free_port()
     subprocess.run([os.path.join(PEERS, "catalog-start.sh"), workdir, str(port)], check=True,
                    timeout=300)
     try:
-        yield {"uri": f"http://127.0.0.1:{port}", "dir": workdir}
+        yield {"uri": f"http://127.0.0.1:{port}", "dir": workdir, "backend": "rest"}
     finally:
         subprocess.run([os.path.join(PEERS, "catalog-stop.sh"), workdir], check=False, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def filesystem_catalog():
+    """A warehouse directory for icecommitd's embedded filesystem catalog. "uri" is the
+    warehouse: the Java peer opens it with Iceberg's HadoopCatalog (same layout)."""
+    workdir = tempfile.mkdtemp(prefix="icecommit-warehouse-", dir=os.path.join(ROOT, "build-tests"))
+    warehouse = os.path.join(workdir, "warehouse")
+    os.makedirs(warehouse)
+    yield {"uri": warehouse, "dir": workdir, "backend": "filesystem"}
+
+
+@pytest.fixture
+def catalog(rest_catalog):
+    """The catalog most tests run against: the REST server (fault injection lives there).
+    Modules that must pass on both backends override this fixture with BACKENDS."""
+    return rest_catalog
+
+
+BACKENDS = ["rest", "filesystem"]
+
+
+def backend_catalog(request):
+    """For a module's own `catalog` fixture parametrized with BACKENDS."""
+    return request.getfixturevalue(request.param + "_catalog")
+
+
+def pyiceberg_table(catalog, identifier):
+    """The table as PyIceberg sees it: through the REST catalog, or from its newest metadata
+    file on the filesystem backend (PyIceberg reads Hadoop-layout tables by metadata path)."""
+    if catalog["backend"] == "rest":
+        from pyiceberg.catalog.rest import RestCatalog
+        return RestCatalog("peer", uri=catalog["uri"]).load_table(identifier)
+    from pyiceberg.table import StaticTable
+    metadata = os.path.join(catalog["uri"], *identifier.split("."), "metadata")
+    with open(os.path.join(metadata, "version-hint.text")) as f:
+        version = int(f.read().strip())
+    while os.path.exists(os.path.join(metadata, f"v{version + 1}.metadata.json")):
+        version += 1
+    return StaticTable.from_metadata(os.path.join(metadata, f"v{version}.metadata.json"))
 
 
 def write_daemon_config(path, catalog_uri, port, settings=None, defaults=None):
     """Writes an icecommitd INI file from "section.key" settings over the test defaults."""
     options = {
         "http.port": str(port),
-        "catalog.uri": catalog_uri,
         "commit.min-backoff-ms": "10",
         "commit.max-backoff-ms": "500",
         "commit.max-attempts": "100",
         "log.level": "debug",
     }
+    # An http(s) uri is the REST catalog; a directory is the filesystem catalog's warehouse.
+    if catalog_uri.startswith("http"):
+        options["catalog.uri"] = catalog_uri
+    else:
+        options.update({"catalog.type": "filesystem", "catalog.warehouse": catalog_uri})
     options.update(defaults or {})
     options.update(settings or {})
     sections = {}
