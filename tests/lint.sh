@@ -21,7 +21,7 @@ declare -A allowed=(
     [storage]="util storage"
     [iceberg]="util config metrics iceberg"
     [http]="util config metrics http"
-    [catalog]="util config metrics catalog"
+    [catalog]="util config metrics storage iceberg catalog"
     [writer]="util config metrics http iceberg storage writer"
     [commit]="util config metrics http iceberg storage writer catalog commit"
 )
