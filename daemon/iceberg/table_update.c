@@ -109,34 +109,32 @@ static bool parse_small_uint(const char *s, size_t len, int64_t *ret) {
         return true;
 }
 
-/* "decimal(P, S)": Types.fromPrimitiveString accepts blanks after the comma. */
+/* "decimal(P, S)": Types.fromPrimitiveString accepts blanks after the comma. Indexes, not
+ * pointers: gcc's overread analysis misreads pointer arithmetic after the prefix check. */
 static bool primitive_is_decimal(const char *t) {
-        const char *p = t + strlen("decimal("), *comma, *end;
+        size_t len = strlen(t), comma, i;
         int64_t precision, scale;
 
-        if (strncasecmp(t, "decimal(", strlen("decimal(")) != 0)
+        if (len < 12 || strncasecmp(t, "decimal(", 8) != 0 || t[len - 1] != ')')
                 return false;
-        comma = strchr(p, ',');
-        end = strchr(p, ')');
-        if (!comma || !end || end[1] != '\0' || comma > end)
-                return false;
-        if (!parse_small_uint(p, (size_t)(comma - p), &precision))
-                return false;
-        for (p = comma + 1; *p == ' '; p++)
+        for (comma = 8; comma < len && t[comma] != ','; comma++)
                 ;
-        if (!parse_small_uint(p, (size_t)(end - p), &scale))
+        if (comma == len || !parse_small_uint(t + 8, comma - 8, &precision))
+                return false;
+        for (i = comma + 1; i < len && t[i] == ' '; i++)
+                ;
+        if (i >= len - 1 || !parse_small_uint(t + i, len - 1 - i, &scale))
                 return false;
         return precision >= 1 && precision <= 38 && scale <= precision;
 }
 
 static bool primitive_is_fixed(const char *t) {
-        const char *p = t + strlen("fixed["), *end;
+        size_t len = strlen(t);
         int64_t length;
 
-        if (strncasecmp(t, "fixed[", strlen("fixed[")) != 0)
+        if (len < 8 || strncasecmp(t, "fixed[", 6) != 0 || t[len - 1] != ']')
                 return false;
-        end = strchr(p, ']');
-        return end && end[1] == '\0' && parse_small_uint(p, (size_t)(end - p), &length) && length > 0;
+        return parse_small_uint(t + 6, len - 7, &length) && length > 0;
 }
 
 static bool primitive_with_args(const char *t, const char *name) {
