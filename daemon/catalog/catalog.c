@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "catalog/filesystem.h"
 #include "catalog/rest.h"
 #include "catalog/rest_client.h"
 #include "util/log.h"
@@ -32,6 +33,11 @@ int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Catalog **ret_cata
                 r = rest_client_new(loop, config, &rest);
                 c->backend = &rest_catalog_backend;
                 c->impl = rest;
+        } else if (strcmp(type, "filesystem") == 0) {
+                FsCatalog *fs = NULL;
+                r = fs_catalog_new(loop, config, &fs);
+                c->backend = &fs_catalog_backend;
+                c->impl = fs;
         } else {
                 log_error("catalog.type '%s' is not supported", type);
                 r = -EINVAL;

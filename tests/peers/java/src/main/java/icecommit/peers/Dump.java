@@ -13,6 +13,8 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.ManifestContent;
 import org.apache.iceberg.ManifestFile;
@@ -21,11 +23,13 @@ import org.apache.iceberg.ManifestReader;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.StaticTableOperations;
 import org.apache.iceberg.SnapshotRef;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.hadoop.HadoopFileIO;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
@@ -37,10 +41,24 @@ final class Dump {
   private Dump() {}
 
   static String run(Args args) throws Exception {
+    String metadataPath = args.str("metadata", null);
+    if (metadataPath != null) {
+      // No catalog: read the table by its metadata file, as an engine reading a filesystem
+      // (Hadoop-layout) catalog's table directly would.
+      Table table = new BaseTable(
+          new StaticTableOperations(metadataPath, new HadoopFileIO(new Configuration())),
+          args.str("table", metadataPath));
+      return dump(table, args.str("table", metadataPath), args);
+    }
     TableIdentifier id = Peer.ident(args);
-    String refName = args.str("branch", SnapshotRef.MAIN_BRANCH);
     try (var catalog = Peer.catalog(args)) {
-      Table table = catalog.loadTable(id);
+      return dump(catalog.loadTable(id), id.toString(), args);
+    }
+  }
+
+  private static String dump(Table table, String id, Args args) throws Exception {
+    String refName = args.str("branch", SnapshotRef.MAIN_BRANCH);
+    {
       TableMetadata md = Peer.current(table);
       SnapshotRef ref = md.ref(refName);
       if (ref == null && !refName.equals(SnapshotRef.MAIN_BRANCH)) {
@@ -49,7 +67,7 @@ final class Dump {
       Snapshot refSnapshot = ref == null ? null : md.snapshot(ref.snapshotId());
 
       Map<String, Object> out = new LinkedHashMap<>();
-      out.put("table", id.toString());
+      out.put("table", id);
       out.put("table-uuid", md.uuid());
       out.put("location", md.location());
       out.put("metadata-location", md.metadataFileLocation());

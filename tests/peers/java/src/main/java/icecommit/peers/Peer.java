@@ -10,6 +10,7 @@
 //                [--manifests M]   (M manifests in one run: {"manifests": [...]})
 //   append       --uri U --table ns.name --rows R --start-id K [--branch B] [--count N] [--bucket B] [--persist]
 //   dump         --uri U --table ns.name [--branch B] [--no-rows]
+//   dump         --metadata PATH/vN.metadata.json [--table NAME] [--branch B] [--no-rows]
 //   metadata     --uri U --table ns.name
 //
 // Table layout: schema {1: id long required, 2: data string optional}; with --partitioned a third
@@ -111,7 +112,7 @@ public final class Peer {
                 Set.of("uri", "table", "rows", "start-id", "branch", "count", "bucket"),
                 Set.of("persist")));
       case "dump":
-        return Dump.run(new Args(rest, Set.of("uri", "table", "branch"), Set.of("no-rows")));
+        return Dump.run(new Args(rest, Set.of("uri", "table", "branch", "metadata"), Set.of("no-rows")));
       case "metadata":
         return metadata(new Args(rest, Set.of("uri", "table"), Set.of()));
       default:

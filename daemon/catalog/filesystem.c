@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The filesystem catalog (see filesystem.h). Each call becomes one FsJob: the loop thread
+ * validates and copies the inputs, a thread-pool worker does all file I/O and fills the
+ * result, and the after-work callback (loop thread) answers and frees the job. */
+#define LOG_MODULE "catalog"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog/filesystem.h"
+#include "iceberg/table_update.h"
+#include "storage/storage.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/parse.h"
+#include "util/uuid.h"
+
+#define VERSION_HINT "version-hint.text"
+#define METADATA_SUFFIX ".metadata.json"
+
+struct FsCatalog {
+        uv_loop_t *loop;
+        char *warehouse;                /* normalized absolute path; immutable, read by workers */
+        uint64_t max_metadata_bytes;
+        bool is_ready;
+        bool is_closing;
+        unsigned n_jobs;                /* queued on the thread pool, not yet answered */
+        void (*close_done)(void *userdata);
+        void *close_userdata;
+};
+
+typedef enum FsOp {
+        FS_OP_START,
+        FS_OP_LOAD,
+        FS_OP_COMMIT,
+        FS_OP_CREATE_NAMESPACE,
+        FS_OP_CREATE_TABLE,
+        FS_OP_CLOSE,                    /* no I/O: answers close() from the loop */
+} FsOp;
+
+/* Owned by the catalog from queueing until its after-work callback frees it. The worker only
+ * reads the immutable catalog fields and writes the job. */
+typedef struct FsJob {
+        uv_work_t work;
+        FsCatalog *catalog;
+        FsOp op;
+        char *dir;                      /* the namespace (create namespace) or table directory */
+        char *name;                     /* "ns.t" for messages */
+        json_t *request;                /* owned copy: commit or create request, namespace properties */
+        int64_t now_ms;
+        CatalogResult result;           /* body owned until the callback returned */
+        char warning[512];              /* a non-fatal failure (version hint), logged on the loop */
+        CatalogCallback cb;
+        void *userdata;
+} FsJob;
+
+static FsJob *job_free(FsJob *j) {
+        if (!j)
+                return NULL;
+        free(j->dir);
+        free(j->name);
+        json_decref(j->request);
+        json_decref(j->result.body);
+        free(j);
+        return NULL;
+}
+DEFINE_CLEANUP_FUNC(FsJob, job_free);
+
+static int64_t now_ms(void) {
+        struct timespec ts;
+
+        (void)clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void job_fail(FsJob *j, int status, const char *error_type, const char *fmt, ...) _printf_(4, 5);
+static void job_fail(FsJob *j, int status, const char *error_type, const char *fmt, ...) {
+        va_list ap;
+
+        j->result.status = status;
+        snprintf(j->result.error_type, sizeof(j->result.error_type), "%s", error_type);
+        va_start(ap, fmt);
+        vsnprintf(j->result.message, sizeof(j->result.message), fmt, ap);
+        va_end(ap);
+}
+
+/* ---- paths ------------------------------------------------------------------------------- */
+
+static bool name_is_valid(const char *s) {
+        return s && s[0] != '\0' && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 && !strchr(s, '/');
+}
+
+/* <warehouse>/<level>/.../<last> and "level. ... .last"; last may be NULL. */
+static int paths_build(const FsCatalog *c, const char *const *namespace, size_t n_namespace,
+                       const char *last, char **ret_dir, char **ret_name) {
+        _cleanup_(buf_deinitp) Buf dir = {}, name = {};
+        int r = 0;
+
+        if (n_namespace == 0)
+                return -EINVAL;
+        for (size_t i = 0; i < n_namespace; i++)
+                if (!name_is_valid(namespace[i]))
+                        return -EINVAL;
+        if (last && !name_is_valid(last))
+                return -EINVAL;
+        buf_init(&dir, SIZE_MAX);
+        buf_init(&name, SIZE_MAX);
+        r = buf_append_str(&dir, c->warehouse);
+        for (size_t i = 0; r == 0 && i <= n_namespace; i++) {
+                const char *part = i < n_namespace ? namespace[i] : last;
+
+                if (!part)
+                        break;
+                r = buf_append_str(&dir, strcmp(c->warehouse, "/") == 0 && i == 0 ? "" : "/");
+                if (r == 0)
+                        r = buf_append_str(&dir, part);
+                if (r == 0 && i > 0)
+                        r = buf_append_str(&name, ".");
+                if (r == 0)
+                        r = buf_append_str(&name, part);
+        }
+        if (r < 0)
+                return r;
+        *ret_dir = (char *)buf_steal(&dir, NULL);
+        *ret_name = (char *)buf_steal(&name, NULL);
+        return 0;
+}
+
+static char *path_join(const char *dir, const char *file) {
+        char *p;
+
+        return asprintf(&p, "%s/%s", dir, file) < 0 ? NULL : p;
+}
+
+static char *metadata_file_path(const char *table_dir, int64_t version) {
+        char *p;
+
+        return asprintf(&p, "%s/metadata/v%" PRId64 METADATA_SUFFIX, table_dir, version) < 0 ? NULL : p;
+}
+
+static bool file_exists(const char *path) {
+        struct stat st;
+
+        return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* "v<N>.metadata.json" → N (Java's VERSION_PATTERN plus Integer.parseInt), else -1. */
+static int64_t version_from_name(const char *name) {
+        size_t len = strlen(name), suffix = strlen(METADATA_SUFFIX);
+        char digits[16];
+        uint64_t v;
+
+        if (name[0] != 'v' || len <= 1 + suffix || strcmp(name + len - suffix, METADATA_SUFFIX) != 0 ||
+            len - 1 - suffix >= sizeof(digits))
+                return -1;
+        memcpy(digits, name + 1, len - 1 - suffix);
+        digits[len - 1 - suffix] = 0;
+        if (parse_u64(digits, &v) < 0 || v > INT32_MAX)
+                return -1;
+        return (int64_t)v;
+}
+
+/* ---- reading the latest version (worker) ------------------------------------------------- */
+
+static int64_t version_hint_read(const char *metadata_dir) {
+        _cleanup_(freep) char *path = path_join(metadata_dir, VERSION_HINT);
+        _cleanup_(buf_deinitp) Buf b = {};
+        uint64_t v;
+        size_t len;
+
+        buf_init(&b, 64);
+        if (!path || storage_read_file(path, 64, &b, NULL) < 0)
+                return -1;
+        len = b.len;
+        while (len > 0 && (b.data[len - 1] == '\n' || b.data[len - 1] == '\r' || b.data[len - 1] == ' '))
+                b.data[--len] = 0;
+        if (parse_u64(buf_str(&b), &v) < 0 || v == 0 || v > INT32_MAX)
+                return -1;
+        return (int64_t)v;
+}
+
+/* The highest v<N>.metadata.json in metadata_dir: 0 when there is none, -errno when the
+ * directory cannot be listed. */
+static int64_t version_scan(const char *metadata_dir) {
+        DIR *d = opendir(metadata_dir);
+        struct dirent *e;
+        int64_t best = 0;
+
+        if (!d)
+                return -errno;
+        while ((e = readdir(d)))
+                if (version_from_name(e->d_name) > best)
+                        best = version_from_name(e->d_name);
+        closedir(d);
+        return best;
+}
+
+/* Finds and parses the latest metadata of the table in j->dir. Returns 0, or fails the job
+ * (NOT_FOUND, -EBADMSG, UNAVAILABLE) and returns -1. */
+static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path, json_t **ret_metadata) {
+        _cleanup_(freep) char *metadata_dir = path_join(j->dir, "metadata"), *path = NULL;
+        _cleanup_(buf_deinitp) Buf b = {};
+        json_error_t json_error;
+        int64_t version;
+        json_t *md;
+        Error e;
+        int r;
+
+        if (!metadata_dir)
+                return job_fail(j, -ENOMEM, "", "out of memory"), -1;
+        version = version_hint_read(metadata_dir);
+        if (version < 0 || !(path = metadata_file_path(j->dir, version)) || !file_exists(path)) {
+                /* No usable hint: list the directory, as findVersion() does. */
+                version = version_scan(metadata_dir);
+                if (version == -ENOENT || version == -ENOTDIR || version == 0)
+                        return job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException",
+                                        "Table does not exist: %s", j->name), -1;
+                if (version < 0)
+                        return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot list '%s': %s", metadata_dir,
+                                        strerror((int)-version)), -1;
+        }
+        /* The hint may lag behind the last commit: step forward while v<N+1> exists. */
+        for (;;) {
+                _cleanup_(freep) char *next = metadata_file_path(j->dir, version + 1);
+
+                if (!next)
+                        return job_fail(j, -ENOMEM, "", "out of memory"), -1;
+                if (!file_exists(next))
+                        break;
+                version++;
+        }
+        free(path);
+        path = metadata_file_path(j->dir, version);
+        if (!path)
+                return job_fail(j, -ENOMEM, "", "out of memory"), -1;
+
+        buf_init(&b, j->catalog->max_metadata_bytes);
+        r = storage_read_file(path, j->catalog->max_metadata_bytes, &b, &e);
+        if (r == -ENOENT)
+                return job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException", "Table does not exist: %s",
+                                j->name), -1;
+        if (r == -EFBIG)
+                return job_fail(j, -E2BIG, "", "%s", e.message), -1;
+        if (r == -ENOMEM)
+                return job_fail(j, -ENOMEM, "", "out of memory"), -1;
+        if (r < 0)
+                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "%s", e.message), -1;
+        md = json_loadb((const char *)b.data, b.len, JSON_REJECT_DUPLICATES, &json_error);
+        if (!json_is_object(md)) {
+                json_decref(md);
+                return job_fail(j, -EBADMSG, "", "'%s' is not table metadata: line %d: %s", path,
+                                json_error.line, md ? "not an object" : json_error.text), -1;
+        }
+        *ret_version = version;
+        *ret_path = TAKE_PTR(path);
+        *ret_metadata = md;
+        return 0;
+}
+
+static void job_succeed(FsJob *j, const char *metadata_location, json_t *metadata_take) {
+        j->result.status = 0;
+        j->result.body = json_pack("{s:s, s:o}", "metadata-location", metadata_location, "metadata",
+                                   metadata_take);
+        if (!j->result.body)
+                job_fail(j, -ENOMEM, "", "out of memory");
+}
+
+/* ---- publishing a version (worker) -------------------------------------------------------- */
+
+static int fsync_dir(const char *dir) {
+        _cleanup_(closep) int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        return fsync(fd) < 0 ? -errno : 0;
+}
+
+/* Writes data to a new unique file in dir (O_EXCL), fsyncs it and returns its path. */
+static int temp_file_write(const char *dir, const char *suffix, const char *data, size_t len,
+                           char **ret_path) {
+        _cleanup_(freep) char *path = NULL;
+        _cleanup_(closep) int fd = -1;
+        char uuid[UUID_STRING_MAX];
+        int r = 0;
+
+        uuid_v4_string(uuid);
+        if (asprintf(&path, "%s/.%s%s", dir, uuid, suffix) < 0)
+                return -ENOMEM;
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
+        if (fd < 0)
+                return -errno;
+        while (len > 0) {
+                ssize_t k = write(fd, data, len);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        r = -errno;
+                        break;
+                }
+                data += k;
+                len -= (size_t)k;
+        }
+        if (r == 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r == 0 && close(TAKE_FD(fd)) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void)unlink(path);
+                return r;
+        }
+        *ret_path = TAKE_PTR(path);
+        return 0;
+}
+
+/* Moves tmp to final unless final exists (-EEXIST). Filesystems without RENAME_NOREPLACE get
+ * link() + unlink(), which has the same no-replace guarantee. */
+static int rename_noreplace(const char *tmp, const char *final) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0)
+                return 0;
+        if (errno != EINVAL && errno != ENOSYS)
+                return -errno;
+        if (link(tmp, final) < 0)
+                return -errno;
+        (void)unlink(tmp);
+        return 0;
+}
+
+/* The hint only speeds up reads (readers step forward from it): failures are reported in
+ * j->warning, never as the outcome. */
+static void version_hint_write(FsJob *j, const char *metadata_dir, int64_t version) {
+        _cleanup_(freep) char *tmp = NULL, *hint = path_join(metadata_dir, VERSION_HINT);
+        char text[32];
+        int r, n;
+
+        n = snprintf(text, sizeof(text), "%" PRId64, version);
+        if (!hint) {
+                snprintf(j->warning, sizeof(j->warning), "out of memory");
+                return;
+        }
+        r = temp_file_write(metadata_dir, "-version-hint.temp", text, (size_t)n, &tmp);
+        if (r == 0 && rename(tmp, hint) < 0) {
+                r = -errno;
+                (void)unlink(tmp);
+        }
+        if (r == 0) {
+                /* Hadoop's local filesystem (Java's HadoopCatalog) keeps a checksum sidecar next
+                 * to the hint; once the hint changed it no longer matches, and Java would log a
+                 * checksum error on every read before falling back to listing. */
+                _cleanup_(freep) char *crc = path_join(metadata_dir, "." VERSION_HINT ".crc");
+
+                if (crc)
+                        (void)unlink(crc);
+        }
+        if (r < 0)
+                snprintf(j->warning, sizeof(j->warning), "cannot update '%s' to %" PRId64 ": %s", hint,
+                         version, strerror(-r));
+}
+
+/* Publishes `metadata` as v<version> of the table in j->dir, then answers with it. */
+static void version_publish(FsJob *j, int64_t version, json_t *metadata_take) {
+        _cleanup_(json_decrefp) json_t *metadata = metadata_take;
+        _cleanup_(freep) char *metadata_dir = path_join(j->dir, "metadata"), *final = NULL, *tmp = NULL,
+                              *text = NULL;
+        int r;
+
+        final = metadata_file_path(j->dir, version);
+        text = json_dumps(metadata, JSON_INDENT(2));
+        if (!metadata_dir || !final || !text)
+                return job_fail(j, -ENOMEM, "", "out of memory");
+        r = temp_file_write(metadata_dir, METADATA_SUFFIX ".tmp", text, strlen(text), &tmp);
+        if (r < 0)
+                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot write a new metadata file in '%s': %s",
+                                metadata_dir, strerror(-r));
+        r = rename_noreplace(tmp, final);
+        if (r == -EEXIST) {
+                (void)unlink(tmp);
+                return job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException", "Version %" PRId64 " already exists: %s",
+                                version, final);
+        }
+        if (r < 0) {
+                (void)unlink(tmp);
+                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot rename '%s' to '%s': %s", tmp, final,
+                                strerror(-r));
+        }
+        /* v<N+1> is visible now; until the directory entry is durable the outcome is open. */
+        r = fsync_dir(metadata_dir);
+        if (r < 0)
+                return job_fail(j, CATALOG_E_STATE_UNKNOWN, "",
+                                "'%s' was published but fsync of '%s' failed: %s", final, metadata_dir,
+                                strerror(-r));
+        version_hint_write(j, metadata_dir, version);
+        job_succeed(j, final, TAKE_PTR(metadata));
+}
+
+/* ---- the operations (worker) ------------------------------------------------------------- */
+
+static void do_start(FsJob *j) {
+        const char *warehouse = j->catalog->warehouse;
+        _cleanup_(freep) char *copy = strdup(warehouse), *probe = NULL;
+        int r;
+
+        if (!copy)
+                return job_fail(j, -ENOMEM, "", "out of memory");
+        /* mkdir -p */
+        for (char *p = copy + 1;; p++) {
+                char saved = *p;
+
+                if (saved != '/' && saved != '\0')
+                        continue;
+                *p = '\0';
+                if (mkdir(copy, 0755) < 0 && errno != EEXIST)
+                        return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create warehouse directory '%s': %s",
+                                        copy, strerror(errno));
+                *p = saved;
+                if (saved == '\0')
+                        break;
+        }
+        r = temp_file_write(warehouse, "-probe.tmp", "", 0, &probe);
+        if (r < 0)
+                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "warehouse directory '%s' is not writable: %s",
+                                warehouse, strerror(-r));
+        (void)unlink(probe);
+        j->result.status = 0;
+}
+
+static void do_load(FsJob *j) {
+        _cleanup_(freep) char *path = NULL;
+        json_t *md;
+        int64_t version;
+
+        if (table_read_latest(j, &version, &path, &md) < 0)
+                return;
+        job_succeed(j, path, md);
+}
+
+static void do_commit(FsJob *j) {
+        _cleanup_(json_decrefp) json_t *base = NULL, *updated = NULL;
+        _cleanup_(freep) char *path = NULL;
+        int64_t version;
+        Error e = {};
+        int r;
+
+        if (table_read_latest(j, &version, &path, &base) < 0)
+                return;
+        r = table_update_apply(base, j->request, j->now_ms, path, &updated, &e);
+        if (r == -ESTALE)
+                return job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException", "%s", e.message);
+        if (r == -EINVAL)
+                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
+        if (r < 0)
+                return job_fail(j, r, "", "cannot apply the commit: %s", strerror(-r));
+        /* Like the REST server: a commit without updates changes nothing and writes nothing. */
+        if (json_array_size(json_object_get(j->request, "updates")) == 0)
+                return job_succeed(j, path, TAKE_PTR(base));
+        version_publish(j, version + 1, TAKE_PTR(updated));
+}
+
+static void do_create_namespace(FsJob *j) {
+        _cleanup_(freep) char *copy = strdup(j->dir);
+        size_t warehouse_len = strlen(j->catalog->warehouse);
+
+        if (!copy)
+                return job_fail(j, -ENOMEM, "", "out of memory");
+        if (json_object_size(j->request) > 0)
+                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
+                                "Cannot create namespace %s: metadata is not supported", j->name);
+        /* Parents are created as needed (mkdirs); only the last level must be new. */
+        for (char *p = copy + warehouse_len + 1;; p++) {
+                char saved = *p;
+
+                if (saved != '/' && saved != '\0')
+                        continue;
+                *p = '\0';
+                if (mkdir(copy, 0755) < 0) {
+                        if (errno != EEXIST)
+                                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create '%s': %s", copy,
+                                                strerror(errno));
+                        if (saved == '\0')
+                                return job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
+                                                "Namespace already exists: %s", j->name);
+                }
+                *p = saved;
+                if (saved == '\0')
+                        break;
+        }
+        j->result.status = 0;
+}
+
+static void do_create_table(FsJob *j) {
+        _cleanup_(json_decrefp) json_t *md = NULL;
+        _cleanup_(freep) char *namespace_dir = strdup(j->dir), *metadata_dir = path_join(j->dir, "metadata");
+        const char *location;
+        char uuid[UUID_STRING_MAX];
+        struct stat st;
+        Error e = {};
+        int r;
+
+        if (!namespace_dir || !metadata_dir)
+                return job_fail(j, -ENOMEM, "", "out of memory");
+        *strrchr(namespace_dir, '/') = '\0';
+        if (stat(namespace_dir, &st) < 0 || !S_ISDIR(st.st_mode))
+                return job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchNamespaceException", "Namespace does not exist: %.*s",
+                                (int)(strrchr(j->name, '.') - j->name), j->name);
+        if (version_scan(metadata_dir) > 0)
+                return job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException", "Table already exists: %s", j->name);
+        if (json_is_true(json_object_get(j->request, "stage-create")))
+                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
+                                "staged table creation is not supported by the filesystem catalog");
+        /* HadoopCatalog: path-based tables live where their path says. */
+        location = json_string_value(json_object_get(j->request, "location"));
+        if (location) {
+                _cleanup_(freep) char *p = NULL;
+
+                if (storage_path_from_location(location, &p, NULL) < 0 || strcmp(p, j->dir) != 0)
+                        return job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
+                                        "Cannot set a custom location for a path-based table. Expected %s but got %s",
+                                        j->dir, location);
+        }
+        uuid_v4_string(uuid);
+        r = table_metadata_create(j->request, j->dir, j->now_ms, uuid, &md, &e);
+        if (r == -EINVAL)
+                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
+        if (r < 0)
+                return job_fail(j, r, "", "cannot build table metadata: %s", strerror(-r));
+        if (location && json_object_set_new(md, "location", json_string(j->dir)) < 0)
+                return job_fail(j, -ENOMEM, "", "out of memory");
+        if ((mkdir(j->dir, 0755) < 0 && errno != EEXIST) || (mkdir(metadata_dir, 0755) < 0 && errno != EEXIST))
+                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create '%s': %s", metadata_dir,
+                                strerror(errno));
+        /* The new directories must survive a crash as well as v1 itself. */
+        r = fsync_dir(namespace_dir);
+        if (r == 0)
+                r = fsync_dir(j->dir);
+        if (r < 0)
+                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot fsync '%s': %s", j->dir, strerror(-r));
+        /* A concurrent create loses the no-replace rename of v1 and gets CONFLICT. */
+        version_publish(j, 1, TAKE_PTR(md));
+        if (j->result.status == CATALOG_E_CONFLICT)
+                job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException", "Table already exists: %s", j->name);
+}
+
+static void job_work(uv_work_t *work) {
+        FsJob *j = work->data;
+
+        switch (j->op) {
+        case FS_OP_START:            do_start(j);            break;
+        case FS_OP_LOAD:             do_load(j);             break;
+        case FS_OP_COMMIT:           do_commit(j);           break;
+        case FS_OP_CREATE_NAMESPACE: do_create_namespace(j); break;
+        case FS_OP_CREATE_TABLE:     do_create_table(j);     break;
+        case FS_OP_CLOSE:                                    break;
+        }
+}
+
+/* ---- the loop side ------------------------------------------------------------------------ */
+
+static void job_after_work(uv_work_t *work, int status) {
+        _cleanup_(job_freep) FsJob *j = work->data;
+        FsCatalog *c = j->catalog;
+
+        assert(c->n_jobs > 0);
+        c->n_jobs--;
+        if (j->warning[0])
+                log_warning("version hint of table='%s' not updated: %s, ignoring", j->name, j->warning);
+        if (j->op == FS_OP_START && j->result.status == 0)
+                c->is_ready = true;
+        if (j->cb)
+                j->cb(&j->result, j->userdata);
+        if (c->is_closing && c->n_jobs == 0 && c->close_done) {
+                void (*done)(void *) = c->close_done;
+
+                c->close_done = NULL;
+                done(c->close_userdata);
+        }
+}
+
+static int job_new(FsCatalog *c, FsOp op, CatalogCallback cb, void *userdata, FsJob **ret) {
+        FsJob *j;
+
+        if (c->is_closing)
+                return -ESHUTDOWN;
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        j->catalog = c;
+        j->op = op;
+        j->cb = cb;
+        j->userdata = userdata;
+        j->now_ms = now_ms();
+        j->work.data = j;
+        *ret = j;
+        return 0;
+}
+
+static int job_queue(FsJob *j) {
+        int r = uv_queue_work(j->catalog->loop, &j->work, job_work, job_after_work);
+
+        if (r < 0)
+                return r;
+        j->catalog->n_jobs++;
+        return 0;
+}
+
+/* Creates, fills and queues a job; on failure nothing was queued and cb will not run. */
+static int job_start(FsCatalog *c, FsOp op, const char *const *namespace, size_t n_namespace,
+                     const char *last, const json_t *request, CatalogCallback cb, void *userdata) {
+        _cleanup_(job_freep) FsJob *j = NULL;
+        int r;
+
+        r = job_new(c, op, cb, userdata, &j);
+        if (r < 0)
+                return r;
+        r = paths_build(c, namespace, n_namespace, last, &j->dir, &j->name);
+        if (r < 0)
+                return r;
+        if (request) {
+                /* jansson is not thread-safe: the worker gets its own copy. */
+                j->request = json_deep_copy(request);
+                if (!j->request)
+                        return -ENOMEM;
+        }
+        r = job_queue(j);
+        if (r < 0)
+                return r;
+        TAKE_PTR(j);
+        return 0;
+}
+
+int fs_catalog_new(uv_loop_t *loop, const CatalogConfig *config, FsCatalog **ret_catalog) {
+        _cleanup_(freep) FsCatalog *c = NULL;
+        int r;
+
+        const char *warehouse = catalog_config_warehouse(config);
+
+        if (warehouse[0] == '\0')
+                return -EINVAL;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        r = storage_path_from_location(warehouse, &c->warehouse, NULL);
+        if (r < 0)
+                return r == -ENOMEM ? r : -EINVAL;
+        c->loop = loop;
+        c->max_metadata_bytes = config->max_response_bytes ? config->max_response_bytes : 256u << 20;
+        *ret_catalog = TAKE_PTR(c);
+        return 0;
+}
+
+int fs_catalog_start(FsCatalog *c, CatalogCallback cb, void *userdata) {
+        _cleanup_(job_freep) FsJob *j = NULL;
+        int r;
+
+        r = job_new(c, FS_OP_START, cb, userdata, &j);
+        if (r < 0)
+                return r;
+        j->name = strdup(c->warehouse);
+        if (!j->name)
+                return -ENOMEM;
+        r = job_queue(j);
+        if (r < 0)
+                return r;
+        TAKE_PTR(j);
+        return 0;
+}
+
+bool fs_catalog_is_ready(const FsCatalog *c) {
+        return c->is_ready;
+}
+
+int fs_catalog_load_table(FsCatalog *c, const char *const *namespace, size_t n_namespace,
+                          const char *table, CatalogCallback cb, void *userdata) {
+        if (!table)
+                return -EINVAL;
+        return job_start(c, FS_OP_LOAD, namespace, n_namespace, table, /* request= */ NULL, cb, userdata);
+}
+
+int fs_catalog_commit_table(FsCatalog *c, const char *const *namespace, size_t n_namespace,
+                            const char *table, const json_t *request, const char *idempotency_key,
+                            CatalogCallback cb, void *userdata) {
+        /* No replay cache: a committed request is found again by its snapshot summary. */
+        (void)idempotency_key;
+        if (!table || !json_is_object(request))
+                return -EINVAL;
+        return job_start(c, FS_OP_COMMIT, namespace, n_namespace, table, request, cb, userdata);
+}
+
+int fs_catalog_create_namespace(FsCatalog *c, const char *const *namespace, size_t n_namespace,
+                                const json_t *properties, CatalogCallback cb, void *userdata) {
+        if (properties && !json_is_object(properties))
+                return -EINVAL;
+        return job_start(c, FS_OP_CREATE_NAMESPACE, namespace, n_namespace, /* last= */ NULL,
+                         properties, cb, userdata);
+}
+
+int fs_catalog_create_table(FsCatalog *c, const char *const *namespace, size_t n_namespace,
+                            const char *name, const json_t *request, CatalogCallback cb,
+                            void *userdata) {
+        _cleanup_(json_decrefp) json_t *named = NULL;
+
+        if (!name || !json_is_object(request))
+                return -EINVAL;
+        named = json_deep_copy(request);
+        if (!named)
+                return -ENOMEM;
+        if (json_object_set_new(named, "name", json_string(name)) < 0)
+                return -ENOMEM;
+        return job_start(c, FS_OP_CREATE_TABLE, namespace, n_namespace, name, named, cb, userdata);
+}
+
+void fs_catalog_close(FsCatalog *c, void (*done)(void *userdata), void *userdata) {
+        FsJob *j = NULL;
+
+        if (c->is_closing)
+                return;
+        c->close_done = done;
+        c->close_userdata = userdata;
+        /* Answer from the loop even when nothing is in flight: an empty job does that. The
+         * close job is queued before is_closing is set, and counts as work in flight. */
+        if (job_new(c, FS_OP_CLOSE, /* cb= */ NULL, NULL, &j) < 0 || job_queue(j) < 0) {
+                job_free(j);
+                c->is_closing = true;
+                if (c->n_jobs == 0 && done)
+                        done(userdata);     /* out of memory: better now than never */
+                c->close_done = NULL;
+                return;
+        }
+        c->is_closing = true;
+}
+
+FsCatalog *fs_catalog_free(FsCatalog *c) {
+        if (!c)
+                return NULL;
+        assert(c->n_jobs == 0);
+        free(c->warehouse);
+        free(c);
+        return NULL;
+}
+
+/* ---- as a catalog backend (catalog.h) ------------------------------------------------------ */
+
+static int fs_backend_start(void *impl, CatalogCallback cb, void *userdata) {
+        return fs_catalog_start(impl, cb, userdata);
+}
+
+static bool fs_backend_is_ready(const void *impl) {
+        return fs_catalog_is_ready(impl);
+}
+
+/* Exactly-once rests on the idempotency keys in snapshot summaries: an unknown outcome is
+ * resolved by reloading, which a local rename makes cheap. */
+static bool fs_backend_supports_idempotency(const void *impl) {
+        return false;
+}
+
+static int fs_backend_load_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                 const char *table, CatalogCallback cb, void *userdata) {
+        return fs_catalog_load_table(impl, namespace, n_namespace, table, cb, userdata);
+}
+
+static int fs_backend_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                   const char *table, const json_t *request, const char *idempotency_key,
+                                   CatalogCallback cb, void *userdata) {
+        return fs_catalog_commit_table(impl, namespace, n_namespace, table, request, idempotency_key, cb,
+                                       userdata);
+}
+
+static int fs_backend_create_namespace(void *impl, const char *const *namespace, size_t n_namespace,
+                                       const json_t *properties, CatalogCallback cb, void *userdata) {
+        return fs_catalog_create_namespace(impl, namespace, n_namespace, properties, cb, userdata);
+}
+
+static int fs_backend_create_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                   const char *name, const json_t *request, CatalogCallback cb,
+                                   void *userdata) {
+        return fs_catalog_create_table(impl, namespace, n_namespace, name, request, cb, userdata);
+}
+
+static void fs_backend_close(void *impl, void (*done)(void *userdata), void *userdata) {
+        fs_catalog_close(impl, done, userdata);
+}
+
+static void fs_backend_free(void *impl) {
+        fs_catalog_free(impl);
+}
+
+const CatalogBackend fs_catalog_backend = {
+        .name = "filesystem",
+        .start = fs_backend_start,
+        .is_ready = fs_backend_is_ready,
+        .supports_idempotency = fs_backend_supports_idempotency,
+        .load_table = fs_backend_load_table,
+        .commit_table = fs_backend_commit_table,
+        .create_namespace = fs_backend_create_namespace,
+        .create_table = fs_backend_create_table,
+        .close = fs_backend_close,
+        .free = fs_backend_free,
+};

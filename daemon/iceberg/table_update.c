@@ -1,0 +1,1348 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Table metadata updates as a catalog applies them (see table_update.h). The rules and the
+ * messages follow Iceberg Java 1.11: UpdateRequirement (CommitFailedException → -ESTALE),
+ * TableMetadata.Builder (ValidationException → -EINVAL, RetryableValidationException, which
+ * the REST server turns into a 409, → -ESTALE) and TableMetadataParser's layout. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "iceberg/table.h"
+#include "iceberg/table_update.h"
+#include "util/checked.h"
+#include "util/parse.h"
+
+#define TABLE_FORMAT_VERSION_MAX 3
+#define TABLE_FORMAT_VERSION_DEFAULT 2        /* the REST server's default for create */
+#define PARTITION_FIELD_ID_START 1000         /* PartitionSpec.PARTITION_DATA_ID_START */
+#define METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT 100
+
+static int json_get_i32(const json_t *o, const char *key, int32_t *ret) {
+        int64_t v;
+
+        if (json_get_i64(o, key, &v) < 0 || v < INT32_MIN || v > INT32_MAX)
+                return -EINVAL;
+        *ret = (int32_t)v;
+        return 0;
+}
+
+static bool json_int_array_has(const json_t *array, int64_t v) {
+        size_t i;
+        json_t *x;
+
+        json_array_foreach(array, i, x)
+                if (json_is_integer(x) && json_integer_value(x) == v)
+                        return true;
+        return false;
+}
+
+static int json_array_append_int(json_t *array, int64_t v) {
+        return json_array_append_new(array, json_integer(v)) < 0 ? -ENOMEM : 0;
+}
+
+/* ---- schemas ---------------------------------------------------------------------------- */
+
+typedef struct FieldIds {
+        int32_t *ids;
+        size_t n, cap;
+} FieldIds;
+
+static void field_ids_deinit(FieldIds *s) {
+        free(s->ids);
+        *s = (FieldIds){};
+}
+
+static int field_ids_add(FieldIds *s, const json_t *v, const char *what, const char *path,
+                         Error *error) {
+        json_int_t id;
+
+        if (!json_is_integer(v))
+                return error_set(error, -EINVAL, "schema: %s of '%s' is missing or not an integer",
+                                 what, path);
+        id = json_integer_value(v);
+        if (id <= 0 || id > INT32_MAX)
+                return error_set(error, -EINVAL, "schema: %s %lld of '%s' must be between 1 and %d",
+                                 what, (long long)id, path, INT32_MAX);
+        if (s->n == s->cap) {
+                size_t cap = s->cap ? s->cap * 2 : 64;
+                int32_t *ids = reallocarray(s->ids, cap, sizeof(*ids));
+
+                if (!ids)
+                        return -ENOMEM;
+                s->ids = ids;
+                s->cap = cap;
+        }
+        s->ids[s->n++] = (int32_t)id;
+        return 0;
+}
+
+static int compare_i32(const void *a, const void *b) {
+        int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+        return (x > y) - (x < y);
+}
+
+static bool field_ids_has(const FieldIds *s, int64_t id) {
+        int32_t key;
+
+        if (id < INT32_MIN || id > INT32_MAX || s->n == 0)
+                return false;
+        key = (int32_t)id;
+        return bsearch(&key, s->ids, s->n, sizeof(key), compare_i32) != NULL;
+}
+
+/* Digits only, no sign, at most 9 of them (the values here are small). */
+static bool parse_small_uint(const char *s, size_t len, int64_t *ret) {
+        int64_t v = 0;
+
+        if (len == 0 || len > 9)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return false;
+                v = v * 10 + (s[i] - '0');
+        }
+        *ret = v;
+        return true;
+}
+
+/* "decimal(P, S)": Types.fromPrimitiveString accepts blanks after the comma. Indexes, not
+ * pointers: gcc's overread analysis misreads pointer arithmetic after the prefix check. */
+static bool primitive_is_decimal(const char *t) {
+        size_t len = strlen(t), comma, i;
+        int64_t precision, scale;
+
+        if (len < 12 || strncasecmp(t, "decimal(", 8) != 0 || t[len - 1] != ')')
+                return false;
+        for (comma = 8; comma < len && t[comma] != ','; comma++)
+                ;
+        if (comma == len || !parse_small_uint(t + 8, comma - 8, &precision))
+                return false;
+        for (i = comma + 1; i < len && t[i] == ' '; i++)
+                ;
+        if (i >= len - 1 || !parse_small_uint(t + i, len - 1 - i, &scale))
+                return false;
+        return precision >= 1 && precision <= 38 && scale <= precision;
+}
+
+static bool primitive_is_fixed(const char *t) {
+        size_t len = strlen(t);
+        int64_t length;
+
+        if (len < 8 || strncasecmp(t, "fixed[", 6) != 0 || t[len - 1] != ']')
+                return false;
+        return parse_small_uint(t + 6, len - 7, &length) && length > 0;
+}
+
+static bool primitive_with_args(const char *t, const char *name) {
+        size_t n = strlen(name), len = strlen(t);
+
+        return strncasecmp(t, name, n) == 0 && t[n] == '(' && len > n + 2 && t[len - 1] == ')';
+}
+
+/* Returns the minimum format version of a primitive type, or 0 for an unknown type. */
+static int primitive_min_format_version(const char *t) {
+        static const char *const v1[] = { "boolean", "int", "long", "float", "double", "date",
+                                          "time", "timestamp", "timestamptz", "string", "uuid",
+                                          "binary" };
+        static const char *const v3[] = { "timestamp_ns", "timestamptz_ns", "variant", "unknown",
+                                          "geometry", "geography" };
+
+        for (size_t i = 0; i < ELEMENTSOF(v1); i++)
+                if (strcasecmp(t, v1[i]) == 0)
+                        return 1;
+        if (primitive_is_decimal(t) || primitive_is_fixed(t))
+                return 1;
+        for (size_t i = 0; i < ELEMENTSOF(v3); i++)
+                if (strcasecmp(t, v3[i]) == 0)
+                        return 3;
+        if (primitive_with_args(t, "geometry") || primitive_with_args(t, "geography"))
+                return 3;
+        return 0;
+}
+
+static int schema_validate_type(const json_t *type, int format_version, FieldIds *ids,
+                                const char *path, unsigned depth, Error *error);
+
+static int schema_validate_struct(const json_t *type, int format_version, FieldIds *ids,
+                                  const char *path, unsigned depth, Error *error) {
+        const json_t *fields = json_object_get(type, "fields");
+        size_t i;
+        json_t *f;
+        int r;
+
+        if (!json_is_array(fields))
+                return error_set(error, -EINVAL, "schema: struct '%s' has no \"fields\" array", path);
+        json_array_foreach(fields, i, f) {
+                const char *name = json_string_value(json_object_get(f, "name"));
+                char child[512];
+
+                if (!json_is_object(f))
+                        return error_set(error, -EINVAL, "schema: field %zu of '%s' is not an object",
+                                         i, path);
+                if (!name || name[0] == '\0')
+                        return error_set(error, -EINVAL, "schema: field %zu of '%s' has no name", i,
+                                         path);
+                snprintf(child, sizeof(child), "%s%s%s", path, path[0] ? "." : "", name);
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(name, json_string_value(json_object_get(json_array_get(fields, j),
+                                                                           "name"))) == 0)
+                                return error_set(error, -EINVAL, "schema: duplicate field name '%s'",
+                                                 child);
+                r = field_ids_add(ids, json_object_get(f, "id"), "field id", child, error);
+                if (r < 0)
+                        return r;
+                if (!json_is_boolean(json_object_get(f, "required")))
+                        return error_set(error, -EINVAL, "schema: field '%s' has no boolean \"required\"",
+                                         child);
+                r = schema_validate_type(json_object_get(f, "type"), format_version, ids, child,
+                                         depth + 1, error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int schema_validate_type(const json_t *type, int format_version, FieldIds *ids,
+                                const char *path, unsigned depth, Error *error) {
+        const char *kind;
+        char child[512];
+        int r;
+
+        /* Nesting comes from input: bound the recursion. */
+        if (depth > 64)
+                return error_set(error, -EINVAL, "schema: '%s' is nested deeper than 64 levels", path);
+        if (json_is_string(type)) {
+                const char *t = json_string_value(type);
+                int min = primitive_min_format_version(t);
+
+                if (min == 0)
+                        return error_set(error, -EINVAL, "schema: field '%s' has unknown type '%s'",
+                                         path, t);
+                if (min > format_version)
+                        return error_set(error, -EINVAL,
+                                         "schema: type '%s' of field '%s' requires format version %d, the table has %d",
+                                         t, path, min, format_version);
+                return 0;
+        }
+        kind = json_string_value(json_object_get(type, "type"));
+        if (!kind)
+                return error_set(error, -EINVAL, "schema: field '%s' has no type", path);
+        if (strcmp(kind, "struct") == 0)
+                return schema_validate_struct(type, format_version, ids, path, depth, error);
+        if (strcmp(kind, "list") == 0) {
+                snprintf(child, sizeof(child), "%s.element", path);
+                r = field_ids_add(ids, json_object_get(type, "element-id"), "element-id", path, error);
+                if (r < 0)
+                        return r;
+                if (!json_is_boolean(json_object_get(type, "element-required")))
+                        return error_set(error, -EINVAL,
+                                         "schema: list '%s' has no boolean \"element-required\"", path);
+                return schema_validate_type(json_object_get(type, "element"), format_version, ids,
+                                            child, depth + 1, error);
+        }
+        if (strcmp(kind, "map") == 0) {
+                r = field_ids_add(ids, json_object_get(type, "key-id"), "key-id", path, error);
+                if (r < 0)
+                        return r;
+                r = field_ids_add(ids, json_object_get(type, "value-id"), "value-id", path, error);
+                if (r < 0)
+                        return r;
+                if (!json_is_boolean(json_object_get(type, "value-required")))
+                        return error_set(error, -EINVAL,
+                                         "schema: map '%s' has no boolean \"value-required\"", path);
+                snprintf(child, sizeof(child), "%s.key", path);
+                r = schema_validate_type(json_object_get(type, "key"), format_version, ids, child,
+                                         depth + 1, error);
+                if (r < 0)
+                        return r;
+                snprintf(child, sizeof(child), "%s.value", path);
+                return schema_validate_type(json_object_get(type, "value"), format_version, ids,
+                                            child, depth + 1, error);
+        }
+        return error_set(error, -EINVAL, "schema: field '%s' has unknown type '%s'", path, kind);
+}
+
+/* Validates and returns the sorted field ids of `schema` (caller deinits ids). */
+static int schema_collect_ids(const json_t *schema, int format_version, FieldIds *ids,
+                              Error *error) {
+        const json_t *identifiers;
+        size_t i;
+        json_t *v;
+        int r;
+
+        if (!json_is_object(schema) ||
+            strcmp(json_string_value(json_object_get(schema, "type")) ?: "", "struct") != 0)
+                return error_set(error, -EINVAL, "schema: must be an object of type \"struct\"");
+        r = schema_validate_struct(schema, format_version, ids, "", 0, error);
+        if (r < 0)
+                return r;
+        if (ids->n > 0)
+                qsort(ids->ids, ids->n, sizeof(ids->ids[0]), compare_i32);
+        for (i = 1; i < ids->n; i++)
+                if (ids->ids[i] == ids->ids[i - 1])
+                        return error_set(error, -EINVAL, "schema: field id %" PRId32 " is used twice",
+                                         ids->ids[i]);
+        identifiers = json_object_get(schema, "identifier-field-ids");
+        if (identifiers && !json_is_array(identifiers))
+                return error_set(error, -EINVAL, "schema: identifier-field-ids is not an array");
+        json_array_foreach(identifiers, i, v)
+                if (!json_is_integer(v) || !field_ids_has(ids, json_integer_value(v)))
+                        return error_set(error, -EINVAL,
+                                         "schema: identifier-field-ids[%zu] is not a field id of the schema",
+                                         i);
+        return 0;
+}
+
+int table_schema_validate(const json_t *schema, int format_version, int32_t *ret_highest_id,
+                          Error *error) {
+        _cleanup_(field_ids_deinit) FieldIds ids = {};
+        int r;
+
+        r = schema_collect_ids(schema, format_version, &ids, error);
+        if (r < 0)
+                return r;
+        *ret_highest_id = ids.n > 0 ? ids.ids[ids.n - 1] : 0;
+        return 0;
+}
+
+/* ---- partition specs and sort orders ---------------------------------------------------- */
+
+static bool transform_is_known(const char *t) {
+        static const char *const plain[] = { "identity", "year", "month", "day", "hour", "void" };
+        int64_t n;
+        size_t len;
+
+        if (!t)
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(plain); i++)
+                if (strcmp(t, plain[i]) == 0)
+                        return true;
+        len = strlen(t);
+        if (len > 0 && t[len - 1] == ']') {
+                if (strncmp(t, "bucket[", 7) == 0)
+                        return parse_small_uint(t + 7, len - 8, &n) && n > 0;
+                if (strncmp(t, "truncate[", 9) == 0)
+                        return parse_small_uint(t + 9, len - 10, &n) && n > 0;
+        }
+        return false;
+}
+
+static const json_t *schema_by_id(const json_t *md, int64_t schema_id) {
+        size_t i;
+        json_t *s;
+
+        json_array_foreach(json_object_get(md, "schemas"), i, s) {
+                int64_t id;
+
+                if (json_get_i64(s, "schema-id", &id) == 0 && id == schema_id)
+                        return s;
+        }
+        return NULL;
+}
+
+static const json_t *schema_current(const json_t *md) {
+        int64_t id;
+
+        if (json_get_i64(md, "current-schema-id", &id) < 0)
+                return NULL;
+        return schema_by_id(md, id);
+}
+
+/* Returns a copy of `spec` with "spec-id" set and every field's "field-id" assigned (kept when
+ * given; else the id an existing spec uses for the same source and transform, as Java's
+ * freshSpec does in v2+; else *last_partition_id + 1), validated against `ids`. */
+static int spec_fresh(const json_t *spec, const json_t *existing_specs, int format_version,
+                      int32_t spec_id, const FieldIds *ids, int32_t *last_partition_id,
+                      json_t **ret_spec, Error *error) {
+        _cleanup_(json_decrefp) json_t *out = NULL;
+        const json_t *fields;
+        json_t *f, *new_fields;
+        int32_t last = *last_partition_id;
+        size_t i;
+
+        if (!json_is_object(spec))
+                return error_set(error, -EINVAL, "partition spec: not an object");
+        fields = json_object_get(spec, "fields");
+        if (!json_is_array(fields))
+                return error_set(error, -EINVAL, "partition spec: no \"fields\" array");
+        out = json_pack("{s:i, s:[]}", "spec-id", spec_id, "fields");
+        if (!out)
+                return -ENOMEM;
+        new_fields = json_object_get(out, "fields");
+        json_array_foreach(fields, i, f) {
+                const char *name = json_string_value(json_object_get(f, "name"));
+                const char *transform = json_string_value(json_object_get(f, "transform"));
+                int64_t source_id;
+                int32_t field_id;
+                json_t *copy;
+
+                if (!name || name[0] == '\0')
+                        return error_set(error, -EINVAL, "partition spec: field %zu has no name", i);
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(name, json_string_value(json_object_get(json_array_get(fields, j),
+                                                                           "name"))) == 0)
+                                return error_set(error, -EINVAL,
+                                                 "partition spec: duplicate field name '%s'", name);
+                if (json_get_i64(f, "source-id", &source_id) < 0)
+                        return error_set(error, -EINVAL,
+                                         "partition spec: field '%s' has no integer source-id", name);
+                if (!field_ids_has(ids, source_id))
+                        return error_set(error, -EINVAL,
+                                         "partition spec: field '%s' has source-id %" PRId64
+                                         ", which is not a field of the current schema",
+                                         name, source_id);
+                if (!transform_is_known(transform))
+                        return error_set(error, -EINVAL,
+                                         "partition spec: field '%s' has unknown transform '%s'", name,
+                                         transform ?: "(none)");
+                if (json_object_get(f, "field-id")) {
+                        if (json_get_i32(f, "field-id", &field_id) < 0 ||
+                            field_id < PARTITION_FIELD_ID_START)
+                                return error_set(error, -EINVAL,
+                                                 "partition spec: field '%s' has a field-id below %d",
+                                                 name, PARTITION_FIELD_ID_START);
+                } else {
+                        size_t k, m;
+                        json_t *s, *g;
+                        bool found = false;
+
+                        if (format_version > 1)
+                                json_array_foreach(existing_specs, k, s) {
+                                        json_array_foreach(json_object_get(s, "fields"), m, g) {
+                                                int64_t sid;
+
+                                                if (json_get_i64(g, "source-id", &sid) == 0 &&
+                                                    sid == source_id &&
+                                                    json_equal(json_object_get(g, "transform"),
+                                                               json_object_get(f, "transform")) &&
+                                                    json_get_i32(g, "field-id", &field_id) == 0) {
+                                                        found = true;
+                                                        break;
+                                                }
+                                        }
+                                        if (found)
+                                                break;
+                                }
+                        if (!found) {
+                                if (last == INT32_MAX)
+                                        return error_set(error, -EINVAL, "partition spec: field ids exhausted");
+                                field_id = ++last;
+                        }
+                }
+                if (field_id > last)
+                        last = field_id;
+                copy = json_pack("{s:s, s:s, s:I, s:i}", "name", name, "transform", transform,
+                                 "source-id", (json_int_t)source_id, "field-id", field_id);
+                if (!copy || json_array_append_new(new_fields, copy) < 0)
+                        return -ENOMEM;
+        }
+        *last_partition_id = last;
+        *ret_spec = TAKE_PTR(out);
+        return 0;
+}
+
+static int sort_order_validate(const json_t *order, const FieldIds *ids, Error *error) {
+        const json_t *fields = json_object_get(order, "fields");
+        size_t i;
+        json_t *f;
+
+        if (!json_is_object(order) || !json_is_array(fields))
+                return error_set(error, -EINVAL, "sort order: not an object with a \"fields\" array");
+        json_array_foreach(fields, i, f) {
+                const char *transform = json_string_value(json_object_get(f, "transform"));
+                const char *direction = json_string_value(json_object_get(f, "direction"));
+                const char *null_order = json_string_value(json_object_get(f, "null-order"));
+                int64_t source_id;
+
+                if (json_get_i64(f, "source-id", &source_id) < 0 || !field_ids_has(ids, source_id))
+                        return error_set(error, -EINVAL,
+                                         "sort order: field %zu has a source-id that is not a field of the current schema",
+                                         i);
+                if (!transform_is_known(transform))
+                        return error_set(error, -EINVAL, "sort order: field %zu has unknown transform '%s'",
+                                         i, transform ?: "(none)");
+                if (!direction || (strcmp(direction, "asc") != 0 && strcmp(direction, "desc") != 0))
+                        return error_set(error, -EINVAL,
+                                         "sort order: field %zu has direction '%s', not \"asc\" or \"desc\"",
+                                         i, direction ?: "(none)");
+                if (!null_order || (strcmp(null_order, "nulls-first") != 0 &&
+                                    strcmp(null_order, "nulls-last") != 0))
+                        return error_set(error, -EINVAL,
+                                         "sort order: field %zu has null-order '%s', not \"nulls-first\" or \"nulls-last\"",
+                                         i, null_order ?: "(none)");
+        }
+        return 0;
+}
+
+static int current_schema_ids(const json_t *md, int format_version, FieldIds *ids,
+                              const char *what, Error *error) {
+        const json_t *schema = schema_current(md);
+
+        if (!schema)
+                return error_set(error, -EINVAL, "%s: the table has no current schema", what);
+        return schema_collect_ids(schema, format_version, ids, error);
+}
+
+/* ---- applying a commit ------------------------------------------------------------------ */
+
+typedef struct Apply {
+        json_t *md;                     /* the copy being changed, owned by table_update_apply */
+        int format_version;
+        int64_t last_updated_ms;        /* the new value, for snapshot-log entries of rollbacks */
+        json_t *added_snapshots;        /* ids added by this request */
+        json_t *added_schemas, *added_specs, *added_orders;
+        int64_t last_added_schema, last_added_spec, last_added_order; /* -1: none */
+        Error *error;
+} Apply;
+
+static void apply_deinit(Apply *a) {
+        json_decref(a->md);
+        json_decref(a->added_snapshots);
+        json_decref(a->added_schemas);
+        json_decref(a->added_specs);
+        json_decref(a->added_orders);
+}
+
+static json_t *snapshot_by_id(const json_t *md, int64_t snapshot_id) {
+        size_t i;
+        json_t *s;
+
+        json_array_foreach(json_object_get(md, "snapshots"), i, s) {
+                int64_t id;
+
+                if (json_get_i64(s, "snapshot-id", &id) == 0 && id == snapshot_id)
+                        return s;
+        }
+        return NULL;
+}
+
+/* Java writes no current snapshot as null from v3 on, -1 before (TableMetadataParser). */
+static int set_no_current_snapshot(json_t *md, int format_version) {
+        return json_object_set_new(md, "current-snapshot-id",
+                                   format_version >= 3 ? json_null() : json_integer(-1)) < 0 ? -ENOMEM : 0;
+}
+
+static int update_assign_uuid(Apply *a, const json_t *u) {
+        const char *uuid = json_string_value(json_object_get(u, "uuid"));
+
+        if (!uuid || uuid[0] == '\0')
+                return error_set(a->error, -EINVAL, "assign-uuid: Cannot set uuid to null");
+        return json_object_set_new(a->md, "table-uuid", json_string(uuid)) < 0 ? -ENOMEM : 0;
+}
+
+static int update_upgrade_format_version(Apply *a, const json_t *u) {
+        int64_t v;
+
+        if (json_get_i64(u, "format-version", &v) < 0)
+                return error_set(a->error, -EINVAL, "upgrade-format-version: no integer format-version");
+        if (v > TABLE_FORMAT_VERSION_MAX)
+                return error_set(a->error, -EINVAL,
+                                 "upgrade-format-version: Cannot upgrade table to unsupported format version: v%" PRId64
+                                 " (supported: v%d)",
+                                 v, TABLE_FORMAT_VERSION_MAX);
+        if (v < a->format_version)
+                return error_set(a->error, -EINVAL,
+                                 "upgrade-format-version: Cannot downgrade v%d table to v%" PRId64,
+                                 a->format_version, v);
+        if (v == a->format_version)
+                return 0;
+        a->format_version = (int)v;
+        if (json_object_set_new(a->md, "format-version", json_integer(v)) < 0)
+                return -ENOMEM;
+        /* v1 may omit last-sequence-number; v2+ requires it. Row lineage starts at 0 (v3). */
+        if (!json_object_get(a->md, "last-sequence-number") &&
+            json_object_set_new(a->md, "last-sequence-number", json_integer(0)) < 0)
+                return -ENOMEM;
+        if (v >= 3 && !json_object_get(a->md, "next-row-id") &&
+            json_object_set_new(a->md, "next-row-id", json_integer(0)) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int update_add_schema(Apply *a, const json_t *u) {
+        const json_t *schema = json_object_get(u, "schema");
+        _cleanup_(field_ids_deinit) FieldIds ids = {};
+        json_t *schemas, *s, *copy;
+        int64_t last_column_id = 0, current_id = 0, new_id;
+        int32_t highest;
+        bool found = false;
+        size_t i;
+        int r;
+
+        r = schema_collect_ids(schema, a->format_version, &ids, a->error);
+        if (r < 0)
+                return error_prefix(a->error, r, "add-schema");
+        highest = ids.n > 0 ? ids.ids[ids.n - 1] : 0;
+        (void)json_get_i64(a->md, "last-column-id", &last_column_id);
+        (void)json_get_i64(a->md, "current-schema-id", &current_id);
+
+        /* Reuse the id of an identical schema, else one above the highest (Java's
+         * reuseOrCreateNewSchemaId). */
+        schemas = json_object_get(a->md, "schemas");
+        if (!json_is_array(schemas)) {
+                schemas = json_array();
+                if (!schemas || json_object_set_new(a->md, "schemas", schemas) < 0)
+                        return -ENOMEM;
+        }
+        new_id = current_id;
+        json_array_foreach(schemas, i, s) {
+                int64_t id;
+                json_t *a_ids = json_object_get(s, "identifier-field-ids"),
+                       *b_ids = json_object_get(schema, "identifier-field-ids");
+
+                if (json_get_i64(s, "schema-id", &id) < 0)
+                        continue;
+                if (json_equal(json_object_get(s, "fields"), json_object_get(schema, "fields")) &&
+                    (json_array_size(a_ids) == 0 ? json_array_size(b_ids) == 0 : json_equal(a_ids, b_ids))) {
+                        new_id = id;
+                        found = true;
+                        break;
+                }
+                if (id >= new_id)
+                        new_id = id + 1;
+        }
+        if (found && highest <= last_column_id) {
+                a->last_added_schema = json_int_array_has(a->added_schemas, new_id) ? new_id : -1;
+                return 0;
+        }
+        if (highest > last_column_id &&
+            json_object_set_new(a->md, "last-column-id", json_integer(highest)) < 0)
+                return -ENOMEM;
+        if (!found) {
+                copy = json_deep_copy(schema);
+                if (!copy || json_object_set_new(copy, "schema-id", json_integer(new_id)) < 0 ||
+                    json_array_append_new(schemas, copy) < 0)
+                        return -ENOMEM;
+        }
+        a->last_added_schema = new_id;
+        return json_array_append_int(a->added_schemas, new_id);
+}
+
+static int update_set_current_schema(Apply *a, const json_t *u) {
+        int64_t id;
+
+        if (json_get_i64(u, "schema-id", &id) < 0)
+                return error_set(a->error, -EINVAL, "set-current-schema: no integer schema-id");
+        if (id == -1) {
+                if (a->last_added_schema < 0)
+                        return error_set(a->error, -EINVAL,
+                                         "set-current-schema: Cannot set last added schema: no schema has been added");
+                id = a->last_added_schema;
+        }
+        if (!schema_by_id(a->md, id))
+                return error_set(a->error, -EINVAL,
+                                 "set-current-schema: Cannot set current schema to unknown schema: %" PRId64, id);
+        return json_object_set_new(a->md, "current-schema-id", json_integer(id)) < 0 ? -ENOMEM : 0;
+}
+
+/* PartitionSpec.compatibleWith: same fields by source, transform and name, in order. */
+static bool spec_compatible(const json_t *a, const json_t *b) {
+        const json_t *fa = json_object_get(a, "fields"), *fb = json_object_get(b, "fields");
+
+        if (json_array_size(fa) != json_array_size(fb))
+                return false;
+        for (size_t i = 0; i < json_array_size(fa); i++) {
+                const json_t *x = json_array_get(fa, i), *y = json_array_get(fb, i);
+
+                if (!json_equal(json_object_get(x, "source-id"), json_object_get(y, "source-id")) ||
+                    !json_equal(json_object_get(x, "transform"), json_object_get(y, "transform")) ||
+                    !json_equal(json_object_get(x, "name"), json_object_get(y, "name")))
+                        return false;
+        }
+        return true;
+}
+
+static int update_add_spec(Apply *a, const json_t *u) {
+        const json_t *spec = json_object_get(u, "spec");
+        _cleanup_(field_ids_deinit) FieldIds ids = {};
+        _cleanup_(json_decrefp) json_t *fresh = NULL;
+        json_t *specs, *s;
+        int64_t new_id = 0;
+        int32_t last_partition_id = PARTITION_FIELD_ID_START - 1;
+        size_t i;
+        int r;
+
+        if (!json_is_object(spec) || !json_is_array(json_object_get(spec, "fields")))
+                return error_set(a->error, -EINVAL, "add-spec: no spec object with a \"fields\" array");
+        specs = json_object_get(a->md, "partition-specs");
+        if (!json_is_array(specs)) {
+                specs = json_array();
+                if (!specs || json_object_set_new(a->md, "partition-specs", specs) < 0)
+                        return -ENOMEM;
+        }
+        json_array_foreach(specs, i, s) {
+                int64_t id;
+
+                if (json_get_i64(s, "spec-id", &id) < 0)
+                        continue;
+                if (spec_compatible(spec, s)) {
+                        a->last_added_spec = json_int_array_has(a->added_specs, id) ? id : -1;
+                        return 0;
+                }
+                if (id >= new_id)
+                        new_id = id + 1;
+        }
+        r = current_schema_ids(a->md, a->format_version, &ids, "add-spec", a->error);
+        if (r < 0)
+                return r;
+        (void)json_get_i32(a->md, "last-partition-id", &last_partition_id);
+        r = spec_fresh(spec, specs, a->format_version, (int32_t)new_id, &ids, &last_partition_id,
+                       &fresh, a->error);
+        if (r < 0)
+                return error_prefix(a->error, r, "add-spec");
+        if (json_array_append(specs, fresh) < 0 ||
+            json_object_set_new(a->md, "last-partition-id", json_integer(last_partition_id)) < 0)
+                return -ENOMEM;
+        a->last_added_spec = new_id;
+        return json_array_append_int(a->added_specs, new_id);
+}
+
+static int update_set_default_spec(Apply *a, const json_t *u) {
+        int64_t id;
+        bool found = false;
+        size_t i;
+        json_t *s;
+
+        if (json_get_i64(u, "spec-id", &id) < 0)
+                return error_set(a->error, -EINVAL, "set-default-spec: no integer spec-id");
+        if (id == -1) {
+                if (a->last_added_spec < 0)
+                        return error_set(a->error, -EINVAL,
+                                         "set-default-spec: Cannot set last added spec: no spec has been added");
+                id = a->last_added_spec;
+        }
+        json_array_foreach(json_object_get(a->md, "partition-specs"), i, s) {
+                int64_t sid;
+
+                if (json_get_i64(s, "spec-id", &sid) == 0 && sid == id)
+                        found = true;
+        }
+        if (!found)
+                return error_set(a->error, -EINVAL, "set-default-spec: unknown partition spec %" PRId64, id);
+        return json_object_set_new(a->md, "default-spec-id", json_integer(id)) < 0 ? -ENOMEM : 0;
+}
+
+static int update_add_sort_order(Apply *a, const json_t *u) {
+        const json_t *order = json_object_get(u, "sort-order");
+        _cleanup_(field_ids_deinit) FieldIds ids = {};
+        json_t *orders, *o, *copy;
+        int64_t new_id = 1;     /* SortOrder.INITIAL_SORT_ORDER_ID; 0 is unsorted */
+        size_t i;
+        int r;
+
+        orders = json_object_get(a->md, "sort-orders");
+        if (!json_is_array(orders)) {
+                orders = json_array();
+                if (!orders || json_object_set_new(a->md, "sort-orders", orders) < 0)
+                        return -ENOMEM;
+        }
+        r = current_schema_ids(a->md, a->format_version, &ids, "add-sort-order", a->error);
+        if (r < 0)
+                return r;
+        r = sort_order_validate(order, &ids, a->error);
+        if (r < 0)
+                return error_prefix(a->error, r, "add-sort-order");
+        if (json_array_size(json_object_get(order, "fields")) == 0)
+                new_id = 0;
+        json_array_foreach(orders, i, o) {
+                int64_t id;
+
+                if (json_get_i64(o, "order-id", &id) < 0)
+                        continue;
+                if (json_equal(json_object_get(o, "fields"), json_object_get(order, "fields"))) {
+                        a->last_added_order = json_int_array_has(a->added_orders, id) ? id : -1;
+                        return 0;
+                }
+                if (new_id != 0 && id >= new_id)
+                        new_id = id + 1;
+        }
+        copy = json_pack("{s:I, s:O}", "order-id", (json_int_t)new_id, "fields",
+                         json_object_get(order, "fields"));
+        if (!copy || json_array_append_new(orders, copy) < 0)
+                return -ENOMEM;
+        a->last_added_order = new_id;
+        return json_array_append_int(a->added_orders, new_id);
+}
+
+static int update_set_default_sort_order(Apply *a, const json_t *u) {
+        int64_t id;
+        bool found = false;
+        size_t i;
+        json_t *o;
+
+        if (json_get_i64(u, "sort-order-id", &id) < 0)
+                return error_set(a->error, -EINVAL, "set-default-sort-order: no integer sort-order-id");
+        if (id == -1) {
+                if (a->last_added_order < 0)
+                        return error_set(a->error, -EINVAL,
+                                         "set-default-sort-order: Cannot set last added sort order: no sort order has been added");
+                id = a->last_added_order;
+        }
+        json_array_foreach(json_object_get(a->md, "sort-orders"), i, o) {
+                int64_t oid;
+
+                if (json_get_i64(o, "order-id", &oid) == 0 && oid == id)
+                        found = true;
+        }
+        if (!found)
+                return error_set(a->error, -EINVAL, "set-default-sort-order: unknown sort order %" PRId64, id);
+        return json_object_set_new(a->md, "default-sort-order-id", json_integer(id)) < 0 ? -ENOMEM : 0;
+}
+
+static int update_add_snapshot(Apply *a, const json_t *u) {
+        const json_t *snap = json_object_get(u, "snapshot");
+        int64_t id, seq = 0, last_seq = 0, first_row_id, added_rows, next_row_id = 0, next;
+        json_t *snapshots;
+
+        if (!json_is_object(snap) || json_get_i64(snap, "snapshot-id", &id) < 0)
+                return error_set(a->error, -EINVAL, "add-snapshot: no snapshot with an integer snapshot-id");
+        if (!json_is_integer(json_object_get(snap, "timestamp-ms")))
+                return error_set(a->error, -EINVAL, "add-snapshot: snapshot %" PRId64 " has no timestamp-ms", id);
+        if (json_array_size(json_object_get(a->md, "schemas")) == 0)
+                return error_set(a->error, -EINVAL, "add-snapshot: Attempting to add a snapshot before a schema is added");
+        if (json_array_size(json_object_get(a->md, "partition-specs")) == 0)
+                return error_set(a->error, -EINVAL,
+                                 "add-snapshot: Attempting to add a snapshot before a partition spec is added");
+        if (json_array_size(json_object_get(a->md, "sort-orders")) == 0)
+                return error_set(a->error, -EINVAL,
+                                 "add-snapshot: Attempting to add a snapshot before a sort order is added");
+        if (snapshot_by_id(a->md, id))
+                return error_set(a->error, -EINVAL, "add-snapshot: Snapshot already exists for id: %" PRId64, id);
+        if (json_object_get(snap, "sequence-number") && json_get_i64(snap, "sequence-number", &seq) < 0)
+                return error_set(a->error, -EINVAL, "add-snapshot: sequence-number is not an integer");
+        (void)json_get_i64(a->md, "last-sequence-number", &last_seq);
+
+        /* A stale sequence number means the writer built on an older table: retryable. */
+        if (a->format_version > 1 && seq <= last_seq &&
+            json_is_integer(json_object_get(snap, "parent-snapshot-id")))
+                return error_set(a->error, -ESTALE,
+                                 "add-snapshot: Cannot add snapshot with sequence number %" PRId64
+                                 " older than last sequence number %" PRId64,
+                                 seq, last_seq);
+
+        if (a->format_version >= 3) {
+                if (json_get_i64(snap, "first-row-id", &first_row_id) < 0)
+                        return error_set(a->error, -EINVAL, "add-snapshot: Cannot add a snapshot: first-row-id is null");
+                if (json_get_i64(snap, "added-rows", &added_rows) < 0 || added_rows < 0)
+                        return error_set(a->error, -EINVAL,
+                                         "add-snapshot: snapshot %" PRId64 " has first-row-id but no added-rows",
+                                         id);
+                (void)json_get_i64(a->md, "next-row-id", &next_row_id);
+                if (first_row_id < next_row_id)
+                        return error_set(a->error, -ESTALE,
+                                         "add-snapshot: Cannot add a snapshot, first-row-id is behind table next-row-id: %" PRId64
+                                         " < %" PRId64,
+                                         first_row_id, next_row_id);
+                if (checked_add_i64(&next, next_row_id, added_rows))
+                        return error_set(a->error, -EINVAL, "add-snapshot: next-row-id overflows");
+                if (json_object_set_new(a->md, "next-row-id", json_integer(next)) < 0)
+                        return -ENOMEM;
+        }
+        if (json_object_set_new(a->md, "last-sequence-number", json_integer(seq)) < 0)
+                return -ENOMEM;
+        snapshots = json_object_get(a->md, "snapshots");
+        if (!json_is_array(snapshots)) {
+                snapshots = json_array();
+                if (!snapshots || json_object_set_new(a->md, "snapshots", snapshots) < 0)
+                        return -ENOMEM;
+        }
+        if (json_array_append_new(snapshots, json_deep_copy(snap)) < 0)
+                return -ENOMEM;
+        return json_array_append_int(a->added_snapshots, id);
+}
+
+static int optional_positive(Apply *a, const json_t *u, const char *key, json_t *ref, bool is_tag) {
+        const json_t *v = json_object_get(u, key);
+
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_integer(v) || json_integer_value(v) <= 0)
+                return error_set(a->error, -EINVAL, "set-snapshot-ref: %s must be a positive integer", key);
+        if (is_tag && strcmp(key, "max-ref-age-ms") != 0)
+                return error_set(a->error, -EINVAL, "set-snapshot-ref: Tags do not support setting %s", key);
+        return json_object_set_new(ref, key, json_integer(json_integer_value(v))) < 0 ? -ENOMEM : 0;
+}
+
+static int update_set_snapshot_ref(Apply *a, const json_t *u) {
+        static const char *const retention[] = { "min-snapshots-to-keep", "max-snapshot-age-ms",
+                                                 "max-ref-age-ms" };
+        const char *name = json_string_value(json_object_get(u, "ref-name"));
+        const char *type = json_string_value(json_object_get(u, "type"));
+        _cleanup_(json_decrefp) json_t *ref = NULL;
+        json_t *refs, *snap, *log, *entry;
+        int64_t id, time_of_change;
+        bool is_tag;
+        int r;
+
+        if (!name || name[0] == '\0')
+                return error_set(a->error, -EINVAL, "set-snapshot-ref: no ref-name");
+        if (json_get_i64(u, "snapshot-id", &id) < 0)
+                return error_set(a->error, -EINVAL, "set-snapshot-ref: no integer snapshot-id for '%s'", name);
+        if (!type || (strcasecmp(type, "branch") != 0 && strcasecmp(type, "tag") != 0))
+                return error_set(a->error, -EINVAL, "set-snapshot-ref: type of '%s' is not \"branch\" or \"tag\"",
+                                 name);
+        is_tag = strcasecmp(type, "tag") == 0;
+        ref = json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)id, "type", is_tag ? "tag" : "branch");
+        if (!ref)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(retention); i++) {
+                r = optional_positive(a, u, retention[i], ref, is_tag);
+                if (r < 0)
+                        return r;
+        }
+
+        refs = json_object_get(a->md, "refs");
+        if (json_equal(json_object_get(refs, name), ref))
+                return 0;
+        snap = snapshot_by_id(a->md, id);
+        if (!snap)
+                return error_set(a->error, -EINVAL, "set-snapshot-ref: Cannot set %s to unknown snapshot: %" PRId64,
+                                 name, id);
+        if (strcmp(name, "main") == 0 && is_tag)
+                return error_set(a->error, -EINVAL, "set-snapshot-ref: Cannot set main to a tag, it must be a branch");
+
+        if (strcmp(name, "main") == 0) {
+                if (json_object_set_new(a->md, "current-snapshot-id", json_integer(id)) < 0)
+                        return -ENOMEM;
+                /* A rollback to an older snapshot is logged at the time of the change. */
+                if (!json_int_array_has(a->added_snapshots, id) ||
+                    json_get_i64(snap, "timestamp-ms", &time_of_change) < 0)
+                        time_of_change = a->last_updated_ms;
+                log = json_object_get(a->md, "snapshot-log");
+                entry = json_pack("{s:I, s:I}", "timestamp-ms", (json_int_t)time_of_change,
+                                  "snapshot-id", (json_int_t)id);
+                if (!entry || json_array_append_new(log, entry) < 0)
+                        return -ENOMEM;
+        }
+        return json_object_set(refs, name, ref) < 0 ? -ENOMEM : 0;
+}
+
+static int update_remove_snapshot_ref(Apply *a, const json_t *u) {
+        const char *name = json_string_value(json_object_get(u, "ref-name"));
+
+        if (!name)
+                return error_set(a->error, -EINVAL, "remove-snapshot-ref: no ref-name");
+        if (strcmp(name, "main") == 0) {
+                int r = set_no_current_snapshot(a->md, a->format_version);
+
+                if (r < 0)
+                        return r;
+        }
+        (void)json_object_del(json_object_get(a->md, "refs"), name);
+        return 0;
+}
+
+static int update_set_properties(Apply *a, const json_t *u) {
+        const json_t *updates = json_object_get(u, "updates");
+        json_t *properties = json_object_get(a->md, "properties");
+        const char *key;
+        json_t *v;
+
+        if (!json_is_object(updates))
+                return error_set(a->error, -EINVAL, "set-properties: no \"updates\" object");
+        json_object_foreach((json_t *)updates, key, v)
+                if (!json_is_string(v))
+                        return error_set(a->error, -EINVAL, "set-properties: value of '%s' is not a string", key);
+        json_object_foreach((json_t *)updates, key, v)
+                if (json_object_set(properties, key, v) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+static int update_remove_properties(Apply *a, const json_t *u) {
+        const json_t *removals = json_object_get(u, "removals");
+        json_t *properties = json_object_get(a->md, "properties");
+        size_t i;
+        json_t *v;
+
+        if (!json_is_array(removals))
+                return error_set(a->error, -EINVAL, "remove-properties: no \"removals\" array");
+        json_array_foreach(removals, i, v)
+                if (!json_is_string(v))
+                        return error_set(a->error, -EINVAL, "remove-properties: removals[%zu] is not a string", i);
+        json_array_foreach(removals, i, v)
+                (void)json_object_del(properties, json_string_value(v));
+        return 0;
+}
+
+static int update_set_location(Apply *a, const json_t *u) {
+        const char *location = json_string_value(json_object_get(u, "location"));
+
+        if (!location || location[0] == '\0')
+                return error_set(a->error, -EINVAL, "set-location: no location");
+        return json_object_set_new(a->md, "location", json_string(location)) < 0 ? -ENOMEM : 0;
+}
+
+static const struct {
+        const char *action;
+        int (*apply)(Apply *a, const json_t *update);
+} updates_table[] = {
+        { "assign-uuid", update_assign_uuid },
+        { "upgrade-format-version", update_upgrade_format_version },
+        { "add-schema", update_add_schema },
+        { "set-current-schema", update_set_current_schema },
+        { "add-spec", update_add_spec },
+        { "set-default-spec", update_set_default_spec },
+        { "add-sort-order", update_add_sort_order },
+        { "set-default-sort-order", update_set_default_sort_order },
+        { "add-snapshot", update_add_snapshot },
+        { "set-snapshot-ref", update_set_snapshot_ref },
+        { "remove-snapshot-ref", update_remove_snapshot_ref },
+        { "set-properties", update_set_properties },
+        { "remove-properties", update_remove_properties },
+        { "set-location", update_set_location },
+};
+
+/* ---- requirements ------------------------------------------------------------------------ */
+
+/* The requirement's expected integer against the metadata's value (UpdateRequirement). */
+static int requirement_int(const json_t *md, const json_t *req, const char *req_key,
+                           const char *md_key, const char *what, Error *error) {
+        int64_t expected, actual = -1;
+
+        if (json_get_i64(req, req_key, &expected) < 0)
+                return error_set(error, -EINVAL, "requirement %s: no integer %s",
+                                 json_string_value(json_object_get(req, "type")), req_key);
+        (void)json_get_i64(md, md_key, &actual);
+        if (expected != actual)
+                return error_set(error, -ESTALE, "Requirement failed: %s changed: expected id %" PRId64 " != %" PRId64,
+                                 what, expected, actual);
+        return 0;
+}
+
+static int requirement_check(const json_t *md, const json_t *req, Error *error) {
+        const char *type = json_string_value(json_object_get(req, "type"));
+
+        if (!type)
+                return error_set(error, -EINVAL, "requirement without a type");
+        if (strcmp(type, "assert-create") == 0)
+                return error_set(error, -ESTALE, "Requirement failed: table already exists");
+        if (strcmp(type, "assert-table-uuid") == 0) {
+                const char *uuid = json_string_value(json_object_get(req, "uuid"));
+                const char *actual = json_string_value(json_object_get(md, "table-uuid"));
+
+                if (!uuid)
+                        return error_set(error, -EINVAL, "requirement assert-table-uuid: Invalid required UUID: null");
+                if (!actual || strcasecmp(uuid, actual) != 0)
+                        return error_set(error, -ESTALE, "Requirement failed: UUID does not match: expected %s != %s",
+                                         actual ?: "(none)", uuid);
+                return 0;
+        }
+        if (strcmp(type, "assert-ref-snapshot-id") == 0) {
+                const char *name = json_string_value(json_object_get(req, "ref"));
+                const json_t *want = json_object_get(req, "snapshot-id");
+                const json_t *ref;
+                int64_t have;
+
+                if (!name)
+                        return error_set(error, -EINVAL, "requirement assert-ref-snapshot-id: no ref");
+                if (want && !json_is_null(want) && !json_is_integer(want))
+                        return error_set(error, -EINVAL,
+                                         "requirement assert-ref-snapshot-id: snapshot-id is not an integer or null");
+                ref = json_object_get(json_object_get(md, "refs"), name);
+                if (ref) {
+                        const char *kind = json_string_value(json_object_get(ref, "type")) ?: "branch";
+
+                        (void)json_get_i64(ref, "snapshot-id", &have);
+                        if (!json_is_integer(want))
+                                return error_set(error, -ESTALE, "Requirement failed: %s %s was created concurrently",
+                                                 kind, name);
+                        if (json_integer_value(want) != have)
+                                return error_set(error, -ESTALE,
+                                                 "Requirement failed: %s %s has changed: expected id %lld != %" PRId64,
+                                                 kind, name, (long long)json_integer_value(want), have);
+                } else if (json_is_integer(want))
+                        return error_set(error, -ESTALE,
+                                         "Requirement failed: branch or tag %s is missing, expected %lld", name,
+                                         (long long)json_integer_value(want));
+                return 0;
+        }
+        if (strcmp(type, "assert-last-assigned-field-id") == 0)
+                return requirement_int(md, req, "last-assigned-field-id", "last-column-id",
+                                       "last assigned field id", error);
+        if (strcmp(type, "assert-current-schema-id") == 0)
+                return requirement_int(md, req, "current-schema-id", "current-schema-id",
+                                       "current schema", error);
+        if (strcmp(type, "assert-last-assigned-partition-id") == 0)
+                return requirement_int(md, req, "last-assigned-partition-id", "last-partition-id",
+                                       "last assigned partition id", error);
+        if (strcmp(type, "assert-default-spec-id") == 0)
+                return requirement_int(md, req, "default-spec-id", "default-spec-id",
+                                       "default partition spec", error);
+        if (strcmp(type, "assert-default-sort-order-id") == 0)
+                return requirement_int(md, req, "default-sort-order-id", "default-sort-order-id",
+                                       "default sort order", error);
+        return error_set(error, -EINVAL, "unknown requirement type '%s'", type);
+}
+
+/* ---- the whole commit -------------------------------------------------------------------- */
+
+/* Fills in what older writers may omit, as TableMetadataParser does on read: refs (main from
+ * current-snapshot-id when "refs" is absent), the logs, properties, snapshots. */
+static int metadata_normalize(json_t *md) {
+        static const char *const arrays[] = { "snapshots", "snapshot-log", "metadata-log" };
+        int64_t current;
+
+        for (size_t i = 0; i < ELEMENTSOF(arrays); i++)
+                if (!json_is_array(json_object_get(md, arrays[i])) &&
+                    json_object_set_new(md, arrays[i], json_array()) < 0)
+                        return -ENOMEM;
+        if (!json_is_object(json_object_get(md, "properties")) &&
+            json_object_set_new(md, "properties", json_object()) < 0)
+                return -ENOMEM;
+        if (!json_is_object(json_object_get(md, "refs"))) {
+                json_t *refs = json_object();
+
+                if (!refs || json_object_set_new(md, "refs", refs) < 0)
+                        return -ENOMEM;
+                if (json_get_i64(md, "current-snapshot-id", &current) == 0 && current >= 0 &&
+                    json_object_set_new(refs, "main", json_pack("{s:I, s:s}", "snapshot-id",
+                                                                (json_int_t)current, "type", "branch")) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Java's updateSnapshotLog: snapshots set as main and replaced within the same commit never
+ * were current; their snapshot-log entries go. */
+static int snapshot_log_drop_intermediate(Apply *a) {
+        json_t *log = json_object_get(a->md, "snapshot-log");
+        int64_t current = -1;
+
+        (void)json_get_i64(a->md, "current-snapshot-id", &current);
+        for (size_t i = json_array_size(log); i > 0; i--) {
+                int64_t id;
+
+                if (json_get_i64(json_array_get(log, i - 1), "snapshot-id", &id) == 0 && id != current &&
+                    json_int_array_has(a->added_snapshots, id) && json_array_remove(log, i - 1) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int metadata_log_append(json_t *md, int64_t previous_updated_ms, const char *previous) {
+        const char *max_text = json_string_value(
+                json_object_get(json_object_get(md, "properties"), "write.metadata.previous-versions-max"));
+        json_t *log = json_object_get(md, "metadata-log"), *entry;
+        int64_t max = METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT;
+
+        if (max_text && parse_i64(max_text, &max) < 0)
+                max = METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT;
+        if (max < 1)
+                max = 1;
+        /* Keep max - 1 old entries, then add the previous file (TableMetadata.addPreviousFile). */
+        while (json_array_size(log) > 0 && (int64_t)json_array_size(log) >= max)
+                if (json_array_remove(log, 0) < 0)
+                        return -ENOMEM;
+        entry = json_pack("{s:I, s:s}", "timestamp-ms", (json_int_t)previous_updated_ms,
+                          "metadata-file", previous);
+        return !entry || json_array_append_new(log, entry) < 0 ? -ENOMEM : 0;
+}
+
+int table_update_apply(const json_t *metadata, const json_t *commit_request, int64_t now_ms,
+                       const char *previous_metadata_location, json_t **ret_new_metadata,
+                       Error *error) {
+        _cleanup_(apply_deinit) Apply a = {
+                .last_added_schema = -1, .last_added_spec = -1, .last_added_order = -1, .error = error,
+        };
+        const json_t *requirements, *updates, *x;
+        int64_t format_version, previous_updated_ms = 0;
+        size_t i;
+        int r;
+
+        if (!json_is_object(metadata))
+                return error_set(error, -EINVAL, "table metadata is not an object");
+        if (!json_is_object(commit_request))
+                return error_set(error, -EINVAL, "commit request is not an object");
+        requirements = json_object_get(commit_request, "requirements");
+        updates = json_object_get(commit_request, "updates");
+        if ((requirements && !json_is_array(requirements)) || !json_is_array(updates))
+                return error_set(error, -EINVAL, "commit request needs \"updates\" (and \"requirements\") arrays");
+        if (json_get_i64(metadata, "format-version", &format_version) < 0 || format_version < 1 ||
+            format_version > TABLE_FORMAT_VERSION_MAX)
+                return error_set(error, -EINVAL, "table metadata has no supported format-version (1 to %d)",
+                                 TABLE_FORMAT_VERSION_MAX);
+
+        /* An unknown action makes the whole request unreadable (a 400 before any requirement). */
+        json_array_foreach(updates, i, x) {
+                const char *action = json_string_value(json_object_get(x, "action"));
+                bool known = false;
+
+                for (size_t k = 0; action && k < ELEMENTSOF(updates_table); k++)
+                        known = known || strcmp(action, updates_table[k].action) == 0;
+                if (!known)
+                        return error_set(error, -EINVAL, "updates[%zu]: unknown or unsupported action '%s'", i,
+                                         action ?: "(none)");
+        }
+
+        a.md = json_deep_copy(metadata);
+        a.added_snapshots = json_array();
+        a.added_schemas = json_array();
+        a.added_specs = json_array();
+        a.added_orders = json_array();
+        if (!a.md || !a.added_snapshots || !a.added_schemas || !a.added_specs || !a.added_orders)
+                return -ENOMEM;
+        r = metadata_normalize(a.md);
+        if (r < 0)
+                return r;
+        a.format_version = (int)format_version;
+        (void)json_get_i64(metadata, "last-updated-ms", &previous_updated_ms);
+        a.last_updated_ms = now_ms > previous_updated_ms ? now_ms : previous_updated_ms;
+
+        json_array_foreach(requirements, i, x) {
+                r = requirement_check(a.md, x, error);
+                if (r < 0)
+                        return r;
+        }
+        json_array_foreach(updates, i, x) {
+                const char *action = json_string_value(json_object_get(x, "action"));
+
+                r = 0;
+                for (size_t k = 0; k < ELEMENTSOF(updates_table); k++)
+                        if (strcmp(action, updates_table[k].action) == 0) {
+                                r = updates_table[k].apply(&a, x);
+                                break;
+                        }
+                if (r < 0)
+                        return r;
+        }
+
+        r = snapshot_log_drop_intermediate(&a);
+        if (r < 0)
+                return r;
+        if (json_is_null(json_object_get(a.md, "current-snapshot-id")) ||
+            json_integer_value(json_object_get(a.md, "current-snapshot-id")) < 0) {
+                r = set_no_current_snapshot(a.md, a.format_version);
+                if (r < 0)
+                        return r;
+        }
+        if (json_object_set_new(a.md, "last-updated-ms", json_integer(a.last_updated_ms)) < 0)
+                return -ENOMEM;
+        if (previous_metadata_location) {
+                r = metadata_log_append(a.md, previous_updated_ms, previous_metadata_location);
+                if (r < 0)
+                        return r;
+        }
+        *ret_new_metadata = TAKE_PTR(a.md);
+        return 0;
+}
+
+/* ---- create ------------------------------------------------------------------------------- */
+
+int table_metadata_create(const json_t *create_request, const char *location, int64_t now_ms,
+                          const char *uuid, json_t **ret_metadata, Error *error) {
+        _cleanup_(field_ids_deinit) FieldIds ids = {};
+        _cleanup_(json_decrefp) json_t *md = NULL, *properties = NULL, *spec = NULL, *schema = NULL,
+                                       *order = NULL;
+        const json_t *req_schema, *req_spec, *req_order, *req_properties;
+        json_t *v;
+        const char *name, *key, *loc;
+        int64_t format_version = TABLE_FORMAT_VERSION_DEFAULT;
+        int32_t highest, last_partition_id = PARTITION_FIELD_ID_START - 1;
+        int r;
+
+        if (!json_is_object(create_request))
+                return error_set(error, -EINVAL, "create table request is not an object");
+        name = json_string_value(json_object_get(create_request, "name"));
+        if (!name || name[0] == '\0')
+                return error_set(error, -EINVAL, "create table request has no name");
+
+        req_properties = json_object_get(create_request, "properties");
+        if (req_properties && !json_is_object(req_properties) && !json_is_null(req_properties))
+                return error_set(error, -EINVAL, "properties is not an object");
+        properties = json_object();
+        if (!properties)
+                return -ENOMEM;
+        json_object_foreach((json_t *)req_properties, key, v) {
+                if (!json_is_string(v))
+                        return error_set(error, -EINVAL, "property '%s' is not a string", key);
+                if (strcmp(key, "format-version") == 0) {
+                        if (parse_i64(json_string_value(v), &format_version) < 0 || format_version < 1 ||
+                            format_version > TABLE_FORMAT_VERSION_MAX)
+                                return error_set(error, -EINVAL,
+                                                 "property format-version '%s' is not 1, 2 or 3",
+                                                 json_string_value(v));
+                        continue;       /* a table property, not stored (TableMetadata) */
+                }
+                if (json_object_set(properties, key, v) < 0)
+                        return -ENOMEM;
+        }
+
+        loc = json_string_value(json_object_get(create_request, "location"));
+        if (!loc)
+                loc = location;
+        if (!loc || loc[0] == '\0')
+                return error_set(error, -EINVAL, "create table request has no location");
+
+        req_schema = json_object_get(create_request, "schema");
+        if (!req_schema)
+                return error_set(error, -EINVAL, "create table request has no schema");
+        r = schema_collect_ids(req_schema, (int)format_version, &ids, error);
+        if (r < 0)
+                return r;
+        highest = ids.n > 0 ? ids.ids[ids.n - 1] : 0;
+        schema = json_deep_copy(req_schema);
+        if (!schema || json_object_set_new(schema, "schema-id", json_integer(0)) < 0)
+                return -ENOMEM;
+
+        req_spec = json_object_get(create_request, "partition-spec");
+        if (req_spec && !json_is_null(req_spec)) {
+                r = spec_fresh(req_spec, /* existing_specs= */ NULL, (int)format_version, 0, &ids,
+                               &last_partition_id, &spec, error);
+                if (r < 0)
+                        return r;
+        } else {
+                spec = json_pack("{s:i, s:[]}", "spec-id", 0, "fields");
+                if (!spec)
+                        return -ENOMEM;
+        }
+
+        req_order = json_object_get(create_request, "write-order");
+        if (req_order && !json_is_null(req_order)) {
+                r = sort_order_validate(req_order, &ids, error);
+                if (r < 0)
+                        return r;
+        }
+        if (req_order && json_array_size(json_object_get(req_order, "fields")) > 0)
+                order = json_pack("{s:i, s:O}", "order-id", 1, "fields", json_object_get(req_order, "fields"));
+        else
+                order = json_pack("{s:i, s:[]}", "order-id", 0, "fields");
+        if (!order)
+                return -ENOMEM;
+
+        md = json_pack("{s:I, s:s, s:s, s:I, s:I, s:i, s:i, s:[O], s:i, s:[O], s:i, s:I, s:[O], s:O,"
+                       " s:{}, s:[], s:[], s:[], s:[], s:[]}",
+                       "format-version", (json_int_t)format_version,
+                       "table-uuid", uuid,
+                       "location", loc,
+                       "last-sequence-number", (json_int_t)0,
+                       "last-updated-ms", (json_int_t)now_ms,
+                       "last-column-id", highest,
+                       "current-schema-id", 0,
+                       "schemas", schema,
+                       "default-spec-id", 0,
+                       "partition-specs", spec,
+                       "last-partition-id", last_partition_id,
+                       "default-sort-order-id", json_integer_value(json_object_get(order, "order-id")),
+                       "sort-orders", order,
+                       "properties", properties,
+                       "refs",
+                       "snapshots",
+                       "statistics",
+                       "partition-statistics",
+                       "snapshot-log",
+                       "metadata-log");
+        if (!md)
+                return -ENOMEM;
+        r = set_no_current_snapshot(md, (int)format_version);
+        if (r < 0)
+                return r;
+        if (format_version >= 3 && json_object_set_new(md, "next-row-id", json_integer(0)) < 0)
+                return -ENOMEM;
+        *ret_metadata = TAKE_PTR(md);
+        return 0;
+}

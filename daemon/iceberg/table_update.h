@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Table metadata as a catalog keeps it: applying a REST CommitTableRequest (requirements, then
+ * updates, with the checks of Iceberg Java's TableMetadata.Builder) and building the first
+ * metadata of a table from a CreateTableRequest. Pure: no I/O, inputs are never modified. */
+#pragma once
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+/* Applies `commit_request` ({"requirements": [...], "updates": [...]}) to `metadata` (the JSON
+ * object of a vN.metadata.json) and returns the new metadata in *ret_new_metadata (owned).
+ * last-updated-ms becomes now_ms (never earlier than before); previous_metadata_location, when
+ * not NULL, is appended to metadata-log (trimmed to write.metadata.previous-versions-max).
+ * Returns 0; -ESTALE when a requirement failed or the request carries values the table has
+ * moved past (sequence number, first-row-id), as Java's 409 CommitFailedException: reload and
+ * retry; -EINVAL when the request or the metadata is invalid (a 400); -ENOMEM. The message in
+ * `error` names the requirement or update and the values. */
+int table_update_apply(const json_t *metadata, const json_t *commit_request, int64_t now_ms,
+                       const char *previous_metadata_location, json_t **ret_new_metadata,
+                       Error *error);
+
+/* Builds the metadata of a new table from a CreateTableRequest (name, schema, partition-spec,
+ * write-order, properties; "location" overrides `location`). The format version comes from
+ * properties["format-version"] (1 to 3, 2 when absent, as the REST server) and is not kept in
+ * the stored properties. Field ids of the schema are kept as given (validated: unique, > 0).
+ * Returns 0, -EINVAL with the field and rule that failed, or -ENOMEM. */
+int table_metadata_create(const json_t *create_request, const char *location, int64_t now_ms,
+                          const char *uuid, json_t **ret_metadata, Error *error);
+
+/* Validates an Iceberg schema JSON object (struct type, field ids unique and > 0, names, known
+ * types; v3-only types need format_version 3) and returns its highest field id. -EINVAL. */
+int table_schema_validate(const json_t *schema, int format_version, int32_t *ret_highest_id,
+                          Error *error);
