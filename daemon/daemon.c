@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
+#include "audit/api.h"
 #include "catalog/client.h"
 #include "commit/engine.h"
 #include "daemon.h"
@@ -26,6 +27,7 @@ typedef struct Daemon {
         CommitEngine *engine;
         HttpServer *http;
         WriterApi *writer_api;
+        AuditApi *audit_api;
         uv_signal_t sigterm, sigint;
         uv_timer_t watchdog;
         uv_timer_t shutdown_timer;      /* the SIGTERM deadline for commits in flight */
@@ -160,6 +162,9 @@ static int daemon_start(Daemon *d) {
         r = writer_api_new(d->http, &limits, commit_engine_hooks(), d->engine, &d->writer_api);
         if (r < 0)
                 return r;
+        r = audit_api_new(&d->loop, d->http, d->catalog, &d->config->audit, &d->config->storage, &d->audit_api);
+        if (r < 0)
+                return r;
         r = http_server_start(d->http);
         if (r < 0) {
                 log_error("cannot listen on %s:%u: %s", d->config->http.listen_address, d->config->http.port,
@@ -213,6 +218,7 @@ int daemon_run(const Config *config) {
 
         d.http = http_server_free(d.http);
         d.writer_api = writer_api_free(d.writer_api);
+        d.audit_api = audit_api_free(d.audit_api);
         d.engine = commit_engine_free(d.engine);
         d.catalog = catalog_client_free(d.catalog);
         d.metrics = metrics_free(d.metrics);

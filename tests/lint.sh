@@ -24,6 +24,7 @@ declare -A allowed=(
     [catalog]="util config metrics catalog"
     [writer]="util config metrics http iceberg storage writer"
     [commit]="util config metrics http iceberg storage writer catalog commit"
+    [audit]="util config metrics http iceberg storage writer catalog audit"
 )
 # module -> system headers it must never include
 declare -A forbidden=(
