@@ -187,6 +187,7 @@ static json_t *audit_lookup(AuditJob *j) {
         json_t *o;
         int r;
 
+        buf_init(&bytes, j->api->storage->max_manifest_bytes);
         r = audit_table_locate_snapshot(t, j->row_id, &i, &gap);
         if (r == AUDIT_ROW_AT_OR_ABOVE_NEXT)
                 return audit_unassigned(j, "at or above the table's next-row-id: never assigned", NULL);
@@ -198,7 +199,6 @@ static json_t *audit_lookup(AuditJob *j) {
         if (r < 0)
                 return NULL;
 
-        buf_init(&bytes, j->api->storage->max_manifest_bytes);
         s = &t->snapshots[i];
         if (audit_read_list(j, i, &bytes) < 0)
                 return NULL;
