@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
+#include "audit/api.h"
 #include "catalog/catalog.h"
 #include "commit/engine.h"
 #include "daemon.h"
@@ -28,6 +29,7 @@ typedef struct Daemon {
         HttpServer *http;
         WriterApi *writer_api;
         TablesApi *tables_api;
+        AuditApi *audit_api;
         uv_signal_t sigterm, sigint;
         uv_timer_t watchdog;
         uv_timer_t shutdown_timer;      /* the SIGTERM deadline for commits in flight */
@@ -165,6 +167,9 @@ static int daemon_start(Daemon *d) {
         r = tables_api_new(d->http, d->catalog, &d->tables_api);
         if (r < 0)
                 return r;
+        r = audit_api_new(&d->loop, d->http, d->catalog, &d->config->audit, &d->config->storage, &d->audit_api);
+        if (r < 0)
+                return r;
         r = http_server_start(d->http);
         if (r < 0) {
                 log_error("cannot listen on %s:%u: %s", d->config->http.listen_address, d->config->http.port,
@@ -220,6 +225,7 @@ int daemon_run(const Config *config) {
         d.http = http_server_free(d.http);
         d.writer_api = writer_api_free(d.writer_api);
         d.tables_api = tables_api_free(d.tables_api);
+        d.audit_api = audit_api_free(d.audit_api);
         d.engine = commit_engine_free(d.engine);
         d.catalog = catalog_free(d.catalog);
         d.metrics = metrics_free(d.metrics);

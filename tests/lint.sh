@@ -25,6 +25,7 @@ declare -A allowed=(
     [writer]="util config metrics http iceberg storage writer"
     [commit]="util config metrics http iceberg storage writer catalog commit"
     [tables]="util config metrics http catalog writer tables"
+    [audit]="util config metrics http iceberg storage writer catalog audit"
 )
 # module -> system headers it must never include
 declare -A forbidden=(

@@ -79,12 +79,20 @@ typedef struct StorageConfig {
         uint64_t max_manifest_entries;
 } StorageConfig;
 
+typedef struct AuditConfig {
+        uint32_t max_snapshots;         /* snapshots in metadata an audit handles */
+        uint64_t max_manifests;         /* manifest-list entries read by one audit, all lists */
+        uint32_t max_findings;          /* findings listed per check */
+        uint32_t max_concurrent;        /* audits and lookups running at once */
+} AuditConfig;
+
 typedef struct Config {
         char *path;
         HttpConfig http;
         CatalogConfig catalog;
         CommitConfig commit;
         StorageConfig storage;
+        AuditConfig audit;
         int log_level;
 } Config;
 

@@ -51,6 +51,11 @@ const ConfigOption config_options[] = {
         OPTION("storage", "max-manifest-bytes", OPTION_KIND_U64, storage.max_manifest_bytes, 64u << 20, 1024, 1ull << 34),
         OPTION("storage", "max-manifest-entries", OPTION_KIND_U64, storage.max_manifest_entries, 1000000, 1, 1ull << 32),
 
+        OPTION("audit", "max-snapshots", OPTION_KIND_U32, audit.max_snapshots, 100000, 1, 100000000),
+        OPTION("audit", "max-manifests", OPTION_KIND_U64, audit.max_manifests, 10000000, 1, 1ull << 32),
+        OPTION("audit", "max-findings", OPTION_KIND_U32, audit.max_findings, 100, 1, 1000000),
+        OPTION("audit", "max-concurrent", OPTION_KIND_U32, audit.max_concurrent, 2, 1, 1024),
+
         OPTION("log", "level", OPTION_KIND_LOG_LEVEL, log_level, 6, 3, 7),
 };
 

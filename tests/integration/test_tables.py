@@ -5,7 +5,14 @@ created on the way, and the new table takes commits whose rows Iceberg Java read
 the row ids the rules predict."""
 import uuid
 
-from conftest import http, peer
+import pytest
+
+from conftest import BACKENDS, backend_catalog, http, peer
+
+
+@pytest.fixture(params=BACKENDS)
+def catalog(request):
+    return backend_catalog(request)
 
 # The schema the Java peer writes rows for: id, data, bucket (partition source).
 SCHEMA = {"type": "struct", "fields": [
@@ -22,7 +29,12 @@ def create(daemon, ns, body):
 
 def test_namespace_creation_is_idempotent(catalog, daemon):
     ns = "n_" + uuid.uuid4().hex[:8]
+    # Namespace properties: stored by REST catalogs; a Hadoop-layout warehouse has nowhere to
+    # keep them, and says so instead of dropping them.
     status, _, body = http("POST", f"{daemon.url}/v1/namespaces", {"namespace": [ns], "properties": {"owner": "etl"}})
+    if catalog["backend"] == "filesystem":
+        assert status == 422 and "not supported" in body["error"]["message"], body
+        status, _, body = http("POST", f"{daemon.url}/v1/namespaces", {"namespace": [ns]})
     assert status == 201, body
     assert body == {"namespace": [ns], "created": True}
     status, _, body = http("POST", f"{daemon.url}/v1/namespaces", {"namespace": [ns]})

@@ -113,6 +113,8 @@ public final class Peer {
                 Set.of("persist")));
       case "dump":
         return Dump.run(new Args(rest, Set.of("uri", "table", "branch", "metadata"), Set.of("no-rows")));
+      case "commit-overlap":
+        return CommitOverlap.run(new Args(rest, Set.of("uri", "table", "rows", "start-id", "manifest-first-row-id"), Set.of()));
       case "metadata":
         return metadata(new Args(rest, Set.of("uri", "table"), Set.of()));
       default:
