@@ -5,9 +5,14 @@ _last_updated_sequence_number, PyIceberg and fastavro check the metadata icecomm
 import hashlib
 
 import fastavro
-from pyiceberg.catalog.rest import RestCatalog
+import pytest
 
-from conftest import http, peer
+from conftest import BACKENDS, backend_catalog, http, peer, pyiceberg_table
+
+
+@pytest.fixture(params=BACKENDS)
+def catalog(request):
+    return backend_catalog(request)
 
 
 def sha256(path):
@@ -92,13 +97,15 @@ def test_append_assigns_row_lineage_read_back_by_iceberg_java(catalog, daemon, t
     assert entries[1]["first_row_id"] == 0          # the Java append's manifest, kept as it was
     assert entries[1]["sequence_number"] == 1
 
-    # PyIceberg, an independent REST client, sees the same lineage numbers.
-    pyiceberg = RestCatalog("peer", uri=uri)
-    t = pyiceberg.load_table(f"{ns}.{name}")
+    # PyIceberg, an independent reader, sees the same lineage numbers.
+    t = pyiceberg_table(catalog, f"{ns}.{name}")
     assert t.metadata.next_row_id == 25
     s = t.metadata.snapshot_by_id(receipt["snapshot-id"])
     assert s.first_row_id == 5 and s.added_rows == 20
     assert t.scan().to_arrow().num_rows == 25
+    # ... and reads every snapshot: each has the rows its summary counts.
+    for snap in t.metadata.snapshots:
+        assert t.scan(snapshot_id=snap.snapshot_id).to_arrow().num_rows == int(snap.summary["total-records"])
 
 
 def test_same_key_is_committed_once(catalog, daemon, table):

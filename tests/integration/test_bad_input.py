@@ -9,7 +9,12 @@ import subprocess
 import fastavro
 import pytest
 
-from conftest import http, peer
+from conftest import BACKENDS, backend_catalog, http, peer
+
+
+@pytest.fixture(params=BACKENDS)
+def catalog(request):
+    return backend_catalog(request)
 
 
 def metadata(uri, ns, name):
