@@ -87,6 +87,17 @@ def backend_catalog(request):
     return request.getfixturevalue(request.param + "_catalog")
 
 
+def filesystem_metadata_location(warehouse, identifier):
+    """The newest metadata file of a Hadoop-layout table: the version hint, then forward while a
+    newer version exists (the hint may lag), as readers do."""
+    metadata = os.path.join(warehouse, *identifier.split("."), "metadata")
+    with open(os.path.join(metadata, "version-hint.text")) as f:
+        version = int(f.read().strip())
+    while os.path.exists(os.path.join(metadata, f"v{version + 1}.metadata.json")):
+        version += 1
+    return os.path.join(metadata, f"v{version}.metadata.json")
+
+
 def pyiceberg_table(catalog, identifier):
     """The table as PyIceberg sees it: through the REST catalog, or from its newest metadata
     file on the filesystem backend (PyIceberg reads Hadoop-layout tables by metadata path)."""
@@ -94,12 +105,7 @@ def pyiceberg_table(catalog, identifier):
         from pyiceberg.catalog.rest import RestCatalog
         return RestCatalog("peer", uri=catalog["uri"]).load_table(identifier)
     from pyiceberg.table import StaticTable
-    metadata = os.path.join(catalog["uri"], *identifier.split("."), "metadata")
-    with open(os.path.join(metadata, "version-hint.text")) as f:
-        version = int(f.read().strip())
-    while os.path.exists(os.path.join(metadata, f"v{version + 1}.metadata.json")):
-        version += 1
-    return StaticTable.from_metadata(os.path.join(metadata, f"v{version}.metadata.json"))
+    return StaticTable.from_metadata(filesystem_metadata_location(catalog["uri"], identifier))
 
 
 def write_daemon_config(path, catalog_uri, port, settings=None, defaults=None):
