@@ -33,8 +33,10 @@ def test_bad_configuration_exits_1_naming_file_line_key_and_reason():
     assert f"{path}:4: key 'commit.max-attempts': 'many' is not a whole number from 1 to 1000" in err
     code, err, path = run_with_config("[catalog]\nuri = http://127.0.0.1:1\nsecret = x\n")
     assert code == 1 and f"{path}:3: key 'catalog.secret': unknown option" in err
-    code, err, path = run_with_config("[http]\nport = 1\n")
+    code, err, path = run_with_config("[catalog]\ntype = rest\n")
     assert code == 1 and "key 'catalog.uri': required" in err
+    code, err, path = run_with_config("[catalog]\nwarehouse = warehouse\n")
+    assert code == 1 and "key 'catalog.warehouse': 'warehouse' must be an absolute path" in err
     out = subprocess.run([ICECOMMITD, "--config", "/nonexistent.conf"], capture_output=True, text=True)
     assert out.returncode == 1 and "/nonexistent.conf: cannot open" in out.stderr
 
