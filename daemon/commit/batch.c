@@ -719,7 +719,8 @@ static void batch_check_jobs(Batch *b) {
                         continue;
                 }
                 j->breaks_lineage = false;
-                for (size_t k = 0; k < j->n_manifests && !bad; k++)
+                /* A failed check frees the job: test `bad` before touching it again. */
+                for (size_t k = 0; !bad && k < j->n_manifests; k++)
                         bad = !batch_check_manifest(b, j, k);
                 if (bad)
                         batch_remove_job(b, i);
