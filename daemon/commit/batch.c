@@ -15,6 +15,7 @@
 #include "commit/internal.h"
 #include "iceberg/lineage.h"
 #include "iceberg/manifest_list.h"
+#include "iceberg/schema_compat.h"
 #include "iceberg/snapshot.h"
 #include "storage/storage.h"
 #include "util/log.h"
@@ -177,8 +178,9 @@ static json_t *batch_receipt(const Batch *b, const Job *j) {
                         goto fail;
         for (size_t i = 0; i < j->n_manifests; i++) {
                 const ManifestFile *m = &b->list[j->list_offset + i];
-                json_t *o = json_pack("{s:s, s:I, s:I}", "location", m->path, "added-files",
-                                      (json_int_t)m->added_files_count, "added-rows",
+                json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "location", m->path, "content",
+                                      m->content == MANIFEST_CONTENT_DELETES ? "deletes" : "data",
+                                      "added-files", (json_int_t)m->added_files_count, "added-rows",
                                       (json_int_t)m->added_rows_count);
 
                 if (!o || json_array_append_new(manifests, o) < 0)
@@ -208,6 +210,34 @@ fail:
         json_decref(manifests);
         json_decref(ns);
         return NULL;
+}
+
+/* "ns.table" (namespace levels joined by dots), the metric label of a table. */
+static char *batch_table_label(const CommitRequest *r) {
+        Buf label;
+
+        buf_init(&label, 64 * 1024);
+        for (size_t i = 0; i < r->target.n_namespace; i++)
+                if (buf_printf(&label, "%s.", r->target.namespace[i]) < 0)
+                        goto fail;
+        if (buf_append_str(&label, r->target.table) < 0)
+                goto fail;
+        return (char *)buf_steal(&label, NULL);
+fail:
+        buf_deinit(&label);
+        return NULL;
+}
+
+/* Committed equality deletes on a v3 table: the deleted rows' lineage ends there, and an
+ * update written as delete + insert gives the row a new _row_id. Allowed by policy, but seen. */
+static void batch_count_lineage_break(const Batch *b, const Job *j) {
+        const CommitRequest *r = j->writer->request;
+        _cleanup_(freep) char *label = batch_table_label(r);
+
+        metrics_add(b->queue->engine->metrics, METRIC_LINEAGE_BREAKS, label ? label : r->target.table, 1);
+        log_warning("committed equality deletes on v3 table='%s' key='%s' snapshot=%" PRId64
+                    ": row lineage is not kept for rows they delete (policy allows it)",
+                    label ? label : r->target.table, r->idempotency_key, b->snapshot_id);
 }
 
 static void batch_on_committed(const CatalogResult *result, void *userdata);
@@ -260,6 +290,9 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                          b->next_row_id - b->first_row_id, b->n_jobs, b->attempt);
                 for (size_t i = 0; i < b->n_jobs; i++) {
                         json_t *receipt = batch_receipt(b, b->jobs[i]);
+
+                        if (b->jobs[i]->breaks_lineage)
+                                batch_count_lineage_break(b, b->jobs[i]);
 
                         if (!receipt)
                                 receipt = json_pack("{s:s, s:I}", "status", "committed", "snapshot-id",
@@ -328,7 +361,7 @@ static int manifest_file_from_staged(const StagedManifest *m, const char *locati
         ManifestFile f = {
                 .length = length,
                 .partition_spec_id = m->partition_spec_id,
-                .content = MANIFEST_CONTENT_DATA,
+                .content = m->content,
                 .has_counts = true,
                 .added_files_count = m->added_files_count,
                 .added_rows_count = m->added_rows_count,
@@ -498,8 +531,15 @@ static void batch_build_after(uv_work_t *w, int status) {
                 for (size_t k = 0; k < j->n_manifests; k++) {
                         const StagedManifest *m = j->manifests[k];
 
-                        added.data_files += m->added_files_count;
-                        added.records += m->added_rows_count;
+                        /* A delete manifest holds only equality deletes (staging rules): its
+                         * rows are deletes, never added records (Java SnapshotSummary). */
+                        if (m->content == MANIFEST_CONTENT_DELETES) {
+                                added.equality_delete_files += m->n_equality_delete_files;
+                                added.equality_deletes += m->added_rows_count;
+                        } else {
+                                added.data_files += m->added_files_count;
+                                added.records += m->added_rows_count;
+                        }
                         added.files_size += m->added_files_size;
                 }
         }
@@ -557,6 +597,103 @@ static void batch_build_after(uv_work_t *w, int status) {
         }
 }
 
+/* The equality-delete policy of the table: its property icecommit.equality-deletes, else the
+ * daemon's [lineage] equality-deletes. -EINVAL for a property value that is neither. */
+static int batch_equality_delete_policy(const Batch *b, bool *ret_allow) {
+        const char *v = table_property(b->table, TABLE_PROPERTY_EQUALITY_DELETES);
+
+        if (!v) {
+                *ret_allow = b->queue->engine->config->allow_equality_deletes;
+                return 0;
+        }
+        if (strcmp(v, "allow") != 0 && strcmp(v, "reject") != 0)
+                return -EINVAL;
+        *ret_allow = strcmp(v, "allow") == 0;
+        return 0;
+}
+
+/* Checks one staged manifest of a job against the table as loaded by this attempt (the table
+ * may have changed since intake and between attempts). On a violation answers the job and
+ * returns false. */
+static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
+        const StagedManifest *m = j->manifests[k];
+        const char *location = j->writer->request->manifests[k];
+        json_t *current;
+        bool allow;
+
+        if (!storage_location_is_within(location, b->table->location)) {
+                job_fail(j, 422, "invalid-manifest", "staged-manifests[%zu] '%s' is outside the table location '%s'", k,
+                         location, b->table->location);
+                return false;
+        }
+        if (!table_has_partition_spec(b->table, m->partition_spec_id)) {
+                job_fail(j, 422, "invalid-manifest",
+                         "staged-manifests[%zu] '%s' uses partition spec %d, which the table does not have", k,
+                         location, m->partition_spec_id);
+                return false;
+        }
+        if (m->format_version > b->table->format_version) {
+                job_fail(j, 422, "invalid-manifest",
+                         "staged-manifests[%zu] '%s' is a format-version %d manifest; the table is version %d", k,
+                         location, m->format_version, b->table->format_version);
+                return false;
+        }
+
+        /* The schema the files were written with must still map onto the table's, by field id.
+         * Java always writes it; a manifest without one cannot be checked and is taken as is. */
+        current = table_current_schema(b->table);
+        if (m->schema_json) {
+                _cleanup_(json_decrefp) json_t *written = json_loads(m->schema_json, 0, NULL);
+                Error error = {};
+                int r;
+
+                if (!written) {
+                        job_fail(j, 422, "invalid-manifest", "staged-manifests[%zu] '%s': its schema metadata is not JSON",
+                                 k, location);
+                        return false;
+                }
+                if (!current) {
+                        job_fail(j, 502, "catalog-bad-metadata", "the table metadata has no current schema");
+                        return false;
+                }
+                r = schema_compat_check(written, current, b->table->format_version, &error);
+                if (r == SCHEMA_COMPAT_E_INCOMPATIBLE) {
+                        job_fail(j, 422, "schema-mismatch",
+                                 "staged-manifests[%zu] '%s' was written with a schema the table's current schema "
+                                 "(id %d) no longer matches: %s",
+                                 k, location, b->table->current_schema_id, error.message);
+                        return false;
+                }
+                if (r < 0) {
+                        job_fail(j, r == -ENOMEM ? 503 : 422, r == -ENOMEM ? "out-of-memory" : "invalid-manifest",
+                                 "staged-manifests[%zu] '%s': cannot compare schemas: %s", k, location, error.message);
+                        return false;
+                }
+        }
+
+        /* Guardrail: equality deletes cannot keep v3 row lineage. Format 2 has none to break. */
+        if (m->content != MANIFEST_CONTENT_DELETES || b->table->format_version < 3)
+                return true;
+        if (batch_equality_delete_policy(b, &allow) < 0) {
+                job_fail(j, 422, "lineage-guardrail",
+                         "staged-manifests[%zu] '%s' holds equality deletes and the table property '%s' is '%s', "
+                         "expected 'reject' or 'allow'",
+                         k, location, TABLE_PROPERTY_EQUALITY_DELETES,
+                         table_property(b->table, TABLE_PROPERTY_EQUALITY_DELETES));
+                return false;
+        }
+        if (!allow) {
+                job_fail(j, 422, "lineage-guardrail",
+                         "staged-manifests[%zu] '%s' holds %" PRId32 " equality delete file(s); on a format-version 3 "
+                         "table equality deletes cannot keep row lineage, and the policy is reject (table property "
+                         "'%s' or [lineage] equality-deletes)",
+                         k, location, m->n_equality_delete_files, TABLE_PROPERTY_EQUALITY_DELETES);
+                return false;
+        }
+        j->breaks_lineage = true;
+        return true;
+}
+
 static void batch_check_jobs(Batch *b) {
         for (size_t i = 0; i < b->n_jobs;) {
                 Job *j = b->jobs[i];
@@ -581,27 +718,10 @@ static void batch_check_jobs(Batch *b) {
                                              "sequence-number", (json_int_t)seq, "found-in-history", 1));
                         continue;
                 }
-                for (size_t k = 0; k < j->n_manifests && !bad; k++) {
-                        const StagedManifest *m = j->manifests[k];
-                        const char *location = r->manifests[k];
-
-                        if (!storage_location_is_within(location, b->table->location)) {
-                                job_fail(j, 422, "invalid-manifest",
-                                         "staged-manifests[%zu] '%s' is outside the table location '%s'", k,
-                                         location, b->table->location);
-                                bad = true;
-                        } else if (!table_has_partition_spec(b->table, m->partition_spec_id)) {
-                                job_fail(j, 422, "invalid-manifest",
-                                         "staged-manifests[%zu] '%s' uses partition spec %d, which the table does not have",
-                                         k, location, m->partition_spec_id);
-                                bad = true;
-                        } else if (m->format_version > b->table->format_version) {
-                                job_fail(j, 422, "invalid-manifest",
-                                         "staged-manifests[%zu] '%s' is a format-version %d manifest; the table is version %d",
-                                         k, location, m->format_version, b->table->format_version);
-                                bad = true;
-                        }
-                }
+                j->breaks_lineage = false;
+                /* A failed check frees the job: test `bad` before touching it again. */
+                for (size_t k = 0; !bad && k < j->n_manifests; k++)
+                        bad = !batch_check_manifest(b, j, k);
                 if (bad)
                         batch_remove_job(b, i);
                 else

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -27,6 +28,7 @@ typedef struct Job {
         size_t n_manifests;
         size_t list_offset;             /* index of its first manifest in the attempt's list */
         int intake_status;              /* HTTP status of an intake failure, 0 if fine */
+        bool breaks_lineage;            /* equality deletes on a v3 table, allowed by policy */
         Error error;
         uv_work_t work;
         struct Job *next;

@@ -72,6 +72,9 @@ typedef struct CommitConfig {
         uint32_t receipt_cache_size;
         uint32_t history_lookback;      /* newest snapshots searched for a batch's keys; 0 = all */
         uint32_t shutdown_timeout_ms;
+        /* [lineage] equality-deletes: the policy for staged equality deletes on v3 tables
+         * where the table property icecommit.equality-deletes does not set one. */
+        bool allow_equality_deletes;
 } CommitConfig;
 
 typedef struct StorageConfig {

@@ -30,6 +30,7 @@ static int config_apply_default(Config *c, const ConfigOption *o) {
                 }
                 return 0;
         case OPTION_KIND_BOOL:
+        case OPTION_KIND_POLICY:
                 *(bool *)field = o->default_number != 0;
                 return 0;
         case OPTION_KIND_U32:
@@ -129,6 +130,11 @@ int config_set(Config *c, const char *section, const char *key, const char *valu
                         *(uint32_t *)field = (uint32_t)n;
                 else
                         *(uint64_t *)field = n;
+                return 0;
+        case OPTION_KIND_POLICY:
+                if (strcmp(value, "reject") != 0 && strcmp(value, "allow") != 0)
+                        return error_set(error, -EINVAL, "'%s' is not a policy (use reject or allow)", value);
+                *(bool *)field = strcmp(value, "allow") == 0;
                 return 0;
         case OPTION_KIND_LOG_LEVEL:
                 r = log_level_from_string(value);

@@ -13,6 +13,7 @@ typedef enum OptionKind {
         OPTION_KIND_U32,
         OPTION_KIND_U64,
         OPTION_KIND_LOG_LEVEL,
+        OPTION_KIND_POLICY,     /* "reject" (false) or "allow" (true), stored as bool */
 } OptionKind;
 
 typedef struct ConfigOption {

@@ -27,6 +27,7 @@ enum {
         FIELD_RECORD_COUNT = 103,
         FIELD_FILE_SIZE = 104,
         FIELD_CONTENT = 134,
+        FIELD_EQUALITY_IDS = 135,
         FIELD_FIRST_ROW_ID = 142,
 };
 
@@ -59,6 +60,7 @@ typedef struct PartitionStats {
 typedef struct EntryFields {
         int status, snapshot_id, sequence_number, file_sequence_number, data_file;
         int content, file_path, file_format, partition, record_count, file_size, first_row_id;
+        int equality_ids;
         bool summaries_supported;
         PartitionStats *stats; /* one per partition field */
         size_t n_stats;
@@ -144,6 +146,7 @@ static int entry_fields_resolve(const FieldsRecord *entry, EntryFields *ef, Erro
         ef->record_count = fields_index(&data_file, FIELD_RECORD_COUNT);
         ef->file_size = fields_index(&data_file, FIELD_FILE_SIZE);
         ef->first_row_id = fields_index(&data_file, FIELD_FIRST_ROW_ID);
+        ef->equality_ids = fields_index(&data_file, FIELD_EQUALITY_IDS);
         if (ef->file_path < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_path)",
                                  FIELD_FILE_PATH);
@@ -415,12 +418,37 @@ static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_v
         r = fields_get_int(&df, ef->content, &content, e);
         if (r < 0)
                 return ENTRY_PREFIX(r);
-        if (content != 0)
+        info->content = content;
+        if (m->content == MANIFEST_CONTENT_DATA && content != DATA_FILE_CONTENT_DATA)
                 return ENTRY_ERROR(
-                        -EINVAL, "content %" PRId32 " (%s), only data files can be staged", content,
-                        content == 1   ? "position deletes"
-                        : content == 2 ? "equality deletes"
-                                       : "unknown");
+                        -EINVAL, "content %" PRId32 " (%s) in a data manifest, only data files belong there",
+                        content,
+                        content == DATA_FILE_CONTENT_POSITION_DELETES   ? "position deletes"
+                        : content == DATA_FILE_CONTENT_EQUALITY_DELETES ? "equality deletes"
+                                                                        : "unknown");
+        if (m->content == MANIFEST_CONTENT_DELETES && content == DATA_FILE_CONTENT_DATA)
+                return ENTRY_ERROR(-EINVAL, "a data file in a delete manifest");
+        /* Position deletes must be deletion vectors in v3 tables and need the referenced data
+         * files' checks (spec "Deletion Vectors"); icecommitd does not commit them. */
+        if (m->content == MANIFEST_CONTENT_DELETES && content == DATA_FILE_CONTENT_POSITION_DELETES)
+                return ENTRY_ERROR(-EINVAL, "content 1 (position deletes): position delete files and "
+                                            "deletion vectors cannot be staged, only equality deletes");
+        if (m->content == MANIFEST_CONTENT_DELETES && content != DATA_FILE_CONTENT_EQUALITY_DELETES)
+                return ENTRY_ERROR(-EINVAL, "unknown content %" PRId32, content);
+        if (content == DATA_FILE_CONTENT_EQUALITY_DELETES) {
+                avro_value_t ids;
+                size_t n_ids = 0;
+
+                /* Spec: equality_ids is required for equality deletes; without it a reader
+                 * cannot apply them. */
+                r = fields_get_value(&df, ef->equality_ids, &ids, e);
+                if (r < 0)
+                        return ENTRY_PREFIX(r);
+                if (r == 0 || avro_value_get_type(&ids) != AVRO_ARRAY ||
+                    avro_value_get_size(&ids, &n_ids) != 0 || n_ids == 0)
+                        return ENTRY_ERROR(-EINVAL, "equality delete file without equality_ids");
+                m->n_equality_delete_files++;
+        }
 
         /* Row ids are assigned by the commit; Java drops a first_row_id on ADDED entries
          * (GenericManifestEntry.wrapAppend), keeping one would collide ranges (#13232). */
@@ -506,14 +534,14 @@ static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error
         if (!content.ptr)
                 return error_set(e, -EINVAL, "manifest has no content metadata");
         if (slice_eq_str(content, "deletes"))
-                return error_set(e, -EINVAL, "delete manifests cannot be staged yet");
-        if (!slice_eq_str(content, "data") && content.len <= 64 &&
-            ascii_is_printable(content.ptr, content.len))
-                return error_set(e, -EINVAL, "manifest content '%.*s' is not 'data'",
+                m->content = MANIFEST_CONTENT_DELETES;
+        else if (slice_eq_str(content, "data"))
+                m->content = MANIFEST_CONTENT_DATA;
+        else if (content.len <= 64 && ascii_is_printable(content.ptr, content.len))
+                return error_set(e, -EINVAL, "manifest content '%.*s' is neither 'data' nor 'deletes'",
                                  (int)content.len, (const char *)content.ptr);
-        if (!slice_eq_str(content, "data"))
-                return error_set(e, -EINVAL, "manifest content metadata is not 'data'");
-        m->content = MANIFEST_CONTENT_DATA;
+        else
+                return error_set(e, -EINVAL, "manifest content metadata is neither 'data' nor 'deletes'");
 
         r = ocf_reader_meta_i64(reader, "partition-spec-id", &v);
         if (r == 0)

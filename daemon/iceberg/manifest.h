@@ -13,8 +13,16 @@
 #include "util/error.h"
 #include "util/slice.h"
 
-/* One data file of a staged manifest (data_file r2: 100, 101, 103, 104). */
+/* data_file content (field 134). */
+enum {
+        DATA_FILE_CONTENT_DATA = 0,
+        DATA_FILE_CONTENT_POSITION_DELETES = 1,
+        DATA_FILE_CONTENT_EQUALITY_DELETES = 2,
+};
+
+/* One file of a staged manifest (data_file r2: 100, 101, 103, 104, 134). */
 typedef struct DataFileInfo {
+        int32_t content;            /* 134 DATA_FILE_CONTENT_* */
         char *path;                 /* 100 file_path */
         char *format;               /* 101 file_format, as written ("PARQUET", "parquet"...) */
         int64_t record_count;       /* 103 */
@@ -28,13 +36,14 @@ typedef struct ManifestLimits {
 /* Owned by the caller of staged_manifest_parse(); every pointer member is owned. */
 typedef struct StagedManifest {
         int format_version;        /* metadata "format-version": 2 or 3 */
-        int32_t content;           /* metadata "content": "data" -> 0 (deletes are refused) */
+        int32_t content;           /* metadata "content": MANIFEST_CONTENT_DATA or _DELETES */
         int32_t partition_spec_id; /* metadata "partition-spec-id" */
         char *schema_json;         /* metadata "schema" (the writer's table schema), may be NULL */
         char *partition_spec_json; /* metadata "partition-spec", may be NULL */
         int32_t added_files_count;
-        int64_t added_rows_count; /* sum of record_count */
+        int64_t added_rows_count; /* sum of record_count (deleted rows in a delete manifest) */
         int64_t added_files_size; /* sum of file_size_in_bytes */
+        int32_t n_equality_delete_files; /* entries of content 2: the rest of a delete manifest */
         /* Per partition field, like Java's PartitionSummary. has_partitions is false when a
          * partition type is one we do not summarize (the list then writes null partitions,
          * which readers treat as "may match"); true with n_partitions 0 when unpartitioned. */
@@ -47,10 +56,13 @@ typedef struct StagedManifest {
 
 /* Parses and validates a staged manifest. `location` (may be NULL) names it in messages.
  * Rejects, with -EINVAL and a message naming the entry index, the file path and the rule:
- * format-version missing or not 2/3, content other than data, partition-spec-id missing,
- * no entries, entries that are not ADDED, a set snapshot_id, sequence_number,
- * file_sequence_number or first_row_id, data_file content other than data, null or negative
- * record_count or file_size_in_bytes. Also -EBADMSG (not a readable Avro manifest),
+ * format-version missing or not 2/3, content neither data nor deletes, partition-spec-id
+ * missing, no entries, entries that are not ADDED, a set snapshot_id, sequence_number,
+ * file_sequence_number or first_row_id, a file whose content does not match the manifest's
+ * (data files in data manifests; equality deletes with equality_ids in delete manifests;
+ * position deletes and deletion vectors are refused), null or negative record_count or
+ * file_size_in_bytes. Whether a delete manifest may be committed to a table is the caller's
+ * decision (guardrails). Also -EBADMSG (not a readable Avro manifest),
  * -EOPNOTSUPP (codec), -E2BIG (more than limits->max_entries, or other limits), -ENOMEM.
  * limits may be NULL for the defaults. */
 int staged_manifest_parse(Slice bytes, const char *location, const ManifestLimits *limits,

@@ -17,6 +17,8 @@ static const char *const snapshot_computed_keys[] = {
         "total-position-deletes", "total-equality-deletes", "manifests-created",
         "manifests-kept", "manifests-replaced", "engine-name", "engine-version",
         "deleted-data-files", "deleted-records", "removed-files-size", "changed-partition-count",
+        "added-delete-files", "added-equality-delete-files", "added-equality-deletes",
+        "added-position-delete-files", "added-position-deletes", "added-dvs",
 };
 
 bool snapshot_summary_key_is_reserved(const char *key) {
@@ -75,15 +77,25 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
                         r = -ENOMEM;
         }
 
-        if (json_object_set_new(summary, "operation", json_string("append")) < 0)
+        /* BaseRowDelta.operation(). */
+        if (json_object_set_new(summary, "operation",
+                                json_string(added->equality_delete_files == 0 ? "append"
+                                            : added->data_files == 0          ? "delete"
+                                                                              : "overwrite")) < 0)
                 r = -ENOMEM;
         /* Counters only when > 0 (SnapshotSummary.java:266-289). */
         if (r == 0 && added->data_files > 0)
                 r = summary_set_i64(summary, "added-data-files", added->data_files);
         if (r == 0 && added->records > 0)
                 r = summary_set_i64(summary, "added-records", added->records);
+        if (r == 0 && added->equality_delete_files > 0)
+                r = summary_set_i64(summary, "added-delete-files", added->equality_delete_files);
+        if (r == 0 && added->equality_delete_files > 0)
+                r = summary_set_i64(summary, "added-equality-delete-files", added->equality_delete_files);
         if (r == 0 && added->files_size > 0)
                 r = summary_set_i64(summary, "added-files-size", added->files_size);
+        if (r == 0 && added->equality_deletes > 0)
+                r = summary_set_i64(summary, "added-equality-deletes", added->equality_deletes);
         if (r == 0)
                 r = summary_set_total(summary, parent_summary, "total-records", added->records);
         if (r == 0)
@@ -91,11 +103,13 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
         if (r == 0)
                 r = summary_set_total(summary, parent_summary, "total-data-files", added->data_files);
         if (r == 0)
-                r = summary_set_total(summary, parent_summary, "total-delete-files", 0);
+                r = summary_set_total(summary, parent_summary, "total-delete-files",
+                                      added->equality_delete_files);
         if (r == 0)
                 r = summary_set_total(summary, parent_summary, "total-position-deletes", 0);
         if (r == 0)
-                r = summary_set_total(summary, parent_summary, "total-equality-deletes", 0);
+                r = summary_set_total(summary, parent_summary, "total-equality-deletes",
+                                      added->equality_deletes);
         if (r == 0)
                 r = summary_set_i64(summary, "manifests-created", added->manifests_created);
         if (r == 0)

@@ -16,7 +16,9 @@
 typedef struct SnapshotAdded {
         int64_t data_files;
         int64_t records;
-        int64_t files_size;
+        int64_t files_size;             /* data and delete files (Java: addedSize) */
+        int64_t equality_delete_files;  /* the only delete files icecommitd commits */
+        int64_t equality_deletes;       /* their record counts */
         int64_t manifests_created;      /* list entries added by this snapshot */
         int64_t manifests_kept;         /* inherited from the parent */
 } SnapshotAdded;
@@ -39,9 +41,12 @@ typedef struct SnapshotSpec {
 /* Whether a writer's snapshot property would clash with a key icecommitd computes. */
 bool snapshot_summary_key_is_reserved(const char *key);
 
-/* Builds the append summary: writer properties, then operation, added-* counters (only when
- * > 0), totals = parent's + added (left out when the parent's summary lacks one; "0" based
- * without a parent), manifests-created/kept/replaced, engine keys. Every value a string. */
+/* Builds the summary: writer properties, then operation (Java's RowDelta: "append" with data
+ * only, "delete" with deletes only, "overwrite" with both), added-* counters (only when > 0;
+ * equality delete files count as added-delete-files and added-equality-delete-files, their
+ * rows as added-equality-deletes), totals = parent's + added (left out when the parent's
+ * summary lacks one; "0" based without a parent), manifests-created/kept/replaced, engine
+ * keys. Every value a string. */
 int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *added,
                            const json_t *writer_properties, const char *idempotency_keys,
                            json_t **ret_summary, Error *error);

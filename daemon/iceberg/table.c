@@ -140,3 +140,15 @@ bool table_has_partition_spec(const TableMetadata *t, int32_t spec_id) {
                 return spec_id == 0;
         return json_array_find_id(specs, "spec-id", spec_id) != NULL;
 }
+
+json_t *table_current_schema(const TableMetadata *t) {
+        json_t *schemas = json_object_get(t->metadata, "schemas");
+
+        if (schemas && t->has_current_schema_id)
+                return json_array_find_id(schemas, "schema-id", t->current_schema_id);
+        return json_object_get(t->metadata, "schema");
+}
+
+const char *table_property(const TableMetadata *t, const char *key) {
+        return json_get_str(json_object_get(t->metadata, "properties"), key);
+}

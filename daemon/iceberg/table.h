@@ -42,5 +42,14 @@ json_t *table_snapshot(const TableMetadata *t, int64_t snapshot_id);
 /* Whether partition spec `spec_id` exists in the table. */
 bool table_has_partition_spec(const TableMetadata *t, int32_t spec_id);
 
+/* The table's current schema object (the "schemas" entry with current-schema-id, or the v1
+ * "schema"), borrowed; NULL when the metadata has none. */
+json_t *table_current_schema(const TableMetadata *t);
+/* Table property with the table's equality-delete policy: "reject" or "allow". */
+#define TABLE_PROPERTY_EQUALITY_DELETES "icecommit.equality-deletes"
+
+/* A table property's value (borrowed), or NULL when unset or not a string. */
+const char *table_property(const TableMetadata *t, const char *key);
+
 /* Reads an int64 member strictly; -EINVAL when absent or not an integer. */
 int json_get_i64(const json_t *object, const char *key, int64_t *ret);

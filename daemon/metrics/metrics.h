@@ -28,6 +28,7 @@ typedef enum MetricId {
         METRIC_QUEUE_REQUESTS,          /* gauge: requests waiting or in flight */
         METRIC_ROWS_ASSIGNED,           /* counter: row ids assigned (sum of added-rows) */
         METRIC_CATALOG_READY,           /* gauge: 1 once /v1/config was loaded */
+        METRIC_LINEAGE_BREAKS,          /* counter{table}: committed requests that broke v3 row lineage */
         _METRIC_MAX,
 } MetricId;
 

@@ -25,6 +25,7 @@ static const MetricInfo metric_info[_METRIC_MAX] = {
         [METRIC_BATCH_REQUESTS] = { "icecommit_batch_requests", "Writer requests per committed snapshot.", METRIC_HISTOGRAM, NULL },
         [METRIC_QUEUE_REQUESTS] = { "icecommit_queue_requests", "Writer requests waiting or in flight.", METRIC_GAUGE, NULL },
         [METRIC_ROWS_ASSIGNED] = { "icecommit_row_ids_assigned_total", "Row ids assigned to committed snapshots (sum of added-rows).", METRIC_COUNTER, NULL },
+        [METRIC_LINEAGE_BREAKS] = { "icecommit_lineage_breaks_total", "Committed writer requests whose equality deletes break v3 row lineage (allowed by policy), by table.", METRIC_COUNTER, "table" },
         [METRIC_CATALOG_READY] = { "icecommit_catalog_ready", "1 once the catalog configuration was loaded.", METRIC_GAUGE, NULL },
 };
 
@@ -125,6 +126,19 @@ double metrics_get(const Metrics *m, MetricId id, const char *label) {
         return 0;
 }
 
+/* Exposition format: label values escape backslash, double quote and line feed (a table
+ * name is the writer's). */
+static int metrics_append_label_value(Buf *out, const char *v) {
+        int r = 0;
+
+        for (; *v && r == 0; v++)
+                r = *v == '\\' ? buf_append_str(out, "\\\\")
+                    : *v == '"'  ? buf_append_str(out, "\\\"")
+                    : *v == '\n' ? buf_append_str(out, "\\n")
+                                 : buf_append_byte(out, (uint8_t)*v);
+        return r;
+}
+
 int metrics_expose(const Metrics *m, Buf *out) {
         static const char *const kind_name[] = { "counter", "gauge", "histogram" };
         int r = 0;
@@ -148,10 +162,13 @@ int metrics_expose(const Metrics *m, Buf *out) {
                 if (f->n_samples == 0 && !info->label_name)
                         r = buf_printf(out, "%s 0\n", info->name);
                 for (size_t j = 0; j < f->n_samples && r == 0; j++) {
-                        if (f->samples[j].label)
-                                r = buf_printf(out, "%s{%s=\"%s\"} %.17g\n", info->name, info->label_name,
-                                               f->samples[j].label, f->samples[j].value);
-                        else
+                        if (f->samples[j].label) {
+                                r = buf_printf(out, "%s{%s=\"", info->name, info->label_name);
+                                if (r == 0)
+                                        r = metrics_append_label_value(out, f->samples[j].label);
+                                if (r == 0)
+                                        r = buf_printf(out, "\"} %.17g\n", f->samples[j].value);
+                        } else
                                 r = buf_printf(out, "%s %.17g\n", info->name, f->samples[j].value);
                 }
         }

@@ -41,7 +41,7 @@ def test_append_assigns_row_lineage_read_back_by_iceberg_java(catalog, daemon, t
     assert receipt["snapshot-first-row-id"] == 5
     assert receipt["sequence-number"] == 2
     files = receipt["manifests"][0].pop("data-files")
-    assert receipt["manifests"] == [{"location": manifest, "added-files": 2, "added-rows": 20,
+    assert receipt["manifests"] == [{"location": manifest, "content": "data", "added-files": 2, "added-rows": 20,
                                      "first-row-id": 5, "last-row-id": 24}]
     # Per data file, in entry order: the id range and sequence number a reader will see.
     assert files == [{"location": f["path"], "record-count": 10, "first-row-id": 5 + 10 * k,

@@ -377,7 +377,7 @@ def test_staging_rules_on_fastavro_manifests(tmp_path, change, message):
 
 @pytest.mark.parametrize("meta,message", [
     ({"format-version": "1"}, "format-version 1 manifests cannot be staged"),
-    ({"content": "deletes"}, "delete manifests cannot be staged yet"),
+    ({"content": "deletes"}, "entry 0 (s3://b/a.parquet): a data file in a delete manifest"),
 ])
 def test_staging_rules_on_metadata(tmp_path, meta, message):
     path = tmp_path / "bad.avro"

@@ -111,6 +111,20 @@ TEST(cross_option_rules) {
         ASSERT_CONTAINS(e.message, "set one, not both");
 }
 
+TEST(equality_delete_policy) {
+        _cleanup_(config_freep) Config *c = NULL;
+        Error e = {};
+
+        ASSERT_OK(load_text("[catalog]\nuri = http://x\n", &c, &e));
+        ASSERT_TRUE(!c->commit.allow_equality_deletes);
+        c = config_free(c);
+        ASSERT_OK(load_text("[catalog]\nuri = http://x\n[lineage]\nequality-deletes = allow\n", &c, &e));
+        ASSERT_TRUE(c->commit.allow_equality_deletes);
+        c = config_free(c);
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[lineage]\nequality-deletes = maybe\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "'maybe' is not a policy (use reject or allow)");
+}
+
 /* Every option of the table is documented in conf/icecommitd.conf as "#key = default" (or set),
  * under its [section], and the example names no option that does not exist. */
 TEST(example_config_documents_every_option) {

@@ -1153,12 +1153,38 @@ TEST(staged_manifest_rejects_each_entry_rule) {
         EXPECT_ENTRY_REJECTED(has_file_sequence_number, true,
                               "file_sequence_number is 5, staged entries must leave it null");
         EXPECT_ENTRY_REJECTED(content, 1,
-                              "content 1 (position deletes), only data files can be staged");
-        EXPECT_ENTRY_REJECTED(content, 2, "content 2 (equality deletes)");
+                              "content 1 (position deletes) in a data manifest, only data files belong there");
+        EXPECT_ENTRY_REJECTED(content, 2, "content 2 (equality deletes) in a data manifest");
         EXPECT_ENTRY_REJECTED(has_first_row_id, true,
                               "first_row_id is 12, ADDED entries must leave it null");
         EXPECT_ENTRY_REJECTED(record_count, -1, "record_count is -1, it must not be negative");
         EXPECT_ENTRY_REJECTED(file_size, -5, "file_size_in_bytes is -5, it must not be negative");
+}
+
+/* In a delete manifest: position deletes (and deletion vectors) are refused, equality deletes
+ * need equality_ids (the test builder writes none), data files do not belong. */
+TEST(staged_delete_manifest_entry_rules) {
+        static const struct {
+                int32_t content;
+                const char *want;
+        } cases[] = {
+                { 0, "entry 0 (s3://b/t/data/a.parquet): a data file in a delete manifest" },
+                { 1, "entry 0 (s3://b/t/data/a.parquet): content 1 (position deletes): position delete "
+                     "files and deletion vectors cannot be staged, only equality deletes" },
+                { 2, "entry 0 (s3://b/t/data/a.parquet): equality delete file without equality_ids" },
+                { 5, "entry 0 (s3://b/t/data/a.parquet): unknown content 5" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                TestEntry entry = good_entry;
+                TestManifest tm = v3_manifest(&entry, 1);
+                Error e = {};
+
+                tm.content = "deletes";
+                entry.content = cases[i].content;
+                ASSERT_EQ(parse_built(&tm, /* location= */ NULL, /* limits= */ NULL, &e), -EINVAL);
+                ASSERT_STREQ(e.message, cases[i].want);
+        }
 }
 
 TEST(staged_manifest_rejects_null_record_count) {
@@ -1191,7 +1217,9 @@ TEST(staged_manifest_rejects_bad_metadata_and_sizes) {
                 { "4", "data", 3, 3, -EINVAL, .contains = "format-version 4 is not supported" },
                 { "x", "data", 3, 3, -EINVAL, .message = NULL }, /* the code alone */
                 { "3", "deletes", 3, 3, -EINVAL,
-                  .message = "manifest 'm.avro': delete manifests cannot be staged yet" },
+                  .message = "manifest 'm.avro': entry 0 (s3://b/t/data/a.parquet): a data file in a delete manifest" },
+                { "3", "dvs", 3, 3, -EINVAL,
+                  .message = "manifest 'm.avro': manifest content 'dvs' is neither 'data' nor 'deletes'" },
                 { "3", NULL, 3, 3, -EINVAL, .contains = "no content metadata" },
         };
         TestEntry entries[3] = { good_entry, good_entry, good_entry };

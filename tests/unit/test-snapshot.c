@@ -104,6 +104,42 @@ TEST(summary_follows_java_rules) {
         json_decref(props);
 }
 
+/* Equality delete files as Java's SnapshotSummary counts them (UpdateMetrics.addedFile: size
+ * into added-files-size, the file into added-delete-files and added-equality-delete-files, its
+ * rows into added-equality-deletes; none into added-records), operation as BaseRowDelta's. */
+TEST(summary_counts_equality_deletes) {
+        json_t *parent = load("{\"operation\": \"append\", \"total-records\": \"100\", \"total-files-size\": \"4000\","
+                              " \"total-data-files\": \"4\", \"total-delete-files\": \"1\","
+                              " \"total-equality-deletes\": \"7\", \"total-position-deletes\": \"0\"}");
+        json_t *props = json_object(), *s = NULL;
+        SnapshotAdded added = { .files_size = 300, .equality_delete_files = 2, .equality_deletes = 5,
+                                .manifests_created = 1, .manifests_kept = 1 };
+
+        ASSERT_OK(snapshot_summary_build(parent, &added, props, NULL, &s, NULL));
+        ASSERT_STREQ(json_string_value(json_object_get(s, "operation")), "delete");
+        ASSERT_STREQ(json_string_value(json_object_get(s, "added-delete-files")), "2");
+        ASSERT_STREQ(json_string_value(json_object_get(s, "added-equality-delete-files")), "2");
+        ASSERT_STREQ(json_string_value(json_object_get(s, "added-equality-deletes")), "5");
+        ASSERT_STREQ(json_string_value(json_object_get(s, "added-files-size")), "300");
+        ASSERT_TRUE(!json_object_get(s, "added-records") && !json_object_get(s, "added-data-files"));
+        ASSERT_STREQ(json_string_value(json_object_get(s, "total-delete-files")), "3");
+        ASSERT_STREQ(json_string_value(json_object_get(s, "total-equality-deletes")), "12");
+        ASSERT_STREQ(json_string_value(json_object_get(s, "total-position-deletes")), "0");
+        ASSERT_STREQ(json_string_value(json_object_get(s, "total-records")), "100");
+        ASSERT_STREQ(json_string_value(json_object_get(s, "total-data-files")), "4");
+        ASSERT_STREQ(json_string_value(json_object_get(s, "total-files-size")), "4300");
+        json_decref(s);
+
+        added.data_files = 1;
+        added.records = 10;
+        ASSERT_OK(snapshot_summary_build(parent, &added, props, NULL, &s, NULL));
+        ASSERT_STREQ(json_string_value(json_object_get(s, "operation")), "overwrite");
+        json_decref(s);
+        ASSERT_TRUE(snapshot_summary_key_is_reserved("added-equality-deletes"));
+        json_decref(parent);
+        json_decref(props);
+}
+
 TEST(summary_without_parent_starts_totals_at_zero_and_omits_zero_counters) {
         SnapshotAdded added = { .manifests_created = 1 };
         json_t *props = json_object(), *s = NULL;

@@ -12,6 +12,8 @@
 //   dump         --uri U --table ns.name [--branch B] [--no-rows]
 //   dump         --metadata PATH/vN.metadata.json [--table NAME] [--branch B] [--no-rows]
 //   metadata     --uri U --table ns.name
+//   stage-eq-deletes --uri U --table ns.name --ids 1,2,3 [--manifest-dir DIR]   (EqDeletes.java)
+//   evolve       --uri U --table ns.name --ops JSON   (schema changes, properties; Evolve.java)
 //
 // Table layout: schema {1: id long required, 2: data string optional}; with --partitioned a third
 // column {3: bucket int optional} and spec identity(bucket). Rows get data = "row-<id>" and
@@ -56,7 +58,7 @@ public final class Peer {
   static final ObjectMapper JSON = new ObjectMapper();
 
   private static final String USAGE =
-      "usage: peer <create-table|stage|append|dump|metadata> --uri URI --table NS.NAME [options]";
+      "usage: peer <create-table|stage|append|dump|metadata|stage-eq-deletes|evolve> --uri URI --table NS.NAME [options]";
 
   private Peer() {}
 
@@ -117,6 +119,10 @@ public final class Peer {
         return CommitOverlap.run(new Args(rest, Set.of("uri", "table", "rows", "start-id", "manifest-first-row-id"), Set.of()));
       case "metadata":
         return metadata(new Args(rest, Set.of("uri", "table"), Set.of()));
+      case "stage-eq-deletes":
+        return EqDeletes.run(new Args(rest, Set.of("uri", "table", "ids", "manifest-dir"), Set.of()));
+      case "evolve":
+        return Evolve.run(new Args(rest, Set.of("uri", "table", "ops"), Set.of()));
       default:
         throw new Args.UsageException("unknown subcommand: " + cmd);
     }
