@@ -140,3 +140,30 @@ bool table_has_partition_spec(const TableMetadata *t, int32_t spec_id) {
                 return spec_id == 0;
         return json_array_find_id(specs, "spec-id", spec_id) != NULL;
 }
+
+json_t *table_schema(const TableMetadata *t) {
+        json_t *schemas = json_object_get(t->metadata, "schemas");
+
+        /* v1 metadata may carry only "schema". */
+        if (!schemas || !t->has_current_schema_id)
+                return json_object_get(t->metadata, "schema");
+        return json_array_find_id(schemas, "schema-id", t->current_schema_id);
+}
+
+int table_default_spec_id(const TableMetadata *t, int32_t *ret) {
+        int64_t v;
+
+        if (json_get_i64(t->metadata, "default-spec-id", &v) < 0) {
+                if (json_object_get(t->metadata, "partition-specs"))
+                        return -EINVAL;
+                v = 0;
+        }
+        if (v < 0 || v > INT32_MAX)
+                return -EINVAL;
+        *ret = (int32_t)v;
+        return 0;
+}
+
+json_t *table_partition_spec(const TableMetadata *t, int32_t spec_id) {
+        return json_array_find_id(json_object_get(t->metadata, "partition-specs"), "spec-id", spec_id);
+}

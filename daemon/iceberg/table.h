@@ -42,5 +42,12 @@ json_t *table_snapshot(const TableMetadata *t, int64_t snapshot_id);
 /* Whether partition spec `spec_id` exists in the table. */
 bool table_has_partition_spec(const TableMetadata *t, int32_t spec_id);
 
+/* The current schema object ({"type":"struct","schema-id":..,"fields":[..]}), borrowed, or NULL. */
+json_t *table_schema(const TableMetadata *t);
+/* The default partition spec id; -EINVAL when the metadata has specs but no valid default. */
+int table_default_spec_id(const TableMetadata *t, int32_t *ret);
+/* The partition spec object with that id ({"spec-id":..,"fields":[..]}), borrowed, or NULL. */
+json_t *table_partition_spec(const TableMetadata *t, int32_t spec_id);
+
 /* Reads an int64 member strictly; -EINVAL when absent or not an integer. */
 int json_get_i64(const json_t *object, const char *key, int64_t *ret);
