@@ -5,7 +5,6 @@
  * per partition field, field-id = partition field id, typed by the transform's result. */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,11 +37,13 @@ enum {
         FIELD_SORT_ORDER_ID = 140,
 };
 
-/* TypeUtil.decimalRequiredBytes: the fewest bytes whose two's complement holds 10^P - 1. */
+/* TypeUtil.decimalRequiredBytes: the fewest bytes whose two's complement holds 10^P - 1; the
+ * most digits n bytes hold is floor(log10(2^(8n-1) - 1)). */
 static int decimal_required_bytes(int precision) {
+        static const int max_precision[] = { 0, 2, 4, 6, 9, 11, 14, 16, 18, 21, 23, 26, 28, 31, 33, 35, 38 };
         int n = 1;
 
-        while (pow(2.0, 8.0 * n - 1) < pow(10.0, precision))
+        while (n < 16 && max_precision[n] < precision)
                 n++;
         return n;
 }
