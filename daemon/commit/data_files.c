@@ -67,6 +67,7 @@ int job_intake_data_files(Job *j, uint64_t max_manifest_bytes) {
         int32_t spec_id;
         int rr;
 
+        buf_init(&out, max_manifest_bytes);     /* before any return: the cleanup frees it */
         schema = table_schema(t);
         if (!json_is_object(schema))
                 return intake_refuse(j, error_set(&j->error, -EINVAL, "the table metadata has no current schema"),
@@ -100,7 +101,6 @@ int job_intake_data_files(Job *j, uint64_t max_manifest_bytes) {
                         return rr;
         }
 
-        buf_init(&out, max_manifest_bytes);
         rr = manifest_write(&(ManifestWriteSpec){ .format_version = t->format_version >= 3 ? 3 : 2,
                                                   .schema = schema,
                                                   .partition_spec = spec },

@@ -67,8 +67,10 @@ static int parse_map_keys(const json_t *map, const char *name, size_t *ret_n, in
                 ids[i] = (int32_t)json_integer_value(k);
                 for (size_t j = 0; j < i; j++)
                         if (ids[j] == ids[i]) {
+                                int32_t id = ids[i];
+
                                 free(ids);
-                                return error_set(e, -EINVAL, "'%s' lists field id %d twice", name, ids[i]);
+                                return error_set(e, -EINVAL, "'%s' lists field id %d twice", name, id);
                         }
         }
         *ret_n = n;
