@@ -141,7 +141,8 @@ static void daemon_on_signal(uv_signal_t *s, int signum) {
 }
 
 static int daemon_start(Daemon *d) {
-        CommitRequestLimits limits = { .max_manifests = d->config->commit.max_manifests_per_request };
+        CommitRequestLimits limits = { .max_manifests = d->config->commit.max_manifests_per_request,
+                                       .max_data_files = d->config->commit.max_data_files_per_request };
         uint64_t watchdog_usec = 0;
         int r;
 

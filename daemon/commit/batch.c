@@ -326,6 +326,8 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                  * requirement checks refuse a second landing. */
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "unknown", 1);
                 b->has_unknown = true;
+                for (size_t i = 0; i < b->n_jobs; i++)
+                        b->jobs[i]->may_be_committed = true;
                 free(TAKE_PTR(b->list_path));
                 log_warning("commit attempt %u queue='%s' snapshot=%" PRId64 " got no verdict (%s), resolving",
                             b->attempt, b->queue->name, b->snapshot_id, result->message);
@@ -440,7 +442,7 @@ static int batch_build_list(Batch *b) {
 
                 j->list_offset = n;
                 for (size_t k = 0; k < j->n_manifests; k++) {
-                        r = manifest_file_from_staged(j->manifests[k], j->writer->request->manifests[k],
+                        r = manifest_file_from_staged(j->manifests[k], job_manifest_location(j, k),
                                                       j->manifest_lengths[k], &b->list[n]);
                         if (r < 0)
                                 goto fail;
@@ -617,11 +619,13 @@ static int batch_equality_delete_policy(const Batch *b, bool *ret_allow) {
  * returns false. */
 static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
         const StagedManifest *m = j->manifests[k];
-        const char *location = j->writer->request->manifests[k];
+        const char *location = job_manifest_location(j, k);
         json_t *current;
         bool allow;
 
-        if (!storage_location_is_within(location, b->table->location)) {
+        /* Ours (written for data-files, after the staged ones) lives in the metadata directory,
+         * which write.metadata.path may put elsewhere. */
+        if (k < j->writer->request->n_manifests && !storage_location_is_within(location, b->table->location)) {
                 job_fail(j, 422, "invalid-manifest", "staged-manifests[%zu] '%s' is outside the table location '%s'", k,
                          location, b->table->location);
                 return false;
@@ -712,6 +716,11 @@ static void batch_check_jobs(Batch *b) {
                         log_notice("key='%s' already committed in snapshot %" PRId64 ", not committing it again",
                                    r->idempotency_key, id);
                         batch_remove_job(b, i);
+                        /* Committed by another request with this key (or an attempt of this
+                         * one, which then had no verdict): our own data-files manifest is in
+                         * no snapshot unless an attempt of ours may have landed. */
+                        if (!j->may_be_committed)
+                                engine_delete_file_async(b->queue->engine, TAKE_PTR(j->generated_path));
                         job_finish(j, KEY_COMMITTED, 200,
                                    json_pack("{s:s, s:s, s:I, s:I, s:b}", "idempotency-key", r->idempotency_key,
                                              "status", "committed", "snapshot-id", (json_int_t)id,

@@ -35,6 +35,9 @@ void job_free(Job *j) {
                 staged_manifest_free(j->manifests[i]);
         free(j->manifests);
         free(j->manifest_lengths);
+        table_metadata_free(j->table);
+        free(j->generated_location);
+        free(j->generated_path);
         writer_request_free(j->writer);
         free(j);
 }
@@ -56,6 +59,10 @@ void job_finish(Job *j, KeyState state, int status, json_t *body) {
                   : status >= 500 ? "failed-retryable" : "rejected";
         metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, outcome, 1);
 
+        /* The manifest written for data-files is this job's alone: when the commit is known
+         * not to have happened it goes; an attempt without a verdict may have committed it. */
+        if (state == KEY_FAILED && !j->may_be_committed)
+                engine_delete_file_async(e, TAKE_PTR(j->generated_path));
         key_registry_finish(e->keys, j->entry, state, status, body);
         j->entry = NULL;
         e->n_queued--;
@@ -188,6 +195,8 @@ static void job_intake_work(uv_work_t *w) {
                 j->manifest_lengths[i] = (int64_t)bytes.len;
                 j->n_manifests = i + 1;
         }
+        if (r->n_data_files > 0)
+                (void)job_intake_data_files(j, storage->max_manifest_bytes);
 }
 
 static void job_intake_after(uv_work_t *w, int status) {
@@ -198,7 +207,7 @@ static void job_intake_after(uv_work_t *w, int status) {
         e->n_in_flight--;
         if (status < 0 || j->intake_status) {
                 job_fail(j, status < 0 ? 503 : j->intake_status,
-                         status < 0 ? "shutting-down" : "invalid-manifest", "%s",
+                         status < 0 ? "shutting-down" : j->intake_type ? j->intake_type : "invalid-manifest", "%s",
                          status < 0 ? "the request was cancelled" : j->error.message);
                 engine_maybe_stopped(e);
                 return;
@@ -215,6 +224,38 @@ static void job_intake_after(uv_work_t *w, int status) {
         }
         queue_push(q, j);
         batch_queue_kick(q);
+}
+
+static void job_intake_queue(Job *j) {
+        CommitEngine *e = j->engine;
+        int r;
+
+        r = uv_queue_work(e->loop, &j->work, job_intake_work, job_intake_after);
+        if (r < 0) {
+                job_fail(j, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+                return;
+        }
+        e->n_in_flight++;
+}
+
+static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
+        Job *j = userdata;
+        CommitEngine *e = j->engine;
+        int r;
+
+        e->n_in_flight--;
+        if (result->status == CATALOG_E_NOT_FOUND)
+                job_fail(j, 404, "no-such-table", "%s", result->message);
+        else if (result->status != 0)
+                job_fail(j, 503, "catalog-unavailable", "cannot load the table to check data-files: %s",
+                         result->message);
+        else if ((r = table_metadata_parse(result->body, &j->table, &j->error)) < 0)
+                job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s", j->error.message);
+        else if (e->is_stopping)
+                job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+        else
+                job_intake_queue(j);
+        engine_maybe_stopped(e);
 }
 
 static void engine_submit(WriterRequest *w, void *userdata) {
@@ -266,8 +307,9 @@ static void engine_submit(WriterRequest *w, void *userdata) {
 
         j = calloc(1, sizeof(*j));
         if (j) {
-                j->manifests = calloc(r->n_manifests, sizeof(*j->manifests));
-                j->manifest_lengths = calloc(r->n_manifests, sizeof(*j->manifest_lengths));
+                /* One more slot for the manifest of the request's data-files. */
+                j->manifests = calloc(r->n_manifests + 1, sizeof(*j->manifests));
+                j->manifest_lengths = calloc(r->n_manifests + 1, sizeof(*j->manifest_lengths));
         }
         if (!j || !j->manifests || !j->manifest_lengths ||
             key_registry_add(e->keys, r->idempotency_key, r->fingerprint, &entry) < 0) {
@@ -286,12 +328,18 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         j->work.data = j;
         e->n_queued++;
         metrics_set(e->metrics, METRIC_QUEUE_REQUESTS, NULL, (double)e->n_queued);
-        rr = uv_queue_work(e->loop, &j->work, job_intake_work, job_intake_after);
-        if (rr < 0) {
-                job_fail(j, 503, "internal", "cannot queue work: %s", uv_strerror(rr));
+        if (r->n_data_files > 0) {
+                /* Described files are checked against the table's schema and specs. */
+                rr = catalog_load_table(e->catalog, (const char *const *)r->target.namespace, r->target.n_namespace,
+                                        r->target.table, job_on_intake_loaded, j);
+                if (rr < 0) {
+                        job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s", strerror(-rr));
+                        return;
+                }
+                e->n_in_flight++;
                 return;
         }
-        e->n_in_flight++;
+        job_intake_queue(j);
 }
 
 static json_t *engine_lookup(const char *key, int *ret_status, void *userdata) {

@@ -25,10 +25,15 @@ typedef struct Job {
         KeyEntry *entry;
         StagedManifest **manifests;     /* parsed at intake, reused unchanged by every attempt */
         int64_t *manifest_lengths;
-        size_t n_manifests;
+        size_t n_manifests;             /* the request's staged ones, then the one for data-files */
         size_t list_offset;             /* index of its first manifest in the attempt's list */
+        TableMetadata *table;           /* loaded at intake for data-files, NULL otherwise */
+        char *generated_location;       /* the manifest written for data-files, or NULL */
+        char *generated_path;           /* its local path; NULL once handed to deletion */
+        bool may_be_committed;          /* an attempt got no verdict: keep generated_path */
         int intake_status;              /* HTTP status of an intake failure, 0 if fine */
         bool breaks_lineage;            /* equality deletes on a v3 table, allowed by policy */
+        const char *intake_type;        /* its error type; NULL: "invalid-manifest" */
         Error error;
         uv_work_t work;
         struct Job *next;
@@ -99,6 +104,14 @@ void job_fail(Job *j, int status, const char *type, const char *fmt, ...) _print
 void engine_delete_file_async(CommitEngine *e, char *path);
 /* Calls the stop callback once stopping and nothing is in flight any more. */
 void engine_maybe_stopped(CommitEngine *e);
+
+/* data_files.c */
+/* Location of the job's k-th manifest: a staged one, or the one written for its data-files. */
+const char *job_manifest_location(const Job *j, size_t k);
+/* Thread pool: checks the request's data-files against j->table and storage, writes their
+ * manifest and appends it, parsed, to j->manifests. On failure sets intake_status/_type and
+ * j->error and writes nothing. */
+int job_intake_data_files(Job *j, uint64_t max_manifest_bytes);
 
 /* batch.c */
 /* Starts the next batch of a queue when none is in flight (group commit). */

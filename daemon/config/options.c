@@ -43,6 +43,7 @@ const ConfigOption config_options[] = {
         OPTION("commit", "max-batch-manifests", OPTION_KIND_U32, commit.max_batch_manifests, 1024, 1, 1000000),
         OPTION("commit", "max-queue-requests", OPTION_KIND_U32, commit.max_queue_requests, 10000, 1, 10000000),
         OPTION("commit", "max-manifests-per-request", OPTION_KIND_U32, commit.max_manifests_per_request, 256, 1, 100000),
+        OPTION("commit", "max-data-files-per-request", OPTION_KIND_U32, commit.max_data_files_per_request, 10000, 1, 1000000),
         OPTION("commit", "retry-after-s", OPTION_KIND_U32, commit.retry_after_s, 1, 1, 3600),
         OPTION("commit", "receipt-cache-size", OPTION_KIND_U32, commit.receipt_cache_size, 100000, 0, 100000000),
         OPTION("commit", "history-lookback", OPTION_KIND_U32, commit.history_lookback, 10000, 0, 100000000),

@@ -536,6 +536,29 @@ static json_t *fields_iceberg_type(const json_t *t, bool *ret_optional) {
                 bool element_optional;
                 json_t *element;
 
+                /* Iceberg maps with non-string keys are arrays of key/value records (Avro
+                 * logicalType "map"); SchemaParser writes them as map types. */
+                if (logical && strcmp(logical, "map") == 0) {
+                        const json_t *kv = json_object_get(json_object_get(t, "items"), "fields");
+                        const json_t *k = json_array_get(kv, 0), *v = json_array_get(kv, 1);
+                        bool key_optional, value_optional;
+                        json_t *key, *value;
+
+                        if (json_array_size(kv) != 2 || !json_is_integer(json_object_get(k, "field-id")) ||
+                            !json_is_integer(json_object_get(v, "field-id")))
+                                return NULL;
+                        key = fields_iceberg_type(json_object_get(k, "type"), &key_optional);
+                        value = fields_iceberg_type(json_object_get(v, "type"), &value_optional);
+                        if (!key || !value) {
+                                json_decref(key);
+                                json_decref(value);
+                                return NULL;
+                        }
+                        return json_pack("{s:s, s:O, s:o, s:O, s:o, s:b}", "type", "map", "key-id",
+                                         json_object_get(k, "field-id"), "key", key, "value-id",
+                                         json_object_get(v, "field-id"), "value", value, "value-required",
+                                         !value_optional);
+                }
                 if (!json_is_integer(element_id))
                         return NULL;
                 element = fields_iceberg_type(json_object_get(t, "items"), &element_optional);
@@ -552,7 +575,30 @@ static json_t *fields_iceberg_type(const json_t *t, bool *ret_optional) {
                         return json_string(json_is_true(json_object_get(t, "adjust-to-utc"))
                                                    ? "timestamptz"
                                                    : "timestamp");
+                if (strcmp(name, "long") == 0 && strcmp(logical, "timestamp-nanos") == 0)
+                        return json_string(json_is_true(json_object_get(t, "adjust-to-utc"))
+                                                   ? "timestamptz_ns"
+                                                   : "timestamp_ns");
+                if (strcmp(name, "long") == 0 && strcmp(logical, "time-micros") == 0)
+                        return json_string("time");
+                if (strcmp(name, "fixed") == 0 && strcmp(logical, "uuid") == 0)
+                        return json_string("uuid");
+                if (strcmp(name, "fixed") == 0 && strcmp(logical, "decimal") == 0) {
+                        char text[32];
+
+                        (void)snprintf(text, sizeof(text), "decimal(%lld, %lld)",
+                                       (long long)json_integer_value(json_object_get(t, "precision")),
+                                       (long long)json_integer_value(json_object_get(t, "scale")));
+                        return json_string(text);
+                }
                 return NULL;
+        }
+        if (strcmp(name, "fixed") == 0 && json_is_integer(json_object_get(t, "size"))) {
+                char text[32];
+
+                (void)snprintf(text, sizeof(text), "fixed[%lld]",
+                               (long long)json_integer_value(json_object_get(t, "size")));
+                return json_string(text);
         }
         for (size_t i = 0; i < ELEMENTSOF(primitives); i++)
                 if (strcmp(name, primitives[i].avro) == 0)

@@ -152,3 +152,21 @@ json_t *table_current_schema(const TableMetadata *t) {
 const char *table_property(const TableMetadata *t, const char *key) {
         return json_get_str(json_object_get(t->metadata, "properties"), key);
 }
+
+int table_default_spec_id(const TableMetadata *t, int32_t *ret) {
+        int64_t v;
+
+        if (json_get_i64(t->metadata, "default-spec-id", &v) < 0) {
+                if (json_object_get(t->metadata, "partition-specs"))
+                        return -EINVAL;
+                v = 0;
+        }
+        if (v < 0 || v > INT32_MAX)
+                return -EINVAL;
+        *ret = (int32_t)v;
+        return 0;
+}
+
+json_t *table_partition_spec(const TableMetadata *t, int32_t spec_id) {
+        return json_array_find_id(json_object_get(t->metadata, "partition-specs"), "spec-id", spec_id);
+}

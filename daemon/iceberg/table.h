@@ -50,6 +50,10 @@ json_t *table_current_schema(const TableMetadata *t);
 
 /* A table property's value (borrowed), or NULL when unset or not a string. */
 const char *table_property(const TableMetadata *t, const char *key);
+/* The default partition spec id; -EINVAL when the metadata has specs but no valid default. */
+int table_default_spec_id(const TableMetadata *t, int32_t *ret);
+/* The partition spec object with that id ({"spec-id":..,"fields":[..]}), borrowed, or NULL. */
+json_t *table_partition_spec(const TableMetadata *t, int32_t spec_id);
 
 /* Reads an int64 member strictly; -EINVAL when absent or not an integer. */
 int json_get_i64(const json_t *object, const char *key, int64_t *ret);

@@ -169,3 +169,21 @@ int storage_delete_file(const char *path) {
                 return -errno;
         return 0;
 }
+
+int storage_file_size(const char *path, uint64_t *ret_size, Error *error) {
+        struct stat st;
+
+        if (stat(path, &st) < 0) {
+                int r = -errno;
+
+                if (r == -ENOENT)
+                        return error_set(error, r, "'%s' does not exist", path);
+                return error_set(error, r, "cannot stat '%s': %s", path, strerror(-r));
+        }
+        if (S_ISDIR(st.st_mode))
+                return error_set(error, -EISDIR, "'%s' is a directory", path);
+        if (!S_ISREG(st.st_mode))
+                return error_set(error, -EINVAL, "'%s' is not a regular file", path);
+        *ret_size = (uint64_t)st.st_size;
+        return 0;
+}

@@ -19,5 +19,8 @@ bool storage_location_is_within(const char *location, const char *dir_location);
 int storage_read_file(const char *path, uint64_t max_bytes, Buf *out, Error *error);
 /* Creates a new file (never replaces one: -EEXIST), writes data, fsyncs file and directory. */
 int storage_write_new_file(const char *path, const void *data, size_t len, Error *error);
+/* The size of an existing regular file: -ENOENT when it does not exist, -EISDIR/-EINVAL when
+ * it is a directory or no regular file, other -errno from stat(2), with the reason in *error. */
+int storage_file_size(const char *path, uint64_t *ret_size, Error *error);
 /* Deletes a file; a missing one is not an error. */
 int storage_delete_file(const char *path);

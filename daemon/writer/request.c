@@ -7,6 +7,7 @@
 
 #include "iceberg/snapshot.h"
 #include "util/utf8.h"
+#include "writer/data_files.h"
 #include "writer/request.h"
 
 bool commit_key_is_valid(const char *key) {
@@ -167,6 +168,10 @@ static int request_fingerprint(CommitRequest *r) {
         canonical = json_pack("{s:o, s:s, s:s, s:o, s:O}", "namespace", ns, "table", r->target.table,
                               "branch", r->branch, "staged-manifests", manifests,
                               "snapshot-properties", r->snapshot_properties);
+        /* Described files are part of "the same body": the same key with other files is a reuse. */
+        if (canonical && r->data_files_json &&
+            json_object_set(canonical, "data-files", r->data_files_json) < 0)
+                rr = -ENOMEM;
         if (rr < 0 || !canonical) {
                 json_decref(canonical);
                 return -ENOMEM;
@@ -203,7 +208,8 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
         rr = 0;
         json_object_foreach(root, key, v)
                 if (strcmp(key, "idempotency-key") != 0 && strcmp(key, "branch") != 0 &&
-                    strcmp(key, "staged-manifests") != 0 && strcmp(key, "snapshot-properties") != 0) {
+                    strcmp(key, "staged-manifests") != 0 && strcmp(key, "snapshot-properties") != 0 &&
+                    strcmp(key, "data-files") != 0) {
                         rr = error_set(error, -EINVAL, "unknown field '%s'", key);
                         break;
                 }
@@ -223,8 +229,20 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
                 else if (!(r->branch = strdup(branch)))
                         rr = -ENOMEM;
         }
-        if (rr == 0)
-                rr = request_parse_manifests(r, json_object_get(root, "staged-manifests"), limits, error);
+        if (rr == 0 && !json_object_get(root, "staged-manifests") && !json_object_get(root, "data-files"))
+                rr = error_set(error, -EINVAL,
+                               "nothing to commit: give 'staged-manifests' (manifest locations), "
+                               "'data-files' (data file descriptions) or both");
+        /* An empty staged-manifests list is fine beside data-files. */
+        v = json_object_get(root, "staged-manifests");
+        if (rr == 0 && v && !(json_is_array(v) && json_array_size(v) == 0 && json_object_get(root, "data-files")))
+                rr = request_parse_manifests(r, v, limits, error);
+        v = json_object_get(root, "data-files");
+        if (rr == 0 && v) {
+                rr = data_files_parse(v, limits->max_data_files, &r->data_files, &r->n_data_files, error);
+                if (rr == 0)
+                        r->data_files_json = json_incref(v);
+        }
         if (rr == 0)
                 rr = request_parse_properties(r, json_object_get(root, "snapshot-properties"), error);
         json_decref(root);
@@ -254,6 +272,8 @@ CommitRequest *commit_request_free(CommitRequest *r) {
         for (size_t i = 0; i < r->n_manifests; i++)
                 free(r->manifests[i]);
         free(r->manifests);
+        data_files_free(r->data_files, r->n_data_files);
+        json_decref(r->data_files_json);
         json_decref(r->snapshot_properties);
         free(r->fingerprint);
         free(r->queue_name);

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "iceberg/data_file.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/slice.h"
@@ -14,6 +15,7 @@
 
 typedef struct CommitRequestLimits {
         size_t max_manifests;
+        size_t max_data_files;          /* commit.max-data-files-per-request */
 } CommitRequestLimits;
 
 /* The table a request is for, from the URL path. */
@@ -29,13 +31,17 @@ typedef struct CommitRequest {
         char *branch;                   /* default "main" */
         char **manifests;               /* staged manifest locations, request order */
         size_t n_manifests;
+        DataFile *data_files;           /* described files, request order: one manifest at intake */
+        size_t n_data_files;
+        json_t *data_files_json;        /* as sent, for the fingerprint */
         json_t *snapshot_properties;    /* owned object of strings */
         char *fingerprint;              /* canonical JSON of all the above: same key, same body */
         char *queue_name;               /* "ns\x1ftable@branch": one queue per table and branch */
 } CommitRequest;
 
 /* Parses and checks a request body for table `table` in `namespace_param` (levels separated
- * by 0x1F). Returns -EINVAL with a message naming the field and rule. */
+ * by 0x1F). It needs `staged-manifests`, `data-files` or both. Returns -EINVAL with a message
+ * naming the field and rule, -E2BIG above a limit. */
 int commit_request_parse(const char *namespace_param, const char *table, Slice body,
                          const CommitRequestLimits *limits, CommitRequest **ret, Error *error);
 CommitRequest *commit_request_free(CommitRequest *r);

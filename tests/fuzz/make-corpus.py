@@ -75,7 +75,7 @@ def manifest_seeds():
     for name in ("java-staged-manifest-v3", "java-committed-manifest-v3"):
         with open(os.path.join(ROOT, "tests", "data", name + ".avro"), "rb") as f:
             seeds.update(variants(name.replace("-manifest", ""), f.read()))
-    schema = avsc("tests/data/manifest_entry_v2.avsc")
+    schema = avsc("proto/manifest_entry_v2.avsc")
     part = schema["fields"][4]["type"]["fields"][3]["type"]
     part["fields"] = [
         {"name": "i", "type": ["null", "int"], "default": None, "field-id": 1000},

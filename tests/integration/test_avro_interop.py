@@ -272,7 +272,7 @@ PARTITION_FIELDS = [
 
 
 def entry_schema(version, partition_fields):
-    schema = avsc(f"tests/data/manifest_entry_v{version}.avsc")
+    schema = avsc(f"proto/manifest_entry_v{version}.avsc")
     data_file = schema["fields"][4]["type"]
     part = next(f for f in data_file["fields"] if f["field-id"] == 102)
     part["type"]["fields"] = partition_fields

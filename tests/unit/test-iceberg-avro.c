@@ -140,8 +140,8 @@ static TestManifest v3_manifest(const TestEntry *entries, size_t n_entries) {
 }
 
 static char *entry_schema_text(const TestManifest *tm) {
-        json_t *schema = load_json(tm->version == 2 ? "tests/data/manifest_entry_v2.avsc"
-                                                    : "tests/data/manifest_entry_v3.avsc");
+        json_t *schema = load_json(tm->version == 2 ? "proto/manifest_entry_v2.avsc"
+                                                    : "proto/manifest_entry_v3.avsc");
         json_t *df_fields = json_object_get(
                 json_object_get(json_array_get(json_object_get(schema, "fields"), 4), "type"),
                 "fields");

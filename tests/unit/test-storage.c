@@ -55,6 +55,14 @@ TEST(read_write_delete) {
         ASSERT_EQ(storage_write_new_file(path, "again", 5, &e), -EEXIST);
         ASSERT_OK(storage_read_file(path, 100, &b, &e));
         ASSERT_EQ(b.len, 5);
+        {
+                uint64_t size = 0;
+
+                ASSERT_OK(storage_file_size(path, &size, &e));
+                ASSERT_EQ(size, 5);
+                ASSERT_EQ(storage_file_size(dir, &size, &e), -EISDIR);
+                ASSERT_CONTAINS(e.message, "is a directory");
+        }
         ASSERT_TRUE(memcmp(b.data, "hello", 5) == 0);
         ASSERT_EQ(storage_read_file(path, 4, &b, &e), -EFBIG);
         ASSERT_CONTAINS(e.message, "above the limit");
@@ -62,5 +70,11 @@ TEST(read_write_delete) {
         ASSERT_OK(storage_delete_file(path));
         ASSERT_EQ(storage_read_file(path, 100, &b, &e), -ENOENT);
         ASSERT_CONTAINS(e.message, "cannot open");
+        {
+                uint64_t size;
+
+                ASSERT_EQ(storage_file_size(path, &size, &e), -ENOENT);
+                ASSERT_CONTAINS(e.message, "does not exist");
+        }
         ASSERT_TRUE(rmdir(dir) == 0);
 }
