@@ -79,12 +79,18 @@ typedef struct StorageConfig {
         uint64_t max_manifest_entries;
 } StorageConfig;
 
+/* Table management (daemon/tables/). */
+typedef struct TablesConfig {
+        uint32_t upgrade_lookback;      /* newest snapshots whose writers an upgrade report lists */
+} TablesConfig;
+
 typedef struct Config {
         char *path;
         HttpConfig http;
         CatalogConfig catalog;
         CommitConfig commit;
         StorageConfig storage;
+        TablesConfig tables;
         int log_level;
 } Config;
 

@@ -51,6 +51,8 @@ const ConfigOption config_options[] = {
         OPTION("storage", "max-manifest-bytes", OPTION_KIND_U64, storage.max_manifest_bytes, 64u << 20, 1024, 1ull << 34),
         OPTION("storage", "max-manifest-entries", OPTION_KIND_U64, storage.max_manifest_entries, 1000000, 1, 1ull << 32),
 
+        OPTION("tables", "upgrade-lookback", OPTION_KIND_U32, tables.upgrade_lookback, 100, 1, 1000000),
+
         OPTION("log", "level", OPTION_KIND_LOG_LEVEL, log_level, 6, 3, 7),
 };
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "iceberg/table.h"
 
@@ -139,4 +140,16 @@ bool table_has_partition_spec(const TableMetadata *t, int32_t spec_id) {
         if (!specs)
                 return spec_id == 0;
         return json_array_find_id(specs, "spec-id", spec_id) != NULL;
+}
+
+const char *table_property(const TableMetadata *t, const char *key) {
+        return json_get_str(json_object_get(t->metadata, "properties"), key);
+}
+
+bool table_inherits_snapshot_ids(const TableMetadata *t) {
+        const char *v = table_property(t, TABLE_PROPERTY_SNAPSHOT_ID_INHERITANCE);
+
+        /* SnapshotProducer: formatVersion > 1 || propertyAsBoolean(...); Java parses the
+         * boolean case-insensitively. */
+        return t->format_version > 1 || (v && strcasecmp(v, "true") == 0);
 }
