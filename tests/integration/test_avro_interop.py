@@ -376,7 +376,7 @@ def test_staging_rules_on_fastavro_manifests(tmp_path, change, message):
 
 
 @pytest.mark.parametrize("meta,message", [
-    ({"format-version": "1"}, "format-version 1 manifests cannot be staged"),
+    ({"format-version": "0"}, "format-version 0 is not supported (1, 2 or 3)"),
     ({"content": "deletes"}, "delete manifests cannot be staged yet"),
 ])
 def test_staging_rules_on_metadata(tmp_path, meta, message):
