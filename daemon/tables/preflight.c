@@ -103,16 +103,18 @@ int upgrade_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branche
                 n++;
                 b->name = name;
                 if (json_get_i64(ref, "snapshot-id", &b->snapshot_id) < 0) {
+                        error_set(error, -EINVAL, "branch '%s' has no snapshot-id", name);
                         upgrade_branches_free(branches, n);
-                        return error_set(error, -EINVAL, "branch '%s' has no snapshot-id", name);
+                        return -EINVAL;
                 }
                 b->snapshot = table_snapshot(t, b->snapshot_id);
                 list = json_string_value(json_object_get(b->snapshot, "manifest-list"));
                 if (!list) {
+                        error_set(error, -EINVAL,
+                                  "branch '%s': snapshot %" PRId64 " is missing or has no manifest-list",
+                                  name, b->snapshot_id);
                         upgrade_branches_free(branches, n);
-                        return error_set(error, -EINVAL,
-                                         "branch '%s': snapshot %" PRId64 " is missing or has no manifest-list",
-                                         name, b->snapshot_id);
+                        return -EINVAL;
                 }
                 b->list_location = strdup(list);
                 if (!b->list_location) {
