@@ -24,7 +24,7 @@ declare -A allowed=(
     [catalog]="util config metrics storage iceberg catalog"
     [writer]="util config metrics http iceberg storage writer"
     [commit]="util config metrics http iceberg storage writer catalog commit"
-    [tables]="util config metrics http catalog writer tables"
+    [tables]="util config metrics http iceberg storage catalog writer tables"
     [audit]="util config metrics http iceberg storage writer catalog audit"
 )
 # module -> system headers it must never include

@@ -47,6 +47,9 @@ static void batch_free(Batch *b) {
         for (size_t i = 0; i < b->n_jobs; i++)
                 job_free(b->jobs[i]);
         batch_free_attempt(b);
+        for (size_t i = 0; i < b->n_counted; i++)
+                free(b->counted[i].path);
+        free(b->counted);
         free(b->jobs);
         free(b);
 }
@@ -404,6 +407,47 @@ static int manifest_file_from_staged(const StagedManifest *m, const char *locati
         return 0;
 }
 
+/* Thread pool: the real counts of a manifest-list entry whose counts are null (v1 lists of
+ * old writers: "unknown, assume non-zero"). Taking them as 0 would give two manifests the same
+ * row-id range (iceberg-go #1627); Java's V3Writer fails on them. Read once per batch. */
+static int batch_count_manifest(Batch *b, ManifestFile *m) {
+        const StorageConfig *storage = b->queue->engine->storage;
+        const ManifestLimits limits = { .max_entries = storage->max_manifest_entries };
+        _cleanup_(buf_deinitp) Buf bytes;
+        _cleanup_(freep) char *path = NULL;
+        CountedManifest *grown;
+        ManifestCounts counts;
+        int r;
+
+        for (size_t i = 0; i < b->n_counted; i++)
+                if (strcmp(b->counted[i].path, m->path) == 0) {
+                        manifest_counts_apply(&b->counted[i].counts, m);
+                        return 0;
+                }
+
+        buf_init(&bytes, storage->max_manifest_bytes);
+        r = storage_path_from_location(m->path, &path, &b->error);
+        if (r >= 0)
+                r = storage_read_file(path, storage->max_manifest_bytes, &bytes, &b->error);
+        if (r >= 0)
+                r = manifest_count_entries(buf_slice(&bytes), &limits, &counts, &b->error);
+        if (r < 0)
+                return error_prefix(&b->error, r == -ENOMEM || r == -EIO ? r : -EINVAL,
+                                    "counting the rows of manifest '%s' (its list entry has null counts)",
+                                    m->path);
+
+        grown = reallocarray(b->counted, b->n_counted + 1, sizeof(*b->counted));
+        if (!grown)
+                return -ENOMEM;
+        b->counted = grown;
+        b->counted[b->n_counted].path = strdup(m->path);
+        if (!b->counted[b->n_counted].path)
+                return -ENOMEM;
+        b->counted[b->n_counted++].counts = counts;
+        manifest_counts_apply(&counts, m);
+        return 0;
+}
+
 /* Thread pool: read the parent's manifest list, put the staged manifests first, assign row
  * ids, write the new list to a file no other attempt uses. */
 static int batch_build_list(Batch *b) {
@@ -463,6 +507,14 @@ static int batch_build_list(Batch *b) {
         n_parent = 0;
         b->n_list = n;
 
+        /* Every list written needs counts; a v3 list also derives row-id ranges from them. */
+        for (size_t i = 0; i < b->n_list; i++)
+                if (!b->list[i].has_counts) {
+                        r = batch_count_manifest(b, &b->list[i]);
+                        if (r < 0)
+                                return r;
+                }
+
         if (b->table->format_version >= 3) {
                 r = lineage_assign(b->list, b->n_list, b->first_row_id, &b->next_row_id, &b->error);
                 if (r < 0)
@@ -470,7 +522,7 @@ static int batch_build_list(Batch *b) {
         }
 
         header = (ManifestListHeader){
-                .format_version = b->table->format_version >= 3 ? 3 : 2,
+                .format_version = b->table->format_version,
                 .snapshot_id = b->snapshot_id,
                 .has_parent_snapshot_id = b->parent.exists,
                 .parent_snapshot_id = b->parent.snapshot_id,
@@ -568,6 +620,7 @@ static void batch_build_after(uv_work_t *w, int status) {
                 .has_parent = b->parent.exists,
                 .parent_snapshot_id = b->parent.snapshot_id,
                 .sequence_number = b->sequence_number,
+                .is_v1 = b->table->format_version == 1,
                 .timestamp_ms = b->timestamp_ms,
                 .has_schema_id = b->table->has_current_schema_id,
                 .schema_id = b->table->current_schema_id,
@@ -634,6 +687,15 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
                 job_fail(j, 422, "invalid-manifest",
                          "staged-manifests[%zu] '%s' uses partition spec %d, which the table does not have", k,
                          location, m->partition_spec_id);
+                return false;
+        }
+        if (m->format_version == 1 && b->table->format_version != 1) {
+                /* Format 1 entries carry no sequence numbers: v2+ writers must write v2+
+                 * manifests (spec "Writer requirements"). */
+                job_fail(j, 422, "invalid-manifest",
+                         "staged-manifests[%zu] '%s' is a format-version 1 manifest; the table is version %d and "
+                         "takes version 2 or 3 manifests",
+                         k, location, b->table->format_version);
                 return false;
         }
         if (m->format_version > b->table->format_version) {
@@ -766,9 +828,13 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
                 batch_fail(b, KEY_FAILED, 502, "catalog-bad-metadata", "%s", b->error.message);
                 return;
         }
-        if (b->table->format_version < 2) {
+        /* Staged manifests leave snapshot ids to inheritance, which a format 1 table allows
+         * only when told to (Java SnapshotProducer.canInheritSnapshotId). */
+        if (!table_inherits_snapshot_ids(b->table)) {
                 batch_fail(b, KEY_FAILED, 422, "unsupported-format-version",
-                           "format-version 1 tables are not supported; upgrade the table to version 2 or 3");
+                           "format-version 1 tables take staged manifests only with snapshot-id inheritance: "
+                           "set the table property %s=true, or upgrade the table to format version 2 or 3",
+                           TABLE_PROPERTY_SNAPSHOT_ID_INHERITANCE);
                 return;
         }
         r = table_branch(b->table, first->branch, &b->head, &b->error);
@@ -787,8 +853,9 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
         b->n_staged = 0;
         for (size_t i = 0; i < b->n_jobs; i++)
                 b->n_staged += b->jobs[i]->n_manifests;
-        /* Table-wide, whatever the branch: sequence number and next-row-id (spec: branches). */
-        b->sequence_number = b->table->last_sequence_number + 1;
+        /* Table-wide, whatever the branch: sequence number and next-row-id (spec: branches).
+         * Format 1 has no sequence numbers: its files read as 0. */
+        b->sequence_number = b->table->format_version == 1 ? 0 : b->table->last_sequence_number + 1;
         b->first_row_id = b->table->next_row_id;
         b->next_row_id = b->first_row_id;
         b->timestamp_ms = now_realtime_ms();

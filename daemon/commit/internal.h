@@ -16,6 +16,13 @@
 #include "util/uuid.h"
 
 typedef struct TableQueue TableQueue;
+
+/* A parent manifest whose list entry had null (unknown) counts, counted from its entries. */
+typedef struct CountedManifest {
+        char *path;
+        ManifestCounts counts;
+} CountedManifest;
+
 typedef struct Batch Batch;
 
 /* One accepted writer request. Owned by its queue (pending list) or its batch. */
@@ -72,6 +79,9 @@ struct Batch {
         json_t *commit_request;         /* this attempt's CommitTableRequest, kept for replays */
         char commit_key[UUID_STRING_MAX]; /* its Idempotency-Key ("" when none was sent) */
         bool has_unknown;               /* an attempt got no verdict: it may have landed */
+        CountedManifest *counted;       /* manifests counted from their entries, kept across
+                                         * attempts so that a retry does not read them again */
+        size_t n_counted;
         int work_status;
         Error error;
         uv_work_t work;

@@ -90,6 +90,11 @@ typedef struct AuditConfig {
         uint32_t max_concurrent;        /* audits and lookups running at once */
 } AuditConfig;
 
+/* Table management (daemon/tables/). */
+typedef struct TablesConfig {
+        uint32_t upgrade_lookback;      /* newest snapshots whose writers an upgrade report lists */
+} TablesConfig;
+
 typedef struct Config {
         char *path;
         HttpConfig http;
@@ -97,6 +102,7 @@ typedef struct Config {
         CommitConfig commit;
         StorageConfig storage;
         AuditConfig audit;
+        TablesConfig tables;
         int log_level;
 } Config;
 

@@ -57,6 +57,7 @@ const ConfigOption config_options[] = {
         OPTION("audit", "max-findings", OPTION_KIND_U32, audit.max_findings, 100, 1, 1000000),
         OPTION("audit", "max-concurrent", OPTION_KIND_U32, audit.max_concurrent, 2, 1, 1024),
         OPTION("lineage", "equality-deletes", OPTION_KIND_POLICY, commit.allow_equality_deletes, 0, 0, 1),
+        OPTION("tables", "upgrade-lookback", OPTION_KIND_U32, tables.upgrade_lookback, 100, 1, 1000000),
 
         OPTION("log", "level", OPTION_KIND_LOG_LEVEL, log_level, 6, 3, 7),
 };

@@ -515,22 +515,22 @@ static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error
         int64_t v;
         int r;
 
-        /* Format 1 manifests carry no format-version key (ManifestWriter.V1Writer). */
+        /* Java's V1Writer writes format-version "1" (older writers none); whether a format 1
+         * manifest may be committed is the table's call (snapshot-id inheritance), not ours. */
         r = ocf_reader_meta_i64(reader, "format-version", &v);
         if (r == 0)
-                return error_set(e, -EINVAL,
-                                 "manifest has no format-version metadata "
-                                 "(format 1 manifests cannot be staged)");
+                return error_set(e, -EINVAL, "manifest has no format-version metadata");
         if (r < 0)
                 return error_set(e, -EINVAL, "manifest has an invalid format-version");
-        if (v == 1)
-                return error_set(e, -EINVAL, "format-version 1 manifests cannot be staged");
-        if (v != 2 && v != 3)
-                return error_set(e, -EINVAL, "format-version %" PRId64 " is not supported (2 or 3)",
-                                 v);
+        if (v < 1 || v > 3)
+                return error_set(e, -EINVAL,
+                                 "format-version %" PRId64 " is not supported (1, 2 or 3)", v);
         m->format_version = (int)v;
 
+        /* Format 1 manifests hold data only and carry no content key. */
         content = ocf_reader_meta(reader, "content");
+        if (!content.ptr && v == 1)
+                content = slice_from_str("data");
         if (!content.ptr)
                 return error_set(e, -EINVAL, "manifest has no content metadata");
         if (slice_eq_str(content, "deletes"))
@@ -635,4 +635,86 @@ int staged_manifest_parse(Slice bytes, const char *location, const ManifestLimit
 
         *ret_manifest = TAKE_PTR(m);
         return 0;
+}
+
+/* Committed manifests of any format: only status and data_file.record_count matter here, so
+ * nothing else is read (v1 data files, delete files and unknown columns all count alike). */
+int manifest_count_entries(Slice bytes, const ManifestLimits *limits, ManifestCounts *ret,
+                           Error *e) {
+        _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
+        uint64_t max_entries = limits ? limits->max_entries : MANIFEST_DEFAULT_MAX_ENTRIES;
+        int64_t files[3] = {}, rows[3] = {};
+        FieldsRecord entry, data_file;
+        int status_index, data_file_index, record_count_index;
+        uint64_t n = 0;
+        int r;
+
+        r = ocf_reader_open(bytes, &reader, e);
+        if (r >= 0)
+                r = fields_record_init(ocf_reader_schema_json(reader), ocf_reader_schema(reader),
+                                       &entry, e);
+        if (r < 0)
+                return error_prefix(e, r, "manifest");
+        status_index = fields_index(&entry, FIELD_STATUS);
+        data_file_index = fields_index(&entry, FIELD_DATA_FILE);
+        if (status_index < 0 || data_file_index < 0)
+                return error_set(e, -EBADMSG, "manifest schema lacks status (0) or data_file (2)");
+        r = fields_record_nested(&entry, data_file_index, &data_file, e);
+        if (r < 0)
+                return error_prefix(e, r, "manifest schema");
+        record_count_index = fields_index(&data_file, FIELD_RECORD_COUNT);
+        if (record_count_index < 0)
+                return error_set(e, -EBADMSG, "manifest schema lacks field %d (record_count)",
+                                 FIELD_RECORD_COUNT);
+
+        for (;;) {
+                avro_value_t *v, df;
+                int32_t status;
+                int64_t count;
+
+                r = ocf_reader_read(reader, &v, e);
+                if (r < 0)
+                        return error_prefix(e, r, "manifest");
+                if (r == 0)
+                        break;
+                if (++n > max_entries)
+                        return error_set(e, -E2BIG, "manifest has more than %" PRIu64 " entries",
+                                         max_entries);
+                r = fields_get_int(v, status_index, &status, e);
+                if (r == 0 || (r > 0 && (status < ENTRY_STATUS_EXISTING || status > ENTRY_STATUS_DELETED)))
+                        return error_set(e, -EBADMSG, "entry %" PRIu64 ": status is null or unknown",
+                                         n - 1);
+                if (r > 0)
+                        r = fields_get_value(v, data_file_index, &df, e);
+                if (r > 0)
+                        r = fields_get_long(&df, record_count_index, &count, e);
+                if (r < 0)
+                        return error_prefix(e, r, "entry %" PRIu64, n - 1);
+                if (r == 0 || count < 0)
+                        return error_set(e, -EBADMSG,
+                                         "entry %" PRIu64 ": record_count is null or negative", n - 1);
+                if (checked_add_i64(&rows[status], rows[status], count) || files[status] >= INT32_MAX)
+                        return error_set(e, -EBADMSG, "entry %" PRIu64 ": counts overflow", n - 1);
+                files[status]++;
+        }
+
+        *ret = (ManifestCounts){
+                .added_files = (int32_t)files[ENTRY_STATUS_ADDED],
+                .existing_files = (int32_t)files[ENTRY_STATUS_EXISTING],
+                .deleted_files = (int32_t)files[ENTRY_STATUS_DELETED],
+                .added_rows = rows[ENTRY_STATUS_ADDED],
+                .existing_rows = rows[ENTRY_STATUS_EXISTING],
+                .deleted_rows = rows[ENTRY_STATUS_DELETED],
+        };
+        return 0;
+}
+
+void manifest_counts_apply(const ManifestCounts *counts, ManifestFile *m) {
+        m->added_files_count = counts->added_files;
+        m->existing_files_count = counts->existing_files;
+        m->deleted_files_count = counts->deleted_files;
+        m->added_rows_count = counts->added_rows;
+        m->existing_rows_count = counts->existing_rows;
+        m->deleted_rows_count = counts->deleted_rows;
+        m->has_counts = true;
 }

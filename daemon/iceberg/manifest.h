@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A writer's staged manifest (an Iceberg v2/v3 Avro manifest of ADDED entries with null
+/* A writer's staged manifest (an Iceberg v1/v2/v3 Avro manifest of ADDED entries with null
  * snapshot id, sequence numbers and first_row_id): parsed, validated against the staging
  * rules, and summarized into what its manifest-list entry needs. Pure; never rewrites it. */
 #pragma once
@@ -35,7 +35,7 @@ typedef struct ManifestLimits {
 
 /* Owned by the caller of staged_manifest_parse(); every pointer member is owned. */
 typedef struct StagedManifest {
-        int format_version;        /* metadata "format-version": 2 or 3 */
+        int format_version;        /* metadata "format-version": 1, 2 or 3 */
         int32_t content;           /* metadata "content": MANIFEST_CONTENT_DATA or _DELETES */
         int32_t partition_spec_id; /* metadata "partition-spec-id" */
         char *schema_json;         /* metadata "schema" (the writer's table schema), may be NULL */
@@ -56,7 +56,7 @@ typedef struct StagedManifest {
 
 /* Parses and validates a staged manifest. `location` (may be NULL) names it in messages.
  * Rejects, with -EINVAL and a message naming the entry index, the file path and the rule:
- * format-version missing or not 2/3, content neither data nor deletes, partition-spec-id
+ * format-version missing or not 1/2/3, content neither data nor deletes, partition-spec-id
  * missing, no entries, entries that are not ADDED, a set snapshot_id, sequence_number,
  * file_sequence_number or first_row_id, a file whose content does not match the manifest's
  * (data files in data manifests; equality deletes with equality_ids in delete manifests;
@@ -69,6 +69,23 @@ int staged_manifest_parse(Slice bytes, const char *location, const ManifestLimit
                           StagedManifest **ret_manifest, Error *e);
 StagedManifest *staged_manifest_free(StagedManifest *m);
 DEFINE_CLEANUP_FUNC(StagedManifest, staged_manifest_free);
+
+/* What a committed manifest holds, by entry status: the file and row counts of its
+ * manifest-list entry (field ids 504-506, 512-514). */
+typedef struct ManifestCounts {
+        int32_t added_files, existing_files, deleted_files;
+        int64_t added_rows, existing_rows, deleted_rows;
+} ManifestCounts;
+
+/* Counts the entries of a committed manifest of any format version (v1 manifest lists may
+ * leave these counts null: "unknown, assume non-zero", never 0). Sums record_count per status.
+ * Returns 0, -EBADMSG (unreadable manifest, null status or record_count, overflow), -E2BIG
+ * (more entries than limits->max_entries; limits may be NULL), -EOPNOTSUPP (codec), -ENOMEM,
+ * with the reason in *e. */
+int manifest_count_entries(Slice bytes, const ManifestLimits *limits, ManifestCounts *ret,
+                           Error *e);
+/* Sets the six counts of a manifest-list entry from `counts` and marks them known. */
+void manifest_counts_apply(const ManifestCounts *counts, ManifestFile *m);
 
 /* Default entry limit when no ManifestLimits are given. */
 #define MANIFEST_DEFAULT_MAX_ENTRIES 1000000u

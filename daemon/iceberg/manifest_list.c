@@ -374,11 +374,12 @@ static int manifest_list_check_entry(const ManifestListHeader *h, const Manifest
         if (m->content != MANIFEST_CONTENT_DATA && m->content != MANIFEST_CONTENT_DELETES)
                 return error_set(e, -EINVAL, "unknown content %" PRId32, m->content);
         if (!m->has_added_snapshot_id)
-                return error_set(e, -EINVAL,
-                                 "added_snapshot_id is unknown (required since format 2)");
+                return error_set(e, -EINVAL, "added_snapshot_id is unknown");
         if (!m->has_counts)
-                return error_set(e, -EINVAL,
-                                 "file and row counts are unknown (required since format 2)");
+                return error_set(e, -EINVAL, "file and row counts are unknown");
+        /* V1Writer.prepare(): "Cannot store delete manifests in a v1 table". */
+        if (h->format_version == 1 && m->content != MANIFEST_CONTENT_DATA)
+                return error_set(e, -EINVAL, "a format 1 list cannot hold delete manifests");
         if (m->n_partitions > 0 && !m->partitions)
                 return error_set(e, -EINVAL, "partition summaries missing");
         if (h->format_version >= 3) {
@@ -411,11 +412,12 @@ static int manifest_list_set_entry(const ListFields *lf, int version, const Mani
                 r = fields_set_long(v, lf->length, m->length);
         if (r >= 0)
                 r = fields_set_int(v, lf->spec_id, m->partition_spec_id);
-        if (r >= 0)
+        /* Format 1 lists have no content or sequence numbers (V1Metadata.MANIFEST_LIST_SCHEMA). */
+        if (r >= 0 && version >= 2)
                 r = fields_set_int(v, lf->content, m->content);
-        if (r >= 0)
+        if (r >= 0 && version >= 2)
                 r = fields_set_long(v, lf->sequence_number, m->sequence_number);
-        if (r >= 0)
+        if (r >= 0 && version >= 2)
                 r = fields_set_long(v, lf->min_sequence_number, m->min_sequence_number);
         if (r >= 0)
                 r = fields_set_long(v, lf->snapshot_id, m->added_snapshot_id);
@@ -480,10 +482,7 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
         ListFields lf;
         int r;
 
-        if (h->format_version == 1)
-                return error_set(e, -EOPNOTSUPP,
-                                 "writing format-version 1 manifest lists is not supported");
-        if (h->format_version != 2 && h->format_version != 3)
+        if (h->format_version < 1 || h->format_version > 3)
                 return error_set(e, -EINVAL, "unsupported format-version %d", h->format_version);
         if (h->format_version == 3 && !h->has_first_row_id)
                 return error_set(e, -EINVAL,
@@ -495,8 +494,9 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
                                             files[i].path ? files[i].path : "no path");
         }
 
-        r = ocf_writer_new(h->format_version == 3 ? proto_manifest_list_v3_avsc
-                                                  : proto_manifest_list_v2_avsc,
+        r = ocf_writer_new(h->format_version == 3   ? proto_manifest_list_v3_avsc
+                           : h->format_version == 2 ? proto_manifest_list_v2_avsc
+                                                    : proto_manifest_list_v1_avsc,
                            OCF_CODEC_DEFLATE, &w);
         if (r < 0)
                 return error_set(e, r, "cannot create the manifest list writer: %s",
@@ -514,7 +514,8 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
                             ? manifest_list_set_meta_i64(w, "parent-snapshot-id",
                                                          h->parent_snapshot_id)
                             : ocf_writer_set_meta(w, "parent-snapshot-id", slice_from_str("null"));
-        if (r >= 0)
+        /* V1Writer writes no sequence-number: v1 snapshots have none. */
+        if (r >= 0 && h->format_version >= 2)
                 r = manifest_list_set_meta_i64(w, "sequence-number", h->sequence_number);
         if (r >= 0 && h->format_version == 3)
                 r = manifest_list_set_meta_i64(w, "first-row-id", h->first_row_id);

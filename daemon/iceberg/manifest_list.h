@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Iceberg manifest lists (Avro `manifest_file` records, field ids 500-520): reading v1-v3
- * lists written by any implementation, by field id; writing v2 and v3 lists exactly as Java's
+ * lists written by any implementation, by field id; writing v1, v2 and v3 lists exactly as Java's
  * ManifestListWriter does (proto/manifest_list_v*.avsc, deflate, the same metadata keys).
  * Pure: bytes in, bytes out. */
 #pragma once
@@ -39,12 +39,13 @@ int manifest_list_read_header(Slice bytes, ManifestListHeader *ret, Error *e);
 /* Frees an array of n entries (each deinitialized, then the array); returns NULL. */
 ManifestFile *manifest_list_files_free(ManifestFile *files, size_t n);
 
-/* Writes a format 2 or 3 manifest list with the deflate codec and Java's metadata keys
- * (snapshot-id, parent-snapshot-id, sequence-number, first-row-id (v3), format-version,
- * iceberg.schema), appending the file to *out. Refuses, with -EINVAL and the entry in *e:
- * format 1 (-EOPNOTSUPP), a v3 header without first_row_id, entries without a path, an
- * added_snapshot_id or known counts, content other than 0/1, in v3 a data manifest without
- * first_row_id or a delete manifest with one. v2 ignores first_row_id. On failure *out is
- * unchanged. Also -E2BIG when *out would pass its maximum, -ENOMEM. */
+/* Writes a format 1, 2 or 3 manifest list with the deflate codec and Java's metadata keys
+ * (snapshot-id, parent-snapshot-id, sequence-number (v2+), first-row-id (v3), format-version,
+ * iceberg.schema), appending the file to *out. Format 1 is Java's V1Writer: field ids 500-514
+ * and 519 only, no content, sequence numbers or first_row_id. Refuses, with -EINVAL and the
+ * entry in *e: other formats, a v3 header without first_row_id, entries without a path, an
+ * added_snapshot_id or known counts, content other than 0/1, a delete manifest in v1, in v3 a
+ * data manifest without first_row_id or a delete manifest with one. v1/v2 ignore first_row_id.
+ * On failure *out is unchanged. Also -E2BIG when *out would pass its maximum, -ENOMEM. */
 int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, size_t n, Buf *out,
                         Error *e);

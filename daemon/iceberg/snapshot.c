@@ -131,15 +131,17 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
 }
 
 static json_t *snapshot_json(const SnapshotSpec *s) {
-        json_t *o = json_pack("{s:I, s:I, s:I, s:O, s:s}",
+        json_t *o = json_pack("{s:I, s:I, s:O, s:s}",
                               "snapshot-id", (json_int_t)s->snapshot_id,
-                              "sequence-number", (json_int_t)s->sequence_number,
                               "timestamp-ms", (json_int_t)s->timestamp_ms,
                               "summary", s->summary,
                               "manifest-list", s->manifest_list);
 
         if (!o)
                 return NULL;
+        if (!s->is_v1 &&
+            json_object_set_new(o, "sequence-number", json_integer(s->sequence_number)) < 0)
+                goto fail;
         /* parent-snapshot-id only when there is a parent (SnapshotParser). */
         if (s->has_parent &&
             json_object_set_new(o, "parent-snapshot-id", json_integer(s->parent_snapshot_id)) < 0)

@@ -28,6 +28,7 @@ typedef struct SnapshotSpec {
         bool has_parent;
         int64_t parent_snapshot_id;
         int64_t sequence_number;
+        bool is_v1;                     /* format 1: no sequence-number (SnapshotParser reads 0) */
         int64_t timestamp_ms;
         bool has_schema_id;
         int32_t schema_id;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "iceberg/table.h"
 
@@ -169,4 +170,12 @@ int table_default_spec_id(const TableMetadata *t, int32_t *ret) {
 
 json_t *table_partition_spec(const TableMetadata *t, int32_t spec_id) {
         return json_array_find_id(json_object_get(t->metadata, "partition-specs"), "spec-id", spec_id);
+}
+
+bool table_inherits_snapshot_ids(const TableMetadata *t) {
+        const char *v = table_property(t, TABLE_PROPERTY_SNAPSHOT_ID_INHERITANCE);
+
+        /* SnapshotProducer: formatVersion > 1 || propertyAsBoolean(...); Java parses the
+         * boolean case-insensitively. */
+        return t->format_version > 1 || (v && strcasecmp(v, "true") == 0);
 }

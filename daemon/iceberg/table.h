@@ -54,6 +54,13 @@ const char *table_property(const TableMetadata *t, const char *key);
 int table_default_spec_id(const TableMetadata *t, int32_t *ret);
 /* The partition spec object with that id ({"spec-id":..,"fields":[..]}), borrowed, or NULL. */
 json_t *table_partition_spec(const TableMetadata *t, int32_t spec_id);
+/* Table property that lets format 1 tables take manifests whose entries inherit their snapshot
+ * id (TableProperties.SNAPSHOT_ID_INHERITANCE_ENABLED); always on since format 2. */
+#define TABLE_PROPERTY_SNAPSHOT_ID_INHERITANCE "compatibility.snapshot-id-inheritance.enabled"
+
+/* Whether staged manifests (entries with null snapshot ids) may be committed as they are:
+ * format 2 and later, or format 1 with the inheritance property "true". */
+bool table_inherits_snapshot_ids(const TableMetadata *t);
 
 /* Reads an int64 member strictly; -EINVAL when absent or not an integer. */
 int json_get_i64(const json_t *object, const char *key, int64_t *ret);

@@ -10,11 +10,13 @@
 
 #include "tables/api.h"
 #include "tables/create.h"
+#include "tables/upgrade.h"
 #include "util/log.h"
 #include "writer/request.h"
 
 struct TablesApi {
         Catalog *catalog;
+        UpgradeContext upgrade;
 };
 
 typedef enum CallStep {
@@ -271,7 +273,8 @@ static void tables_handle_create_namespace(HttpRequest *r, void *userdata) {
         tables_start(TAKE_PTR(c), r);
 }
 
-int tables_api_new(HttpServer *server, Catalog *catalog, TablesApi **ret_api) {
+int tables_api_new(HttpServer *server, Catalog *catalog, uv_loop_t *loop, const TablesConfig *config,
+                   const StorageConfig *storage, TablesApi **ret_api) {
         _cleanup_(tables_api_freep) TablesApi *api = NULL;
         int r;
 
@@ -279,10 +282,17 @@ int tables_api_new(HttpServer *server, Catalog *catalog, TablesApi **ret_api) {
         if (!api)
                 return -ENOMEM;
         api->catalog = catalog;
+        api->upgrade = (UpgradeContext){
+                .catalog = catalog, .loop = loop, .config = config, .storage = storage,
+        };
         r = http_server_route(server, "POST", "/v1/namespaces", tables_handle_create_namespace, api);
         if (r < 0)
                 return r;
         r = http_server_route(server, "POST", "/v1/namespaces/{}/tables", tables_handle_create_table, api);
+        if (r < 0)
+                return r;
+        r = http_server_route(server, "POST", "/v1/namespaces/{}/tables/{}/upgrade", upgrade_handle,
+                              &api->upgrade);
         if (r < 0)
                 return r;
         *ret_api = TAKE_PTR(api);

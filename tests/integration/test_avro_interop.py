@@ -376,7 +376,7 @@ def test_staging_rules_on_fastavro_manifests(tmp_path, change, message):
 
 
 @pytest.mark.parametrize("meta,message", [
-    ({"format-version": "1"}, "format-version 1 manifests cannot be staged"),
+    ({"format-version": "0"}, "format-version 0 is not supported (1, 2 or 3)"),
     ({"content": "deletes"}, "entry 0 (s3://b/a.parquet): a data file in a delete manifest"),
 ])
 def test_staging_rules_on_metadata(tmp_path, meta, message):

@@ -776,6 +776,71 @@ TEST(manifest_list_v2_round_trip_every_field) {
         round_trip_list(2);
 }
 
+/* Format 1 (Java's V1Writer, for v1 tables with snapshot-id inheritance): fields 500-514 and
+ * 519 only, no sequence-number key; read back, content is data and sequence numbers are 0. */
+TEST(manifest_list_v1_round_trip) {
+        _cleanup_(buf_deinitp) Buf out;
+        _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
+        ManifestListHeader h = {
+                .format_version = 1, .snapshot_id = 77, .has_parent_snapshot_id = true,
+                .parent_snapshot_id = 76, .sequence_number = 9,
+        }, got;
+        ManifestFile *files, *read = NULL;
+        size_t n, n_read = 0;
+        json_t *schema;
+        Error e = {};
+
+        files = sample_files(&n);
+        /* Drop the delete manifest (index 1): v1 holds data only. */
+        manifest_file_deinit(&files[1]);
+        files[1] = files[2];
+        n = 2;
+        buf_init(&out, MAX_FILE_BYTES);
+        if (manifest_list_write(&h, files, n, &out, &e) < 0)
+                TEST_FAIL("write: %s", e.message);
+        ASSERT_OK(manifest_list_read(slice_of(&out), &read, &n_read, &e));
+        ASSERT_EQ(n_read, 2);
+        for (size_t i = 0; i < n; i++) {
+                ManifestFile want = files[i];
+
+                want.sequence_number = want.min_sequence_number = 0;
+                assert_files_equal(&want, &read[i], 1);
+                ASSERT_EQ(read[i].content, MANIFEST_CONTENT_DATA);
+        }
+        ASSERT_EQ(read[1].added_files_count, INT32_MAX);
+        ASSERT_EQ(read[1].existing_rows_count, INT64_MAX / 4);
+
+        ASSERT_OK(manifest_list_read_header(slice_of(&out), &got, &e));
+        ASSERT_EQ(got.format_version, 1);
+        ASSERT_EQ(got.snapshot_id, 77);
+        ASSERT_EQ(got.parent_snapshot_id, 76);
+        ASSERT_EQ(got.sequence_number, 0);
+        ASSERT_TRUE(!got.has_first_row_id);
+
+        ASSERT_OK(ocf_reader_open(slice_of(&out), &reader, &e));
+        ASSERT_EQ(ocf_reader_n_meta(reader), 6);
+        ASSERT_TRUE(!ocf_reader_meta(reader, "sequence-number").ptr);
+        ASSERT_TRUE(slice_eq_str(ocf_reader_meta(reader, "format-version"), "1"));
+        schema = json_loadb((const char *)ocf_reader_meta(reader, "iceberg.schema").ptr,
+                            ocf_reader_meta(reader, "iceberg.schema").len, 0, NULL);
+        ASSERT_TRUE(schema);
+        {
+                static const int64_t ids[] = { 500, 501, 502, 503, 504, 505, 506, 507, 512, 513, 514, 519 };
+                json_t *fields = json_object_get(schema, "fields");
+
+                ASSERT_EQ(json_array_size(fields), ELEMENTSOF(ids));
+                for (size_t i = 0; i < ELEMENTSOF(ids); i++)
+                        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(fields, i), "id")), ids[i]);
+                /* added_snapshot_id is required (ManifestFile.SNAPSHOT_ID), counts optional. */
+                ASSERT_TRUE(json_is_true(json_object_get(json_array_get(fields, 3), "required")));
+                ASSERT_TRUE(json_is_false(json_object_get(json_array_get(fields, 4), "required")));
+        }
+        json_decref(schema);
+
+        manifest_list_files_free(files, n);
+        manifest_list_files_free(read, n_read);
+}
+
 TEST(manifest_list_empty_round_trip) {
         _cleanup_(buf_deinitp) Buf out;
         ManifestListHeader h = { .format_version = 3, .snapshot_id = 1, .has_first_row_id = true };
@@ -803,8 +868,9 @@ TEST(manifest_list_write_refuses_what_java_refuses) {
         buf_init(&out, MAX_FILE_BYTES);
 
         h.format_version = 1;
-        ASSERT_EQ(manifest_list_write(&h, files, n, &out, &e), -EOPNOTSUPP);
-        ASSERT_CONTAINS(e.message, "format-version 1");
+        ASSERT_EQ(manifest_list_write(&h, files, n, &out, &e), -EINVAL);
+        ASSERT_STREQ(e.message, "manifest list entry 1 (s3://b/t/metadata/deletes-m1.avro): a format 1 "
+                                "list cannot hold delete manifests");
         h.format_version = 4;
         ASSERT_EQ(manifest_list_write(&h, files, n, &out, &e), -EINVAL);
         h.format_version = 3;
@@ -1211,8 +1277,8 @@ TEST(staged_manifest_rejects_bad_metadata_and_sizes) {
                   .message = "manifest 'm.avro': manifest has more than 2 entries" },
                 { "3", "data", 0, 3, -EINVAL,
                   .message = "manifest 'm.avro': manifest has no entries" },
-                { "1", "data", 3, 3, -EINVAL,
-                  .message = "manifest 'm.avro': format-version 1 manifests cannot be staged" },
+                { "0", "data", 3, 3, -EINVAL,
+                  .message = "manifest 'm.avro': format-version 0 is not supported (1, 2 or 3)" },
                 { NULL, "data", 3, 3, -EINVAL, .contains = "no format-version metadata" },
                 { "4", "data", 3, 3, -EINVAL, .contains = "format-version 4 is not supported" },
                 { "x", "data", 3, 3, -EINVAL, .message = NULL }, /* the code alone */
@@ -1406,6 +1472,59 @@ TEST(java_committed_manifest_is_not_a_staged_one) {
         ASSERT_CONTAINS(e.message, "manifest 'm0.avro': entry 0 (");
         ASSERT_CONTAINS(e.message,
                         "): snapshot_id is 1658810095336783773, staged entries must leave it null");
+}
+
+/* A manifest whose list entry has null counts is counted from its entries: per status, DELETED
+ * rows apart (they take no row ids). */
+TEST(manifest_count_entries_by_status) {
+        TestEntry entries[5] = { good_entry, good_entry, good_entry, good_entry, good_entry };
+        TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
+        _cleanup_(buf_deinitp) Buf file, java;
+        ManifestCounts c;
+        Error e = {};
+
+        entries[0].record_count = 10;
+        entries[1].status = 0, entries[1].record_count = 20, entries[1].has_snapshot_id = true;
+        entries[2].status = 0, entries[2].record_count = 30, entries[2].has_snapshot_id = true;
+        entries[3].status = 2, entries[3].record_count = 40, entries[3].has_snapshot_id = true;
+        entries[4].record_count = 0;
+        buf_init(&file, MAX_FILE_BYTES);
+        build_manifest(&tm, &file);
+        ASSERT_OK(manifest_count_entries(slice_of(&file), /* limits= */ NULL, &c, &e));
+        ASSERT_EQ(c.added_files, 2);
+        ASSERT_EQ(c.existing_files, 2);
+        ASSERT_EQ(c.deleted_files, 1);
+        ASSERT_EQ(c.added_rows, 10);
+        ASSERT_EQ(c.existing_rows, 50);
+        ASSERT_EQ(c.deleted_rows, 40);
+
+        {
+                ManifestFile m = { .has_counts = false };
+
+                manifest_counts_apply(&c, &m);
+                ASSERT_TRUE(m.has_counts);
+                ASSERT_EQ(m.added_rows_count + m.existing_rows_count, 60);
+                ASSERT_EQ(m.deleted_files_count, 1);
+        }
+
+        ASSERT_EQ(manifest_count_entries(slice_of(&file), &(ManifestLimits){ .max_entries = 4 }, &c, &e),
+                  -E2BIG);
+        ASSERT_CONTAINS(e.message, "more than 4 entries");
+
+        entries[2].null_record_count = true;
+        tm.optional_counts = true;
+        buf_deinit(&file);
+        buf_init(&file, MAX_FILE_BYTES);
+        build_manifest(&tm, &file);
+        ASSERT_EQ(manifest_count_entries(slice_of(&file), NULL, &c, &e), -EBADMSG);
+        ASSERT_STREQ(e.message, "entry 2: record_count is null or negative");
+
+        /* A manifest Java committed (one ADDED entry of 5 rows). */
+        java = read_data_file("java-committed-manifest-v3.avro");
+        ASSERT_OK(manifest_count_entries(slice_of(&java), NULL, &c, &e));
+        ASSERT_EQ(c.added_files, 1);
+        ASSERT_EQ(c.added_rows, 5);
+        ASSERT_EQ(c.existing_rows + c.deleted_rows, 0);
 }
 
 TEST(ocf_deflate_ignores_bytes_after_the_stream) {

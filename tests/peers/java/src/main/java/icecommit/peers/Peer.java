@@ -98,6 +98,7 @@ public final class Peer {
   }
 
   static String run(String cmd, String[] rest) throws Exception {
+    if (Refs.handles(cmd)) return Refs.run(cmd, rest); // branch, set-property (Refs.java)
     switch (cmd) {
       case "create-table":
         return createTable(

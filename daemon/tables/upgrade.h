@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* POST /v1/namespaces/{namespace}/tables/{table}/upgrade: upgrades a format 2 table to 3 through
+ * the catalog (update upgrade-format-version), after a pre-flight report (preflight.h) that a
+ * dry run answers alone. Reads manifest lists on the thread pool; never writes table files. */
+#pragma once
+
+#include <uv.h>
+
+#include "catalog/catalog.h"
+#include "config/config.h"
+#include "http/http.h"
+
+/* What the handler needs; owned by TablesApi, every pointer borrowed from the daemon. */
+typedef struct UpgradeContext {
+        Catalog *catalog;
+        uv_loop_t *loop;
+        const TablesConfig *config;
+        const StorageConfig *storage;
+} UpgradeContext;
+
+/* The route handler; userdata is an UpgradeContext that outlives every request. */
+void upgrade_handle(HttpRequest *r, void *userdata);
