@@ -352,11 +352,36 @@ static const json_t *schema_current(const json_t *md) {
         return schema_by_id(md, id);
 }
 
+/* The field with this id when it is reachable from the top through structs only (never inside a
+ * list or map), else NULL: only those can be partition sources (Java's PartitionSpec
+ * checkCompatibility). */
+static const json_t *struct_field_by_id(const json_t *type, int64_t id) {
+        const json_t *fields = json_object_get(type, "fields");
+        size_t i;
+        json_t *f;
+
+        json_array_foreach(fields, i, f) {
+                const json_t *t = json_object_get(f, "type"), *found;
+                json_int_t fid = json_integer_value(json_object_get(f, "id"));
+
+                if (fid == id)
+                        return f;
+                if (json_is_object(t) && json_is_string(json_object_get(t, "type")) &&
+                    strcmp(json_string_value(json_object_get(t, "type")), "struct") == 0) {
+                        found = struct_field_by_id(t, id);
+                        if (found)
+                                return found;
+                }
+        }
+        return NULL;
+}
+
 /* Returns a copy of `spec` with "spec-id" set and every field's "field-id" assigned (kept when
  * given; else the id an existing spec uses for the same source and transform, as Java's
- * freshSpec does in v2+; else *last_partition_id + 1), validated against `ids`. */
+ * freshSpec does in v2+; else *last_partition_id + 1), validated against `ids` and `schema`
+ * (sources are primitive fields outside lists and maps). */
 static int spec_fresh(const json_t *spec, const json_t *existing_specs, int format_version,
-                      int32_t spec_id, const FieldIds *ids, int32_t *last_partition_id,
+                      int32_t spec_id, const FieldIds *ids, const json_t *schema, int32_t *last_partition_id,
                       json_t **ret_spec, Error *error) {
         _cleanup_(json_decrefp) json_t *out = NULL;
         const json_t *fields;
@@ -395,6 +420,20 @@ static int spec_fresh(const json_t *spec, const json_t *existing_specs, int form
                                          "partition spec: field '%s' has source-id %" PRId64
                                          ", which is not a field of the current schema",
                                          name, source_id);
+                if (schema) {
+                        const json_t *source = struct_field_by_id(schema, source_id);
+
+                        if (!source)
+                                return error_set(error, -EINVAL,
+                                                 "partition spec: field '%s' has source-id %" PRId64
+                                                 ", a field inside a list or map, which cannot be a partition source",
+                                                 name, source_id);
+                        if (!json_is_string(json_object_get(source, "type")))
+                                return error_set(error, -EINVAL,
+                                                 "partition spec: field '%s' has source-id %" PRId64
+                                                 ", which is not a primitive field",
+                                                 name, source_id);
+                }
                 if (!transform_is_known(transform))
                         return error_set(error, -EINVAL,
                                          "partition spec: field '%s' has unknown transform '%s'", name,
@@ -690,7 +729,7 @@ static int update_add_spec(Apply *a, const json_t *u) {
         if (r < 0)
                 return r;
         (void)json_get_i32(a->md, "last-partition-id", &last_partition_id);
-        r = spec_fresh(spec, specs, a->format_version, (int32_t)new_id, &ids, &last_partition_id,
+        r = spec_fresh(spec, specs, a->format_version, (int32_t)new_id, &ids, schema_current(a->md), &last_partition_id,
                        &fresh, a->error);
         if (r < 0)
                 return error_prefix(a->error, r, "add-spec");
@@ -1291,7 +1330,7 @@ int table_metadata_create(const json_t *create_request, const char *location, in
 
         req_spec = json_object_get(create_request, "partition-spec");
         if (req_spec && !json_is_null(req_spec)) {
-                r = spec_fresh(req_spec, /* existing_specs= */ NULL, (int)format_version, 0, &ids,
+                r = spec_fresh(req_spec, /* existing_specs= */ NULL, (int)format_version, 0, &ids, req_schema,
                                &last_partition_id, &spec, error);
                 if (r < 0)
                         return r;

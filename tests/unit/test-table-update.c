@@ -176,6 +176,16 @@ TEST(create_bad_inputs) {
                 { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"partition-spec\": {\"fields\": [{\"name\": \"p\","
                   " \"transform\": \"identity\", \"source-id\": 9}]}}",
                   "source-id 9, which is not a field of the current schema" },
+                { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": [{\"id\": 1, \"name\": \"m\","
+                  " \"required\": true, \"type\": {\"type\": \"map\", \"key-id\": 2, \"key\": \"string\","
+                  " \"value-id\": 3, \"value\": \"int\", \"value-required\": true}}]},"
+                  " \"partition-spec\": {\"fields\": [{\"name\": \"k\", \"transform\": \"identity\", \"source-id\": 2}]}}",
+                  "source-id 2, a field inside a list or map, which cannot be a partition source" },
+                { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": [{\"id\": 1, \"name\": \"s\","
+                  " \"required\": true, \"type\": {\"type\": \"struct\", \"fields\": [{\"id\": 2, \"name\": \"x\","
+                  " \"required\": true, \"type\": \"int\"}]}}]},"
+                  " \"partition-spec\": {\"fields\": [{\"name\": \"s\", \"transform\": \"identity\", \"source-id\": 1}]}}",
+                  "source-id 1, which is not a primitive field" },
                 { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"partition-spec\": {\"fields\": [{\"name\": \"p\","
                   " \"transform\": \"bucket[0]\", \"source-id\": 1}]}}",
                   "unknown transform 'bucket[0]'" },
