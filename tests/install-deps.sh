@@ -3,16 +3,22 @@
 # Installs everything icecommit's build and tests use, on Debian 12, as root. Idempotent.
 #   apt: compilers, meson/ninja, the daemon's libraries, valgrind, Java 17 + Maven, Python venv
 #   Maven Central: Apache Iceberg 1.11 (REST catalog server, Java reader/writer) -> ~/.m2
-#   PyPI: fastavro, PyIceberg, pytest -> .venv/ (git-ignored)
+#   PyPI: fastavro, PyIceberg (with pyarrow), pytest -> .venv/ (git-ignored)
+# With --runtime only what building icecommitd and the quick start need (no clang, valgrind,
+# Java or Maven): the compilers, the daemon's libraries and the Python venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-    gcc clang libclang-rt-14-dev make meson ninja-build pkg-config git curl ca-certificates
+    gcc make meson ninja-build pkg-config git curl ca-certificates
     libuv1-dev libh2o-dev libssl-dev libjansson-dev libavro-dev libcurl4-openssl-dev libinih-dev
-    libsystemd-dev zlib1g-dev valgrind
-    openjdk-17-jdk-headless maven python3 python3-venv python3-pip
+    libsystemd-dev zlib1g-dev python3 python3-venv python3-pip
 )
+runtime=false
+[ "${1:-}" = "--runtime" ] && runtime=true
+if ! $runtime; then
+    packages+=(clang libclang-rt-14-dev valgrind openjdk-17-jdk-headless maven)
+fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -33,4 +39,4 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import fastavro, pyiceber
         "fastavro==1.13.1" "pyiceberg[pyarrow]==0.12.0" "pytest==9.2.0"
 fi
 
-tests/peers/peer.sh --ensure-built
+$runtime || tests/peers/peer.sh --ensure-built

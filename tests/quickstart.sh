@@ -1,68 +1,88 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The README's first command: install, build, and run icecommit's main job once, end to end.
-#   1. starts Apache Iceberg's REST catalog server on 127.0.0.1 (until icecommit's embedded
-#      filesystem catalog lands, this stands in for "the embedded default")
-#   2. creates a v3 table, and a writer job (Iceberg Java) writes Parquet files + a staged manifest
-#   3. starts icecommitd and commits the staged manifest over HTTP with curl
-#   4. reads every row back with Iceberg Java: _row_id and _last_updated_sequence_number
-# Everything runs on loopback and is stopped at the end.
+# The README's first command: install, build, and run icecommit's whole job once, on the
+# embedded filesystem catalog, with no other service:
+#   1. starts icecommitd with a fresh warehouse directory
+#   2. three writers commit to demo.events (created through icecommitd, format version 3):
+#      pyarrow files described in the request, PyIceberg-written files, and curl
+#   3. shows the snapshots and row-id ranges (the lineage audit), where one row id came from,
+#      and the rows read back with PyIceberg
+# Everything runs on loopback and is stopped at the end. QUICKSTART_KEEP=DIR keeps the
+# warehouse in DIR (the test suite reads it back with Iceberg Java).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 
-bash tests/install-deps.sh
+bash tests/install-deps.sh --runtime
 [ -f build-release/build.ninja ] || meson setup build-release --buildtype=release >/dev/null
 ninja -C build-release daemon/icecommitd >/dev/null
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/icecommit-quickstart-XXXXXX")
-port_of() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-catalog_port=$(port_of)
-daemon_port=$(port_of)
-catalog=http://127.0.0.1:$catalog_port
+work=${QUICKSTART_KEEP:-$(mktemp -d "${TMPDIR:-/tmp}/icecommit-quickstart-XXXXXX")}
+mkdir -p "$work"
+warehouse=$work/warehouse
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+url=http://127.0.0.1:$port
+py=.venv/bin/python
 daemon_pid=
 cleanup() {
     [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
-    tests/peers/catalog-stop.sh "$work" >/dev/null 2>&1 || true
+    [ -n "${QUICKSTART_KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 
-echo "== starting Apache Iceberg's REST catalog on $catalog"
-tests/peers/catalog-start.sh "$work" "$catalog_port" >/dev/null
-
-echo "== creating table demo.events (format-version 3) and a writer's staged manifest"
-tests/peers/peer.sh create-table --uri "$catalog" --table demo.events --format-version 3 >/dev/null
-staged=$(tests/peers/peer.sh stage --uri "$catalog" --table demo.events --files 2 --rows 3 --start-id 100)
-manifest=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["manifest"])' <<<"$staged")
-echo "staged manifest: $manifest"
-
-echo "== starting icecommitd on 127.0.0.1:$daemon_port"
+echo "== starting icecommitd on $url, embedded catalog in $warehouse"
 cat >"$work/icecommitd.conf" <<CONF
 [http]
-port = $daemon_port
+port = $port
 [catalog]
-uri = $catalog
+warehouse = $warehouse
 CONF
 build-release/daemon/icecommitd --config "$work/icecommitd.conf" 2>"$work/icecommitd.log" &
 daemon_pid=$!
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$daemon_port/readyz" >/dev/null && break; sleep 0.1; done
+for _ in $(seq 100); do curl -sf "$url/readyz" >/dev/null && break; sleep 0.1; done
 
-echo "== committing (the writer's call)"
-curl -sS -X POST "http://127.0.0.1:$daemon_port/v1/namespaces/demo/tables/events/commits" \
-    -H 'Content-Type: application/json' \
-    -d "{\"idempotency-key\": \"quickstart-1\", \"staged-manifests\": [\"$manifest\"]}" | tee "$work/receipt.json"
 echo
+echo "== 1. a writer without an Iceberg library: pyarrow writes 3 Parquet files, the request describes them"
+$py examples/python/write_without_iceberg.py --url "$url" --files 3 --rows 4 --start-id 0 \
+    --day 2026-11-30 --key quickstart-1
 
-echo "== rows read back by Apache Iceberg's Java reader"
-tests/peers/peer.sh dump --uri "$catalog" --table demo.events | python3 -c '
+echo
+echo "== 2. a writer using PyIceberg to write the files, icecommitd to commit them"
+$py examples/python/write_with_pyiceberg.py --url "$url" --rows 5 --start-id 100 --day 2026-12-01 \
+    --key quickstart-2
+
+echo
+echo "== 3. curl commits a Parquet file another tool wrote"
+file=$($py examples/python/write_without_iceberg.py --url "$url" --files 1 --rows 3 --start-id 200 \
+    --day 2026-12-02 --write-only | $py -c 'import json,sys; print(json.load(sys.stdin)[0]["file-path"])')
+examples/curl/commit.sh "$url" demo events "$file" 3 2026-12-02 quickstart-3 >"$work/receipt-3.json"
+$py -c 'import json,sys; r=json.load(open(sys.argv[1])); print("committed snapshot", r["snapshot-id"], "row ids",
+        r["manifests"][0]["first-row-id"], "..", r["manifests"][0]["last-row-id"])' "$work/receipt-3.json"
+echo "the same request again, as a writer that lost the answer would send it:"
+examples/curl/commit.sh "$url" demo events "$file" 3 2026-12-02 quickstart-3 >"$work/receipt-3-again.json"
+$py -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2]))
+print("same snapshot" if a["snapshot-id"] == b["snapshot-id"] else "DIFFERENT SNAPSHOT", b["snapshot-id"], "- committed once")' \
+    "$work/receipt-3.json" "$work/receipt-3-again.json"
+
+echo
+echo "== the lineage audit: every snapshot's row-id range, and the table's checks"
+curl -sS "$url/v1/namespaces/demo/tables/events/lineage" | $py -c '
 import json, sys
-d = json.load(sys.stdin)
-print("table next-row-id:", d["next-row-id"])
-for s in d["snapshots"]:
-    print("snapshot %d: sequence %d, first-row-id %s, added-rows %s, operation %s" % (
-        s["snapshot-id"], s["sequence-number"], s["first-row-id"], s["added-rows"], s["operation"]))
-print("%6s %8s %30s" % ("id", "_row_id", "_last_updated_sequence_number"))
-for r in d["rows"]:
-    print("%6d %8d %30d" % (r["id"], r["_row_id"], r["_last_updated_sequence_number"]))
-'
-echo "== done (icecommitd log: $work/icecommitd.log)"
+a = json.load(sys.stdin)
+print("next-row-id %d" % a["next-row-id"])
+for s in a["snapshots"]:
+    print("  snapshot %d: sequence number %d, row ids %s..%s" % (s["snapshot-id"], s["sequence-number"], s["first-row-id"], s["last-row-id"]))
+for c in a["checks"]:
+    print("  check %-36s %s" % (c["name"], "ok" if c["ok"] else "FAILED"))'
+
+echo
+echo "== where row id 13 came from"
+curl -sS "$url/v1/namespaces/demo/tables/events/row-ids/13" | $py -c '
+import json, sys
+r = json.load(sys.stdin)
+print("row id 13: snapshot %d, file %s, position %d, _last_updated_sequence_number %d" % (
+    r["snapshot"]["snapshot-id"], r["data-file"]["path"], r["position"], r["last-updated-sequence-number"]))'
+
+echo
+echo "== the rows, read back with PyIceberg (by metadata file, no catalog)"
+$py examples/python/read_table.py "$warehouse/demo/events"
+echo "== done"

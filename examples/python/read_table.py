@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Reads a table of icecommitd's embedded filesystem catalog with PyIceberg, by its metadata
+file, as any engine without a catalog would: the snapshots with their row-id ranges, then every
+row.
+
+    read_table.py WAREHOUSE/NAMESPACE/TABLE"""
+import os
+import sys
+
+from pyiceberg.table import StaticTable
+
+
+def newest_metadata(table_dir):
+    metadata = os.path.join(table_dir, "metadata")
+    with open(os.path.join(metadata, "version-hint.text")) as f:
+        version = int(f.read().strip())
+    while os.path.exists(os.path.join(metadata, f"v{version + 1}.metadata.json")):
+        version += 1
+    return os.path.join(metadata, f"v{version}.metadata.json")
+
+
+def main():
+    location = newest_metadata(sys.argv[1])
+    table = StaticTable.from_metadata(location)
+    md = table.metadata
+    print(f"{location}: format version {md.format_version}, next-row-id {md.next_row_id}")
+    for s in md.snapshots:
+        last = s.first_row_id + s.added_rows - 1 if s.first_row_id is not None else None
+        print(f"  snapshot {s.snapshot_id}: sequence number {s.sequence_number}, "
+              f"row ids {s.first_row_id}..{last} ({s.added_rows} rows), "
+              f"keys {s.summary.additional_properties.get('icecommit.idempotency-keys')}")
+    rows = table.scan().to_arrow().sort_by("id").to_pylist()
+    print(f"{len(rows)} rows:")
+    print(f"  {'id':>5} {'name':<11} {'amount':>7}  day")
+    for r in rows:
+        print(f"  {r['id']:>5} {r['name']:<11} {r['amount']:>7.2f}  {r['day']}")
+
+
+if __name__ == "__main__":
+    main()
