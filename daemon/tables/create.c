@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iceberg/table_update.h"
 #include "tables/create.h"
 #include "util/utf8.h"
 
@@ -20,122 +21,12 @@ static bool name_is_valid(const char *s) {
         return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
-static int schema_check_struct(const json_t *s, const char *where, Error *error);
-
-/* Iceberg's primitive type names (spec "Schemas and Data Types"), decimal(P,S) and fixed[L]. */
-static bool primitive_is_known(const char *t) {
-        static const char *const names[] = {
-                "boolean", "int", "long", "float", "double", "date", "time", "timestamp", "timestamptz",
-                "timestamp_ns", "timestamptz_ns", "string", "uuid", "binary", "variant", "unknown",
-        };
-        unsigned p, q;
-        char tail;
-
-        for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                if (strcmp(t, names[i]) == 0)
-                        return true;
-        /* No scanf family here (banned): match the two shapes by hand. */
-        if (strncmp(t, "decimal(", 8) == 0) {
-                char *end;
-                p = (unsigned)strtoul(t + 8, &end, 10);
-                if (end == t + 8 || *end != ',')
-                        return false;
-                while (*++end == ' ')
-                        ;
-                q = (unsigned)strtoul(end, &end, 10);
-                tail = *end;
-                return tail == ')' && end[1] == 0 && p >= 1 && p <= 38 && q <= p;
-        }
-        if (strncmp(t, "fixed[", 6) == 0) {
-                char *end;
-                unsigned long l = strtoul(t + 6, &end, 10);
-                return end != t + 6 && *end == ']' && end[1] == 0 && l >= 1 && l <= INT32_MAX;
-        }
-        return false;
-}
-
-/* A type's shape, deep enough for a precise message; the catalog checks the rest (duplicate
- * ids, promotions) and its refusal is passed on. */
-static int schema_check_type(const json_t *type, const char *where, Error *error) {
-        const char *kind;
-        char sub[512];
-
-        if (json_is_string(type)) {
-                if (!primitive_is_known(json_string_value(type)))
-                        return error_set(error, -EINVAL, "%s: unknown type '%s'", where, json_string_value(type));
-                return 0;
-        }
-        kind = json_string_value(json_object_get(type, "type"));
-        if (!kind)
-                return error_set(error, -EINVAL, "%s: a type is a name or an object with \"type\"", where);
-        if (strcmp(kind, "struct") == 0)
-                return schema_check_struct(type, where, error);
-        if (strcmp(kind, "list") == 0) {
-                if (!json_is_integer(json_object_get(type, "element-id")) ||
-                    !json_is_boolean(json_object_get(type, "element-required")))
-                        return error_set(error, -EINVAL, "%s: a list needs \"element-id\" and \"element-required\"", where);
-                (void)snprintf(sub, sizeof(sub), "%s.element", where);
-                return schema_check_type(json_object_get(type, "element"), sub, error);
-        }
-        if (strcmp(kind, "map") == 0) {
-                int r;
-
-                if (!json_is_integer(json_object_get(type, "key-id")) || !json_is_integer(json_object_get(type, "value-id")) ||
-                    !json_is_boolean(json_object_get(type, "value-required")))
-                        return error_set(error, -EINVAL,
-                                         "%s: a map needs \"key-id\", \"value-id\" and \"value-required\"", where);
-                (void)snprintf(sub, sizeof(sub), "%s.key", where);
-                r = schema_check_type(json_object_get(type, "key"), sub, error);
-                if (r < 0)
-                        return r;
-                (void)snprintf(sub, sizeof(sub), "%s.value", where);
-                return schema_check_type(json_object_get(type, "value"), sub, error);
-        }
-        return error_set(error, -EINVAL, "%s: unknown type '%s'", where, kind);
-}
-
-static int schema_check_struct(const json_t *s, const char *where, Error *error) {
-        const json_t *fields = json_object_get(s, "fields");
-        size_t i;
-        json_t *f;
-
-        if (!json_is_object(s) || !json_is_string(json_object_get(s, "type")) ||
-            strcmp(json_string_value(json_object_get(s, "type")), "struct") != 0)
-                return error_set(error, -EINVAL, "%s: expected an object with \"type\": \"struct\"", where);
-        if (!json_is_array(fields))
-                return error_set(error, -EINVAL, "%s: \"fields\" must be an array", where);
-        json_array_foreach(fields, i, f) {
-                const json_t *id = json_object_get(f, "id"), *name = json_object_get(f, "name"),
-                             *type = json_object_get(f, "type");
-
-                if (!json_is_object(f) || !json_is_integer(id) || json_integer_value(id) <= 0)
-                        return error_set(error, -EINVAL, "%s: field %zu needs a positive integer \"id\"", where, i);
-                if (!json_is_string(name) || !name_is_valid(json_string_value(name)))
-                        return error_set(error, -EINVAL, "%s: field %zu needs a non-empty \"name\"", where, i);
-                if (!json_is_boolean(json_object_get(f, "required")))
-                        return error_set(error, -EINVAL, "%s: field '%s' needs a boolean \"required\"", where,
-                                         json_string_value(name));
-                if (!json_is_string(type) && !json_is_object(type))
-                        return error_set(error, -EINVAL, "%s: field '%s' needs a \"type\"", where,
-                                         json_string_value(name));
-                {
-                        char sub[512];
-                        int r;
-
-                        (void)snprintf(sub, sizeof(sub), "%s field '%s'", where, json_string_value(name));
-                        r = schema_check_type(type, sub, error);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        return 0;
-}
-
 int table_create_request_parse(Slice body, json_t **ret_request, const char **ret_name, Error *error) {
         _cleanup_(json_decrefp) json_t *in = NULL, *out = NULL, *properties = NULL;
         json_error_t jerr;
         const json_t *name, *schema, *v;
         json_int_t format_version = TABLE_CREATE_DEFAULT_FORMAT_VERSION;
+        int32_t highest_id;
         const char *key;
         char text[8];
         int r;
@@ -156,9 +47,6 @@ int table_create_request_parse(Slice body, json_t **ret_request, const char **re
         schema = json_object_get(in, "schema");
         if (!schema)
                 return error_set(error, -EINVAL, "\"schema\" is required");
-        r = schema_check_struct(schema, "\"schema\"", error);
-        if (r < 0)
-                return r;
         v = json_object_get(in, "partition-spec");
         if (v && (!json_is_object(v) || !json_is_array(json_object_get(v, "fields"))))
                 return error_set(error, -EINVAL, "\"partition-spec\" must be an object with a \"fields\" array");
@@ -174,6 +62,12 @@ int table_create_request_parse(Slice body, json_t **ret_request, const char **re
                         return error_set(error, -EINVAL, "\"format-version\" must be 1, 2 or 3");
                 format_version = json_integer_value(v);
         }
+        /* The one schema validator the filesystem catalog uses too: types known (and allowed
+         * in this format version), ids unique and positive, names present. A REST catalog
+         * checks again; what it alone refuses comes back as its own message. */
+        r = table_schema_validate(schema, (int)format_version, &highest_id, error);
+        if (r < 0)
+                return r;
 
         properties = json_object();
         if (!properties)

@@ -107,7 +107,7 @@ def test_v2_on_request_and_bad_requests(catalog, daemon):
     assert status == 400 and "must be 1, 2 or 3" in body["error"]["message"]
     status, _, body = create(daemon, ns, {"name": "t4", "schema": {"type": "struct", "fields": [
         {"id": 1, "name": "x", "required": True, "type": "decimal(40,2)"}]}})
-    assert status == 400 and "\"schema\" field 'x': unknown type 'decimal(40,2)'" in body["error"]["message"], body
+    assert status == 400 and "schema: field 'x' has unknown type 'decimal(40,2)'" in body["error"]["message"], body
     # What only the catalog can judge (here: a partition source that does not exist) comes back
     # as 422 with the catalog's reason, and no table is left behind.
     status, _, body = create(daemon, ns, {"name": "t5", "schema": SCHEMA, "partition-spec": {
