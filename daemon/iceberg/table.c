@@ -179,3 +179,26 @@ bool table_inherits_snapshot_ids(const TableMetadata *t) {
          * boolean case-insensitively. */
         return t->format_version > 1 || (v && strcasecmp(v, "true") == 0);
 }
+
+int json_get_i32(const json_t *o, const char *key, int32_t *ret) {
+        int64_t v;
+
+        if (json_get_i64(o, key, &v) < 0 || v < INT32_MIN || v > INT32_MAX)
+                return -EINVAL;
+        *ret = (int32_t)v;
+        return 0;
+}
+
+bool json_int_array_has(const json_t *array, int64_t v) {
+        size_t i;
+        json_t *x;
+
+        json_array_foreach(array, i, x)
+                if (json_is_integer(x) && json_integer_value(x) == v)
+                        return true;
+        return false;
+}
+
+int json_array_append_int(json_t *array, int64_t v) {
+        return json_array_append_new(array, json_integer(v)) < 0 ? -ENOMEM : 0;
+}

@@ -29,7 +29,3 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
 int table_metadata_create(const json_t *create_request, const char *location, int64_t now_ms,
                           const char *uuid, json_t **ret_metadata, Error *error);
 
-/* Validates an Iceberg schema JSON object (struct type, field ids unique and > 0, names, known
- * types; v3-only types need format_version 3) and returns its highest field id. -EINVAL. */
-int table_schema_validate(const json_t *schema, int format_version, int32_t *ret_highest_id,
-                          Error *error);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iceberg/table_update.h"
+#include "iceberg/table_schema.h"
 #include "tables/create.h"
 #include "util/utf8.h"
 
