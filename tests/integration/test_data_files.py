@@ -10,9 +10,14 @@ import uuid
 import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyiceberg.catalog.rest import RestCatalog
+import pytest
 
-from conftest import peer
+from conftest import BACKENDS, backend_catalog, peer, pyiceberg_table
+
+
+@pytest.fixture(params=BACKENDS)
+def catalog(request):
+    return backend_catalog(request)
 
 # Parquet columns carry Iceberg field ids, so Iceberg readers map them without a name mapping.
 ID = pa.field("id", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": b"1"})
@@ -144,7 +149,7 @@ def test_v3_unpartitioned_and_partitioned_by_description(catalog, daemon):
     for pos, i in enumerate(ids_a + ids_b):     # first-row-id of the snapshot + position order
         assert rows[i]["_row_id"] == 4 + pos and rows[i]["_last_updated_sequence_number"] == 2, rows[i]
         assert rows[i]["data"] == f"row-{i}"
-    t = RestCatalog("peer", uri=uri).load_table(f"ns.{name}")
+    t = pyiceberg_table(catalog, f"ns.{name}")
     assert t.scan().to_arrow().num_rows == 19
     # Lower/upper bounds are used: PyIceberg prunes file b for id < 150 and reads all of a.
     assert t.scan(row_filter="id < 150").to_arrow().num_rows == 14
@@ -168,7 +173,7 @@ def test_v3_unpartitioned_and_partitioned_by_description(catalog, daemon):
     assert [(f["path"], f["partition"], f["first-row-id"]) for f in files] == [(c, [7], 0), (d, [9], 3)]
     assert [(r["id"], r["bucket"], r["_row_id"]) for r in dump["rows"]] == [
         (1, 7, 0), (2, 7, 1), (3, 7, 2), (4, 9, 3), (5, 9, 4)]
-    t = RestCatalog("peer", uri=uri).load_table(f"ns.{name}")
+    t = pyiceberg_table(catalog, f"ns.{name}")
     assert t.scan().to_arrow().num_rows == 5
     assert t.scan(row_filter="bucket = 9").to_arrow().num_rows == 2
 
