@@ -308,8 +308,11 @@ TEST(v2_layout_has_no_row_lineage_fields) {
                 free(a);
                 free(b);
         }
+        json_decref(v2);
+        v2 = NULL;
         ASSERT_EQ(manifest_write_schema(&(ManifestWriteSpec){ .format_version = 1, .schema = schema,
                                                               .partition_spec = spec }, &v2, &e), -EINVAL);
+        ASSERT_TRUE(v2 == NULL);
         json_decref(v3);
         json_decref(schema);
         json_decref(spec);
