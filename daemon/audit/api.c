@@ -116,12 +116,8 @@ static int audit_read_list(AuditJob *j, size_t i, Buf *bytes) {
 }
 
 static json_t *audit_target_json(const AuditJob *j) {
-        json_t *levels = json_array();
-
-        for (size_t i = 0; levels && i < j->target.n_namespace; i++)
-                if (json_array_append_new(levels, json_string(j->target.namespace[i])) < 0)
-                        levels = (json_decref(levels), NULL);
-        return json_pack("{s:o, s:s}", "namespace", levels, "table", j->target.table);
+        return json_pack("{s:o, s:s}", "namespace", commit_target_namespace_json(&j->target), "table",
+                         j->target.table);
 }
 
 static void audit_work_lineage(AuditJob *j) {

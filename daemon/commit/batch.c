@@ -171,14 +171,11 @@ fail:
 }
 
 static json_t *batch_receipt(const Batch *b, const Job *j) {
-        json_t *manifests = json_array(), *ns = json_array();
         const CommitRequest *r = j->writer->request;
+        json_t *manifests = json_array(), *ns = commit_target_namespace_json(&r->target);
 
         if (!manifests || !ns)
                 goto fail;
-        for (size_t i = 0; i < r->target.n_namespace; i++)
-                if (json_array_append_new(ns, json_string(r->target.namespace[i])) < 0)
-                        goto fail;
         for (size_t i = 0; i < j->n_manifests; i++) {
                 const ManifestFile *m = &b->list[j->list_offset + i];
                 json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "location", m->path, "content",

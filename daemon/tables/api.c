@@ -81,7 +81,7 @@ static void call_fail(TablesCall *c, const CatalogResult *result, const char *wh
 static json_t *table_answer(const TablesCall *c, bool created, const json_t *load_result) {
         const json_t *metadata = json_object_get(load_result, "metadata");
         const json_t *schemas = json_object_get(metadata, "schemas"), *specs = json_object_get(metadata, "partition-specs");
-        json_t *namespace = json_array(), *schema = NULL, *spec = NULL, *s;
+        json_t *schema = NULL, *spec = NULL, *s;
         size_t i;
 
         json_array_foreach(schemas, i, s)
@@ -90,10 +90,9 @@ static json_t *table_answer(const TablesCall *c, bool created, const json_t *loa
         json_array_foreach(specs, i, s)
                 if (json_equal(json_object_get(s, "spec-id"), json_object_get(metadata, "default-spec-id")))
                         spec = s;
-        for (i = 0; namespace && i < c->target.n_namespace; i++)
-                (void)json_array_append_new(namespace, json_string(c->target.namespace[i]));
         return json_pack("{s:b, s:o, s:s, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
-                         "created", created, "namespace", namespace, "name", c->target.table,
+                         "created", created, "namespace", commit_target_namespace_json(&c->target),
+                         "name", c->target.table,
                          "metadata-location", json_object_get(load_result, "metadata-location"),
                          "table-uuid", json_object_get(metadata, "table-uuid"),
                          "format-version", json_object_get(metadata, "format-version"),
@@ -181,14 +180,9 @@ static void call_on_catalog(const CatalogResult *result, void *userdata) {
                         call_fail(c, result, "create namespace");
                         return;
                 }
-                {
-                        json_t *levels = json_array();
-
-                        for (size_t i = 0; levels && i < c->target.n_namespace; i++)
-                                (void)json_array_append_new(levels, json_string(c->target.namespace[i]));
-                        http_reply_json(c->http, result->status == 0 ? 201 : 200,
-                                        json_pack("{s:o, s:b}", "namespace", levels, "created", result->status == 0));
-                }
+                http_reply_json(c->http, result->status == 0 ? 201 : 200,
+                                json_pack("{s:o, s:b}", "namespace", commit_target_namespace_json(&c->target),
+                                          "created", result->status == 0));
                 c->http = NULL;
                 return;
         default:

@@ -87,10 +87,8 @@ static void upgrade_reply_catalog_error(UpgradeCall *c, const CatalogResult *res
 
 /* A JSON answer with the table named, over `report` (stolen). */
 static void upgrade_reply(UpgradeCall *c, const char *status, json_t *report) {
-        json_t *ns = json_array();
+        json_t *ns = commit_target_namespace_json(&c->target);
 
-        for (size_t i = 0; ns && i < c->target.n_namespace; i++)
-                (void)json_array_append_new(ns, json_string(c->target.namespace[i]));
         if (!report || !ns || json_object_set_new(report, "namespace", ns) < 0 ||
             json_object_set_new(report, "table", json_string(c->target.table)) < 0 ||
             json_object_set_new(report, "status", json_string(status)) < 0 ||

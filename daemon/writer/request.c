@@ -95,6 +95,15 @@ void commit_target_deinit(CommitTarget *t) {
         *t = (CommitTarget){};
 }
 
+json_t *commit_target_namespace_json(const CommitTarget *t) {
+        json_t *levels = json_array();
+
+        for (size_t i = 0; levels && i < t->n_namespace; i++)
+                if (json_array_append_new(levels, json_string(t->namespace[i])) < 0)
+                        levels = (json_decref(levels), NULL);
+        return levels;
+}
+
 static int request_parse_manifests(CommitRequest *r, json_t *array, const CommitRequestLimits *limits,
                                    Error *error) {
         size_t i, n;
@@ -153,7 +162,7 @@ static int request_parse_properties(CommitRequest *r, json_t *object, Error *err
 }
 
 static int request_fingerprint(CommitRequest *r) {
-        json_t *ns = json_array(), *manifests = json_array(), *canonical;
+        json_t *ns = commit_target_namespace_json(&r->target), *manifests = json_array(), *canonical;
         int rr = 0;
 
         if (!ns || !manifests) {
@@ -161,8 +170,6 @@ static int request_fingerprint(CommitRequest *r) {
                 json_decref(manifests);
                 return -ENOMEM;
         }
-        for (size_t i = 0; i < r->target.n_namespace && rr == 0; i++)
-                rr = json_array_append_new(ns, json_string(r->target.namespace[i]));
         for (size_t i = 0; i < r->n_manifests && rr == 0; i++)
                 rr = json_array_append_new(manifests, json_string(r->manifests[i]));
         canonical = json_pack("{s:o, s:s, s:s, s:o, s:O}", "namespace", ns, "table", r->target.table,

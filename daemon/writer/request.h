@@ -49,6 +49,8 @@ CommitRequest *commit_request_free(CommitRequest *r);
  * bytes of UTF-8 without control characters. Returns -EINVAL with the reason, or -ENOMEM. */
 int commit_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error);
 void commit_target_deinit(CommitTarget *t);
+/* The namespace levels as a JSON array of strings (new reference), NULL when out of memory. */
+json_t *commit_target_namespace_json(const CommitTarget *t);
 DEFINE_CLEANUP_FUNC(CommitRequest, commit_request_free);
 
 /* Whether a string is a valid idempotency key: 1 to 128 of [A-Za-z0-9._:-]. Keys are stored
