@@ -3,7 +3,7 @@
 # Installs everything icecommit's build and tests use, on Debian 12, as root. Idempotent.
 #   apt: compilers, meson/ninja, the daemon's libraries, valgrind, Java 17 + Maven, Python venv
 #   Maven Central: Apache Iceberg 1.11 (REST catalog server, Java reader/writer) -> ~/.m2
-#   PyPI: fastavro, PyIceberg (with pyarrow), pytest -> .venv/ (git-ignored)
+#   PyPI: fastavro, PyIceberg (with pyarrow and SQLite catalog), pytest -> .venv/ (git-ignored)
 # With --runtime only what building icecommitd and the quick start need (no clang, valgrind,
 # Java or Maven): the compilers, the daemon's libraries and the Python venv.
 set -euo pipefail
@@ -33,10 +33,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import fastavro, pyiceberg, pytest' 2>/dev/null; then
+# pyiceberg's sql-sqlite extra (SQLAlchemy) is the embedded-catalog peer of tests/bench.
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import fastavro, pyiceberg, pytest, sqlalchemy' 2>/dev/null; then
     python3 -m venv .venv
     .venv/bin/pip install -q --disable-pip-version-check \
-        "fastavro==1.13.1" "pyiceberg[pyarrow]==0.12.0" "pytest==9.2.0"
+        "fastavro==1.13.1" "pyiceberg[pyarrow,sql-sqlite]==0.12.0" "pytest==9.2.0"
 fi
 
 $runtime || tests/peers/peer.sh --ensure-built
