@@ -236,9 +236,10 @@ static int partition_stats_update(PartitionStats *st, avro_value_t *tuple, Error
         const void *p = NULL;
         avro_value_t v;
         int64_t number = 0;
-        int32_t i32;
+        /* The getters leave these unset for a null or an error. */
+        int32_t i32 = 0;
         size_t len = 0;
-        bool b;
+        bool b = false;
         int r;
 
         switch (st->kind) {
