@@ -9,33 +9,11 @@
 #include <string.h>
 
 #include "iceberg/fields.h"
+#include "iceberg/manifest_fields.h"
 #include "iceberg/manifest.h"
 #include "iceberg/ocf.h"
 #include "util/utf8.h"
 #include "util/checked.h"
-
-/* manifest_entry (ManifestEntry.java) and data_file (DataFile.java) field ids. */
-enum {
-        FIELD_STATUS = 0,
-        FIELD_SNAPSHOT_ID = 1,
-        FIELD_DATA_FILE = 2,
-        FIELD_SEQUENCE_NUMBER = 3,
-        FIELD_FILE_SEQUENCE_NUMBER = 4,
-        FIELD_FILE_PATH = 100,
-        FIELD_FILE_FORMAT = 101,
-        FIELD_PARTITION = 102,
-        FIELD_RECORD_COUNT = 103,
-        FIELD_FILE_SIZE = 104,
-        FIELD_CONTENT = 134,
-        FIELD_EQUALITY_IDS = 135,
-        FIELD_FIRST_ROW_ID = 142,
-};
-
-enum {
-        ENTRY_STATUS_EXISTING = 0,
-        ENTRY_STATUS_ADDED = 1,
-        ENTRY_STATUS_DELETED = 2,
-};
 
 /* How a partition field's values compare and serialize (spec Appendix D, single-value
  * binary serialization). Types we do not summarize turn summaries off for the manifest. */
@@ -123,45 +101,45 @@ static int entry_fields_resolve(const FieldsRecord *entry, EntryFields *ef, Erro
         int r;
 
         *ef = (EntryFields){
-                .status = fields_index(entry, FIELD_STATUS),
-                .snapshot_id = fields_index(entry, FIELD_SNAPSHOT_ID),
-                .sequence_number = fields_index(entry, FIELD_SEQUENCE_NUMBER),
-                .file_sequence_number = fields_index(entry, FIELD_FILE_SEQUENCE_NUMBER),
-                .data_file = fields_index(entry, FIELD_DATA_FILE),
+                .status = fields_index(entry, MANIFEST_FIELD_STATUS),
+                .snapshot_id = fields_index(entry, MANIFEST_FIELD_SNAPSHOT_ID),
+                .sequence_number = fields_index(entry, MANIFEST_FIELD_SEQUENCE_NUMBER),
+                .file_sequence_number = fields_index(entry, MANIFEST_FIELD_FILE_SEQUENCE_NUMBER),
+                .data_file = fields_index(entry, MANIFEST_FIELD_DATA_FILE),
         };
         if (ef->status < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks field %d (status)",
-                                 FIELD_STATUS);
+                                 MANIFEST_FIELD_STATUS);
         if (ef->data_file < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks field %d (data_file)",
-                                 FIELD_DATA_FILE);
+                                 MANIFEST_FIELD_DATA_FILE);
         r = fields_record_nested(entry, ef->data_file, &data_file, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest schema");
 
-        ef->content = fields_index(&data_file, FIELD_CONTENT);
-        ef->file_path = fields_index(&data_file, FIELD_FILE_PATH);
-        ef->file_format = fields_index(&data_file, FIELD_FILE_FORMAT);
-        ef->partition = fields_index(&data_file, FIELD_PARTITION);
-        ef->record_count = fields_index(&data_file, FIELD_RECORD_COUNT);
-        ef->file_size = fields_index(&data_file, FIELD_FILE_SIZE);
-        ef->first_row_id = fields_index(&data_file, FIELD_FIRST_ROW_ID);
-        ef->equality_ids = fields_index(&data_file, FIELD_EQUALITY_IDS);
+        ef->content = fields_index(&data_file, MANIFEST_FIELD_CONTENT);
+        ef->file_path = fields_index(&data_file, MANIFEST_FIELD_FILE_PATH);
+        ef->file_format = fields_index(&data_file, MANIFEST_FIELD_FILE_FORMAT);
+        ef->partition = fields_index(&data_file, MANIFEST_FIELD_PARTITION);
+        ef->record_count = fields_index(&data_file, MANIFEST_FIELD_RECORD_COUNT);
+        ef->file_size = fields_index(&data_file, MANIFEST_FIELD_FILE_SIZE);
+        ef->first_row_id = fields_index(&data_file, MANIFEST_FIELD_FIRST_ROW_ID);
+        ef->equality_ids = fields_index(&data_file, MANIFEST_FIELD_EQUALITY_IDS);
         if (ef->file_path < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_path)",
-                                 FIELD_FILE_PATH);
+                                 MANIFEST_FIELD_FILE_PATH);
         if (ef->file_format < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_format)",
-                                 FIELD_FILE_FORMAT);
+                                 MANIFEST_FIELD_FILE_FORMAT);
         if (ef->partition < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks field %d (partition)",
-                                 FIELD_PARTITION);
+                                 MANIFEST_FIELD_PARTITION);
         if (ef->record_count < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks field %d (record_count)",
-                                 FIELD_RECORD_COUNT);
+                                 MANIFEST_FIELD_RECORD_COUNT);
         if (ef->file_size < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_size_in_bytes)",
-                                 FIELD_FILE_SIZE);
+                                 MANIFEST_FIELD_FILE_SIZE);
 
         /* The partition tuple (r102) has one field per partition field, in spec order. A
          * schema we cannot follow only costs the summaries, never the manifest. */
@@ -336,11 +314,11 @@ static int staged_manifest_summarize(StagedManifest *m, const EntryFields *ef, E
 
 static const char *entry_status_name(int32_t status) {
         switch (status) {
-        case ENTRY_STATUS_EXISTING:
+        case MANIFEST_ENTRY_EXISTING:
                 return "EXISTING";
-        case ENTRY_STATUS_ADDED:
+        case MANIFEST_ENTRY_ADDED:
                 return "ADDED";
-        case ENTRY_STATUS_DELETED:
+        case MANIFEST_ENTRY_DELETED:
                 return "DELETED";
         default:
                 return NULL;
@@ -384,10 +362,10 @@ static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_v
         if (r == 0)
                 return ENTRY_ERROR(-EBADMSG, "status is null");
         status_name = entry_status_name(status);
-        if (status != ENTRY_STATUS_ADDED && status_name)
+        if (status != MANIFEST_ENTRY_ADDED && status_name)
                 return ENTRY_ERROR(-EINVAL, "status %s, only ADDED entries can be staged",
                                    status_name);
-        if (status != ENTRY_STATUS_ADDED)
+        if (status != MANIFEST_ENTRY_ADDED)
                 return ENTRY_ERROR(-EINVAL,
                                    "unknown status %" PRId32 ", only ADDED entries can be staged",
                                    status);
@@ -656,17 +634,17 @@ int manifest_count_entries(Slice bytes, const ManifestLimits *limits, ManifestCo
                                        &entry, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest");
-        status_index = fields_index(&entry, FIELD_STATUS);
-        data_file_index = fields_index(&entry, FIELD_DATA_FILE);
+        status_index = fields_index(&entry, MANIFEST_FIELD_STATUS);
+        data_file_index = fields_index(&entry, MANIFEST_FIELD_DATA_FILE);
         if (status_index < 0 || data_file_index < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks status (0) or data_file (2)");
         r = fields_record_nested(&entry, data_file_index, &data_file, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest schema");
-        record_count_index = fields_index(&data_file, FIELD_RECORD_COUNT);
+        record_count_index = fields_index(&data_file, MANIFEST_FIELD_RECORD_COUNT);
         if (record_count_index < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks field %d (record_count)",
-                                 FIELD_RECORD_COUNT);
+                                 MANIFEST_FIELD_RECORD_COUNT);
 
         for (;;) {
                 avro_value_t *v, df;
@@ -682,7 +660,7 @@ int manifest_count_entries(Slice bytes, const ManifestLimits *limits, ManifestCo
                         return error_set(e, -E2BIG, "manifest has more than %" PRIu64 " entries",
                                          max_entries);
                 r = fields_get_int(v, status_index, &status, e);
-                if (r == 0 || (r > 0 && (status < ENTRY_STATUS_EXISTING || status > ENTRY_STATUS_DELETED)))
+                if (r == 0 || (r > 0 && (status < MANIFEST_ENTRY_EXISTING || status > MANIFEST_ENTRY_DELETED)))
                         return error_set(e, -EBADMSG, "entry %" PRIu64 ": status is null or unknown",
                                          n - 1);
                 if (r > 0)
@@ -700,12 +678,12 @@ int manifest_count_entries(Slice bytes, const ManifestLimits *limits, ManifestCo
         }
 
         *ret = (ManifestCounts){
-                .added_files = (int32_t)files[ENTRY_STATUS_ADDED],
-                .existing_files = (int32_t)files[ENTRY_STATUS_EXISTING],
-                .deleted_files = (int32_t)files[ENTRY_STATUS_DELETED],
-                .added_rows = rows[ENTRY_STATUS_ADDED],
-                .existing_rows = rows[ENTRY_STATUS_EXISTING],
-                .deleted_rows = rows[ENTRY_STATUS_DELETED],
+                .added_files = (int32_t)files[MANIFEST_ENTRY_ADDED],
+                .existing_files = (int32_t)files[MANIFEST_ENTRY_EXISTING],
+                .deleted_files = (int32_t)files[MANIFEST_ENTRY_DELETED],
+                .added_rows = rows[MANIFEST_ENTRY_ADDED],
+                .existing_rows = rows[MANIFEST_ENTRY_EXISTING],
+                .deleted_rows = rows[MANIFEST_ENTRY_DELETED],
         };
         return 0;
 }

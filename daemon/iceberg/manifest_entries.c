@@ -8,21 +8,10 @@
 #include <string.h>
 
 #include "iceberg/fields.h"
+#include "iceberg/manifest_fields.h"
 #include "iceberg/manifest_entries.h"
 #include "iceberg/ocf.h"
 #include "util/checked.h"
-
-enum {
-        FIELD_STATUS = 0,
-        FIELD_SNAPSHOT_ID = 1,
-        FIELD_DATA_FILE = 2,
-        FIELD_SEQUENCE_NUMBER = 3,
-        FIELD_FILE_SEQUENCE_NUMBER = 4,
-        FIELD_FILE_PATH = 100,
-        FIELD_RECORD_COUNT = 103,
-        FIELD_CONTENT = 134,
-        FIELD_FIRST_ROW_ID = 142,
-};
 
 typedef struct EntryIndexes {
         int status, snapshot_id, sequence_number, file_sequence_number, data_file;
@@ -43,21 +32,21 @@ static int entry_indexes_resolve(const FieldsRecord *entry, EntryIndexes *ix, Er
         int r;
 
         *ix = (EntryIndexes){
-                .status = fields_index(entry, FIELD_STATUS),
-                .snapshot_id = fields_index(entry, FIELD_SNAPSHOT_ID),
-                .sequence_number = fields_index(entry, FIELD_SEQUENCE_NUMBER),
-                .file_sequence_number = fields_index(entry, FIELD_FILE_SEQUENCE_NUMBER),
-                .data_file = fields_index(entry, FIELD_DATA_FILE),
+                .status = fields_index(entry, MANIFEST_FIELD_STATUS),
+                .snapshot_id = fields_index(entry, MANIFEST_FIELD_SNAPSHOT_ID),
+                .sequence_number = fields_index(entry, MANIFEST_FIELD_SEQUENCE_NUMBER),
+                .file_sequence_number = fields_index(entry, MANIFEST_FIELD_FILE_SEQUENCE_NUMBER),
+                .data_file = fields_index(entry, MANIFEST_FIELD_DATA_FILE),
         };
         if (ix->status < 0 || ix->data_file < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks status (0) or data_file (2)");
         r = fields_record_nested(entry, ix->data_file, &data_file, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest schema");
-        ix->content = fields_index(&data_file, FIELD_CONTENT);
-        ix->file_path = fields_index(&data_file, FIELD_FILE_PATH);
-        ix->record_count = fields_index(&data_file, FIELD_RECORD_COUNT);
-        ix->first_row_id = fields_index(&data_file, FIELD_FIRST_ROW_ID);
+        ix->content = fields_index(&data_file, MANIFEST_FIELD_CONTENT);
+        ix->file_path = fields_index(&data_file, MANIFEST_FIELD_FILE_PATH);
+        ix->record_count = fields_index(&data_file, MANIFEST_FIELD_RECORD_COUNT);
+        ix->first_row_id = fields_index(&data_file, MANIFEST_FIELD_FIRST_ROW_ID);
         if (ix->file_path < 0 || ix->record_count < 0)
                 return error_set(e, -EBADMSG,
                                  "manifest schema lacks file_path (100) or record_count (103)");

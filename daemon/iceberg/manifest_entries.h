@@ -8,15 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "iceberg/manifest_fields.h"
 #include "iceberg/manifest_file.h"
 #include "util/error.h"
 #include "util/slice.h"
-
-enum {
-        MANIFEST_ENTRY_EXISTING = 0,
-        MANIFEST_ENTRY_ADDED = 1,
-        MANIFEST_ENTRY_DELETED = 2,
-};
 
 /* One manifest_entry (ids 0-4) with the parts of data_file r2 lineage needs. */
 typedef struct ManifestEntry {

@@ -10,32 +10,10 @@
 #include <string.h>
 
 #include "iceberg/fields.h"
+#include "iceberg/manifest_fields.h"
 #include "iceberg/manifest_write.h"
 #include "iceberg/ocf.h"
 #include "proto_schemas.h"
-
-/* manifest_entry and data_file field ids (spec "Manifests"). */
-enum {
-        FIELD_STATUS = 0,
-        FIELD_SNAPSHOT_ID = 1,
-        FIELD_DATA_FILE = 2,
-        FIELD_SEQUENCE_NUMBER = 3,
-        FIELD_FILE_SEQUENCE_NUMBER = 4,
-        FIELD_FILE_PATH = 100,
-        FIELD_FILE_FORMAT = 101,
-        FIELD_PARTITION = 102,
-        FIELD_RECORD_COUNT = 103,
-        FIELD_FILE_SIZE = 104,
-        FIELD_COLUMN_SIZES = 108,
-        FIELD_VALUE_COUNTS = 109,
-        FIELD_NULL_VALUE_COUNTS = 110,
-        FIELD_LOWER_BOUNDS = 125,
-        FIELD_UPPER_BOUNDS = 128,
-        FIELD_SPLIT_OFFSETS = 132,
-        FIELD_CONTENT = 134,
-        FIELD_NAN_VALUE_COUNTS = 137,
-        FIELD_SORT_ORDER_ID = 140,
-};
 
 /* TypeUtil.decimalRequiredBytes: the fewest bytes whose two's complement holds 10^P - 1; the
  * most digits n bytes hold is floor(log10(2^(8n-1) - 1)). */
@@ -197,8 +175,8 @@ int manifest_write_schema(const ManifestWriteSpec *spec, json_t **ret_schema, Er
         schema = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
         if (!schema)
                 return error_set(e, -ENOMEM, "cannot load the embedded manifest entry schema");
-        data_file = json_object_get(schema_field(schema, FIELD_DATA_FILE), "type");
-        partition = json_object_get(schema_field(data_file, FIELD_PARTITION), "type");
+        data_file = json_object_get(schema_field(schema, MANIFEST_FIELD_DATA_FILE), "type");
+        partition = json_object_get(schema_field(data_file, MANIFEST_FIELD_PARTITION), "type");
         if (!json_is_object(partition)) {
                 json_decref(schema);
                 return error_set(e, -EINVAL, "embedded manifest entry schema lacks data_file.partition");
@@ -337,9 +315,9 @@ static int set_entry(const EntryLayout *l, const DataFile *f, avro_value_t *entr
 
         r = set_all_null(entry, &l->entry);
         if (r >= 0)
-                r = fields_set_int(entry, fields_index(&l->entry, FIELD_STATUS), 1); /* ADDED */
+                r = fields_set_int(entry, fields_index(&l->entry, MANIFEST_FIELD_STATUS), 1); /* ADDED */
         if (r >= 0)
-                r = fields_set_value(entry, fields_index(&l->entry, FIELD_DATA_FILE), &df);
+                r = fields_set_value(entry, fields_index(&l->entry, MANIFEST_FIELD_DATA_FILE), &df);
         if (r < 0)
                 return r;
         /* snapshot_id (1), sequence_number (3), file_sequence_number (4) and first_row_id
@@ -347,18 +325,18 @@ static int set_entry(const EntryLayout *l, const DataFile *f, avro_value_t *entr
          * Inheritance", "First Row ID Inheritance"). */
         r = set_all_null(&df, &l->data_file);
         if (r >= 0)
-                r = fields_set_int(&df, fields_index(&l->data_file, FIELD_CONTENT), 0);
+                r = fields_set_int(&df, fields_index(&l->data_file, MANIFEST_FIELD_CONTENT), 0);
         if (r >= 0)
-                r = fields_set_string(&df, fields_index(&l->data_file, FIELD_FILE_PATH), f->location);
+                r = fields_set_string(&df, fields_index(&l->data_file, MANIFEST_FIELD_FILE_PATH), f->location);
         if (r >= 0)
-                r = fields_set_string(&df, fields_index(&l->data_file, FIELD_FILE_FORMAT),
+                r = fields_set_string(&df, fields_index(&l->data_file, MANIFEST_FIELD_FILE_FORMAT),
                                       data_file_format_name(f->format));
         if (r >= 0)
-                r = fields_set_long(&df, fields_index(&l->data_file, FIELD_RECORD_COUNT), f->record_count);
+                r = fields_set_long(&df, fields_index(&l->data_file, MANIFEST_FIELD_RECORD_COUNT), f->record_count);
         if (r >= 0)
-                r = fields_set_long(&df, fields_index(&l->data_file, FIELD_FILE_SIZE), f->file_size_in_bytes);
+                r = fields_set_long(&df, fields_index(&l->data_file, MANIFEST_FIELD_FILE_SIZE), f->file_size_in_bytes);
         if (r >= 0)
-                r = fields_set_value(&df, fields_index(&l->data_file, FIELD_PARTITION), &tuple);
+                r = fields_set_value(&df, fields_index(&l->data_file, MANIFEST_FIELD_PARTITION), &tuple);
         if (r < 0)
                 return r;
         if (f->n_partition_values != l->n_partition)
@@ -376,21 +354,21 @@ static int set_entry(const EntryLayout *l, const DataFile *f, avro_value_t *entr
                     set_partition_value(&v, &l->partition_types[i], &f->partition_values[i]) != 0)
                         return -EINVAL;
         }
-        r = set_counts(&df, &l->data_file, FIELD_COLUMN_SIZES, &f->column_sizes);
+        r = set_counts(&df, &l->data_file, MANIFEST_FIELD_COLUMN_SIZES, &f->column_sizes);
         if (r >= 0)
-                r = set_counts(&df, &l->data_file, FIELD_VALUE_COUNTS, &f->value_counts);
+                r = set_counts(&df, &l->data_file, MANIFEST_FIELD_VALUE_COUNTS, &f->value_counts);
         if (r >= 0)
-                r = set_counts(&df, &l->data_file, FIELD_NULL_VALUE_COUNTS, &f->null_value_counts);
+                r = set_counts(&df, &l->data_file, MANIFEST_FIELD_NULL_VALUE_COUNTS, &f->null_value_counts);
         if (r >= 0)
-                r = set_counts(&df, &l->data_file, FIELD_NAN_VALUE_COUNTS, &f->nan_value_counts);
+                r = set_counts(&df, &l->data_file, MANIFEST_FIELD_NAN_VALUE_COUNTS, &f->nan_value_counts);
         if (r >= 0)
-                r = set_bounds(&df, &l->data_file, FIELD_LOWER_BOUNDS, &f->lower_bounds);
+                r = set_bounds(&df, &l->data_file, MANIFEST_FIELD_LOWER_BOUNDS, &f->lower_bounds);
         if (r >= 0)
-                r = set_bounds(&df, &l->data_file, FIELD_UPPER_BOUNDS, &f->upper_bounds);
+                r = set_bounds(&df, &l->data_file, MANIFEST_FIELD_UPPER_BOUNDS, &f->upper_bounds);
         if (r >= 0 && f->has_sort_order_id)
-                r = fields_set_int(&df, fields_index(&l->data_file, FIELD_SORT_ORDER_ID), f->sort_order_id);
+                r = fields_set_int(&df, fields_index(&l->data_file, MANIFEST_FIELD_SORT_ORDER_ID), f->sort_order_id);
         if (r >= 0 && f->has_split_offsets) {
-                r = fields_set_value(&df, fields_index(&l->data_file, FIELD_SPLIT_OFFSETS), &array);
+                r = fields_set_value(&df, fields_index(&l->data_file, MANIFEST_FIELD_SPLIT_OFFSETS), &array);
                 for (size_t i = 0; r >= 0 && i < f->n_split_offsets; i++)
                         if (avro_value_append(&array, &element, NULL) != 0 ||
                             avro_value_set_long(&element, f->split_offsets[i]) != 0)
@@ -447,9 +425,9 @@ static int entry_layout_init(OcfWriter *w, const ManifestWriteSpec *spec, EntryL
 
         r = fields_record_init(ocf_writer_schema_json(w), ocf_writer_schema(w), &l->entry, e);
         if (r >= 0)
-                r = fields_record_nested(&l->entry, fields_index(&l->entry, FIELD_DATA_FILE), &l->data_file, e);
+                r = fields_record_nested(&l->entry, fields_index(&l->entry, MANIFEST_FIELD_DATA_FILE), &l->data_file, e);
         if (r >= 0)
-                r = fields_record_nested(&l->data_file, fields_index(&l->data_file, FIELD_PARTITION),
+                r = fields_record_nested(&l->data_file, fields_index(&l->data_file, MANIFEST_FIELD_PARTITION),
                                          &l->partition, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest entry schema");

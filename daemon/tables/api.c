@@ -198,10 +198,26 @@ static void call_on_catalog(const CatalogResult *result, void *userdata) {
         TAKE_PTR(c);            /* the catalog calls back again */
 }
 
-static void tables_start(TablesCall *call, HttpRequest *r) {
-        _cleanup_(call_freep) TablesCall *c = call;
+/* Answers a request that did not parse (parse_result < 0, the reason in `error`), or moves the
+ * parsed call to the heap and sends its first catalog call. */
+static void tables_start(HttpRequest *r, TablesCall parsed, int parse_result, const Error *error) {
+        _cleanup_(call_freep) TablesCall *c = NULL;
         int rr;
 
+        if (parse_result >= 0) {
+                c = malloc(sizeof(*c));
+                if (c)
+                        *c = parsed;
+        }
+        if (!c) {
+                commit_target_deinit(&parsed.target);
+                json_decref(parsed.request);
+                if (parse_result == -ENOMEM || parse_result >= 0)
+                        http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
+                else
+                        http_reply_error(r, 400, "bad-request", "%s", error->message);
+                return;
+        }
         c->http = r;
         rr = call_next(c, c->step);
         if (rr < 0) {
@@ -214,57 +230,25 @@ static void tables_start(TablesCall *call, HttpRequest *r) {
 }
 
 static void tables_handle_create_table(HttpRequest *r, void *userdata) {
-        TablesApi *api = userdata;
-        _cleanup_(call_freep) TablesCall *c = NULL;
+        TablesCall c = { .api = userdata, .step = STEP_CREATE_TABLE };
         const char *name;
         Error error = {};
         int rr;
 
-        c = calloc(1, sizeof(*c));
-        if (!c) {
-                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
-                return;
-        }
-        c->api = api;
-        c->step = STEP_CREATE_TABLE;
-        rr = table_create_request_parse(http_request_body(r), &c->request, &name, &error);
+        rr = table_create_request_parse(http_request_body(r), &c.request, &name, &error);
         if (rr >= 0)
-                rr = commit_target_parse(http_request_param(r, 0), name, &c->target, &error);
-        if (rr == -ENOMEM) {
-                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
-                return;
-        }
-        if (rr < 0) {
-                http_reply_error(r, 400, "bad-request", "%s", error.message);
-                return;
-        }
-        tables_start(TAKE_PTR(c), r);
+                rr = commit_target_parse(http_request_param(r, 0), name, &c.target, &error);
+        tables_start(r, c, rr, &error);
 }
 
 static void tables_handle_create_namespace(HttpRequest *r, void *userdata) {
-        TablesApi *api = userdata;
-        _cleanup_(call_freep) TablesCall *c = NULL;
+        TablesCall c = { .api = userdata, .step = STEP_NAMESPACE_ONLY };
         Error error = {};
         int rr;
 
-        c = calloc(1, sizeof(*c));
-        if (!c) {
-                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
-                return;
-        }
-        c->api = api;
-        c->step = STEP_NAMESPACE_ONLY;
-        rr = namespace_create_request_parse(http_request_body(r), &c->target.namespace, &c->target.n_namespace,
-                                            &c->request, &error);
-        if (rr == -ENOMEM) {
-                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
-                return;
-        }
-        if (rr < 0) {
-                http_reply_error(r, 400, "bad-request", "%s", error.message);
-                return;
-        }
-        tables_start(TAKE_PTR(c), r);
+        rr = namespace_create_request_parse(http_request_body(r), &c.target.namespace, &c.target.n_namespace,
+                                            &c.request, &error);
+        tables_start(r, c, rr, &error);
 }
 
 int tables_api_new(HttpServer *server, Catalog *catalog, uv_loop_t *loop, const TablesConfig *config,
