@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "http/http.h"
 #include "metrics/metrics.h"
+#include "storage/storage.h"
 #include "tables/api.h"
 #include "util/log.h"
 #include "writer/api.h"
@@ -30,6 +31,7 @@ typedef struct Daemon {
         WriterApi *writer_api;
         TablesApi *tables_api;
         AuditApi *audit_api;
+        Storage *storage;
         uv_signal_t sigterm, sigint;
         uv_timer_t watchdog;
         uv_timer_t shutdown_timer;      /* the SIGTERM deadline for commits in flight */
@@ -40,6 +42,7 @@ typedef struct Daemon {
         bool is_engine_stopped;
         bool is_catalog_closing;
         bool is_catalog_closed;
+        bool is_storage_closed;
         bool is_http_closing;
         int exit_status;
 } Daemon;
@@ -77,7 +80,7 @@ static void daemon_on_http_closed(void *userdata) {
 /* The last steps, once no commit runs and the catalog client is closed: close the HTTP server
  * (every writer has had its answer), then the daemon's own handles. */
 static void daemon_finish_stop(Daemon *d) {
-        if (!d->is_engine_stopped || !d->is_catalog_closed || d->is_http_closing)
+        if (!d->is_engine_stopped || !d->is_catalog_closed || !d->is_storage_closed || d->is_http_closing)
                 return;
         d->is_http_closing = true;
         if (d->http)
@@ -93,13 +96,26 @@ static void daemon_on_catalog_closed(void *userdata) {
         daemon_finish_stop(d);
 }
 
+static void daemon_on_storage_closed(void *userdata) {
+        Daemon *d = userdata;
+
+        d->storage = NULL;
+        d->is_storage_closed = true;
+        daemon_finish_stop(d);
+}
+
 /* Closing the catalog client cancels its calls in flight: commits among them end as unknown
- * outcomes (504 to their writers, resolved by their retries), never as failures. */
+ * outcomes (504 to their writers, resolved by their retries), never as failures. Storage
+ * requests in flight are cancelled with it (their batches fail retryably, nothing was sent). */
 static void daemon_close_catalog(Daemon *d) {
         if (d->is_catalog_closing)
                 return;
         d->is_catalog_closing = true;
         catalog_close(d->catalog, daemon_on_catalog_closed, d);
+        if (d->storage)
+                storage_close(d->storage, daemon_on_storage_closed, d);
+        else
+                d->is_storage_closed = true;
 }
 
 static void daemon_on_engine_stopped(void *userdata) {
@@ -154,8 +170,13 @@ static int daemon_start(Daemon *d) {
                 log_error("cannot create the catalog client: %s", strerror(-r));
                 return r;
         }
-        r = commit_engine_new(&d->loop, &d->config->commit, &d->config->storage, d->catalog, d->metrics,
-                              &d->engine);
+        r = storage_new(&d->loop, &d->config->storage, d->metrics, &d->storage);
+        if (r < 0) {
+                log_error("cannot create the storage client: %s", strerror(-r));
+                return r;
+        }
+        r = commit_engine_new(&d->loop, &d->config->commit, &d->config->storage, d->storage, d->catalog,
+                              d->metrics, &d->engine);
         if (r < 0)
                 return r;
         r = http_server_new(&d->loop, &d->config->http, &d->http);
@@ -218,8 +239,12 @@ int daemon_run(const Config *config) {
                 /* Unwind what did start, then run the loop dry so every handle is closed. */
                 if (d.engine)
                         commit_engine_stop(d.engine, daemon_on_engine_stopped, &d);
-                else if (d.catalog)
-                        catalog_close(d.catalog, NULL, NULL);
+                else {
+                        if (d.catalog)
+                                catalog_close(d.catalog, NULL, NULL);
+                        if (d.storage)
+                                storage_close(d.storage, NULL, NULL);
+                }
                 d.is_stopping = true;
         }
         (void)uv_run(&d.loop, UV_RUN_DEFAULT);

@@ -4,6 +4,8 @@
 #   apt: compilers, meson/ninja, the daemon's libraries, valgrind, Java 17 + Maven, Python venv
 #   Maven Central: Apache Iceberg 1.11 (REST catalog server, Java reader/writer) -> ~/.m2
 #   PyPI: fastavro, PyIceberg (with pyarrow and SQLite catalog), pytest -> .venv/ (git-ignored)
+#   Go module proxy: SeaweedFS, built once (~16 min) -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
+#     (needs Go >= 1.26.6 at /usr/local/go/bin or on PATH)
 # With --runtime only what building icecommitd and the quick start need (no clang, valgrind,
 # Java or Maven): the compilers, the daemon's libraries and the Python venv.
 set -euo pipefail
@@ -40,4 +42,10 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import fastavro, pyiceber
         "fastavro==1.13.1" "pyiceberg[pyarrow,sql-sqlite]==0.12.0" "pytest==9.2.0"
 fi
 
-$runtime || tests/peers/peer.sh --ensure-built
+if ! $runtime; then
+    tests/peers/peer.sh --ensure-built
+    # The S3 peer of the integration tests: SeaweedFS, because it checks SigV4 strictly (signature
+    # and payload hash) and its conditional create (If-None-Match: *) is atomic under races, which
+    # the daemon's S3 commits rely on. Built from source (no Docker), cached by pseudo-version.
+    tests/peers/weed-build.sh
+fi

@@ -14,6 +14,7 @@
 #include "audit/api.h"
 #include "audit/table.h"
 #include "iceberg/manifest_entries.h"
+#include "storage/local.h"
 #include "storage/storage.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -89,7 +90,7 @@ static int audit_read_location(const char *location, uint64_t max_bytes, Buf *ou
         r = storage_path_from_location(location, &path, e);
         if (r < 0)
                 return r;
-        return storage_read_file(path, max_bytes, out, e);
+        return storage_local_read_file(path, max_bytes, out, e);
 }
 
 /* Reads the manifest list of snapshot i; an unreadable one is recorded in the audit. */

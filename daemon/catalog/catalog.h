@@ -43,6 +43,8 @@ typedef struct CatalogResult {
         int status;                     /* see above */
         long http_status;               /* 0 when no HTTP answer arrived (always for filesystem) */
         json_t *body;                   /* borrowed for the callback; NULL when there is none */
+        const json_t *properties;       /* REST: the catalog's merged /v1/config properties
+                                         * (storage settings start from them); else NULL */
         char message[1024];             /* the catalog's error.message or a transport description */
         char error_type[128];           /* the catalog's error.type, e.g. "CommitFailedException" */
 } CatalogResult;

@@ -19,6 +19,7 @@
 
 #include "catalog/filesystem.h"
 #include "iceberg/table_update.h"
+#include "storage/local.h"
 #include "storage/storage.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -179,7 +180,7 @@ static int64_t version_hint_read(const char *metadata_dir) {
         size_t len;
 
         buf_init(&b, 64);
-        if (!path || storage_read_file(path, 64, &b, NULL) < 0)
+        if (!path || storage_local_read_file(path, 64, &b, NULL) < 0)
                 return -1;
         len = b.len;
         while (len > 0 && (b.data[len - 1] == '\n' || b.data[len - 1] == '\r' || b.data[len - 1] == ' '))
@@ -245,7 +246,7 @@ static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path, js
                 return job_fail(j, -ENOMEM, "", "out of memory"), -1;
 
         buf_init(&b, j->catalog->max_metadata_bytes);
-        r = storage_read_file(path, j->catalog->max_metadata_bytes, &b, &e);
+        r = storage_local_read_file(path, j->catalog->max_metadata_bytes, &b, &e);
         if (r == -ENOENT)
                 return job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException", "Table does not exist: %s",
                                 j->name), -1;

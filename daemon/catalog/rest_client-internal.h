@@ -10,7 +10,7 @@
 #include <uv.h>
 
 #include "catalog/rest_client.h"
-#include "catalog/curl_uv.h"
+#include "net/curl_uv.h"
 #include "config/config.h"
 #include "util/cleanup.h"
 

@@ -74,6 +74,7 @@ struct RestClient {
         char **headers;                 /* Accept and header.* lines, sent on every request */
         size_t n_headers;
         json_t *client_properties;      /* what we tell /v1/config merging about ourselves */
+        char *access_delegation_header; /* "X-Iceberg-Access-Delegation: …", or NULL */
 
         CatalogAuth auth;
         CallQueue waiting_token;        /* never non-empty while no token fetch is under way */
@@ -345,13 +346,15 @@ static int call_send(CatalogCall *call) {
         if (r < 0)
                 return r;
 
-        lines = calloc(c->n_headers + 3, sizeof(*lines));
+        lines = calloc(c->n_headers + 4, sizeof(*lines));
         if (!lines)
                 return -ENOMEM;
         for (size_t i = 0; i < c->n_headers; i++)
                 lines[n_lines++] = c->headers[i];
         if (call->body)
                 lines[n_lines++] = "Content-Type: application/json";
+        if (c->access_delegation_header && (call->kind == CALL_LOAD_TABLE || call->kind == CALL_CREATE_TABLE))
+                lines[n_lines++] = c->access_delegation_header;
         if (c->auth.token) {
                 r = buf_printf(&auth, "Authorization: Bearer %s", c->auth.token);
                 if (r < 0)
@@ -588,6 +591,8 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
         }
 
         result.body = body;
+        /* Storage settings a table's files are read with start from the catalog's own. */
+        result.properties = c->is_ready ? c->config.properties : NULL;
         call_finish(call, &result);
 }
 
@@ -595,6 +600,7 @@ static void rest_client_destroy(RestClient *c) {
         if (!c)
                 return;
         catalog_auth_deinit(&c->auth);
+        free(c->access_delegation_header);
         free(c->base_uri);
         free(c->warehouse);
         strv_free(c->headers, c->n_headers);
@@ -661,6 +667,11 @@ int rest_client_new(uv_loop_t *loop, const CatalogConfig *config, RestClient **r
                 return -ENOMEM;
         c->loop = loop;
         c->send_idempotency_key = config->send_idempotency_key;
+        if (config->access_delegation &&
+            asprintf(&c->access_delegation_header, "X-Iceberg-Access-Delegation: %s", config->access_delegation) < 0) {
+                c->access_delegation_header = NULL;
+                return -ENOMEM;
+        }
 
         c->base_uri = strdup(config->uri);
         if (!c->base_uri)
@@ -700,7 +711,17 @@ int rest_client_new(uv_loop_t *loop, const CatalogConfig *config, RestClient **r
 
         /* Last: curl_uv_new() was the last step that can fail, and uv_timer_init() cannot;
          * a failed _new thus leaves no handle on the loop. */
-        r = curl_uv_new(loop, config, "icecommitd/" ICECOMMIT_VERSION, &c->curl);
+        r = curl_uv_new(loop,
+                        &(CurlUvOptions){
+                                .ca_file = config->ca_file,
+                                .tls_verify = config->tls_verify,
+                                .connect_timeout_ms = config->connect_timeout_ms,
+                                .request_timeout_ms = config->request_timeout_ms,
+                                .max_connections = config->max_connections,
+                                .max_response_bytes = config->max_response_bytes,
+                                .user_agent = "icecommitd/" ICECOMMIT_VERSION,
+                        },
+                        &c->curl);
         if (r < 0)
                 return r;
         (void)uv_timer_init(loop, &c->retry_timer);

@@ -22,6 +22,7 @@
 #include "util/time-util.h"
 
 static void batch_attempt_start(Batch *b);
+static void batch_build_after(Batch *b);
 
 /* --- batches ------------------------------------------------------------------------------- */
 
@@ -36,8 +37,26 @@ static void batch_free_attempt(Batch *b) {
         b->list = NULL;
         b->n_list = b->n_staged = 0;
         free(b->list_location);
-        free(b->list_path);
-        b->list_location = b->list_path = NULL;
+        free(b->list_cleanup);
+        b->list_location = b->list_cleanup = NULL;
+        b->props = storage_props_free(b->props);
+        buf_deinit(&b->parent_bytes);
+        for (size_t i = 0; i < b->n_parent_files; i++)
+                manifest_file_deinit(&b->parent_files[i]);
+        free(b->parent_files);
+        b->parent_files = NULL;
+        b->n_parent_files = 0;
+        for (size_t i = 0; i < b->n_to_count; i++)
+                buf_deinit(&b->count_bytes[i]);
+        free(b->count_bytes);
+        free(b->to_count);
+        free(b->io);
+        b->count_bytes = NULL;
+        b->to_count = NULL;
+        b->io = NULL;
+        b->n_to_count = b->n_io_started = b->n_io_done = 0;
+        b->io_status = 0;
+        buf_deinit(&b->list_bytes);
         json_decref(b->commit_request);
         b->commit_request = NULL;
         b->commit_key[0] = 0;
@@ -306,14 +325,14 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
         case CATALOG_E_CONFLICT:
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "conflict", 1);
                 /* Known not committed: this attempt's list can go (the staged manifests stay). */
-                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
                 batch_retry_later(b, "conflict", 503, "commit-conflict", result->message);
                 return;
 
         case CATALOG_E_UNAVAILABLE:
                 /* Nothing was sent, so nothing was applied. */
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "unavailable", 1);
-                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
                 batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable", result->message);
                 return;
 
@@ -328,7 +347,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 b->has_unknown = true;
                 for (size_t i = 0; i < b->n_jobs; i++)
                         b->jobs[i]->may_be_committed = true;
-                free(TAKE_PTR(b->list_path));
+                free(TAKE_PTR(b->list_cleanup));
                 log_warning("commit attempt %u queue='%s' snapshot=%" PRId64 " got no verdict (%s), resolving",
                             b->attempt, b->queue->name, b->snapshot_id, result->message);
                 if (b->commit_key[0] && b->commit_request && !e->is_stopping &&
@@ -342,13 +361,13 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
 
         case CATALOG_E_NOT_FOUND:
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "rejected", 1);
-                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
                 batch_fail(b, KEY_FAILED, 404, "no-such-table", "%s", result->message);
                 return;
 
         default:
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "rejected", 1);
-                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
                 batch_fail(b, KEY_FAILED, 502, "catalog-rejected",
                            "the catalog refused the commit (HTTP %ld): %s", result->http_status,
                            result->message);
@@ -404,30 +423,29 @@ static int manifest_file_from_staged(const StagedManifest *m, const char *locati
         return 0;
 }
 
+/* The counts of a manifest already counted by an earlier attempt of this batch, applied. */
+static bool batch_apply_counted(Batch *b, ManifestFile *m) {
+        for (size_t i = 0; i < b->n_counted; i++)
+                if (strcmp(b->counted[i].path, m->path) == 0) {
+                        manifest_counts_apply(&b->counted[i].counts, m);
+                        return true;
+                }
+        return false;
+}
+
 /* Thread pool: the real counts of a manifest-list entry whose counts are null (v1 lists of
  * old writers: "unknown, assume non-zero"). Taking them as 0 would give two manifests the same
  * row-id range (iceberg-go #1627); Java's V3Writer fails on them. Read once per batch. */
-static int batch_count_manifest(Batch *b, ManifestFile *m) {
-        const StorageConfig *storage = b->queue->engine->storage;
+static int batch_count_manifest(Batch *b, ManifestFile *m, const Buf *bytes) {
+        const StorageConfig *storage = b->queue->engine->storage_config;
         const ManifestLimits limits = { .max_entries = storage->max_manifest_entries };
-        _cleanup_(buf_deinitp) Buf bytes;
-        _cleanup_(freep) char *path = NULL;
         CountedManifest *grown;
         ManifestCounts counts;
         int r;
 
-        for (size_t i = 0; i < b->n_counted; i++)
-                if (strcmp(b->counted[i].path, m->path) == 0) {
-                        manifest_counts_apply(&b->counted[i].counts, m);
-                        return 0;
-                }
-
-        buf_init(&bytes, storage->max_manifest_bytes);
-        r = storage_path_from_location(m->path, &path, &b->error);
-        if (r >= 0)
-                r = storage_read_file(path, storage->max_manifest_bytes, &bytes, &b->error);
-        if (r >= 0)
-                r = manifest_count_entries(buf_slice(&bytes), &limits, &counts, &b->error);
+        if (batch_apply_counted(b, m))
+                return 0;
+        r = manifest_count_entries(buf_slice(bytes), &limits, &counts, &b->error);
         if (r < 0)
                 return error_prefix(&b->error, r == -ENOMEM || r == -EIO ? r : -EINVAL,
                                     "counting the rows of manifest '%s' (its list entry has null counts)",
@@ -445,39 +463,22 @@ static int batch_count_manifest(Batch *b, ManifestFile *m) {
         return 0;
 }
 
-/* Thread pool: read the parent's manifest list, put the staged manifests first, assign row
- * ids, write the new list to a file no other attempt uses. */
-static int batch_build_list(Batch *b) {
-        const StorageConfig *storage = b->queue->engine->storage;
-        _cleanup_(buf_deinitp) Buf bytes, out;
-        ManifestFile *parent = NULL;
-        size_t n_parent = 0, n = 0;
-        ManifestListHeader header;
+/* Thread pool, step 1: parse the parent's manifest list (read by the loop), put the staged
+ * manifests first, and find the entries whose counts must be read from their manifests. */
+static int batch_assemble_list(Batch *b) {
+        size_t n = 0, n_missing = 0;
         int r;
 
-        buf_init(&bytes, storage->max_manifest_bytes);
-        buf_init(&out, SIZE_MAX / 2);
         if (b->parent_list_location) {
-                _cleanup_(freep) char *path = NULL;
-
-                r = storage_path_from_location(b->parent_list_location, &path, &b->error);
-                if (r < 0)
-                        return r;
-                r = storage_read_file(path, storage->max_manifest_bytes, &bytes, &b->error);
-                if (r < 0)
-                        return r;
-                r = manifest_list_read(buf_slice(&bytes), &parent, &n_parent, &b->error);
+                r = manifest_list_read(buf_slice(&b->parent_bytes), &b->parent_files, &b->n_parent_files, &b->error);
                 if (r < 0)
                         return error_prefix(&b->error, r, "parent manifest list '%s'", b->parent_list_location);
+                buf_deinit(&b->parent_bytes);
         }
 
-        b->list = calloc(b->n_staged + n_parent + 1, sizeof(*b->list));
-        if (!b->list) {
-                for (size_t i = 0; i < n_parent; i++)
-                        manifest_file_deinit(&parent[i]);
-                free(parent);
+        b->list = calloc(b->n_staged + b->n_parent_files + 1, sizeof(*b->list));
+        if (!b->list)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < b->n_jobs; i++) {
                 Job *j = b->jobs[i];
 
@@ -485,8 +486,10 @@ static int batch_build_list(Batch *b) {
                 for (size_t k = 0; k < j->n_manifests; k++) {
                         r = manifest_file_from_staged(j->manifests[k], job_manifest_location(j, k),
                                                       j->manifest_lengths[k], &b->list[n]);
-                        if (r < 0)
-                                goto fail;
+                        if (r < 0) {
+                                b->n_list = n;
+                                return r;
+                        }
                         /* Inherited by the entries through the list (spec: sequence numbers and
                          * snapshot id of ADDED entries come from the manifest list). */
                         b->list[n].sequence_number = b->sequence_number;
@@ -496,28 +499,48 @@ static int batch_build_list(Batch *b) {
                         n++;
                 }
         }
-        /* The parent's entries follow, copied as they are. */
-        memcpy(&b->list[n], parent, n_parent * sizeof(*parent));
-        n += n_parent;
-        free(parent);
-        parent = NULL;
-        n_parent = 0;
+        /* The parent's entries follow, copied as they are (the list takes them over). */
+        if (b->n_parent_files > 0)
+                memcpy(&b->list[n], b->parent_files, b->n_parent_files * sizeof(*b->parent_files));
+        n += b->n_parent_files;
+        free(b->parent_files);
+        b->parent_files = NULL;
+        b->n_parent_files = 0;
         b->n_list = n;
 
         /* Every list written needs counts; a v3 list also derives row-id ranges from them. */
         for (size_t i = 0; i < b->n_list; i++)
-                if (!b->list[i].has_counts) {
-                        r = batch_count_manifest(b, &b->list[i]);
-                        if (r < 0)
-                                return r;
-                }
+                if (!b->list[i].has_counts && !batch_apply_counted(b, &b->list[i]))
+                        n_missing++;
+        if (n_missing == 0)
+                return 0;
+        b->to_count = calloc(n_missing, sizeof(*b->to_count));
+        b->count_bytes = calloc(n_missing, sizeof(*b->count_bytes));
+        b->io = calloc(n_missing, sizeof(*b->io));
+        if (!b->to_count || !b->count_bytes || !b->io)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_list; i++)
+                if (!b->list[i].has_counts)
+                        b->to_count[b->n_to_count++] = i;
+        return 0;
+}
 
+/* Thread pool, step 2: count what was read, assign row ids and serialize the new list. */
+static int batch_finish_list(Batch *b) {
+        ManifestListHeader header;
+        int r;
+
+        for (size_t i = 0; i < b->n_to_count; i++) {
+                r = batch_count_manifest(b, &b->list[b->to_count[i]], &b->count_bytes[i]);
+                if (r < 0)
+                        return r;
+                buf_deinit(&b->count_bytes[i]);
+        }
         if (b->table->format_version >= 3) {
                 r = lineage_assign(b->list, b->n_list, b->first_row_id, &b->next_row_id, &b->error);
                 if (r < 0)
                         return r;
         }
-
         header = (ManifestListHeader){
                 .format_version = b->table->format_version,
                 .snapshot_id = b->snapshot_id,
@@ -527,26 +550,179 @@ static int batch_build_list(Batch *b) {
                 .has_first_row_id = b->table->format_version >= 3,
                 .first_row_id = b->first_row_id,
         };
-        r = manifest_list_write(&header, b->list, b->n_list, &out, &b->error);
+        buf_init(&b->list_bytes, SIZE_MAX / 2);
+        return manifest_list_write(&header, b->list, b->n_list, &b->list_bytes, &b->error);
+}
+
+static void batch_assemble_work(uv_work_t *w) {
+        Batch *b = w->data;
+
+        b->work_status = batch_assemble_list(b);
+        if (b->work_status == 0 && b->n_to_count == 0)
+                b->work_status = batch_finish_list(b);
+}
+
+static void batch_finish_work(uv_work_t *w) {
+        Batch *b = w->data;
+
+        b->work_status = batch_finish_list(b);
+}
+
+static void batch_list_ready(Batch *b);
+
+/* A storage failure of the list build: transient ones retry the attempt, others end the batch. */
+static void batch_storage_failed(Batch *b, int status, const char *what) {
+        const char *type;
+        int http = engine_storage_http_status(status, &type, "storage-error");
+
+        engine_delete_file_async(b->queue->engine, b->props, TAKE_PTR(b->list_cleanup));
+        if (http == 503) {
+                batch_retry_later(b, "storage-unavailable", 503, type, what);
+                return;
+        }
+        /* The table's own files are unreadable: not the writer's fault, and not ours to fix. */
+        batch_fail(b, KEY_FAILED, http == 422 ? 502 : http, type, "%s", what);
+}
+
+static void batch_work_after(uv_work_t *w, int status);
+
+static int batch_queue_work(Batch *b, uv_work_cb work) {
+        CommitEngine *e = b->queue->engine;
+        int r;
+
+        b->work.data = b;
+        b->work_status = 0;
+        r = uv_queue_work(e->loop, &b->work, work, batch_work_after);
         if (r < 0)
                 return r;
-        return storage_write_new_file(b->list_path, out.data, out.len, &b->error);
-fail:
-        b->n_list = n;
-        for (size_t i = 0; i < n_parent; i++)
-                manifest_file_deinit(&parent[i]);
-        free(parent);
-        return r;
+        e->n_in_flight++;
+        return 0;
 }
 
-static void batch_build_work(uv_work_t *w) {
-        Batch *b = w->data;
+static void batch_count_pump(Batch *b);
 
-        b->work_status = batch_build_list(b);
+static void batch_on_count_read(StorageResult *result, void *userdata) {
+        IoSlot *slot = userdata;
+        Batch *b = slot->batch;
+        CommitEngine *e = b->queue->engine;
+
+        e->n_in_flight--;
+        b->n_io_done++;
+        if (result->status < 0 && b->io_status == 0) {
+                b->io_status = result->status;
+                (void)error_set(&b->error, result->status, "counting the rows of manifest '%s' (its list entry has "
+                                "null counts): %s", b->list[b->to_count[slot->index]].path, result->error.message);
+        } else if (result->status == 0) {
+                b->count_bytes[slot->index] = result->data;
+                buf_init(&result->data, 0);
+        }
+        batch_count_pump(b);
+        engine_maybe_stopped(e);
 }
 
-static void batch_build_after(uv_work_t *w, int status) {
+/* Reads the manifests to count, a few at a time; then counts them on the thread pool. */
+static void batch_count_pump(Batch *b) {
+        CommitEngine *e = b->queue->engine;
+        StorageContext ctx = engine_storage_context(e, b->props, b->started_ns);
+        int r;
+
+        while (b->io_status == 0 && b->n_io_started < b->n_to_count &&
+               b->n_io_started - b->n_io_done < e->storage_config->s3.max_concurrent_requests) {
+                size_t i = b->n_io_started;
+
+                b->io[i] = (IoSlot){ .batch = b, .index = i };
+                r = storage_read(e->storage, &ctx, b->list[b->to_count[i]].path, e->storage_config->max_manifest_bytes,
+                                 batch_on_count_read, &b->io[i], &b->error);
+                if (r < 0) {
+                        b->io_status = r;
+                        break;
+                }
+                b->n_io_started++;
+                e->n_in_flight++;
+        }
+        if (b->n_io_done < b->n_io_started)
+                return;
+        if (b->io_status != 0) {
+                batch_storage_failed(b, b->io_status, b->error.message);
+                return;
+        }
+        r = batch_queue_work(b, batch_finish_work);
+        if (r < 0)
+                batch_fail(b, KEY_FAILED, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+}
+
+static void batch_work_after(uv_work_t *w, int status) {
         Batch *b = w->data;
+        CommitEngine *e = b->queue->engine;
+        int r = status < 0 ? status : b->work_status;
+
+        e->n_in_flight--;
+        if (r < 0) {
+                /* The list is unusable: a definite failure, nothing sent. */
+                if (r == -ENOMEM || status < 0)
+                        batch_fail(b, KEY_FAILED, 503, "storage-failed", "cannot build the manifest list: %s",
+                                   b->error.message[0] ? b->error.message : strerror(-r));
+                else
+                        batch_fail(b, KEY_FAILED, 422, "invalid-table-state", "%s", b->error.message);
+                return;
+        }
+        if (b->list_bytes.data) {
+                batch_list_ready(b);
+                return;
+        }
+        batch_count_pump(b);
+}
+
+static void batch_on_parent_read(StorageResult *result, void *userdata) {
+        Batch *b = userdata;
+        CommitEngine *e = b->queue->engine;
+        int r;
+
+        e->n_in_flight--;
+        if (result->status < 0) {
+                batch_storage_failed(b, result->status, result->error.message);
+                return;
+        }
+        b->parent_bytes = result->data;
+        buf_init(&result->data, 0);
+        r = batch_queue_work(b, batch_assemble_work);
+        if (r < 0)
+                batch_fail(b, KEY_FAILED, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+}
+
+static void batch_on_list_written(StorageResult *result, void *userdata);
+
+/* The list is built: write it under a name no other attempt uses, never replacing one. */
+static void batch_list_ready(Batch *b) {
+        CommitEngine *e = b->queue->engine;
+        StorageContext ctx = engine_storage_context(e, b->props, b->started_ns);
+        int r;
+
+        r = storage_write(e->storage, &ctx, b->list_location, buf_slice(&b->list_bytes), STORAGE_WRITE_IF_ABSENT,
+                          batch_on_list_written, b, &b->error);
+        if (r < 0) {
+                batch_storage_failed(b, r, b->error.message);
+                return;
+        }
+        e->n_in_flight++;
+}
+
+static void batch_on_list_written(StorageResult *result, void *userdata) {
+        Batch *b = userdata;
+
+        b->queue->engine->n_in_flight--;
+        buf_deinit(&b->list_bytes);
+        if (result->status < 0) {
+                char message[sizeof(b->error.message) + 64];
+
+                (void)snprintf(message, sizeof(message), "cannot write the manifest list: %s", result->error.message);
+                batch_storage_failed(b, result->status == -EEXIST ? -EAGAIN : result->status, message);
+                return;
+        }
+        batch_build_after(b);
+}
+
+static void batch_build_after(Batch *b) {
         CommitEngine *e = b->queue->engine;
         const CommitRequest *first = b->jobs[0]->writer->request;
         _cleanup_(freep) char *keys = NULL;
@@ -555,18 +731,6 @@ static void batch_build_after(uv_work_t *w, int status) {
         SnapshotSpec spec;
         Buf key_list;
         int r;
-
-        e->n_in_flight--;
-        if (status < 0 || b->work_status < 0) {
-                r = status < 0 ? status : b->work_status;
-                /* The list was not written or is unusable: a definite failure, nothing sent. */
-                if (r == -EEXIST || r == -ENOMEM || r == -EIO || r == -ENOSPC || status < 0)
-                        batch_fail(b, KEY_FAILED, 503, "storage-failed", "cannot write the manifest list: %s",
-                                   b->error.message[0] ? b->error.message : strerror(-r));
-                else
-                        batch_fail(b, KEY_FAILED, 422, "invalid-table-state", "%s", b->error.message);
-                return;
-        }
 
         buf_init(&key_list, SIZE_MAX / 2);
         writer_props = json_object();
@@ -606,7 +770,7 @@ static void batch_build_after(uv_work_t *w, int status) {
                   : snapshot_summary_build(parent_summary, &added, writer_props, keys, &summary, &b->error);
         json_decref(writer_props);
         if (r < 0) {
-                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
                 batch_fail(b, KEY_FAILED, 500, "internal", "cannot build the snapshot summary: %s",
                            b->error.message);
                 return;
@@ -630,7 +794,7 @@ static void batch_build_after(uv_work_t *w, int status) {
         r = snapshot_commit_request_build(b->table, first->branch, &b->head, &spec, &request);
         json_decref(summary);
         if (r < 0) {
-                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
                 batch_fail(b, KEY_FAILED, 503, "out-of-memory", "cannot build the commit request");
                 return;
         }
@@ -642,7 +806,7 @@ static void batch_build_after(uv_work_t *w, int status) {
                 uuid_v7_string(b->commit_key);
         r = batch_send_commit(b);
         if (r < 0) {
-                engine_delete_file_async(e, TAKE_PTR(b->list_path));
+                engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
                 batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable",
                                   "cannot send the commit");
                 return;
@@ -779,7 +943,7 @@ static void batch_check_jobs(Batch *b) {
                          * one, which then had no verdict): our own data-files manifest is in
                          * no snapshot unless an attempt of ours may have landed. */
                         if (!j->may_be_committed)
-                                engine_delete_file_async(b->queue->engine, TAKE_PTR(j->generated_path));
+                                engine_delete_file_async(b->queue->engine, j->props ? j->props : b->props, TAKE_PTR(j->generated_cleanup));
                         job_finish(j, KEY_COMMITTED, 200,
                                    json_pack("{s:s, s:s, s:I, s:I, s:b}", "idempotency-key", r->idempotency_key,
                                              "status", "committed", "snapshot-id", (json_int_t)id,
@@ -821,8 +985,10 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
         }
 
         r = table_metadata_parse(result->body, &b->table, &b->error);
+        if (r >= 0)
+                r = storage_props_new(result->properties, result->body, &b->props, &b->error);
         if (r < 0) {
-                batch_fail(b, KEY_FAILED, 502, "catalog-bad-metadata", "%s", b->error.message);
+                batch_fail(b, KEY_FAILED, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s", b->error.message);
                 return;
         }
         /* Staged manifests leave snapshot ids to inheritance, which a format 1 table allows
@@ -882,20 +1048,28 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
                 batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
                 return;
         }
-        r = storage_path_from_location(b->list_location, &b->list_path, &b->error);
-        if (r < 0) {
-                batch_fail(b, KEY_FAILED, 422, "unsupported-storage", "%s", b->error.message);
+        b->list_cleanup = strdup(b->list_location);
+        if (!b->list_cleanup) {
+                batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
                 return;
         }
+        if (b->parent_list_location) {
+                StorageContext ctx = engine_storage_context(e, b->props, b->started_ns);
 
-        b->work.data = b;
-        b->work_status = 0;
-        r = uv_queue_work(e->loop, &b->work, batch_build_work, batch_build_after);
+                r = storage_read(e->storage, &ctx, b->parent_list_location, e->storage_config->max_manifest_bytes,
+                                 batch_on_parent_read, b, &b->error);
+                if (r < 0) {
+                        batch_storage_failed(b, r, b->error.message);
+                        return;
+                }
+                e->n_in_flight++;
+                return;
+        }
+        r = batch_queue_work(b, batch_assemble_work);
         if (r < 0) {
                 batch_fail(b, KEY_FAILED, 503, "internal", "cannot queue work: %s", uv_strerror(r));
                 return;
         }
-        e->n_in_flight++;
 }
 
 static void batch_attempt_start(Batch *b) {

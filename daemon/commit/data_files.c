@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Intake of described data files (a request's `data-files`), on the thread pool: check each
- * file against the table loaded for it and against storage, write their manifest ONCE, then
- * read it back through the staged-manifest parser, so that it passes the very checks a
- * writer's manifest passes and every attempt reuses it like one. Refused: nothing written. */
+ * file against the table loaded for it and its size on storage (read by engine.c before),
+ * build their manifest ONCE (engine.c writes it), and read it back through the staged-manifest
+ * parser, so that it passes the very checks a writer's manifest passes and every attempt
+ * reuses it like one. Refused: nothing written. */
 #define LOG_MODULE "commit"
 #include <errno.h>
 #include <inttypes.h>
@@ -27,11 +28,30 @@ static int intake_refuse(Job *j, int r, int status) {
         return r;
 }
 
-/* Checks file i against the table (location, spec, values) and storage (exists, same size). */
+int job_intake_check_locations(Job *j) {
+        const CommitRequest *r = j->writer->request;
+        const TableMetadata *t = j->table;
+
+        for (size_t i = 0; i < r->n_data_files; i++)
+                if (!storage_location_is_within(r->data_files[i].location, t->location))
+                        return intake_refuse(j, error_set(&j->error, -EINVAL,
+                                                          "'data-files'[%zu] '%s' is outside the table location '%s'",
+                                                          i, r->data_files[i].location, t->location),
+                                             422);
+        for (size_t i = 0; i < r->n_manifests; i++)
+                if (!storage_location_is_within(r->manifests[i], t->location)) {
+                        j->intake_type = "invalid-manifest";
+                        j->intake_status = 422;
+                        return error_set(&j->error, -EINVAL, "staged-manifests[%zu] '%s' is outside the table location '%s'",
+                                         i, r->manifests[i], t->location);
+                }
+        return 0;
+}
+
+/* Checks file i against the table (location, spec, values) and its size on storage. */
 static int check_file(Job *j, DataFile *f, size_t i, const json_t *schema, const json_t *spec) {
         const TableMetadata *t = j->table;
-        _cleanup_(freep) char *path = NULL;
-        uint64_t size;
+        uint64_t size = j->file_sizes[i];
         int r;
 
         if (!storage_location_is_within(f->location, t->location))
@@ -42,11 +62,6 @@ static int check_file(Job *j, DataFile *f, size_t i, const json_t *schema, const
         r = data_file_resolve(f, schema, spec, &j->error);
         if (r < 0)
                 return intake_refuse(j, error_prefix(&j->error, r, "'data-files'[%zu] '%s'", i, f->location), 422);
-        r = storage_path_from_location(f->location, &path, &j->error);
-        if (r >= 0)
-                r = storage_file_size(path, &size, &j->error);
-        if (r < 0)
-                return intake_refuse(j, error_prefix(&j->error, r, "'data-files'[%zu]", i), 422);
         if (size != (uint64_t)f->file_size_in_bytes)
                 return intake_refuse(j, error_set(&j->error, -EINVAL,
                                                   "'data-files'[%zu] '%s' has %" PRIu64
@@ -60,7 +75,7 @@ int job_intake_data_files(Job *j, uint64_t max_manifest_bytes) {
         CommitRequest *r = j->writer->request;
         const TableMetadata *t = j->table;
         _cleanup_(buf_deinitp) Buf out;
-        _cleanup_(freep) char *location = NULL, *path = NULL;
+        _cleanup_(freep) char *location = NULL;
         char uuid[UUID_STRING_MAX];
         const json_t *schema, *spec;
         StagedManifest *m = NULL;
@@ -120,21 +135,11 @@ int job_intake_data_files(Job *j, uint64_t max_manifest_bytes) {
                 staged_manifest_free(m);
                 return intake_refuse(j, error_set(&j->error, -ENOMEM, "out of memory"), 503);
         }
-        rr = storage_path_from_location(location, &path, &j->error);
-        if (rr >= 0)
-                rr = storage_write_new_file(path, out.data, out.len, &j->error);
-        if (rr < 0) {
-                /* A half-made file of ours (the name is new): never left behind. */
-                if (path && rr != -EEXIST)
-                        (void)storage_delete_file(path);
-                staged_manifest_free(m);
-                return intake_refuse(j, error_prefix(&j->error, rr, "'data-files': cannot write their manifest"),
-                                     rr == -EPROTONOSUPPORT || rr == -EINVAL ? 422 : 503);
-        }
         j->manifests[j->n_manifests] = m;
         j->manifest_lengths[j->n_manifests] = (int64_t)out.len;
         j->n_manifests++;
         j->generated_location = TAKE_PTR(location);
-        j->generated_path = TAKE_PTR(path);
+        j->generated_bytes = out;
+        buf_init(&out, 0);
         return 0;
 }

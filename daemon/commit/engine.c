@@ -36,8 +36,16 @@ void job_free(Job *j) {
         free(j->manifests);
         free(j->manifest_lengths);
         table_metadata_free(j->table);
+        storage_props_free(j->props);
+        if (j->manifest_bytes)
+                for (size_t i = 0; i < j->writer->request->n_manifests; i++)
+                        buf_deinit(&j->manifest_bytes[i]);
+        free(j->manifest_bytes);
+        free(j->file_sizes);
+        free(j->io);
         free(j->generated_location);
-        free(j->generated_path);
+        buf_deinit(&j->generated_bytes);
+        free(j->generated_cleanup);
         writer_request_free(j->writer);
         free(j);
 }
@@ -62,7 +70,7 @@ void job_finish(Job *j, KeyState state, int status, json_t *body) {
         /* The manifest written for data-files is this job's alone: when the commit is known
          * not to have happened it goes; an attempt without a verdict may have committed it. */
         if (state == KEY_FAILED && !j->may_be_committed)
-                engine_delete_file_async(e, TAKE_PTR(j->generated_path));
+                engine_delete_file_async(e, j->props, TAKE_PTR(j->generated_cleanup));
         key_registry_finish(e->keys, j->entry, state, status, body);
         j->entry = NULL;
         e->n_queued--;
@@ -124,97 +132,63 @@ static void queue_push(TableQueue *q, Job *j) {
         q->tail = j;
 }
 
-/* Deletes a manifest list whose attempt is known not to be committed, off the loop. */
-typedef struct DeleteJob {
-        uv_work_t work;
-        CommitEngine *engine;
-        char *path;
-} DeleteJob;
+/* Deletes files whose attempt is known not to be committed; a failure only leaves garbage. */
+static void engine_on_deleted(StorageResult *result, void *userdata) {
+        CommitEngine *e = userdata;
 
-static void delete_work(uv_work_t *w) {
-        DeleteJob *d = w->data;
-
-        (void)storage_delete_file(d->path);
-}
-
-static void delete_after(uv_work_t *w, int status) {
-        DeleteJob *d = w->data;
-        CommitEngine *e = d->engine;
-
-        free(d->path);
-        free(d);
+        if (result->status < 0)
+                log_warning("cannot delete an uncommitted file, leaving it: %s", result->error.message);
         e->n_in_flight--;
         engine_maybe_stopped(e);
 }
 
-void engine_delete_file_async(CommitEngine *e, char *path /* stolen */) {
-        DeleteJob *d;
+void engine_delete_file_async(CommitEngine *e, const StorageProps *props, char *location /* stolen */) {
+        _cleanup_(freep) char *l = location;
+        StorageContext ctx = { .props = props };
 
-        if (!path)
+        if (!l)
                 return;
-        d = calloc(1, sizeof(*d));
-        if (!d) {
-                free(path);
+        if (storage_delete(e->storage, &ctx, l, engine_on_deleted, e, NULL) < 0)
                 return;
-        }
-        *d = (DeleteJob){ .engine = e, .path = path };
-        d->work.data = d;
-        if (uv_queue_work(e->loop, &d->work, delete_work, delete_after) < 0) {
-                free(path);
-                free(d);
-                return;
-        }
         e->n_in_flight++;
+}
+
+StorageContext engine_storage_context(const CommitEngine *e, const StorageProps *props, uint64_t accepted_ns) {
+        return (StorageContext){
+                .props = props,
+                .deadline_ns = accepted_ns + e->config->total_timeout_ms * 1000000ull,
+        };
+}
+
+int engine_storage_http_status(int status, const char **ret_type, const char *permanent_type) {
+        if (storage_status_is_transient(status)) {
+                *ret_type = status == -ENOMEM ? "out-of-memory" : "storage-unavailable";
+                return 503;
+        }
+        switch (status) {
+        case -EACCES:
+                *ret_type = "storage-access-denied";
+                return 403;
+        case -EFBIG:
+                *ret_type = permanent_type;
+                return 413;
+        case -EREMOTEIO:
+                *ret_type = "storage-error";
+                return 502;
+        default:
+                *ret_type = permanent_type;
+                return 422;
+        }
 }
 
 /* --- intake -------------------------------------------------------------------------------- */
 
-static void job_intake_work(uv_work_t *w) {
-        Job *j = w->data;
-        const CommitRequest *r = j->writer->request;
-        const StorageConfig *storage = j->engine->storage;
-        ManifestLimits limits = { .max_entries = storage->max_manifest_entries };
-        _cleanup_(buf_deinitp) Buf bytes;
-
-        buf_init(&bytes, storage->max_manifest_bytes);
-        for (size_t i = 0; i < r->n_manifests; i++) {
-                _cleanup_(freep) char *path = NULL;
-                int rr;
-
-                rr = storage_path_from_location(r->manifests[i], &path, &j->error);
-                if (rr == 0)
-                        rr = storage_read_file(path, storage->max_manifest_bytes, &bytes, &j->error);
-                if (rr == 0)
-                        rr = staged_manifest_parse(buf_slice(&bytes), r->manifests[i], &limits,
-                                                   &j->manifests[i], &j->error);
-                if (rr < 0) {
-                        (void)error_prefix(&j->error, rr, "staged-manifests[%zu] '%s'", i, r->manifests[i]);
-                        j->intake_status = rr == -ENOMEM ? 503 : rr == -EFBIG ? 413 : 422;
-                        return;
-                }
-                j->manifest_lengths[i] = (int64_t)bytes.len;
-                j->n_manifests = i + 1;
-        }
-        if (r->n_data_files > 0)
-                (void)job_intake_data_files(j, storage->max_manifest_bytes);
-}
-
-static void job_intake_after(uv_work_t *w, int status) {
-        Job *j = w->data;
+static void job_intake_enqueue(Job *j) {
         CommitEngine *e = j->engine;
         TableQueue *q;
 
-        e->n_in_flight--;
-        if (status < 0 || j->intake_status) {
-                job_fail(j, status < 0 ? 503 : j->intake_status,
-                         status < 0 ? "shutting-down" : j->intake_type ? j->intake_type : "invalid-manifest", "%s",
-                         status < 0 ? "the request was cancelled" : j->error.message);
-                engine_maybe_stopped(e);
-                return;
-        }
         if (e->is_stopping) {
                 job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
-                engine_maybe_stopped(e);
                 return;
         }
         q = queue_get(e, j->writer->request->queue_name);
@@ -224,6 +198,88 @@ static void job_intake_after(uv_work_t *w, int status) {
         }
         queue_push(q, j);
         batch_queue_kick(q);
+}
+
+/* Thread pool: parse what was read; check and describe the data-files. */
+static void job_intake_work(uv_work_t *w) {
+        Job *j = w->data;
+        const CommitRequest *r = j->writer->request;
+        const StorageConfig *storage = j->engine->storage_config;
+        ManifestLimits limits = { .max_entries = storage->max_manifest_entries };
+
+        for (size_t i = 0; i < r->n_manifests; i++) {
+                int rr;
+
+                rr = staged_manifest_parse(buf_slice(&j->manifest_bytes[i]), r->manifests[i], &limits,
+                                           &j->manifests[i], &j->error);
+                if (rr < 0) {
+                        (void)error_prefix(&j->error, rr, "staged-manifests[%zu] '%s'", i, r->manifests[i]);
+                        j->intake_status = rr == -ENOMEM ? 503 : rr == -EFBIG ? 413 : 422;
+                        return;
+                }
+                j->manifest_lengths[i] = (int64_t)j->manifest_bytes[i].len;
+                buf_deinit(&j->manifest_bytes[i]);
+                j->n_manifests = i + 1;
+        }
+        if (r->n_data_files > 0)
+                (void)job_intake_data_files(j, storage->max_manifest_bytes);
+}
+
+static void job_on_generated_written(StorageResult *result, void *userdata) {
+        Job *j = userdata;
+        CommitEngine *e = j->engine;
+        const char *type;
+        int status;
+
+        e->n_in_flight--;
+        buf_deinit(&j->generated_bytes);
+        if (result->status < 0) {
+                /* A half-made object of ours (the name is new) is never left behind. */
+                if (result->status != -EEXIST)
+                        engine_delete_file_async(e, j->props, TAKE_PTR(j->generated_cleanup));
+                status = engine_storage_http_status(result->status, &type, "invalid-data-file");
+                job_fail(j, status == 422 ? 503 : status, status == 422 ? "storage-unavailable" : type,
+                         "'data-files': cannot write their manifest: %s", result->error.message);
+        } else
+                job_intake_enqueue(j);
+        engine_maybe_stopped(e);
+}
+
+static void job_intake_after(uv_work_t *w, int status) {
+        Job *j = w->data;
+        CommitEngine *e = j->engine;
+        StorageContext ctx = engine_storage_context(e, j->props, j->writer->accepted_ns);
+        int r;
+
+        e->n_in_flight--;
+        if (status < 0 || j->intake_status) {
+                job_fail(j, status < 0 ? 503 : j->intake_status,
+                         status < 0 ? "shutting-down" : j->intake_type ? j->intake_type : "invalid-manifest", "%s",
+                         status < 0 ? "the request was cancelled" : j->error.message);
+                engine_maybe_stopped(e);
+                return;
+        }
+        if (!j->generated_location) {
+                job_intake_enqueue(j);
+                engine_maybe_stopped(e);
+                return;
+        }
+        j->generated_cleanup = strdup(j->generated_location);
+        if (!j->generated_cleanup) {
+                job_fail(j, 503, "out-of-memory", "out of memory");
+                engine_maybe_stopped(e);
+                return;
+        }
+        r = storage_write(e->storage, &ctx, j->generated_location, buf_slice(&j->generated_bytes),
+                          STORAGE_WRITE_IF_ABSENT, job_on_generated_written, j, &j->error);
+        if (r < 0) {
+                free(TAKE_PTR(j->generated_cleanup));
+                job_fail(j, 503, "storage-unavailable", "'data-files': cannot write their manifest: %s",
+                         j->error.message);
+                engine_maybe_stopped(e);
+                return;
+        }
+        e->n_in_flight++;
 }
 
 static void job_intake_queue(Job *j) {
@@ -238,6 +294,112 @@ static void job_intake_queue(Job *j) {
         e->n_in_flight++;
 }
 
+static void job_io_pump(Job *j);
+
+/* One intake read answered: a staged manifest's bytes or a data file's size. */
+static void job_on_io(StorageResult *result, void *userdata) {
+        IoSlot *slot = userdata;
+        Job *j = slot->job;
+        CommitEngine *e = j->engine;
+        const CommitRequest *r = j->writer->request;
+        size_t i = slot->index;
+
+        e->n_in_flight--;
+        j->n_io_done++;
+        if (result->status < 0 && j->io_status == 0) {
+                const char *type;
+                int status;
+
+                j->io_status = result->status;
+                status = engine_storage_http_status(result->status, &type,
+                                                    i < r->n_manifests ? "invalid-manifest" : "invalid-data-file");
+                j->intake_status = status;
+                j->intake_type = type;
+                if (i < r->n_manifests)
+                        (void)error_set(&j->error, result->status, "staged-manifests[%zu] '%s': %s", i, r->manifests[i],
+                                        result->error.message);
+                else
+                        (void)error_set(&j->error, result->status, "'data-files'[%zu]: %s", i - r->n_manifests,
+                                        result->error.message);
+        } else if (result->status == 0 && i < r->n_manifests) {
+                j->manifest_bytes[i] = result->data;
+                buf_init(&result->data, 0);
+        } else if (result->status == 0)
+                j->file_sizes[i - r->n_manifests] = result->size;
+        job_io_pump(j);
+        engine_maybe_stopped(e);
+}
+
+/* Keeps up to s3.max-concurrent-requests intake reads in flight; when all are answered, parses
+ * on the thread pool, or fails the job with the first failure. */
+static void job_io_pump(Job *j) {
+        CommitEngine *e = j->engine;
+        const CommitRequest *r = j->writer->request;
+        StorageContext ctx = engine_storage_context(e, j->props, j->writer->accepted_ns);
+        const uint32_t max = e->storage_config->s3.max_concurrent_requests;
+
+        while (j->io_status == 0 && !e->is_stopping && j->n_io_started < j->n_io &&
+               j->n_io_started - j->n_io_done < max) {
+                size_t i = j->n_io_started;
+                Error error = {};
+                int rr;
+
+                j->io[i] = (IoSlot){ .job = j, .index = i };
+                if (i < r->n_manifests)
+                        rr = storage_read(e->storage, &ctx, r->manifests[i], e->storage_config->max_manifest_bytes,
+                                          job_on_io, &j->io[i], &error);
+                else
+                        rr = storage_size(e->storage, &ctx, r->data_files[i - r->n_manifests].location, job_on_io,
+                                          &j->io[i], &error);
+                if (rr < 0) {
+                        const char *type;
+
+                        j->io_status = rr;
+                        j->intake_status = engine_storage_http_status(
+                                rr, &type, i < r->n_manifests ? "invalid-manifest" : "invalid-data-file");
+                        j->intake_type = type;
+                        if (i < r->n_manifests)
+                                (void)error_set(&j->error, rr, "staged-manifests[%zu]: %s", i, error.message);
+                        else
+                                (void)error_set(&j->error, rr, "'data-files'[%zu]: %s", i - r->n_manifests,
+                                                error.message);
+                        break;
+                }
+                j->n_io_started++;
+                e->n_in_flight++;
+        }
+        if (j->n_io_done < j->n_io_started)
+                return;         /* the last answer comes back here */
+        if (e->is_stopping && j->io_status == 0) {
+                job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                return;
+        }
+        if (j->io_status != 0) {
+                job_fail(j, j->intake_status, j->intake_type, "%s", j->error.message);
+                return;
+        }
+        job_intake_queue(j);
+}
+
+/* Reads what the request names: its staged manifests and the sizes of its data-files. */
+static void job_intake_fetch(Job *j) {
+        const CommitRequest *r = j->writer->request;
+
+        if (j->table && job_intake_check_locations(j) < 0) {
+                job_fail(j, j->intake_status, j->intake_type, "%s", j->error.message);
+                return;
+        }
+        j->n_io = r->n_manifests + r->n_data_files;
+        j->manifest_bytes = calloc(r->n_manifests + 1, sizeof(*j->manifest_bytes));
+        j->file_sizes = calloc(r->n_data_files + 1, sizeof(*j->file_sizes));
+        j->io = calloc(j->n_io + 1, sizeof(*j->io));
+        if (!j->manifest_bytes || !j->file_sizes || !j->io) {
+                job_fail(j, 503, "out-of-memory", "out of memory");
+                return;
+        }
+        job_io_pump(j);
+}
+
 static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
         Job *j = userdata;
         CommitEngine *e = j->engine;
@@ -249,13 +411,23 @@ static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
         else if (result->status != 0)
                 job_fail(j, 503, "catalog-unavailable", "cannot load the table to check data-files: %s",
                          result->message);
-        else if ((r = table_metadata_parse(result->body, &j->table, &j->error)) < 0)
+        else if ((r = table_metadata_parse(result->body, &j->table, &j->error)) < 0 ||
+                 (r = storage_props_new(result->properties, result->body, &j->props, &j->error)) < 0)
                 job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s", j->error.message);
         else if (e->is_stopping)
                 job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
         else
-                job_intake_queue(j);
+                job_intake_fetch(j);
         engine_maybe_stopped(e);
+}
+
+static bool job_needs_table(const CommitRequest *r) {
+        if (r->n_data_files > 0)
+                return true;
+        for (size_t i = 0; i < r->n_manifests; i++)
+                if (!storage_location_is_local(r->manifests[i]))
+                        return true;
+        return false;
 }
 
 static void engine_submit(WriterRequest *w, void *userdata) {
@@ -328,8 +500,9 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         j->work.data = j;
         e->n_queued++;
         metrics_set(e->metrics, METRIC_QUEUE_REQUESTS, NULL, (double)e->n_queued);
-        if (r->n_data_files > 0) {
-                /* Described files are checked against the table's schema and specs. */
+        if (job_needs_table(r)) {
+                /* Described files are checked against the table's schema and specs; objects
+                 * are read with the storage settings (and vended credentials) it comes with. */
                 rr = catalog_load_table(e->catalog, (const char *const *)r->target.namespace, r->target.n_namespace,
                                         r->target.table, job_on_intake_loaded, j);
                 if (rr < 0) {
@@ -339,7 +512,7 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                 e->n_in_flight++;
                 return;
         }
-        job_intake_queue(j);
+        job_intake_fetch(j);
 }
 
 static json_t *engine_lookup(const char *key, int *ret_status, void *userdata) {
@@ -469,8 +642,8 @@ const WriterHooks *commit_engine_hooks(void) {
         return &engine_hooks;
 }
 
-int commit_engine_new(uv_loop_t *loop, const CommitConfig *config, const StorageConfig *storage,
-                      Catalog *catalog, Metrics *metrics, CommitEngine **ret) {
+int commit_engine_new(uv_loop_t *loop, const CommitConfig *config, const StorageConfig *storage_config,
+                      Storage *storage, Catalog *catalog, Metrics *metrics, CommitEngine **ret) {
         CommitEngine *e = calloc(1, sizeof(*e));
         int r;
 
@@ -478,6 +651,7 @@ int commit_engine_new(uv_loop_t *loop, const CommitConfig *config, const Storage
                 return -ENOMEM;
         e->loop = loop;
         e->config = config;
+        e->storage_config = storage_config;
         e->storage = storage;
         e->catalog = catalog;
         e->metrics = metrics;

@@ -13,6 +13,7 @@
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_file.h"
 #include "iceberg/table.h"
+#include "storage/storage.h"
 #include "util/uuid.h"
 
 typedef struct TableQueue TableQueue;
@@ -24,9 +25,17 @@ typedef struct CountedManifest {
 } CountedManifest;
 
 typedef struct Batch Batch;
+typedef struct Job Job;
+
+/* One storage operation of a job's or batch's fan-out: which item it is for. */
+typedef struct IoSlot {
+        Job *job;
+        Batch *batch;
+        size_t index;
+} IoSlot;
 
 /* One accepted writer request. Owned by its queue (pending list) or its batch. */
-typedef struct Job {
+struct Job {
         CommitEngine *engine;
         WriterRequest *writer;
         KeyEntry *entry;
@@ -34,17 +43,25 @@ typedef struct Job {
         int64_t *manifest_lengths;
         size_t n_manifests;             /* the request's staged ones, then the one for data-files */
         size_t list_offset;             /* index of its first manifest in the attempt's list */
-        TableMetadata *table;           /* loaded at intake for data-files, NULL otherwise */
+        TableMetadata *table;           /* loaded at intake for data-files or object storage */
+        StorageProps *props;            /* the storage settings that load gave, or NULL */
+        Buf *manifest_bytes;            /* the staged manifests as read, until parsed */
+        uint64_t *file_sizes;           /* the data-files' sizes on storage */
+        IoSlot *io;                     /* intake reads: manifests, then data-file sizes */
+        size_t n_io, n_io_started, n_io_done;
+        int io_status;                  /* the first failed read's status, 0 if none */
         char *generated_location;       /* the manifest written for data-files, or NULL */
-        char *generated_path;           /* its local path; NULL once handed to deletion */
+        Buf generated_bytes;            /* its bytes, until written */
+        char *generated_cleanup;        /* its location while ours to delete; NULL once handed
+                                         * to deletion */
         bool may_be_committed;          /* an attempt got no verdict: keep generated_path */
         int intake_status;              /* HTTP status of an intake failure, 0 if fine */
         bool breaks_lineage;            /* equality deletes on a v3 table, allowed by policy */
         const char *intake_type;        /* its error type; NULL: "invalid-manifest" */
         Error error;
         uv_work_t work;
-        struct Job *next;
-} Job;
+        Job *next;
+};
 
 struct TableQueue {
         CommitEngine *engine;
@@ -64,6 +81,7 @@ struct Batch {
         unsigned attempt;
         uint64_t started_ns;
         TableMetadata *table;
+        StorageProps *props;            /* this attempt's storage settings from its load */
         TableBranch head;               /* the branch as loaded; not existing = created by this commit */
         TableBranch parent;             /* the head, or for a new branch main's head (as Java does) */
         char *parent_list_location;
@@ -75,7 +93,18 @@ struct Batch {
         size_t n_list;
         size_t n_staged;
         char *list_location;            /* as sent to the catalog */
-        char *list_path;                /* local path of the same file */
+        char *list_cleanup;             /* the same, while ours to delete; NULL once committed
+                                         * or handed to deletion */
+        Buf parent_bytes;               /* the parent's manifest list as read */
+        ManifestFile *parent_files;     /* ... and parsed */
+        size_t n_parent_files;
+        size_t *to_count;               /* indices into list of manifests to count, this attempt */
+        Buf *count_bytes;               /* ... and their bytes */
+        size_t n_to_count;
+        IoSlot *io;
+        size_t n_io_started, n_io_done;
+        int io_status;
+        Buf list_bytes;                 /* the new manifest list, until written */
         json_t *commit_request;         /* this attempt's CommitTableRequest, kept for replays */
         char commit_key[UUID_STRING_MAX]; /* its Idempotency-Key ("" when none was sent) */
         bool has_unknown;               /* an attempt got no verdict: it may have landed */
@@ -90,7 +119,8 @@ struct Batch {
 struct CommitEngine {
         uv_loop_t *loop;
         const CommitConfig *config;
-        const StorageConfig *storage;
+        const StorageConfig *storage_config;
+        Storage *storage;
         Catalog *catalog;
         Metrics *metrics;
         KeyRegistry *keys;
@@ -110,17 +140,27 @@ void job_free(Job *j);
 /* Answers the job's writer and every waiter on its key, records the outcome, frees the job. */
 void job_finish(Job *j, KeyState state, int status, json_t *body);
 void job_fail(Job *j, int status, const char *type, const char *fmt, ...) _printf_(4, 5);
-/* Deletes a manifest list known not to be committed, on the thread pool (path stolen). */
-void engine_delete_file_async(CommitEngine *e, char *path);
+/* Deletes a file known not to be committed (location stolen; NULL is ignored), in the
+ * background; props (borrowed for the call) sign an object-store delete. */
+void engine_delete_file_async(CommitEngine *e, const StorageProps *props, char *location);
+/* The storage context of an operation for a request accepted at accepted_ns: the commit's
+ * deadline (commit.total-timeout-ms). */
+StorageContext engine_storage_context(const CommitEngine *e, const StorageProps *props, uint64_t accepted_ns);
+/* The writer-API answer to a failed storage operation: HTTP status and error type. A transient
+ * failure is 503 (retry with the same key), never a 4xx. */
+int engine_storage_http_status(int status, const char **ret_type, const char *permanent_type);
 /* Calls the stop callback once stopping and nothing is in flight any more. */
 void engine_maybe_stopped(CommitEngine *e);
 
 /* data_files.c */
 /* Location of the job's k-th manifest: a staged one, or the one written for its data-files. */
 const char *job_manifest_location(const Job *j, size_t k);
-/* Thread pool: checks the request's data-files against j->table and storage, writes their
- * manifest and appends it, parsed, to j->manifests. On failure sets intake_status/_type and
- * j->error and writes nothing. */
+/* Before the intake reads: refuses data-files outside the table location (nothing is asked of
+ * storage for them). On failure sets intake_status/_type and j->error. */
+int job_intake_check_locations(Job *j);
+/* Thread pool: checks the request's data-files against j->table and their sizes on storage
+ * (j->file_sizes), builds their manifest into j->generated_bytes (written by the loop after)
+ * and appends it, parsed, to j->manifests. On failure sets intake_status/_type and j->error. */
 int job_intake_data_files(Job *j, uint64_t max_manifest_bytes);
 
 /* batch.c */

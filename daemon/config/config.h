@@ -36,6 +36,7 @@ typedef struct CatalogConfig {
         char *ca_file;
         bool tls_verify;
         bool send_idempotency_key;
+        char *access_delegation;  /* X-Iceberg-Access-Delegation, e.g. "vended-credentials" */
         uint32_t connect_timeout_ms;
         uint32_t request_timeout_ms;
         uint32_t max_connections;
@@ -78,9 +79,31 @@ typedef struct CommitConfig {
         bool allow_equality_deletes;
 } CommitConfig;
 
+/* S3-compatible object storage ([s3] and [client]: Iceberg S3FileIO's property names, so
+ * that a Spark or Java config carries over). The catalog's /v1/config, each table's
+ * LoadTableResult.config and its storage-credentials override these per table. */
+typedef struct S3Config {
+        char *endpoint;                 /* s3.endpoint; NULL: https://s3.<region>.amazonaws.com */
+        bool path_style_access;         /* s3.path-style-access: endpoint/bucket/key */
+        char *access_key_id;            /* s3.access-key-id; NULL: vended by the catalog */
+        char *secret_access_key;        /* s3.secret-access-key */
+        char *session_token;            /* s3.session-token */
+        char *region;                   /* client.region */
+        char *ca_file;
+        bool tls_verify;
+        uint32_t connect_timeout_ms;
+        uint32_t request_timeout_ms;    /* one request; retries stay within the commit's deadline */
+        uint32_t max_connections;
+        uint32_t max_attempts;          /* per operation, for 500, 503 SlowDown, resets, timeouts */
+        uint32_t min_backoff_ms;
+        uint32_t max_backoff_ms;
+        uint32_t max_concurrent_requests; /* requests one operation of the engine keeps in flight */
+} S3Config;
+
 typedef struct StorageConfig {
         uint64_t max_manifest_bytes;
         uint64_t max_manifest_entries;
+        S3Config s3;
 } StorageConfig;
 
 typedef struct AuditConfig {

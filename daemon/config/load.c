@@ -172,6 +172,24 @@ int config_verify(const Config *c, Error *error) {
                                  "keys 'catalog.token' and 'catalog.credential': set one, not both");
         if (c->catalog.credential && !strchr(c->catalog.credential, ':'))
                 return error_set(error, -EINVAL, "key 'catalog.credential': expected 'client-id:client-secret'");
+        if (c->storage.s3.min_backoff_ms > c->storage.s3.max_backoff_ms)
+                return error_set(error, -EINVAL, "key 's3.min-backoff-ms': %u is above s3.max-backoff-ms %u",
+                                 c->storage.s3.min_backoff_ms, c->storage.s3.max_backoff_ms);
+        if (!c->storage.s3.access_key_id != !c->storage.s3.secret_access_key)
+                return error_set(error, -EINVAL,
+                                 "keys 's3.access-key-id' and 's3.secret-access-key': set both or neither");
+        if (c->storage.s3.endpoint && strncmp(c->storage.s3.endpoint, "http://", 7) != 0 &&
+            strncmp(c->storage.s3.endpoint, "https://", 8) != 0)
+                return error_set(error, -EINVAL, "key 's3.endpoint': '%s' must start with http:// or https://",
+                                 c->storage.s3.endpoint);
+        if (c->catalog.access_delegation && strcmp(c->catalog.access_delegation, "vended-credentials") != 0 &&
+            strcmp(c->catalog.access_delegation, "remote-signing") != 0)
+                return error_set(error, -EINVAL,
+                                 "key 'catalog.access-delegation': '%s' is not one of vended-credentials, remote-signing",
+                                 c->catalog.access_delegation);
+        if (c->catalog.access_delegation && strcmp(c->catalog.access_delegation, "remote-signing") == 0)
+                return error_set(error, -EINVAL,
+                                 "key 'catalog.access-delegation': remote-signing is not supported; use vended-credentials");
         if (c->commit.min_backoff_ms > c->commit.max_backoff_ms)
                 return error_set(error, -EINVAL,
                                  "key 'commit.min-backoff-ms': %u is above commit.max-backoff-ms %u",
@@ -231,7 +249,7 @@ static int config_ini_handler(void *userdata, const char *section, const char *k
         return 1;
 }
 
-/* systemd's LoadCredential=catalog.token:/path (or catalog.credential) puts the secret in
+/* systemd's LoadCredential=catalog.token:/path (or catalog.credential, or an s3.* key) puts the secret in
  * $CREDENTIALS_DIRECTORY, readable only by the service: a secret never needs to be in the config
  * file. A credential file wins over the same key in the file. */
 static int config_load_credentials(Config *c, Error *error) {
@@ -241,6 +259,9 @@ static int config_load_credentials(Config *c, Error *error) {
         } secrets[] = {
                 { "catalog.token", offsetof(Config, catalog.token) },
                 { "catalog.credential", offsetof(Config, catalog.credential) },
+                { "s3.access-key-id", offsetof(Config, storage.s3.access_key_id) },
+                { "s3.secret-access-key", offsetof(Config, storage.s3.secret_access_key) },
+                { "s3.session-token", offsetof(Config, storage.s3.session_token) },
         };
         const char *dir = getenv("CREDENTIALS_DIRECTORY");
 

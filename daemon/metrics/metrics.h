@@ -11,6 +11,9 @@
 
 typedef struct Metrics Metrics;
 
+/* Joins the two label values of a two-label family: "get" METRICS_LABEL_SEP "success". */
+#define METRICS_LABEL_SEP "\x1f"
+
 typedef enum MetricKind {
         METRIC_COUNTER,
         METRIC_GAUGE,
@@ -29,6 +32,9 @@ typedef enum MetricId {
         METRIC_ROWS_ASSIGNED,           /* counter: row ids assigned (sum of added-rows) */
         METRIC_CATALOG_READY,           /* gauge: 1 once /v1/config was loaded */
         METRIC_LINEAGE_BREAKS,          /* counter{table}: committed requests that broke v3 row lineage */
+        METRIC_STORAGE_REQUESTS,        /* counter{operation,outcome}: one per store round trip */
+        METRIC_STORAGE_BYTES,           /* counter{direction}: "read", "written" */
+        METRIC_STORAGE_DURATION,        /* histogram: seconds per store round trip */
         _METRIC_MAX,
 } MetricId;
 
@@ -36,8 +42,8 @@ int metrics_new(Metrics **ret);
 Metrics *metrics_free(Metrics *m);
 DEFINE_CLEANUP_FUNC(Metrics, metrics_free);
 
-/* Adds to a counter (or gauge) sample; label may be NULL. Allocation failure only loses the
- * sample: metrics never fail a commit. */
+/* Adds to a counter (or gauge) sample; label may be NULL, and so may m (tests without metrics).
+ * Allocation failure only loses the sample: metrics never fail a commit. */
 void metrics_add(Metrics *m, MetricId id, const char *label, double value);
 void metrics_set(Metrics *m, MetricId id, const char *label, double value);
 void metrics_observe(Metrics *m, MetricId id, double value);

@@ -13,6 +13,7 @@ typedef struct MetricInfo {
         const char *help;
         MetricKind kind;
         const char *label_name;
+        const char *label2_name;        /* a second label: the sample's label is "a" METRICS_LABEL_SEP "b" */
 } MetricInfo;
 
 static const MetricInfo metric_info[_METRIC_MAX] = {
@@ -27,6 +28,9 @@ static const MetricInfo metric_info[_METRIC_MAX] = {
         [METRIC_ROWS_ASSIGNED] = { "icecommit_row_ids_assigned_total", "Row ids assigned to committed snapshots (sum of added-rows).", METRIC_COUNTER, NULL },
         [METRIC_LINEAGE_BREAKS] = { "icecommit_lineage_breaks_total", "Committed writer requests whose equality deletes break v3 row lineage (allowed by policy), by table.", METRIC_COUNTER, "table" },
         [METRIC_CATALOG_READY] = { "icecommit_catalog_ready", "1 once the catalog configuration was loaded.", METRIC_GAUGE, NULL },
+        [METRIC_STORAGE_REQUESTS] = { "icecommit_storage_requests_total", "Object-store and file requests, by operation and outcome.", METRIC_COUNTER, "operation", "outcome" },
+        [METRIC_STORAGE_BYTES] = { "icecommit_storage_bytes_total", "Bytes read from and written to table storage, by direction.", METRIC_COUNTER, "direction" },
+        [METRIC_STORAGE_DURATION] = { "icecommit_storage_request_duration_seconds", "Latency of one object-store or file request.", METRIC_HISTOGRAM, NULL },
 };
 
 /* Upper bounds shared by both histograms: seconds for latency, counts for batch sizes. */
@@ -93,22 +97,25 @@ static Sample *metrics_sample(Metrics *m, MetricId id, const char *label) {
 }
 
 void metrics_add(Metrics *m, MetricId id, const char *label, double value) {
-        Sample *s = metrics_sample(m, id, label);
+        Sample *s = m ? metrics_sample(m, id, label) : NULL;
 
         if (s)
                 s->value += value;
 }
 
 void metrics_set(Metrics *m, MetricId id, const char *label, double value) {
-        Sample *s = metrics_sample(m, id, label);
+        Sample *s = m ? metrics_sample(m, id, label) : NULL;
 
         if (s)
                 s->value = value;
 }
 
 void metrics_observe(Metrics *m, MetricId id, double value) {
-        Family *f = &m->families[id];
+        Family *f;
 
+        if (!m)
+                return;
+        f = &m->families[id];
         for (size_t i = 0; i < N_BOUNDS; i++)
                 if (value <= histogram_bounds[i])
                         f->buckets[i]++;
@@ -163,9 +170,18 @@ int metrics_expose(const Metrics *m, Buf *out) {
                         r = buf_printf(out, "%s 0\n", info->name);
                 for (size_t j = 0; j < f->n_samples && r == 0; j++) {
                         if (f->samples[j].label) {
+                                const char *label = f->samples[j].label;
+                                const char *sep = info->label2_name ? strchr(label, METRICS_LABEL_SEP[0]) : NULL;
+
                                 r = buf_printf(out, "%s{%s=\"", info->name, info->label_name);
                                 if (r == 0)
-                                        r = metrics_append_label_value(out, f->samples[j].label);
+                                        r = sep ? buf_append(out, label, (size_t)(sep - label)) :
+                                                  metrics_append_label_value(out, label);
+                                if (r == 0 && sep) {
+                                        r = buf_printf(out, "\",%s=\"", info->label2_name);
+                                        if (r == 0)
+                                                r = metrics_append_label_value(out, sep + 1);
+                                }
                                 if (r == 0)
                                         r = buf_printf(out, "\"} %.17g\n", f->samples[j].value);
                         } else

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Local-filesystem storage (see storage.h). Every fd is O_CLOEXEC; new files are created with
- * O_EXCL so an attempt can never overwrite a file another attempt may have committed. */
+/* Local-filesystem storage, blocking (see local.h): the thread-pool side of storage.c's local
+ * backend, and the filesystem catalog's own file work. Every fd is O_CLOEXEC; new files are
+ * created with O_EXCL so an attempt can never overwrite a file another attempt may have
+ * committed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -9,74 +11,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "storage/storage.h"
+#include <dirent.h>
 
-int storage_path_from_location(const char *location, char **ret_path, Error *error) {
-        const char *p = location;
-        _cleanup_(freep) char *out = NULL;
-        size_t n = 0;
+#include "storage/local.h"
 
-        if (strncmp(p, "file://", 7) == 0) {
-                p += 7;
-                /* file://host/p is not local; only an empty authority is. */
-                if (*p != '/')
-                        return error_set(error, -EINVAL, "'%s': only file:/// URIs with an empty host are local",
-                                         location);
-        } else if (strncmp(p, "file:", 5) == 0)
-                p += 5;
-        else if (strchr(p, ':') && strstr(p, "://"))
-                return error_set(error, -EPROTONOSUPPORT,
-                                 "'%s': only local paths and file:// URIs are supported", location);
-        if (*p != '/')
-                return error_set(error, -EINVAL, "'%s' is not an absolute path", location);
-
-        out = malloc(strlen(p) + 1);
-        if (!out)
-                return -ENOMEM;
-        /* Normalize segment by segment: collapse "//" and ".", refuse ".." rather than guess. */
-        while (*p) {
-                const char *seg;
-                size_t len;
-
-                while (*p == '/')
-                        p++;
-                seg = p;
-                while (*p && *p != '/')
-                        p++;
-                len = (size_t)(p - seg);
-                if (len == 0 || (len == 1 && seg[0] == '.'))
-                        continue;
-                if (len == 2 && seg[0] == '.' && seg[1] == '.')
-                        return error_set(error, -EINVAL, "'%s' contains '..'", location);
-                out[n++] = '/';
-                memcpy(out + n, seg, len);
-                n += len;
-        }
-        if (n == 0)
-                out[n++] = '/';
-        out[n] = 0;
-        *ret_path = TAKE_PTR(out);
-        return 0;
-}
-
-bool storage_location_is_within(const char *location, const char *dir_location) {
-        _cleanup_(freep) char *path = NULL, *dir = NULL;
-        size_t n;
-
-        if (storage_path_from_location(location, &path, NULL) < 0 ||
-            storage_path_from_location(dir_location, &dir, NULL) < 0)
-                return false;
-        n = strlen(dir);
-        if (n == 1)
-                return path[1] != 0;
-        return strncmp(path, dir, n) == 0 && path[n] == '/' && path[n + 1] != 0;
-}
-
-int storage_read_file(const char *path, uint64_t max_bytes, Buf *out, Error *error) {
+int storage_local_read_file(const char *path, uint64_t max_bytes, Buf *out, Error *error) {
         _cleanup_(closep) int fd = -1;
         struct stat st;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: a FIFO given as a manifest must not hold a thread-pool thread in open();
+         * it is refused below as no regular file. Regular files ignore the flag. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return error_set(error, -errno, "cannot open '%s': %s", path, strerror(errno));
         if (fstat(fd, &st) < 0)
@@ -119,7 +64,7 @@ int storage_read_file(const char *path, uint64_t max_bytes, Buf *out, Error *err
         return 0;
 }
 
-static int storage_fsync_parent(const char *path) {
+static int storage_local_fsync_parent(const char *path) {
         _cleanup_(freep) char *copy = strdup(path);
         _cleanup_(closep) int fd = -1;
 
@@ -131,7 +76,7 @@ static int storage_fsync_parent(const char *path) {
         return fsync(fd) < 0 ? -errno : 0;
 }
 
-int storage_write_new_file(const char *path, const void *data, size_t len, Error *error) {
+int storage_local_write_new_file(const char *path, const void *data, size_t len, Error *error) {
         _cleanup_(closep) int fd = -1;
         const uint8_t *p = data;
         int r;
@@ -158,19 +103,19 @@ int storage_write_new_file(const char *path, const void *data, size_t len, Error
                 (void)unlink(path);
                 return error_set(error, r, "cannot fsync '%s': %s", path, strerror(-r));
         }
-        r = storage_fsync_parent(path);
+        r = storage_local_fsync_parent(path);
         if (r < 0)
                 return error_set(error, r, "cannot fsync the directory of '%s': %s", path, strerror(-r));
         return 0;
 }
 
-int storage_delete_file(const char *path) {
+int storage_local_delete_file(const char *path) {
         if (unlink(path) < 0 && errno != ENOENT)
                 return -errno;
         return 0;
 }
 
-int storage_file_size(const char *path, uint64_t *ret_size, Error *error) {
+int storage_local_file_size(const char *path, uint64_t *ret_size, Error *error) {
         struct stat st;
 
         if (stat(path, &st) < 0) {
@@ -185,5 +130,75 @@ int storage_file_size(const char *path, uint64_t *ret_size, Error *error) {
         if (!S_ISREG(st.st_mode))
                 return error_set(error, -EINVAL, "'%s' is not a regular file", path);
         *ret_size = (uint64_t)st.st_size;
+        return 0;
+}
+
+static inline void closedirp(DIR **d) {
+        if (*d)
+                (void)closedir(*d);
+}
+
+static int storage_local_compare_names(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, size_t *ret_n, Error *error) {
+        _cleanup_(freep) char *dir_path = strdup(prefix);
+        _cleanup_(closedirp) DIR *dir = NULL;
+        char **names = NULL, *slash;
+        const char *base;
+        size_t n = 0, n_base;
+        struct dirent *de;
+        int r = 0;
+
+        if (!dir_path)
+                return -ENOMEM;
+        slash = strrchr(dir_path, '/');
+        if (!slash)
+                return error_set(error, -EINVAL, "'%s' is not an absolute path", prefix);
+        base = prefix + (slash - dir_path) + 1;
+        n_base = strlen(base);
+        slash[slash == dir_path ? 1 : 0] = 0;
+        dir = opendir(dir_path);
+        if (!dir)
+                return error_set(error, -errno, "cannot list '%s': %s", dir_path, strerror(errno));
+        while ((errno = 0, de = readdir(dir))) {
+                struct stat st;
+                char *full, **grown;
+
+                if (strncmp(de->d_name, base, n_base) != 0 || strcmp(de->d_name, ".") == 0 ||
+                    strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                if (n >= max_names) {
+                        r = error_set(error, -E2BIG, "'%s' holds more than %zu entries", dir_path, max_names);
+                        break;
+                }
+                if (asprintf(&full, "%s%s%s", dir_path, strcmp(dir_path, "/") == 0 ? "" : "/", de->d_name) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                grown = reallocarray(names, n + 1, sizeof(*names));
+                if (!grown) {
+                        free(full);
+                        r = -ENOMEM;
+                        break;
+                }
+                names = grown;
+                names[n++] = full;
+        }
+        if (r == 0 && errno != 0)
+                r = error_set(error, -errno, "cannot list '%s': %s", dir_path, strerror(errno));
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        free(names[i]);
+                free(names);
+                return r;
+        }
+        if (n > 1)
+                qsort(names, n, sizeof(*names), storage_local_compare_names);
+        *ret_names = names;
+        *ret_n = n;
         return 0;
 }

@@ -1,26 +1,136 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* File I/O on table storage: local paths and file:// URIs. Blocking: callers run it on the uv
- * thread pool, never on the loop thread. Object stores (s3://) are refused, for now. */
+/* Table storage: the one place that knows how an Iceberg location is read and written. Two
+ * backends behind one asynchronous interface: local paths and file:// URIs on the uv thread
+ * pool (local.c), and S3-compatible object stores (s3://, s3a://, s3n://) on the event loop
+ * through libcurl (s3.c). Callers never learn which one answered. Loop thread only. */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <uv.h>
 
+#include "config/config.h"
+#include "metrics/metrics.h"
 #include "util/buf.h"
+#include "util/cleanup.h"
 #include "util/error.h"
+#include "util/slice.h"
 
-/* Maps an Iceberg location ("/p", "file:/p", "file:///p") to a normalized absolute path
- * (no "//", ".", ".." segments). -EPROTONOSUPPORT for other schemes, -EINVAL for relative
- * paths or "..". */
-int storage_path_from_location(const char *location, char **ret_path, Error *error);
-/* Whether `location` lies strictly inside the directory `dir_location` (both normalized). */
+/* Owned by the daemon: closed by storage_close(), which frees it. */
+typedef struct Storage Storage;
+
+/* Per-table settings the catalog handed out: its /v1/config properties, then the table's
+ * LoadTableResult.config, then the longest-prefix entry of its storage-credentials (REST spec
+ * names: s3.endpoint, s3.access-key-id, ..., s3.session-token-expires-at-ms). Owned by whoever
+ * loaded the table; operations copy what they need before they return. */
+typedef struct StorageProps StorageProps;
+
+/* Builds the settings from a catalog's properties (may be NULL) and a LoadTableResult (may be
+ * NULL). Only keys of the storage namespaces (s3.*, client.*) are kept. Returns 0, -ENOMEM or
+ * -EBADMSG (not string maps, a malformed storage-credentials entry). */
+int storage_props_new(const json_t *catalog_properties, const json_t *load_result, StorageProps **ret_props,
+                      Error *error);
+StorageProps *storage_props_free(StorageProps *p);
+DEFINE_CLEANUP_FUNC(StorageProps, storage_props_free);
+/* Whether the credentials for `location` expire before now_ms + margin_ms (never for static
+ * keys or local files). */
+bool storage_props_expire_before(const StorageProps *p, const char *location, int64_t when_ms);
+
+/* What an operation found. Everything is borrowed for the callback, except that the callback
+ * may take `data` (buf_steal() or a struct copy followed by buf_init()). */
+typedef struct StorageResult {
+        /* 0, or: -ENOENT no such object (or bucket); -EEXIST a create-if-absent found one;
+         * -EACCES denied or credentials refused; -EKEYEXPIRED credentials expired; -EFBIG
+         * larger than max_bytes; -EPROTONOSUPPORT/-EINVAL an unsupported or malformed location;
+         * -EAGAIN a transient failure that outlived the retries (5xx, SlowDown, resets,
+         * timeouts, a full or read-only disk); -ETIMEDOUT the deadline passed; -ECANCELED the
+         * storage is closing; -EIO a local I/O error; -EREMOTEIO anything else the store
+         * refused (a 4xx of its own); -ENOMEM. A failed write may
+         * have left the object behind: delete it when unsure. */
+        int status;
+        Buf data;               /* read: the object's bytes (NUL-terminated) */
+        uint64_t size;          /* size: the object's size in bytes */
+        char **names;           /* list: full locations under the prefix, sorted */
+        size_t n_names;
+        unsigned n_requests;    /* round trips to the store (1 for a local operation) */
+        Error error;            /* the location, and for S3 bucket, key, the store's code and
+                                 * message; never a credential */
+} StorageResult;
+
+/* Called exactly once per accepted operation, from the loop, never from inside the call. */
+typedef void (*StorageCallback)(StorageResult *result, void *userdata);
+
+/* How one operation runs: whose settings, and by when it must be answered. */
+typedef struct StorageContext {
+        const StorageProps *props;      /* NULL: the daemon's own [s3] settings */
+        uint64_t deadline_ns;           /* CLOCK_MONOTONIC; 0: no deadline beyond the retries */
+} StorageContext;
+
+/* Flags of storage_write(). */
+enum {
+        STORAGE_WRITE_IF_ABSENT = 1 << 0,       /* -EEXIST when the object exists; never replaces */
+};
+
+/* Creates the storage on `loop` with `config` (borrowed for its lifetime). The S3 client starts
+ * on first use. Returns 0, -ENOMEM or -EINVAL. */
+int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics, Storage **ret_storage);
+/* Fails every operation in flight with -ECANCELED (S3) or waits for its thread-pool job (local),
+ * closes every handle, calls done(userdata) from the loop (may be NULL) and frees the storage. */
+void storage_close(Storage *s, void (*done)(void *userdata), void *userdata);
+
+/* Each operation returns <0 without calling cb (-ESHUTDOWN, -ENOMEM, -EPROTONOSUPPORT or -EINVAL
+ * for a location no backend takes, with the reason in *error when error is not NULL), or 0. */
+
+/* Reads a whole object of at most max_bytes. */
+int storage_read(Storage *s, const StorageContext *ctx, const char *location, uint64_t max_bytes,
+                 StorageCallback cb, void *userdata, Error *error);
+/* The size of an object (S3: HEAD; local: a regular file's size). */
+int storage_size(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb, void *userdata,
+                 Error *error);
+/* Writes an object; data is borrowed until the callback. Local files are fsynced with their
+ * directory; an S3 PUT is durable once answered. */
+int storage_write(Storage *s, const StorageContext *ctx, const char *location, Slice data, unsigned flags,
+                  StorageCallback cb, void *userdata, Error *error);
+/* Deletes an object; a missing one is success. */
+int storage_delete(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb,
+                   void *userdata, Error *error);
+/* Lists the objects whose location starts with prefix_location (at most max_names). */
+int storage_list(Storage *s, const StorageContext *ctx, const char *prefix_location, size_t max_names,
+                 StorageCallback cb, void *userdata, Error *error);
+
+/* Round trips to object stores so far, for benchmarks and tests. */
+uint64_t storage_requests_sent(const Storage *s);
+
+/* --- locations (pure; location.c) ------------------------------------------------------- */
+
+typedef enum StorageScheme {
+        STORAGE_SCHEME_LOCAL,           /* "/p", "file:/p", "file:///p" */
+        STORAGE_SCHEME_S3,              /* s3://, s3a://, s3n:// */
+} StorageScheme;
+
+/* A location taken apart. For S3 the key never starts with '/'. Owned strings. */
+typedef struct StorageLocation {
+        StorageScheme scheme;
+        char *path;                     /* local: the normalized absolute path */
+        char *bucket;                   /* S3 */
+        char *key;                      /* S3: may be "" for the bucket itself (a prefix) */
+} StorageLocation;
+
+/* Parses a location. Local paths are normalized ("//" and "." collapsed) and ".." refused. An S3
+ * key must be canonical already (no empty, "." or ".." segments), since stores do not normalize
+ * and two spellings would name two objects; a trailing '/' is allowed (a directory). Returns 0,
+ * -EPROTONOSUPPORT (other schemes, naming what is supported) or -EINVAL, with the reason. */
+int storage_location_parse(const char *location, StorageLocation *ret, Error *error);
+void storage_location_deinit(StorageLocation *l);
+/* Whether `location` lies strictly inside the directory `dir_location`: the same store, bucket
+ * (s3, s3a and s3n are one) and a key or path below it. */
 bool storage_location_is_within(const char *location, const char *dir_location);
-/* Reads a whole file of at most max_bytes into out. -EFBIG when larger. */
-int storage_read_file(const char *path, uint64_t max_bytes, Buf *out, Error *error);
-/* Creates a new file (never replaces one: -EEXIST), writes data, fsyncs file and directory. */
-int storage_write_new_file(const char *path, const void *data, size_t len, Error *error);
-/* The size of an existing regular file: -ENOENT when it does not exist, -EISDIR/-EINVAL when
- * it is a directory or no regular file, other -errno from stat(2), with the reason in *error. */
-int storage_file_size(const char *path, uint64_t *ret_size, Error *error);
-/* Deletes a file; a missing one is not an error. */
-int storage_delete_file(const char *path);
+/* Whether a location is on the local filesystem (a path or file: URI). */
+bool storage_location_is_local(const char *location);
+/* The normalized local path of a location; -EPROTONOSUPPORT for object stores. */
+int storage_path_from_location(const char *location, char **ret_path, Error *error);
+
+/* Whether an operation's status is worth retrying later unchanged (the writer gets a 503 or 504,
+ * never a 4xx that would make it drop its data). */
+bool storage_status_is_transient(int status);

@@ -13,6 +13,7 @@
 
 #include "iceberg/manifest_list.h"
 #include "iceberg/table.h"
+#include "storage/local.h"
 #include "storage/storage.h"
 #include "tables/preflight.h"
 #include "tables/upgrade.h"
@@ -156,7 +157,7 @@ static void upgrade_read_lists_work(uv_work_t *w) {
                 buf_init(&bytes, storage->max_manifest_bytes);
                 r = storage_path_from_location(b->list_location, &path, &c->error);
                 if (r >= 0)
-                        r = storage_read_file(path, storage->max_manifest_bytes, &bytes, &c->error);
+                        r = storage_local_read_file(path, storage->max_manifest_bytes, &bytes, &c->error);
                 if (r >= 0)
                         r = manifest_list_read(buf_slice(&bytes), &b->files, &b->n_files, &c->error);
                 if (r < 0) {

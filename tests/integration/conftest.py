@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fixtures for integration tests against the real peers: Apache Iceberg's REST catalog server
 (started from tests/peers as a plain Java process on 127.0.0.1), Iceberg Java (tests/peers/peer.sh),
-PyIceberg and fastavro, and the real icecommitd binary."""
+PyIceberg and fastavro, the real icecommitd binary, and SeaweedFS as a strict-SigV4 S3 server
+(tests/peers/s3-start.sh; binary built once by tests/peers/weed-build.sh)."""
+import hashlib
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -18,6 +21,13 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("ICECOMMIT_BUILD_DIR", os.path.join(ROOT, "build-release"))
 PEERS = os.path.join(ROOT, "tests", "peers")
+WORKDIR = os.path.join(ROOT, "build-tests")
+
+
+def make_workdir(prefix):
+    """A fresh directory under build-tests/ (created if missing) for one fixture's state."""
+    os.makedirs(WORKDIR, exist_ok=True)
+    return tempfile.mkdtemp(prefix=prefix, dir=WORKDIR)
 
 
 def free_port():
@@ -26,10 +36,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def peer(*args):
-    """Runs the Iceberg Java peer CLI and returns its JSON answer."""
+def peer(*args, env=None):
+    """Runs the Iceberg Java peer CLI and returns its JSON answer. env: extra environment
+    variables (e.g. s3_peer_env(s3)) over this process's own."""
+    full_env = {**os.environ, **env} if env else None
     out = subprocess.run([os.path.join(PEERS, "peer.sh"), *map(str, args)], check=True,
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300, env=full_env)
     return json.loads(out.stdout)
 
 
@@ -52,7 +64,7 @@ def http(method, url, body=None, timeout=120):
 @pytest.fixture(scope="session")
 def rest_catalog():
     """Apache Iceberg's REST catalog server, one per session."""
-    workdir = tempfile.mkdtemp(prefix="icecommit-catalog-", dir=os.path.join(ROOT, "build-tests"))
+    workdir = make_workdir("icecommit-catalog-")
     port = free_port()
     subprocess.run([os.path.join(PEERS, "catalog-start.sh"), workdir, str(port)], check=True,
                    timeout=300)
@@ -62,11 +74,169 @@ def rest_catalog():
         subprocess.run([os.path.join(PEERS, "catalog-stop.sh"), workdir], check=False, timeout=60)
 
 
+S3_ACCESS_KEY = "AKIDICECOMMIT"  # the identity tests/peers/s3-start.sh configures
+S3_SECRET_KEY = "icecommit-test-secret"
+S3_BUCKET = "icecommit"
+S3_REGION = "us-east-1"
+
+
+def _s3_ports_free(port):
+    """s3-start.sh PORT uses PORT, PORT+1000, PORT-262 and PORT+555, each also +10000."""
+    for http_port in (port, port + 1000, port - 262, port + 555):
+        for p in (http_port, http_port + 10000):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    return False
+    return True
+
+
+def _s3_port():
+    """An S3 port whose 8 SeaweedFS ports are all free, kept below the ephemeral range (32768+)
+    so that no outgoing connection takes one of them meanwhile."""
+    for _ in range(100):
+        port = random.randrange(10300, 20700)
+        if _s3_ports_free(port):
+            return port
+    raise RuntimeError("no free port set for SeaweedFS in 10038..31699")
+
+
+class _S3Server:
+    """SeaweedFS being started by s3-start.sh in the background (startup takes ~11 s; other
+    fixtures start meanwhile); wait() blocks until it is ready and returns the `s3` dict."""
+
+    def __init__(self):
+        self.dir = make_workdir("icecommit-s3-")
+        self.info = None
+        self.port = _s3_port()
+        self.proc = subprocess.Popen([os.path.join(PEERS, "s3-start.sh"), self.dir, str(self.port)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def wait(self):
+        if self.info is None:
+            if self.proc.returncode is None:
+                self.output = self.proc.communicate(timeout=180)[0]
+            if self.proc.returncode != 0:  # every test that needs it fails with the same output
+                pytest.fail(f"tests/peers/s3-start.sh {self.dir} {self.port} failed "
+                            f"(exit {self.proc.returncode}):\n{self.output}", pytrace=False)
+            self.info = {"endpoint": f"http://127.0.0.1:{self.port}", "bucket": S3_BUCKET,
+                         "access_key": S3_ACCESS_KEY, "secret_key": S3_SECRET_KEY,
+                         "region": S3_REGION, "dir": self.dir}
+        return self.info
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.communicate(timeout=180)  # let it record the pid s3-stop.sh kills
+        subprocess.run([os.path.join(PEERS, "s3-stop.sh"), self.dir], check=False, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def _s3_server():
+    server = _S3Server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3(_s3_server):
+    """SeaweedFS on 127.0.0.1 with SigV4 auth on and bucket "icecommit", one per session:
+    {"endpoint", "bucket", "access_key", "secret_key", "region", "dir"}. Fails (never skips) if it
+    cannot start."""
+    return _s3_server.wait()
+
+
+def s3_peer_env(s3):
+    """PEER_CATALOG_* environment for peer(..., env=...) so the Java client's FileIO reaches
+    SeaweedFS. No keys: the REST catalog vends them (include-credentials)."""
+    return {"PEER_CATALOG_S3_ENDPOINT": s3["endpoint"],
+            "PEER_CATALOG_S3_PATH__STYLE__ACCESS": "true",
+            "PEER_CATALOG_CLIENT_REGION": s3["region"]}
+
+
+def s3_daemon_settings(s3, vended=True):
+    """icecommitd "section.key" settings (for write_daemon_config / Daemon(settings=...)) that
+    point its S3 storage at SeaweedFS. vended=True: keys come from the REST catalog
+    (catalog.access-delegation = vended-credentials); else the static keys are configured."""
+    settings = {"s3.endpoint": s3["endpoint"], "s3.path-style-access": "true",
+                "client.region": s3["region"]}
+    if vended:
+        settings["catalog.access-delegation"] = "vended-credentials"
+    else:
+        settings.update({"s3.access-key-id": s3["access_key"],
+                         "s3.secret-access-key": s3["secret_key"]})
+    return settings
+
+
+def write_s3_daemon_config(path, catalog_uri, port, s3, settings=None, vended=True):
+    """write_daemon_config with s3_daemon_settings(s3, vended) under `settings`."""
+    write_daemon_config(path, catalog_uri, port, {**s3_daemon_settings(s3, vended), **(settings or {})})
+
+
+def s3_key(s3, location):
+    """The object key of s3://<bucket>/<key>."""
+    prefix = f"s3://{s3['bucket']}/"
+    assert location.startswith(prefix), location
+    return location[len(prefix):]
+
+
+def s3_request(s3, method, key, body=None, headers=None, signed=True, secret_key=None):
+    """One S3 request with curl (libcurl SigV4, as the daemon signs): returns (status, bytes).
+    key is "" for the bucket itself, "?query" for a bucket request with a query; a query must
+    already be canonical (sorted, RFC 3986 encoded, `=` always): libcurl 7.88 signs it as given."""
+    cmd = ["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "60"]
+    cmd += ["-I"] if method == "HEAD" else ["-X", method]
+    if signed:
+        payload = body if body is not None else b""
+        cmd += ["--aws-sigv4", f"aws:amz:{s3['region']}:s3",
+                "--user", f"{s3['access_key']}:{secret_key or s3['secret_key']}",
+                "-H", "x-amz-content-sha256: " + hashlib.sha256(payload).hexdigest()]
+    for name, value in (headers or {}).items():
+        cmd += ["-H", f"{name}: {value}"]
+    if body is not None:
+        cmd += ["--data-binary", "@-"]
+    url = f"{s3['endpoint']}/{s3['bucket']}" + (f"/{key}" if key and key[0] != "?" else key)
+    out = subprocess.run(cmd + [url], input=body, capture_output=True, check=True, timeout=90).stdout
+    content, _, status = out.rpartition(b"\n")
+    return int(status), content
+
+
+@pytest.fixture(scope="session")
+def s3_rest_catalog(request, _s3_server):
+    """Apache Iceberg's REST catalog whose s3:// tables live in SeaweedFS (real-peers 5b.3
+    variant B): ResolvingFileIO, so tables created without a location stay in the local
+    warehouse and tables created with --location s3://... go to S3; include-credentials=true
+    vends the S3 keys in every LoadTableResponse config. Same dict as `rest_catalog`, plus "s3"
+    and "location_prefix" (s3://icecommit/<unique>, a prefix for this session's tables)."""
+    s3_port = _s3_server.port
+    workdir = make_workdir("icecommit-s3-catalog-")
+    port = free_port()
+    env = {**os.environ,
+           "CATALOG_IO__IMPL": "org.apache.iceberg.io.ResolvingFileIO",
+           "CATALOG_S3_ENDPOINT": f"http://127.0.0.1:{s3_port}",
+           "CATALOG_S3_PATH__STYLE__ACCESS": "true",
+           "CATALOG_S3_ACCESS__KEY__ID": S3_ACCESS_KEY,
+           "CATALOG_S3_SECRET__ACCESS__KEY": S3_SECRET_KEY,
+           "CATALOG_CLIENT_REGION": S3_REGION,
+           "CATALOG_INCLUDE__CREDENTIALS": "true"}
+    # Starts while SeaweedFS is still coming up: the catalog touches S3 only per table.
+    subprocess.run([os.path.join(PEERS, "catalog-start.sh"), workdir, str(port)], check=True,
+                   timeout=300, env=env)
+    try:
+        s3_info = request.getfixturevalue("s3")
+        yield {"uri": f"http://127.0.0.1:{port}", "dir": workdir, "backend": "rest",
+               "s3": s3_info, "location_prefix": f"s3://{S3_BUCKET}/{uuid.uuid4().hex[:12]}"}
+    finally:
+        subprocess.run([os.path.join(PEERS, "catalog-stop.sh"), workdir], check=False, timeout=60)
+
+
 @pytest.fixture(scope="session")
 def filesystem_catalog():
     """A warehouse directory for icecommitd's embedded filesystem catalog. "uri" is the
     warehouse: the Java peer opens it with Iceberg's HadoopCatalog (same layout)."""
-    workdir = tempfile.mkdtemp(prefix="icecommit-warehouse-", dir=os.path.join(ROOT, "build-tests"))
+    workdir = make_workdir("icecommit-warehouse-")
     warehouse = os.path.join(workdir, "warehouse")
     os.makedirs(warehouse)
     yield {"uri": warehouse, "dir": workdir, "backend": "filesystem"}

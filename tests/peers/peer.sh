@@ -25,7 +25,7 @@ ensure_built() {
     if [[ -f "$MARKER" ]] && [[ -z "$(find "$JAVA_DIR/pom.xml" "$JAVA_DIR/src" -newer "$MARKER" -print -quit)" ]]; then
       exit 0
     fi
-    echo "peer.sh: building Java peers (mvn package; first run downloads ~140 MB to ~/.m2)" >&2
+    echo "peer.sh: building Java peers (mvn package; first run downloads ~210 MB to ~/.m2)" >&2
     rm -rf "${TARGET:?}/lib"
     if ! mvn -B -q -f "$JAVA_DIR/pom.xml" package dependency:copy-dependencies \
       -DincludeScope=runtime -DoutputDirectory=target/lib >"$TARGET/build.log" 2>&1; then

@@ -1181,7 +1181,7 @@ TEST(rest_catalog_error_statuses) {
  * connection that the catalog or a proxy dropped just then). Here the catalog resets the
  * commit's reused connection without acting on it (reset-before). Either libcurl resends the
  * commit on a fresh connection, or the commit ends unanswered: libcurl resends after a reset
- * it reads itself, not after one reported as a poll error, which is how catalog/curl_uv.c
+ * it reads itself, not after one reported as a poll error, which is how net/curl_uv.c
  * passes libuv's on. Both ways, a 409 (or no answer) must read as "state unknown", never as
  * "not committed": after a first copy that was applied, the copy's requirements would refuse
  * it. Only a 200 to the copy is a verdict. */

@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "catalog/filesystem.h"
+#include "storage/local.h"
 #include "storage/storage.h"
 #include "util/buf.h"
 #include "test.h"
@@ -125,7 +126,7 @@ static char *file_text(Fixture *f, const char *relative) {
 
         snprintf(path, sizeof(path), "%s/wh/%s", f->dir, relative);
         buf_init(&b, 1 << 20);
-        if (storage_read_file(path, 1 << 20, &b, NULL) < 0) {
+        if (storage_local_read_file(path, 1 << 20, &b, NULL) < 0) {
                 buf_deinit(&b);
                 return NULL;
         }

@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* storage/local.c: location mapping, containment, bounded reads, no-replace writes. */
+/* storage/: location parsing and containment (local and S3), bounded reads, no-replace writes,
+ * the asynchronous interface on a real loop (local backend), S3 URLs and XML answers, and the
+ * per-table settings from a catalog. The S3 backend itself is tested against a real store in
+ * tests/integration/test_s3.py. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "storage/local.h"
+#include "storage/props.h"
+#include "storage/s3.h"
+#include "storage/s3_xml.h"
 #include "storage/storage.h"
 #include "test.h"
 
@@ -27,12 +35,277 @@ TEST(locations_map_to_normalized_paths) {
                 char *p = NULL;
 
                 ASSERT_EQ(storage_path_from_location("s3://bucket/t/m.avro", &p, &e), -EPROTONOSUPPORT);
-                ASSERT_CONTAINS(e.message, "only local paths and file:// URIs");
+                ASSERT_CONTAINS(e.message, "is not a local path");
+                ASSERT_EQ(storage_path_from_location("gs://bucket/t/m.avro", &p, &e), -EPROTONOSUPPORT);
+                ASSERT_CONTAINS(e.message, "gs locations are not supported");
+                ASSERT_CONTAINS(e.message, "s3://, s3a://, s3n://");
+                ASSERT_EQ(storage_path_from_location("abfss://c@a.dfs.core.windows.net/t", &p, &e), -EPROTONOSUPPORT);
+                ASSERT_EQ(storage_path_from_location("hdfs://nn/t", &p, &e), -EPROTONOSUPPORT);
                 ASSERT_EQ(storage_path_from_location("relative/m.avro", &p, &e), -EINVAL);
                 ASSERT_EQ(storage_path_from_location("/wh/t/../../etc/passwd", &p, &e), -EINVAL);
                 ASSERT_EQ(storage_path_from_location("file://host/wh", &p, &e), -EINVAL);
                 ASSERT_TRUE(p == NULL);
         }
+}
+
+TEST(s3_locations_are_taken_apart_and_must_be_canonical) {
+        static const struct {
+                const char *location, *bucket, *key;
+        } ok[] = {
+                { "s3://b/wh/t/m.avro", "b", "wh/t/m.avro" },
+                { "s3a://my-bucket.x/k", "my-bucket.x", "k" },
+                { "s3n://b", "b", "" },
+                { "s3://b/wh/t/", "b", "wh/t/" },
+                { "s3://b/a b+c%", "b", "a b+c%" },
+        };
+        static const char *const bad[] = {
+                "s3://b/wh//t/m.avro", "s3://b/wh/./m.avro", "s3://b/wh/../m.avro", "s3:///k", "s3://b@d/k",
+                "s3://b/k\n",
+        };
+        Error e;
+
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+                _cleanup_(storage_location_deinit) StorageLocation l = {};
+
+                ASSERT_OK(storage_location_parse(ok[i].location, &l, &e));
+                ASSERT_EQ(l.scheme, STORAGE_SCHEME_S3);
+                ASSERT_STREQ(l.bucket, ok[i].bucket);
+                ASSERT_STREQ(l.key, ok[i].key);
+                ASSERT_TRUE(!storage_location_is_local(ok[i].location));
+        }
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                StorageLocation l = {};
+
+                ASSERT_EQ(storage_location_parse(bad[i], &l, &e), -EINVAL);
+                ASSERT_TRUE(l.bucket == NULL);
+        }
+        ASSERT_TRUE(storage_location_is_local("/wh/t"));
+        ASSERT_TRUE(storage_location_is_local("file:///wh/t"));
+}
+
+TEST(s3_containment) {
+        ASSERT_TRUE(storage_location_is_within("s3://b/wh/t/metadata/m.avro", "s3://b/wh/t"));
+        ASSERT_TRUE(storage_location_is_within("s3a://b/wh/t/m.avro", "s3://b/wh/t/"));
+        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t2/m.avro", "s3://b/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://other/wh/t/m.avro", "s3://b/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t", "s3://b/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t/../u/m.avro", "s3://b/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t//m.avro", "s3://b/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("/wh/t/m.avro", "s3://b/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t/m.avro", "/wh/t"));
+        ASSERT_TRUE(storage_location_is_within("s3://b/t/m.avro", "s3://b"));
+}
+
+TEST(s3_urls_are_path_or_virtual_hosted_and_encoded) {
+        _cleanup_(buf_deinitp) Buf u;
+        S3Settings path = { .endpoint = "http://127.0.0.1:9000/", .region = "us-east-1", .path_style_access = true };
+        S3Settings virt = { .endpoint = "https://s3.example.com", .region = "eu-west-1" };
+        S3Settings aws = { .region = "eu-west-1" };
+
+        buf_init(&u, 4096);
+        ASSERT_OK(s3_url_build(&path, "b", "wh/t/a b+c~%.avro", NULL, &u));
+        ASSERT_STREQ(buf_str(&u), "http://127.0.0.1:9000/b/wh/t/a%20b%2Bc~%25.avro");
+        u.len = 0;
+        ASSERT_OK(s3_url_build(&virt, "b", "k", NULL, &u));
+        ASSERT_STREQ(buf_str(&u), "https://b.s3.example.com/k");
+        u.len = 0;
+        ASSERT_OK(s3_url_build(&aws, "b", "k", NULL, &u));
+        ASSERT_STREQ(buf_str(&u), "https://b.s3.eu-west-1.amazonaws.com/k");
+        u.len = 0;
+        ASSERT_OK(s3_url_build(&path, "b", "", "list-type=2&prefix=wh%2F", &u));
+        ASSERT_STREQ(buf_str(&u), "http://127.0.0.1:9000/b/?list-type=2&prefix=wh%2F");
+        u.len = 0;
+        ASSERT_OK(s3_uri_encode("a/b=c&d", false, &u));
+        ASSERT_STREQ(buf_str(&u), "a%2Fb%3Dc%26d");
+}
+
+TEST(s3_error_documents) {
+        static const char doc[] =
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SignatureDoesNotMatch</Code>"
+                "<Message>The request signature we calculated does not match &amp; &#34;x&#34;</Message>"
+                "<Resource>/b/k</Resource></Error>";
+        S3XmlError e;
+
+        ASSERT_OK(s3_xml_error_parse(slice_make(doc, strlen(doc)), &e));
+        ASSERT_STREQ(e.code, "SignatureDoesNotMatch");
+        ASSERT_STREQ(e.message, "The request signature we calculated does not match & \"x\"");
+        ASSERT_EQ(s3_xml_error_parse(slice_make("<html>", 6), &e), -EBADMSG);
+        ASSERT_EQ(s3_xml_error_parse(slice_make("<Error><Message>m</Message></Error>", 35), &e), -EBADMSG);
+}
+
+TEST(s3_list_pages) {
+        static const char page1[] =
+                "<ListBucketResult><Name>b</Name><Prefix>wh/</Prefix><IsTruncated>true</IsTruncated>"
+                "<Contents><Key>wh/a&amp;b</Key><ETag>&#34;e&#34;</ETag><Size>3</Size></Contents>"
+                "<Contents><Key>wh/c</Key></Contents>"
+                "<NextContinuationToken>tok/1+</NextContinuationToken></ListBucketResult>";
+        static const char page2[] = "<ListBucketResult><IsTruncated>false</IsTruncated><KeyCount>0</KeyCount>"
+                                    "</ListBucketResult>";
+        _cleanup_(s3_xml_list_page_deinit) S3XmlListPage p = {};
+        S3XmlListPage q = {};
+
+        ASSERT_OK(s3_xml_list_parse(slice_make(page1, strlen(page1)), 10, &p));
+        ASSERT_EQ(p.n_keys, 2);
+        ASSERT_STREQ(p.keys[0], "wh/a&b");
+        ASSERT_STREQ(p.keys[1], "wh/c");
+        ASSERT_TRUE(p.is_truncated);
+        ASSERT_STREQ(p.next_token, "tok/1+");
+        ASSERT_EQ(s3_xml_list_parse(slice_make(page1, strlen(page1)), 1, &q), -E2BIG);
+        ASSERT_OK(s3_xml_list_parse(slice_make(page2, strlen(page2)), 10, &q));
+        ASSERT_EQ(q.n_keys, 0);
+        ASSERT_TRUE(!q.is_truncated);
+        s3_xml_list_page_deinit(&q);
+        ASSERT_EQ(s3_xml_list_parse(slice_make("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>", 68),
+                                    10, &q),
+                  -EBADMSG);
+}
+
+TEST(props_from_the_catalog_override_in_order) {
+        _cleanup_(json_decrefp) json_t *catalog = json_pack("{s:s, s:s, s:s}", "s3.endpoint", "http://cat", "uri", "x",
+                                                            "client.region", "r1");
+        _cleanup_(json_decrefp) json_t *load = json_pack(
+                "{s:{s:s, s:s, s:s}, s:[{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s, s:s}}]}", "config", "s3.endpoint",
+                "http://table", "s3.access-key-id", "TABLEKEY", "s3.session-token", "tabletoken",
+                "storage-credentials", "prefix", "s3://b/", "config", "s3.access-key-id", "BUCKETKEY",
+                "s3.secret-access-key", "bucketsecret", "prefix", "s3://b/wh/t", "config", "s3.access-key-id",
+                "TKEY", "s3.secret-access-key", "tsecret", "s3.session-token-expires-at-ms", "1000");
+        _cleanup_(storage_props_freep) StorageProps *p = NULL;
+        Error e;
+
+        ASSERT_OK(storage_props_new(catalog, load, &p, &e));
+        ASSERT_STREQ(storage_props_get(p, "s3://b/wh/t/m.avro", "s3.endpoint"), "http://table");
+        ASSERT_STREQ(storage_props_get(p, "s3://b/wh/t/m.avro", "client.region"), "r1");
+        /* the longest prefix wins, also for the s3a spelling */
+        ASSERT_STREQ(storage_props_get(p, "s3a://b/wh/t/m.avro", "s3.access-key-id"), "TKEY");
+        ASSERT_STREQ(storage_props_get(p, "s3://b/other/m.avro", "s3.access-key-id"), "BUCKETKEY");
+        /* a credential entry is a whole key set: no token from the table config */
+        ASSERT_TRUE(storage_props_get(p, "s3://b/other/m.avro", "s3.session-token") == NULL);
+        ASSERT_STREQ(storage_props_get(p, "s3://c/k", "s3.access-key-id"), "TABLEKEY");
+        ASSERT_TRUE(storage_props_get(p, "s3://c/k", "uri") == NULL);
+        ASSERT_TRUE(storage_props_expire_before(p, "s3://b/wh/t/m.avro", 5000));
+        ASSERT_TRUE(!storage_props_expire_before(p, "s3://b/other/m.avro", 5000));
+        ASSERT_TRUE(!storage_props_expire_before(NULL, "s3://b/other/m.avro", 5000));
+
+        {
+                _cleanup_(json_decrefp) json_t *bad = json_pack("{s:{s:i}}", "config", "s3.endpoint", 1);
+                StorageProps *q = NULL;
+
+                ASSERT_EQ(storage_props_new(NULL, bad, &q, &e), -EBADMSG);
+                ASSERT_TRUE(q == NULL);
+        }
+}
+
+/* The asynchronous interface on a real loop, with the local backend. */
+typedef struct AsyncState {
+        int status;
+        size_t n_calls;
+        uint64_t size;
+        char data[64];
+        size_t n_names;
+} AsyncState;
+
+static void on_done(StorageResult *result, void *userdata) {
+        AsyncState *st = userdata;
+
+        st->n_calls++;
+        st->status = result->status;
+        st->size = result->size;
+        st->n_names = result->n_names;
+        if (result->status == 0 && result->data.len < sizeof(st->data))
+                memcpy(st->data, buf_str(&result->data), result->data.len + 1);
+}
+
+static void run_op(uv_loop_t *loop, AsyncState *st) {
+        ASSERT_TRUE(uv_run(loop, UV_RUN_DEFAULT) == 0);
+        ASSERT_EQ(st->n_calls, 1);
+        st->n_calls = 0;
+}
+
+static void on_closed(void *userdata) {
+        (*(int *)userdata)++;
+}
+
+TEST(async_local_operations) {
+        char dir[] = "/tmp/icecommit-test-storage-XXXXXX", path[128], prefix[128];
+        StorageConfig config = { .s3 = { .region = (char *)"us-east-1", .max_attempts = 1, .min_backoff_ms = 1,
+                                         .max_backoff_ms = 1, .max_connections = 1, .connect_timeout_ms = 100,
+                                         .request_timeout_ms = 100 } };
+        uv_loop_t loop;
+        Storage *s = NULL;
+        AsyncState st = {};
+        Error e;
+        int closed = 0;
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof(path), "file://%s/m.avro", dir);
+        snprintf(prefix, sizeof(prefix), "%s/m", dir);
+        ASSERT_OK(uv_loop_init(&loop));
+        ASSERT_OK(storage_new(&loop, &config, NULL, &s));
+
+        ASSERT_OK(storage_write(s, NULL, path, slice_make("hello", 5), STORAGE_WRITE_IF_ABSENT, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_OK(st.status);
+        ASSERT_OK(storage_write(s, NULL, path, slice_make("again", 5), STORAGE_WRITE_IF_ABSENT, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_EQ(st.status, -EEXIST);
+        /* replacing is the filesystem catalog's business (rename), never a plain write's */
+        ASSERT_EQ(storage_write(s, NULL, path, slice_make("x", 1), 0, on_done, &st, &e), -EINVAL);
+        ASSERT_OK(storage_read(s, NULL, path, 100, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_OK(st.status);
+        ASSERT_STREQ(st.data, "hello");
+        ASSERT_OK(storage_read(s, NULL, path, 4, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_EQ(st.status, -EFBIG);
+        ASSERT_OK(storage_size(s, NULL, path, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_EQ(st.size, 5);
+        ASSERT_OK(storage_list(s, NULL, prefix, 10, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_EQ(st.n_names, 1);
+        ASSERT_OK(storage_delete(s, NULL, path, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_OK(st.status);
+        ASSERT_OK(storage_read(s, NULL, path, 100, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_EQ(st.status, -ENOENT);
+        ASSERT_EQ(storage_read(s, NULL, "gs://b/k", 100, on_done, &st, &e), -EPROTONOSUPPORT);
+        /* S3 without credentials anywhere: refused before anything is sent, naming the keys */
+        ASSERT_EQ(storage_read(s, NULL, "s3://b/k", 100, on_done, &st, &e), -EACCES);
+        ASSERT_CONTAINS(e.message, "s3.access-key-id");
+
+        storage_close(s, on_closed, &closed);
+        ASSERT_EQ(storage_read(s, NULL, path, 100, on_done, &st, &e), -ESHUTDOWN);
+        ASSERT_TRUE(uv_run(&loop, UV_RUN_DEFAULT) == 0);
+        ASSERT_EQ(closed, 1);
+        ASSERT_EQ(uv_loop_close(&loop), 0);
+        ASSERT_TRUE(rmdir(dir) == 0);
+}
+
+/* An S3 store that cannot be reached: the retries are bounded and the answer is transient. */
+TEST(unreachable_store_is_transient) {
+        StorageConfig config = { .s3 = { .endpoint = (char *)"http://127.0.0.1:1", .path_style_access = true,
+                                         .region = (char *)"us-east-1", .access_key_id = (char *)"AK",
+                                         .secret_access_key = (char *)"SK", .max_attempts = 3, .min_backoff_ms = 1,
+                                         .max_backoff_ms = 2, .max_connections = 2, .connect_timeout_ms = 200,
+                                         .request_timeout_ms = 500, .max_concurrent_requests = 1 } };
+        uv_loop_t loop;
+        Storage *s = NULL;
+        AsyncState st = {};
+        Error e;
+        int closed = 0;
+
+        ASSERT_OK(uv_loop_init(&loop));
+        ASSERT_OK(storage_new(&loop, &config, NULL, &s));
+        ASSERT_OK(storage_read(s, NULL, "s3://b/k", 100, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_EQ(st.status, -EAGAIN);
+        ASSERT_TRUE(storage_status_is_transient(st.status));
+        ASSERT_EQ(storage_requests_sent(s), 3);
+        storage_close(s, on_closed, &closed);
+        ASSERT_TRUE(uv_run(&loop, UV_RUN_DEFAULT) == 0);
+        ASSERT_EQ(closed, 1);
+        ASSERT_EQ(uv_loop_close(&loop), 0);
 }
 
 TEST(containment) {
@@ -51,29 +324,29 @@ TEST(read_write_delete) {
         ASSERT_TRUE(mkdtemp(dir));
         snprintf(path, sizeof(path), "%s/f.avro", dir);
         buf_init(&b, 100);
-        ASSERT_OK(storage_write_new_file(path, "hello", 5, &e));
-        ASSERT_EQ(storage_write_new_file(path, "again", 5, &e), -EEXIST);
-        ASSERT_OK(storage_read_file(path, 100, &b, &e));
+        ASSERT_OK(storage_local_write_new_file(path, "hello", 5, &e));
+        ASSERT_EQ(storage_local_write_new_file(path, "again", 5, &e), -EEXIST);
+        ASSERT_OK(storage_local_read_file(path, 100, &b, &e));
         ASSERT_EQ(b.len, 5);
         {
                 uint64_t size = 0;
 
-                ASSERT_OK(storage_file_size(path, &size, &e));
+                ASSERT_OK(storage_local_file_size(path, &size, &e));
                 ASSERT_EQ(size, 5);
-                ASSERT_EQ(storage_file_size(dir, &size, &e), -EISDIR);
+                ASSERT_EQ(storage_local_file_size(dir, &size, &e), -EISDIR);
                 ASSERT_CONTAINS(e.message, "is a directory");
         }
         ASSERT_TRUE(memcmp(b.data, "hello", 5) == 0);
-        ASSERT_EQ(storage_read_file(path, 4, &b, &e), -EFBIG);
+        ASSERT_EQ(storage_local_read_file(path, 4, &b, &e), -EFBIG);
         ASSERT_CONTAINS(e.message, "above the limit");
-        ASSERT_OK(storage_delete_file(path));
-        ASSERT_OK(storage_delete_file(path));
-        ASSERT_EQ(storage_read_file(path, 100, &b, &e), -ENOENT);
+        ASSERT_OK(storage_local_delete_file(path));
+        ASSERT_OK(storage_local_delete_file(path));
+        ASSERT_EQ(storage_local_read_file(path, 100, &b, &e), -ENOENT);
         ASSERT_CONTAINS(e.message, "cannot open");
         {
                 uint64_t size;
 
-                ASSERT_EQ(storage_file_size(path, &size, &e), -ENOENT);
+                ASSERT_EQ(storage_local_file_size(path, &size, &e), -ENOENT);
                 ASSERT_CONTAINS(e.message, "does not exist");
         }
         ASSERT_TRUE(rmdir(dir) == 0);

@@ -6,6 +6,7 @@
 // a message on stderr and exits non-zero (2 for usage errors, 1 for everything else).
 //
 //   create-table --uri U --table ns.name [--format-version N] [--partitioned] [--if-not-exists]
+//                [--location LOC]   (e.g. s3://bucket/prefix; default: the catalog's choice)
 //   stage        --uri U --table ns.name --files F --rows R --start-id K [--manifest-dir DIR] [--bucket B]
 //                [--manifests M]   (M manifests in one run: {"manifests": [...]})
 //   append       --uri U --table ns.name --rows R --start-id K [--branch B] [--count N] [--bucket B] [--persist]
@@ -19,6 +20,11 @@
 // column {3: bucket int optional} and spec identity(bucket). Rows get data = "row-<id>" and
 // bucket = --bucket (default 0), so every data file lies in one partition.
 // --format-version defaults to 3 (the catalog's own default would be 2).
+//
+// Environment: every PEER_CATALOG_* variable becomes a client catalog property, mapped as the REST
+// server maps CATALOG_* (prefix dropped, "__" -> "-", "_" -> ".", lower-cased), e.g.
+// PEER_CATALOG_S3_PATH__STYLE__ACCESS=true -> s3.path-style-access=true. That is how the client's
+// FileIO reaches S3 (endpoint, path style, region; keys come vended from the catalog).
 package icecommit.peers;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -28,6 +34,7 @@ import java.util.HashMap;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
@@ -102,7 +109,7 @@ public final class Peer {
     switch (cmd) {
       case "create-table":
         return createTable(
-            new Args(rest, Set.of("uri", "table", "format-version"),
+            new Args(rest, Set.of("uri", "table", "format-version", "location"),
                 Set.of("partitioned", "if-not-exists")));
       case "stage":
         return stage(
@@ -138,7 +145,7 @@ public final class Peer {
   @SuppressWarnings("unchecked")
   static <C extends Catalog & SupportsNamespaces & Closeable> C catalog(Args args) {
     String uri = args.str("uri");
-    Map<String, String> props = new HashMap<>();
+    Map<String, String> props = new HashMap<>(envCatalogProperties());
     props.put(CatalogProperties.METRICS_REPORTER_IMPL, CommitAttempts.class.getName());
     if (uri.startsWith("http://") || uri.startsWith("https://")) {
       RESTCatalog catalog = new RESTCatalog();
@@ -152,6 +159,22 @@ public final class Peer {
     props.put(CatalogProperties.WAREHOUSE_LOCATION, uri);
     catalog.initialize("peer", props);
     return (C) catalog;
+  }
+
+  static final String CATALOG_ENV_PREFIX = "PEER_CATALOG_";
+
+  /** PEER_CATALOG_* environment variables as catalog properties (see the header comment). */
+  static Map<String, String> envCatalogProperties() {
+    Map<String, String> props = new HashMap<>();
+    for (Map.Entry<String, String> e : System.getenv().entrySet()) {
+      String name = e.getKey();
+      if (name.startsWith(CATALOG_ENV_PREFIX) && name.length() > CATALOG_ENV_PREFIX.length()) {
+        String key = name.substring(CATALOG_ENV_PREFIX.length())
+            .replace("__", "-").replace("_", ".").toLowerCase(Locale.ROOT);
+        props.put(key, e.getValue());
+      }
+    }
+    return props;
   }
 
   static TableIdentifier ident(Args args) {
@@ -202,6 +225,7 @@ public final class Peer {
             catalog
                 .buildTable(id, schema)
                 .withPartitionSpec(spec)
+                .withLocation(args.str("location", null)) // null: the catalog's default location
                 .withProperty(TableProperties.FORMAT_VERSION, Integer.toString(formatVersion))
                 .create();
       } catch (AlreadyExistsException e) {

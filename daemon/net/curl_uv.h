@@ -2,18 +2,29 @@
 /* libcurl's multi interface driven by a uv loop: one uv_poll_t per socket curl asks for, one
  * uv_timer_t for curl's timeouts, one connection cache kept alive between requests. The only
  * file that sees a CURLcode: each finished transfer becomes an HTTP response or a transport
- * outcome here. Knows nothing of REST or JSON; loop thread only. */
+ * outcome here. Shared by the catalog client and the S3 storage backend, each with its own
+ * instance; knows nothing of REST, S3 or JSON; loop thread only. */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
-#include "config/config.h"
 #include "util/slice.h"
 
-/* Owned by its creator (the catalog client); freed by curl_uv_close(). */
+/* Owned by its creator (the catalog client, the S3 backend); freed by curl_uv_close(). */
 typedef struct CurlUv CurlUv;
+
+/* What every transfer of one CurlUv shares. */
+typedef struct CurlUvOptions {
+        const char *ca_file;            /* NULL: the system's CA store */
+        bool tls_verify;
+        uint32_t connect_timeout_ms;
+        uint32_t request_timeout_ms;    /* whole transfer, unless the request sets its own */
+        uint32_t max_connections;       /* parallel and cached connections per host */
+        uint64_t max_response_bytes;    /* body limit, unless the request sets its own */
+        const char *user_agent;
+} CurlUvOptions;
 
 /* Transport outcomes of a transfer (CurlUvResponse.status), as STYLE §3 outcome codes. */
 enum {
@@ -23,11 +34,19 @@ enum {
 };
 
 typedef struct CurlUvRequest {
-        const char *method;             /* "GET" or "POST" */
+        const char *method;             /* "GET", "HEAD", "POST", "PUT" or "DELETE" */
         const char *url;
         const char *const *headers;     /* "Name: value" lines, sent as given */
         size_t n_headers;
-        Slice body;                     /* POST body, copied before curl_uv_send() returns */
+        Slice body;                     /* POST/PUT body, copied before curl_uv_send() returns */
+        /* AWS Signature V4 by libcurl (CURLOPT_AWS_SIGV4), e.g. "aws:amz:us-east-1:s3", with
+         * the key pair below; NULL: unsigned. libcurl 7.88 signs the query as given and adds
+         * no x-amz-content-sha256: the caller sends a canonical query and that header. */
+        const char *aws_sigv4;
+        const char *username;           /* the access key id */
+        const char *password;           /* the secret key; copied by curl, never kept here */
+        uint64_t max_response_bytes;    /* 0: the CurlUv's limit */
+        uint32_t timeout_ms;            /* 0: the CurlUv's request timeout */
 } CurlUvRequest;
 
 /* Everything in it is borrowed for the duration of the callback. */
@@ -40,14 +59,14 @@ typedef struct CurlUvResponse {
                                  * too) on a fresh connection when a reused one died without a
                                  * byte of answer, so the answer may be to a second copy */
         const char *error;      /* the transport failure in words, "" on success */
+        int64_t content_length; /* the Content-Length header, -1 when there was none */
 } CurlUvResponse;
 
 typedef void (*CurlUvCallback)(const CurlUvResponse *response, void *userdata);
 
 /* Creates the multi handle on `loop` with the timeouts, TLS settings, connection limit and
- * response limit of `config` (copied; the config may go away). Returns 0, -ENOMEM or -EINVAL. */
-int curl_uv_new(uv_loop_t *loop, const CatalogConfig *config, const char *user_agent,
-                CurlUv **ret_curl_uv);
+ * response limit of `options` (copied; they may go away). Returns 0, -ENOMEM or -EINVAL. */
+int curl_uv_new(uv_loop_t *loop, const CurlUvOptions *options, CurlUv **ret_curl_uv);
 
 /* Starts one transfer. Returns <0 (then cb is never called): -ESHUTDOWN after curl_uv_close(),
  * -EINVAL for an unsupported method, -ENOMEM; or 0, and cb is called exactly once, later, from

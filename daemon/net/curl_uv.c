@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog/curl_uv.h"
+#include "net/curl_uv.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 
@@ -213,10 +213,13 @@ static void curl_uv_socket_close(CurlUvSocket *s) {
 
 static void curl_uv_transfer_finish(CurlUvTransfer *t, CURLcode result) {
         CurlUv *cu = t->owner;
-        CurlUvResponse response = { .error = "" };
+        CurlUvResponse response = { .error = "", .content_length = -1 };
         long http_status = 0, n_connects = 0;
+        curl_off_t content_length = -1;
 
         (void)curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &http_status);
+        (void)curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &content_length);
+        response.content_length = content_length;
         (void)curl_easy_getinfo(t->easy, CURLINFO_NUM_CONNECTS, &n_connects);
         if (n_connects > 0)
                 cu->n_connections += (uint64_t)n_connects;
@@ -430,7 +433,27 @@ static int curl_uv_on_prereq(void *clientp, char *conn_primary_ip, char *conn_lo
                         return curl_code_to_errno(_code);                                         \
         } while (0)
 
-static int curl_uv_transfer_setup(CurlUvTransfer *t, const CurlUvRequest *req, bool is_post) {
+typedef enum CurlUvMethod {
+        CURL_UV_GET,
+        CURL_UV_HEAD,
+        CURL_UV_POST,
+        CURL_UV_PUT,
+        CURL_UV_DELETE,
+} CurlUvMethod;
+
+static int curl_uv_method_parse(const char *method) {
+        static const char *const names[] = {
+                [CURL_UV_GET] = "GET", [CURL_UV_HEAD] = "HEAD", [CURL_UV_POST] = "POST",
+                [CURL_UV_PUT] = "PUT", [CURL_UV_DELETE] = "DELETE",
+        };
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (strcmp(method, names[i]) == 0)
+                        return (int)i;
+        return -EINVAL;
+}
+
+static int curl_uv_transfer_setup(CurlUvTransfer *t, const CurlUvRequest *req, CurlUvMethod method) {
         CurlUv *cu = t->owner;
         CURL *easy = t->easy;
 
@@ -443,7 +466,7 @@ static int curl_uv_transfer_setup(CurlUvTransfer *t, const CurlUvRequest *req, b
         EASY_SETOPT(easy, CURLOPT_NOSIGNAL, 1L);
         EASY_SETOPT(easy, CURLOPT_TCP_KEEPALIVE, 1L);
         EASY_SETOPT(easy, CURLOPT_CONNECTTIMEOUT_MS, cu->connect_timeout_ms);
-        EASY_SETOPT(easy, CURLOPT_TIMEOUT_MS, cu->request_timeout_ms);
+        EASY_SETOPT(easy, CURLOPT_TIMEOUT_MS, req->timeout_ms ? (long)req->timeout_ms : cu->request_timeout_ms);
         EASY_SETOPT(easy, CURLOPT_SSL_VERIFYPEER, cu->tls_verify ? 1L : 0L);
         EASY_SETOPT(easy, CURLOPT_SSL_VERIFYHOST, cu->tls_verify ? 2L : 0L);
         if (cu->ca_file)
@@ -457,13 +480,33 @@ static int curl_uv_transfer_setup(CurlUvTransfer *t, const CurlUvRequest *req, b
         EASY_SETOPT(easy, CURLOPT_PREREQFUNCTION, curl_uv_on_prereq);
         EASY_SETOPT(easy, CURLOPT_PREREQDATA, (void *)t);
         EASY_SETOPT(easy, CURLOPT_HTTPHEADER, t->headers);
-        if (is_post) {
+        if (req->aws_sigv4) {
+                EASY_SETOPT(easy, CURLOPT_AWS_SIGV4, req->aws_sigv4);
+                EASY_SETOPT(easy, CURLOPT_USERNAME, req->username ? req->username : "");
+                EASY_SETOPT(easy, CURLOPT_PASSWORD, req->password ? req->password : "");
+        }
+        switch (method) {
+        case CURL_UV_POST:
+        case CURL_UV_PUT:
+                /* A PUT sent as a POST with its method renamed: the body is in memory, and
+                 * libcurl's SigV4 hashes POSTFIELDS, never a streamed upload (real-peers §5). */
                 EASY_SETOPT(easy, CURLOPT_POST, 1L);
                 EASY_SETOPT(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body.len);
                 EASY_SETOPT(easy, CURLOPT_COPYPOSTFIELDS,
                             req->body.ptr ? (const char *)req->body.ptr : "");
-        } else {
+                if (method == CURL_UV_PUT)
+                        EASY_SETOPT(easy, CURLOPT_CUSTOMREQUEST, "PUT");
+                break;
+        case CURL_UV_HEAD:
+                EASY_SETOPT(easy, CURLOPT_NOBODY, 1L);
+                break;
+        case CURL_UV_DELETE:
                 EASY_SETOPT(easy, CURLOPT_HTTPGET, 1L);
+                EASY_SETOPT(easy, CURLOPT_CUSTOMREQUEST, "DELETE");
+                break;
+        case CURL_UV_GET:
+                EASY_SETOPT(easy, CURLOPT_HTTPGET, 1L);
+                break;
         }
         return 0;
 }
@@ -480,25 +523,23 @@ static int header_list_append(struct curl_slist **list, const char *line) {
 
 int curl_uv_send(CurlUv *cu, const CurlUvRequest *req, CurlUvCallback cb, void *userdata) {
         _cleanup_(curl_uv_transfer_freep) CurlUvTransfer *t = NULL;
-        bool is_post;
         CURLMcode mcode;
-        int r;
+        int method, r;
 
-        assert(cu && req && req->url && cb);
+        assert(cu && req && req->url && req->method && cb);
         if (cu->is_closing)
                 return -ESHUTDOWN;
-        if (strcmp(req->method, "POST") == 0)
-                is_post = true;
-        else if (strcmp(req->method, "GET") == 0)
-                is_post = false;
-        else
-                return -EINVAL;
+        method = curl_uv_method_parse(req->method);
+        if (method < 0)
+                return method;
 
         t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
         t->owner = cu;
-        buf_init(&t->body, cu->max_response_bytes);
+        buf_init(&t->body, req->max_response_bytes == 0 ? cu->max_response_bytes :
+                           req->max_response_bytes > SIZE_MAX - 1 ? SIZE_MAX - 1 :
+                                                                   (size_t)req->max_response_bytes);
         t->easy = cu->n_idle > 0 ? cu->idle[--cu->n_idle] : curl_easy_init();
         if (!t->easy)
                 return -ENOMEM;
@@ -508,14 +549,14 @@ int curl_uv_send(CurlUv *cu, const CurlUvRequest *req, CurlUvCallback cb, void *
                 if (r < 0)
                         return r;
         }
-        if (is_post) {
+        if (method == CURL_UV_POST || method == CURL_UV_PUT) {
                 /* curl would send "Expect: 100-continue" for larger bodies and wait up to a
                  * second for the interim answer; catalogs accept the body right away. */
                 r = header_list_append(&t->headers, "Expect:");
                 if (r < 0)
                         return r;
         }
-        r = curl_uv_transfer_setup(t, req, is_post);
+        r = curl_uv_transfer_setup(t, req, (CurlUvMethod)method);
         if (r < 0)
                 return r;
 
@@ -586,12 +627,11 @@ uint64_t curl_uv_connections_opened(const CurlUv *cu) {
                         return curl_mcode_to_errno(_code);                                        \
         } while (0)
 
-int curl_uv_new(uv_loop_t *loop, const CatalogConfig *config, const char *user_agent,
-                CurlUv **ret_curl_uv) {
+int curl_uv_new(uv_loop_t *loop, const CurlUvOptions *config, CurlUv **ret_curl_uv) {
         _cleanup_(curl_uv_freep) CurlUv *cu = NULL;
         int r;
 
-        assert(loop && config && user_agent && ret_curl_uv);
+        assert(loop && config && config->user_agent && ret_curl_uv);
         if (config->max_connections == 0 || config->max_response_bytes == 0)
                 return -EINVAL;
 
@@ -610,7 +650,7 @@ int curl_uv_new(uv_loop_t *loop, const CatalogConfig *config, const char *user_a
         cu->request_timeout_ms = (long)config->request_timeout_ms;
         cu->max_response_bytes = config->max_response_bytes > SIZE_MAX - 1 ?
                                          SIZE_MAX - 1 : (size_t)config->max_response_bytes;
-        cu->user_agent = strdup(user_agent);
+        cu->user_agent = strdup(config->user_agent);
         if (!cu->user_agent)
                 return -ENOMEM;
         if (config->ca_file) {

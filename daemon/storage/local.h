@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Blocking file I/O on local paths (normalized, from storage_path_from_location()). Only for
+ * the uv thread pool: storage.c's local backend, and the embedded filesystem catalog's own
+ * thread-pool work. Everything else goes through the asynchronous storage.h. */
+#pragma once
+
+#include <stdint.h>
+
+#include "util/buf.h"
+#include "util/error.h"
+
+/* Reads a whole regular file of at most max_bytes into out. -EFBIG when larger. */
+int storage_local_read_file(const char *path, uint64_t max_bytes, Buf *out, Error *error);
+/* Creates a new file (never replaces one: -EEXIST), writes data, fsyncs file and directory. */
+int storage_local_write_new_file(const char *path, const void *data, size_t len, Error *error);
+/* The size of an existing regular file: -ENOENT when it does not exist, -EISDIR/-EINVAL when
+ * it is a directory or no regular file, other -errno from stat(2), with the reason in *error. */
+int storage_local_file_size(const char *path, uint64_t *ret_size, Error *error);
+/* Deletes a file; a missing one is not an error. */
+int storage_local_delete_file(const char *path);
+/* The regular files whose path starts with `prefix` (one directory level: the prefix's
+ * directory is listed), sorted, at most max_names. -ENOENT when the directory is missing. */
+int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, size_t *ret_n, Error *error);

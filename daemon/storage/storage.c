@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The storage front door (see storage.h): parses each location once, sends local ones to the
+ * thread pool (local.c) and object-store ones to the S3 client (s3.c), resolving the settings
+ * an S3 request is signed with. Owns both backends and counts every operation in flight so that
+ * a close waits for the thread pool. */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/local.h"
+#include "storage/props.h"
+#include "storage/s3.h"
+#include "util/time-util.h"
+
+/* Credentials are refreshed (the table reloaded) when they expire within this margin. */
+#define STORAGE_CREDENTIAL_MARGIN_MS 60000
+
+struct Storage {
+        uv_loop_t *loop;
+        const StorageConfig *config;
+        Metrics *metrics;
+        S3Client *s3;
+        unsigned n_local_in_flight;
+        bool is_closing;
+        bool s3_closed;
+        void (*close_done)(void *userdata);
+        void *close_userdata;
+};
+
+typedef enum LocalKind {
+        LOCAL_READ,
+        LOCAL_SIZE,
+        LOCAL_WRITE,
+        LOCAL_DELETE,
+        LOCAL_LIST,
+} LocalKind;
+
+/* One local operation: owned by the thread pool from queueing until its after-work callback. */
+typedef struct LocalJob {
+        uv_work_t work;
+        Storage *storage;
+        LocalKind kind;
+        char *path;
+        Slice data;
+        uint64_t max_bytes;
+        uint64_t started_ns;
+        StorageResult result;
+        StorageCallback cb;
+        void *userdata;
+} LocalJob;
+
+static const char *const local_kind_names[] = {
+        [LOCAL_READ] = "get", [LOCAL_SIZE] = "head", [LOCAL_WRITE] = "put", [LOCAL_DELETE] = "delete",
+        [LOCAL_LIST] = "list",
+};
+
+static void storage_maybe_closed(Storage *s) {
+        void (*done)(void *userdata);
+        void *userdata;
+
+        if (!s->is_closing || !s->s3_closed || s->n_local_in_flight > 0)
+                return;
+        done = s->close_done;
+        userdata = s->close_userdata;
+        free(s);
+        if (done)
+                done(userdata);
+}
+
+static void local_job_work(uv_work_t *w) {
+        LocalJob *j = w->data;
+        StorageResult *res = &j->result;
+
+        switch (j->kind) {
+        case LOCAL_READ:
+                buf_init(&res->data, (size_t)j->max_bytes + 1);
+                res->status = storage_local_read_file(j->path, j->max_bytes, &res->data, &res->error);
+                break;
+        case LOCAL_SIZE:
+                res->status = storage_local_file_size(j->path, &res->size, &res->error);
+                break;
+        case LOCAL_WRITE:
+                res->status = storage_local_write_new_file(j->path, j->data.ptr, j->data.len, &res->error);
+                break;
+        case LOCAL_DELETE:
+                res->status = storage_local_delete_file(j->path);
+                if (res->status < 0)
+                        (void)error_set(&res->error, res->status, "cannot delete '%s': %s", j->path,
+                                        strerror(-res->status));
+                break;
+        case LOCAL_LIST:
+                res->status = storage_local_list(j->path, (size_t)j->max_bytes, &res->names, &res->n_names,
+                                                 &res->error);
+                break;
+        }
+}
+
+static const char *local_outcome(int status) {
+        return status == 0 ? "success" : status == -ENOENT ? "not-found" : status == -EEXIST ? "exists" : "error";
+}
+
+static void local_job_after(uv_work_t *w, int status) {
+        LocalJob *j = w->data;
+        Storage *s = j->storage;
+        char label[64];
+
+        if (status < 0 && j->result.status == 0)
+                j->result.status = -ECANCELED;
+        (void)snprintf(label, sizeof(label), "local-%s" METRICS_LABEL_SEP "%s", local_kind_names[j->kind],
+                       local_outcome(j->result.status));
+        metrics_add(s->metrics, METRIC_STORAGE_REQUESTS, label, 1);
+        if (j->result.status == 0 && j->kind == LOCAL_READ)
+                metrics_add(s->metrics, METRIC_STORAGE_BYTES, "read", (double)j->result.data.len);
+        if (j->result.status == 0 && j->kind == LOCAL_WRITE)
+                metrics_add(s->metrics, METRIC_STORAGE_BYTES, "written", (double)j->data.len);
+        j->result.n_requests = 1;
+        j->cb(&j->result, j->userdata);
+        buf_deinit(&j->result.data);
+        for (size_t i = 0; i < j->result.n_names; i++)
+                free(j->result.names[i]);
+        free(j->result.names);
+        free(j->path);
+        free(j);
+        s->n_local_in_flight--;
+        storage_maybe_closed(s);
+}
+
+static int storage_local_submit(Storage *s, LocalKind kind, char *path /* stolen */, Slice data, uint64_t max,
+                                StorageCallback cb, void *userdata, Error *error) {
+        LocalJob *j;
+        int r;
+
+        j = calloc(1, sizeof(*j));
+        if (!j) {
+                free(path);
+                return -ENOMEM;
+        }
+        *j = (LocalJob){ .storage = s, .kind = kind, .path = path, .data = data, .max_bytes = max, .cb = cb,
+                         .userdata = userdata, .started_ns = now_monotonic_ns() };
+        j->work.data = j;
+        r = uv_queue_work(s->loop, &j->work, local_job_work, local_job_after);
+        if (r < 0) {
+                free(j->path);
+                free(j);
+                return error_set(error, r, "cannot queue file work: %s", uv_strerror(r));
+        }
+        s->n_local_in_flight++;
+        return 0;
+}
+
+/* Resolves the settings for an S3 location: the table's catalog-given ones over the daemon's. */
+static void storage_s3_settings(const Storage *s, const StorageProps *props, const char *location,
+                                S3Settings *ret) {
+        const S3Config *c = &s->config->s3;
+        const char *endpoint = storage_props_get(props, location, "s3.endpoint");
+        const char *path_style = storage_props_get(props, location, "s3.path-style-access");
+        const char *region = storage_props_get(props, location, "client.region");
+        const char *key_id = storage_props_get(props, location, "s3.access-key-id");
+
+        *ret = (S3Settings){
+                .endpoint = endpoint ? endpoint : c->endpoint,
+                .region = region ? region : c->region,
+                .path_style_access = path_style ? strcmp(path_style, "true") == 0 : c->path_style_access,
+        };
+        if (key_id) {
+                /* A vended key set is whole: its secret and token, never the daemon's. */
+                ret->access_key_id = key_id;
+                ret->secret_access_key = storage_props_get(props, location, "s3.secret-access-key");
+                ret->session_token = storage_props_get(props, location, "s3.session-token");
+        } else {
+                ret->access_key_id = c->access_key_id;
+                ret->secret_access_key = c->secret_access_key;
+                ret->session_token = c->session_token;
+        }
+}
+
+static int storage_submit(Storage *s, const StorageContext *ctx, LocalKind kind, S3OpKind s3_kind,
+                          const char *location, Slice data, unsigned flags, uint64_t max, StorageCallback cb,
+                          void *userdata, Error *error) {
+        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        const StorageProps *props = ctx ? ctx->props : NULL;
+        S3Settings settings;
+        int r;
+
+        assert(s && location && cb);
+        if (s->is_closing)
+                return error_set(error, -ESHUTDOWN, "icecommitd is stopping");
+        r = storage_location_parse(location, &l, error);
+        if (r < 0)
+                return r;
+        if (l.scheme == STORAGE_SCHEME_LOCAL) {
+                if (kind == LOCAL_WRITE && !(flags & STORAGE_WRITE_IF_ABSENT))
+                        /* Every local write creates a new file: replacing needs a rename, which
+                         * the filesystem catalog does itself. */
+                        return error_set(error, -EINVAL, "'%s': local writes only create new files", location);
+                return storage_local_submit(s, kind, TAKE_PTR(l.path), data, max, cb, userdata, error);
+        }
+
+        if (props && storage_props_expire_before(props, location, now_realtime_ms() + STORAGE_CREDENTIAL_MARGIN_MS))
+                return error_set(error, -EKEYEXPIRED,
+                                 "%s: the catalog's credentials for it expire within %d s; reload the table",
+                                 location, STORAGE_CREDENTIAL_MARGIN_MS / 1000);
+        storage_s3_settings(s, props, location, &settings);
+        if (!settings.access_key_id || !settings.secret_access_key)
+                return error_set(error, -EACCES,
+                                 "%s: no S3 credentials: set s3.access-key-id and s3.secret-access-key, or let the "
+                                 "catalog vend them (catalog.access-delegation = vended-credentials)",
+                                 location);
+        return s3_client_submit(s->s3, &settings,
+                                &(S3Request){
+                                        .kind = s3_kind,
+                                        .location = location,
+                                        .bucket = l.bucket,
+                                        .key = l.key,
+                                        .data = data,
+                                        .if_absent = flags & STORAGE_WRITE_IF_ABSENT,
+                                        .max_bytes = max,
+                                        .deadline_ns = ctx ? ctx->deadline_ns : 0,
+                                        .list_scheme = strncmp(location, "s3a://", 6) == 0 ? "s3a://" :
+                                                       strncmp(location, "s3n://", 6) == 0 ? "s3n://" : "s3://",
+                                },
+                                cb, userdata, error);
+}
+
+int storage_read(Storage *s, const StorageContext *ctx, const char *location, uint64_t max_bytes,
+                 StorageCallback cb, void *userdata, Error *error) {
+        return storage_submit(s, ctx, LOCAL_READ, S3_OP_GET, location, slice_make(NULL, 0), 0, max_bytes, cb,
+                              userdata, error);
+}
+
+int storage_size(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb, void *userdata,
+                 Error *error) {
+        return storage_submit(s, ctx, LOCAL_SIZE, S3_OP_HEAD, location, slice_make(NULL, 0), 0, 0, cb, userdata,
+                              error);
+}
+
+int storage_write(Storage *s, const StorageContext *ctx, const char *location, Slice data, unsigned flags,
+                  StorageCallback cb, void *userdata, Error *error) {
+        return storage_submit(s, ctx, LOCAL_WRITE, S3_OP_PUT, location, data, flags, 0, cb, userdata, error);
+}
+
+int storage_delete(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb,
+                   void *userdata, Error *error) {
+        return storage_submit(s, ctx, LOCAL_DELETE, S3_OP_DELETE, location, slice_make(NULL, 0), 0, 0, cb,
+                              userdata, error);
+}
+
+int storage_list(Storage *s, const StorageContext *ctx, const char *prefix_location, size_t max_names,
+                 StorageCallback cb, void *userdata, Error *error) {
+        return storage_submit(s, ctx, LOCAL_LIST, S3_OP_LIST, prefix_location, slice_make(NULL, 0), 0, max_names,
+                              cb, userdata, error);
+}
+
+uint64_t storage_requests_sent(const Storage *s) {
+        return s->s3 ? s3_client_requests_sent(s->s3) : 0;
+}
+
+static void storage_on_s3_closed(void *userdata) {
+        Storage *s = userdata;
+
+        s->s3 = NULL;
+        s->s3_closed = true;
+        storage_maybe_closed(s);
+}
+
+void storage_close(Storage *s, void (*done)(void *userdata), void *userdata) {
+        assert(s && !s->is_closing);
+        s->is_closing = true;
+        s->close_done = done;
+        s->close_userdata = userdata;
+        s3_client_close(s->s3, storage_on_s3_closed, s);
+}
+
+int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics, Storage **ret_storage) {
+        Storage *s;
+        int r;
+
+        assert(loop && config && ret_storage);
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->loop = loop;
+        s->config = config;
+        s->metrics = metrics;
+        r = s3_client_new(loop, &config->s3, metrics, &s->s3);
+        if (r < 0) {
+                free(s);
+                return r;
+        }
+        *ret_storage = s;
+        return 0;
+}
