@@ -28,9 +28,33 @@ static int intake_refuse(Job *j, int r, int status) {
         return r;
 }
 
+/* The reason a location cannot be read at all (a scheme no backend takes, a non-canonical key),
+ * before the question whether it is inside the table. */
+static int job_location_check(Job *j, const char *what, size_t i, const char *location, const char *type) {
+        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        Error e = {};
+        int r;
+
+        r = storage_location_parse(location, &l, &e);
+        if (r < 0) {
+                j->intake_type = r == -ENOMEM ? "out-of-memory" : type;
+                j->intake_status = r == -ENOMEM ? 503 : 422;
+                return error_set(&j->error, r, "%s[%zu]: %s", what, i, e.message);
+        }
+        return 0;
+}
+
 int job_intake_check_locations(Job *j) {
         const CommitRequest *r = j->writer->request;
         const TableMetadata *t = j->table;
+        int rr;
+
+        for (size_t i = 0; i < r->n_data_files; i++)
+                if ((rr = job_location_check(j, "'data-files'", i, r->data_files[i].location, "invalid-data-file")) < 0)
+                        return rr;
+        for (size_t i = 0; i < r->n_manifests; i++)
+                if ((rr = job_location_check(j, "staged-manifests", i, r->manifests[i], "invalid-manifest")) < 0)
+                        return rr;
 
         for (size_t i = 0; i < r->n_data_files; i++)
                 if (!storage_location_is_within(r->data_files[i].location, t->location))

@@ -549,9 +549,12 @@ int curl_uv_send(CurlUv *cu, const CurlUvRequest *req, CurlUvCallback cb, void *
                 if (r < 0)
                         return r;
         }
-        if (method == CURL_UV_POST || method == CURL_UV_PUT) {
+        if ((method == CURL_UV_POST || method == CURL_UV_PUT) && !req->aws_sigv4) {
                 /* curl would send "Expect: 100-continue" for larger bodies and wait up to a
-                 * second for the interim answer; catalogs accept the body right away. */
+                 * second for the interim answer; catalogs accept the body right away. Not with
+                 * SigV4: libcurl 7.88 signs the empty "expect:" it then does not send, and the
+                 * store refuses the signature (measured with SeaweedFS); object stores answer
+                 * the 100 at once anyway. */
                 r = header_list_append(&t->headers, "Expect:");
                 if (r < 0)
                         return r;

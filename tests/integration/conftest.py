@@ -148,9 +148,12 @@ def s3(_s3_server):
     return _s3_server.wait()
 
 
-def s3_peer_env(s3):
+def s3_peer_env(s3, keys=False):
     """PEER_CATALOG_* environment for peer(..., env=...) so the Java client's FileIO reaches
-    SeaweedFS. No keys: the REST catalog vends them (include-credentials)."""
+    SeaweedFS. No keys unless asked for: the REST catalog vends them (include-credentials)."""
+    if keys:
+        return {**s3_peer_env(s3), "PEER_CATALOG_S3_ACCESS__KEY__ID": s3["access_key"],
+                "PEER_CATALOG_S3_SECRET__ACCESS__KEY": s3["secret_key"]}
     return {"PEER_CATALOG_S3_ENDPOINT": s3["endpoint"],
             "PEER_CATALOG_S3_PATH__STYLE__ACCESS": "true",
             "PEER_CATALOG_CLIENT_REGION": s3["region"]}
@@ -203,14 +206,8 @@ def s3_request(s3, method, key, body=None, headers=None, signed=True, secret_key
     return int(status), content
 
 
-@pytest.fixture(scope="session")
-def s3_rest_catalog(request, _s3_server):
-    """Apache Iceberg's REST catalog whose s3:// tables live in SeaweedFS (real-peers 5b.3
-    variant B): ResolvingFileIO, so tables created without a location stay in the local
-    warehouse and tables created with --location s3://... go to S3; include-credentials=true
-    vends the S3 keys in every LoadTableResponse config. Same dict as `rest_catalog`, plus "s3"
-    and "location_prefix" (s3://icecommit/<unique>, a prefix for this session's tables)."""
-    s3_port = _s3_server.port
+def _s3_rest_catalog(request, s3_server, vend):
+    s3_port = s3_server.port
     workdir = make_workdir("icecommit-s3-catalog-")
     port = free_port()
     env = {**os.environ,
@@ -220,16 +217,32 @@ def s3_rest_catalog(request, _s3_server):
            "CATALOG_S3_ACCESS__KEY__ID": S3_ACCESS_KEY,
            "CATALOG_S3_SECRET__ACCESS__KEY": S3_SECRET_KEY,
            "CATALOG_CLIENT_REGION": S3_REGION,
-           "CATALOG_INCLUDE__CREDENTIALS": "true"}
+           "CATALOG_INCLUDE__CREDENTIALS": "true" if vend else "false"}
     # Starts while SeaweedFS is still coming up: the catalog touches S3 only per table.
     subprocess.run([os.path.join(PEERS, "catalog-start.sh"), workdir, str(port)], check=True,
                    timeout=300, env=env)
     try:
         s3_info = request.getfixturevalue("s3")
-        yield {"uri": f"http://127.0.0.1:{port}", "dir": workdir, "backend": "rest",
+        yield {"uri": f"http://127.0.0.1:{port}", "dir": workdir, "backend": "rest", "vends": vend,
                "s3": s3_info, "location_prefix": f"s3://{S3_BUCKET}/{uuid.uuid4().hex[:12]}"}
     finally:
         subprocess.run([os.path.join(PEERS, "catalog-stop.sh"), workdir], check=False, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def s3_rest_catalog(request, _s3_server):
+    """Apache Iceberg's REST catalog whose s3:// tables live in SeaweedFS (real-peers 5b.3
+    variant B): ResolvingFileIO, so tables created without a location stay in the local
+    warehouse and tables created with --location s3://... go to S3; include-credentials=true
+    vends the S3 keys in every LoadTableResponse config. Same dict as `rest_catalog`, plus "s3",
+    "vends" and "location_prefix" (s3://icecommit/<unique>, a prefix for this session's tables)."""
+    yield from _s3_rest_catalog(request, _s3_server, vend=True)
+
+
+@pytest.fixture(scope="session")
+def s3_rest_catalog_static(request, _s3_server):
+    """The same catalog without credential vending: clients need their own keys."""
+    yield from _s3_rest_catalog(request, _s3_server, vend=False)
 
 
 @pytest.fixture(scope="session")

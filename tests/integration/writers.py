@@ -41,10 +41,11 @@ class Request:
         return {"idempotency-key": self.key, "staged-manifests": [self.staged["manifest"]]}
 
 
-def stage_requests(uri, ns, name, n, prefix, start_id=0, rows=ROWS):
-    """Stages n manifests (1 file x `rows` rows, ids consecutive from start_id) in one JVM run."""
+def stage_requests(uri, ns, name, n, prefix, start_id=0, rows=ROWS, env=None):
+    """Stages n manifests (1 file x `rows` rows, ids consecutive from start_id) in one JVM run.
+    env: the Java peer's extra environment (s3_peer_env for tables on S3)."""
     staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", rows,
-                  "--start-id", start_id, "--manifests", n)["manifests"]
+                  "--start-id", start_id, "--manifests", n, env=env)["manifests"]
     assert len(staged) == n
     return [Request(f"{prefix}-{i:04d}", m) for i, m in enumerate(staged)]
 
@@ -134,11 +135,11 @@ def metric_lines(url, prefix="icecommit_commit_"):
     return out
 
 
-def verify_table(uri, ns, name, reqs, label, injected=None, extra=None):
+def verify_table(uri, ns, name, reqs, label, injected=None, extra=None, env=None):
     """Iceberg Java reads the whole table back; returns (counts, problems). Prints the counts.
     duplicates: an `id` present more than once, or a key recorded in more than one snapshot
     summary. lost: a key answered 200 whose rows are missing (or whose key is recorded nowhere)."""
-    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}", env=env)
     rows = dump["rows"]
     id_count = collections.Counter(r["id"] for r in rows)
     row_id_count = collections.Counter(r["_row_id"] for r in rows)
