@@ -165,14 +165,14 @@ static int daemon_start(Daemon *d) {
         r = metrics_new(&d->metrics);
         if (r < 0)
                 return r;
-        r = catalog_new(&d->loop, &d->config->catalog, &d->catalog);
-        if (r < 0) {
-                log_error("cannot create the catalog client: %s", strerror(-r));
-                return r;
-        }
         r = storage_new(&d->loop, &d->config->storage, d->metrics, &d->storage);
         if (r < 0) {
                 log_error("cannot create the storage client: %s", strerror(-r));
+                return r;
+        }
+        r = catalog_new(&d->loop, &d->config->catalog, d->storage, &d->catalog);
+        if (r < 0) {
+                log_error("cannot create the catalog client: %s", strerror(-r));
                 return r;
         }
         r = commit_engine_new(&d->loop, &d->config->commit, &d->config->storage, d->storage, d->catalog,

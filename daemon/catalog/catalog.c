@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog/bucket.h"
 #include "catalog/catalog.h"
 #include "catalog/filesystem.h"
 #include "catalog/rest.h"
@@ -20,7 +21,7 @@ struct Catalog {
         void *impl;
 };
 
-int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Catalog **ret_catalog) {
+int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, Catalog **ret_catalog) {
         const char *type = catalog_config_type(config);
         Catalog *c;
         int r;
@@ -33,6 +34,11 @@ int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Catalog **ret_cata
                 r = rest_client_new(loop, config, &rest);
                 c->backend = &rest_catalog_backend;
                 c->impl = rest;
+        } else if (strcmp(type, "filesystem") == 0 && !storage_location_is_local(catalog_config_warehouse(config))) {
+                BucketCatalog *bucket = NULL;
+                r = bucket_catalog_new(loop, config, storage, &bucket);
+                c->backend = &bucket_catalog_backend;
+                c->impl = bucket;
         } else if (strcmp(type, "filesystem") == 0) {
                 FsCatalog *fs = NULL;
                 r = fs_catalog_new(loop, config, &fs);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The catalog as the commit engine sees it: load a table, commit to it, create namespaces and
- * tables, each answered once with an outcome the commit loop can act on (STYLE §3). Two
- * backends sit behind this small interface: an Iceberg REST catalog (rest_client.c) and the
- * embedded filesystem catalog (filesystem.c). The commit path above is one and the same for
+ * tables, each answered once with an outcome the commit loop can act on (STYLE §3). Three
+ * backends sit behind this small interface: an Iceberg REST catalog (rest_client.c), the
+ * embedded filesystem catalog on local disks (filesystem.c) and the same on a bucket
+ * (bucket.c). The commit path above is one and the same for
  * both: a filesystem commit that loses the no-replace rename is a CONFLICT exactly like a REST
  * 409. Backends never retry a commit themselves and log no failure above debug. */
 #pragma once
@@ -14,6 +15,7 @@
 #include <uv.h>
 
 #include "config/config.h"
+#include "storage/storage.h"
 #include "util/cleanup.h"
 
 /* CatalogResult.status: 0, one of these, or -errno (-ECANCELED when the catalog closed while
@@ -79,9 +81,11 @@ typedef struct Catalog Catalog;
 /* The backend catalog.type names: "rest", or "filesystem" (the embedded default). */
 const char *catalog_type_resolve(const CatalogConfig *config);
 
-/* Creates the backend config->catalog.type names, idle. Returns 0, -EINVAL (a setting the
- * backend cannot use, logged) or -ENOMEM. */
-int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Catalog **ret_catalog);
+/* Creates the backend config->catalog.type names, idle: the filesystem catalog on a local
+ * warehouse or, for an s3:// warehouse, on a bucket through `storage` (borrowed; it must
+ * outlive the catalog). Returns 0, -EINVAL (a setting the backend cannot use, logged) or
+ * -ENOMEM. */
+int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, Catalog **ret_catalog);
 /* Frees a catalog whose close completed (or NULL). Returns NULL. */
 Catalog *catalog_free(Catalog *c);
 

@@ -151,10 +151,11 @@ int config_verify(const Config *c, Error *error) {
         const char *type = catalog_config_type(&c->catalog);
         if (strcmp(type, "filesystem") == 0) {
                 const char *w = catalog_config_warehouse(&c->catalog);
-                if (w[0] != '/' && strncmp(w, "file:/", 6) != 0)
+                if (w[0] != '/' && strncmp(w, "file:/", 6) != 0 && strncmp(w, "s3://", 5) != 0 &&
+                    strncmp(w, "s3a://", 6) != 0 && strncmp(w, "s3n://", 6) != 0)
                         return error_set(error, -EINVAL,
-                                         "key 'catalog.warehouse': '%s' must be an absolute path or a file:// URI "
-                                         "for the filesystem catalog", w);
+                                         "key 'catalog.warehouse': '%s' must be an absolute path, a file:// URI or an "
+                                         "s3:// bucket location for the filesystem catalog", w);
                 if (c->catalog.uri)
                         return error_set(error, -EINVAL,
                                          "key 'catalog.uri': not used by the filesystem catalog (set catalog.type = rest)");

@@ -142,13 +142,15 @@ static int storage_local_compare_names(const void *a, const void *b) {
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, size_t *ret_n, Error *error) {
+int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, size_t *ret_n, bool *ret_truncated,
+                       Error *error) {
         _cleanup_(freep) char *dir_path = strdup(prefix);
         _cleanup_(closedirp) DIR *dir = NULL;
         char **names = NULL, *slash;
         const char *base;
         size_t n = 0, n_base;
         struct dirent *de;
+        bool truncated = false;
         int r = 0;
 
         if (!dir_path)
@@ -171,10 +173,6 @@ int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, 
                         continue;
                 if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
                         continue;
-                if (n >= max_names) {
-                        r = error_set(error, -E2BIG, "'%s' holds more than %zu entries", dir_path, max_names);
-                        break;
-                }
                 if (asprintf(&full, "%s%s%s", dir_path, strcmp(dir_path, "/") == 0 ? "" : "/", de->d_name) < 0) {
                         r = -ENOMEM;
                         break;
@@ -196,9 +194,15 @@ int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, 
                 free(names);
                 return r;
         }
+        /* readdir has no order: sort, then keep the first max_names, as S3 would. */
         if (n > 1)
                 qsort(names, n, sizeof(*names), storage_local_compare_names);
+        while (n > max_names) {
+                free(names[--n]);
+                truncated = true;
+        }
         *ret_names = names;
         *ret_n = n;
+        *ret_truncated = truncated;
         return 0;
 }

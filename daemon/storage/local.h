@@ -4,6 +4,7 @@
  * thread-pool work. Everything else goes through the asynchronous storage.h. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "util/buf.h"
@@ -19,5 +20,7 @@ int storage_local_file_size(const char *path, uint64_t *ret_size, Error *error);
 /* Deletes a file; a missing one is not an error. */
 int storage_local_delete_file(const char *path);
 /* The regular files whose path starts with `prefix` (one directory level: the prefix's
- * directory is listed), sorted, at most max_names. -ENOENT when the directory is missing. */
-int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, size_t *ret_n, Error *error);
+ * directory is listed), sorted: the first max_names, *ret_truncated when there were more.
+ * -ENOENT when the directory is missing. */
+int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, size_t *ret_n, bool *ret_truncated,
+                       Error *error);

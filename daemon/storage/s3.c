@@ -427,13 +427,21 @@ static int s3_op_take_page(S3Op *op, Slice body) {
         char **grown;
         int r;
 
-        r = s3_xml_list_parse(body, left, &page);
+        r = s3_xml_list_parse(body, S3_LIST_PAGE_KEYS, &page);
         if (r < 0)
                 return r;
         grown = reallocarray(op->result.names, op->result.n_names + page.n_keys + 1, sizeof(*grown));
         if (!grown)
                 return -ENOMEM;
         op->result.names = grown;
+        if (page.n_keys > left || (page.n_keys == left && page.is_truncated)) {
+                op->result.is_truncated = true;
+                page.is_truncated = false;      /* enough: ask for no further page */
+                for (size_t k = left; k < page.n_keys; k++)
+                        free(page.keys[k]);
+                if (page.n_keys > left)
+                        page.n_keys = left;
+        }
         for (size_t i = 0; i < page.n_keys; i++) {
                 char *name;
 

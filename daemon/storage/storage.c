@@ -91,7 +91,7 @@ static void local_job_work(uv_work_t *w) {
                 break;
         case LOCAL_LIST:
                 res->status = storage_local_list(j->path, (size_t)j->max_bytes, &res->names, &res->n_names,
-                                                 &res->error);
+                                                 &res->is_truncated, &res->error);
                 break;
         }
 }

@@ -53,6 +53,7 @@ typedef struct StorageResult {
         uint64_t size;          /* size: the object's size in bytes */
         char **names;           /* list: full locations under the prefix, sorted */
         size_t n_names;
+        bool is_truncated;      /* list: more than max_names exist; names holds the first ones */
         unsigned n_requests;    /* round trips to the store (1 for a local operation) */
         Error error;            /* the location, and for S3 bucket, key, the store's code and
                                  * message; never a credential */
@@ -95,7 +96,9 @@ int storage_write(Storage *s, const StorageContext *ctx, const char *location, S
 /* Deletes an object; a missing one is success. */
 int storage_delete(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb,
                    void *userdata, Error *error);
-/* Lists the objects whose location starts with prefix_location (at most max_names). */
+/* Lists the objects whose location starts with prefix_location: the first max_names of them in
+ * byte order, is_truncated when there are more. Local: the regular files of the prefix's
+ * directory whose names start with the rest. */
 int storage_list(Storage *s, const StorageContext *ctx, const char *prefix_location, size_t max_names,
                  StorageCallback cb, void *userdata, Error *error);
 

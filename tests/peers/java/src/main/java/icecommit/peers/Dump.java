@@ -29,7 +29,7 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
-import org.apache.iceberg.hadoop.HadoopFileIO;
+import org.apache.iceberg.io.ResolvingFileIO;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
@@ -44,10 +44,12 @@ final class Dump {
     String metadataPath = args.str("metadata", null);
     if (metadataPath != null) {
       // No catalog: read the table by its metadata file, as an engine reading a filesystem
-      // (Hadoop-layout) catalog's table directly would.
-      Table table = new BaseTable(
-          new StaticTableOperations(metadataPath, new HadoopFileIO(new Configuration())),
-          args.str("table", metadataPath));
+      // (Hadoop-layout) catalog's table directly would. ResolvingFileIO picks HadoopFileIO for
+      // local paths and S3FileIO for s3:// (configured from PEER_CATALOG_*: s3.endpoint, keys).
+      ResolvingFileIO io = new ResolvingFileIO();
+      io.setConf(new Configuration());
+      io.initialize(Peer.envCatalogProperties());
+      Table table = new BaseTable(new StaticTableOperations(metadataPath, io), args.str("table", metadataPath));
       return dump(table, args.str("table", metadataPath), args);
     }
     TableIdentifier id = Peer.ident(args);
