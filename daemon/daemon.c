@@ -186,11 +186,12 @@ static int daemon_start(Daemon *d) {
         r = writer_api_new(d->http, &limits, commit_engine_hooks(), d->engine, &d->writer_api);
         if (r < 0)
                 return r;
-        r = tables_api_new(d->http, d->catalog, &d->loop, &d->config->tables, &d->config->storage,
+        r = tables_api_new(d->http, d->catalog, &d->loop, &d->config->tables, &d->config->storage, d->storage,
                            &d->tables_api);
         if (r < 0)
                 return r;
-        r = audit_api_new(&d->loop, d->http, d->catalog, &d->config->audit, &d->config->storage, &d->audit_api);
+        r = audit_api_new(&d->loop, d->http, d->catalog, &d->config->audit, &d->config->storage, d->storage,
+                          &d->audit_api);
         if (r < 0)
                 return r;
         r = http_server_start(d->http);

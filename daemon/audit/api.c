@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Lineage audit routes (api.h): request -> catalog load (loop) -> file reads and checks (thread
- * pool) -> answer (loop). One AuditJob per request owns everything of it; the client going
- * away only detaches the HTTP request, the job runs to its end and frees itself. */
+/* Lineage audit routes (api.h): request -> catalog load (loop) -> file reads (storage, loop)
+ * and parsing and checks (thread pool), in chunks of manifest lists -> answer (loop). One
+ * AuditJob per request owns everything of it; the client going away only detaches the HTTP
+ * request, the job runs to its end and frees itself. */
 #define LOG_MODULE "audit"
 #include <assert.h>
 #include <errno.h>
@@ -14,7 +15,6 @@
 #include "audit/api.h"
 #include "audit/table.h"
 #include "iceberg/manifest_entries.h"
-#include "storage/local.h"
 #include "storage/storage.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -24,7 +24,8 @@ struct AuditApi {
         uv_loop_t *loop;
         Catalog *catalog;
         const AuditConfig *config;
-        const StorageConfig *storage;
+        const StorageConfig *storage_config;
+        Storage *storage;
         unsigned n_running;             /* jobs between their request and their answer */
 };
 
@@ -35,6 +36,17 @@ typedef struct AuditJob {
         bool is_lookup;
         int64_t row_id;
         AuditTable *table;
+        StorageProps *props;            /* the table's storage settings from its load */
+        /* Lineage: manifest lists are read and parsed a chunk of snapshots at a time. */
+        size_t next_snapshot;
+        size_t *chunk;                  /* snapshot indices of the chunk */
+        StorageReadItem *chunk_items;   /* ... and their lists as read */
+        size_t n_chunk;
+        /* Lookup: the snapshot the row id falls in, the manifest list read, the manifest. */
+        size_t lookup_snapshot;
+        char *lookup_manifest;          /* the manifest to read next, or NULL once answered */
+        ssize_t lookup_manifest_index;
+        StorageReadItem lookup_item;
         /* The outcome of the thread-pool work: an answer, or an error status, type and reason. */
         json_t *answer;
         int status;
@@ -51,6 +63,13 @@ static void audit_job_free(AuditJob *j) {
                 http_reply_error(j->http, 500, "internal", "the audit ended without an answer");
         commit_target_deinit(&j->target);
         audit_table_free(j->table);
+        storage_props_free(j->props);
+        for (size_t i = 0; i < j->n_chunk; i++)
+                buf_deinit(&j->chunk_items[i].data);
+        free(j->chunk);
+        free(j->chunk_items);
+        free(j->lookup_manifest);
+        buf_deinit(&j->lookup_item.data);
         json_decref(j->answer);
         free(j);
 }
@@ -81,34 +100,26 @@ static int audit_work_fail(AuditJob *j, int status, const char *type, int r) {
         return r;
 }
 
-/* Reads a table file named by an Iceberg location into *out (bounded by max_bytes). */
-static int audit_read_location(const char *location, uint64_t max_bytes, Buf *out, Error *e) {
-        _cleanup_(freep) char *path = NULL;
-        int r;
-
-        out->len = 0;
-        r = storage_path_from_location(location, &path, e);
-        if (r < 0)
-                return r;
-        return storage_local_read_file(path, max_bytes, out, e);
-}
-
-/* Reads the manifest list of snapshot i; an unreadable one is recorded in the audit. */
-static int audit_read_list(AuditJob *j, size_t i, Buf *bytes) {
+/* Thread pool: takes the manifest list of snapshot i as read (item); an unreadable one is
+ * recorded in the audit. */
+static int audit_take_list(AuditJob *j, size_t i, StorageReadItem *item) {
         AuditSnapshot *s = &j->table->snapshots[i];
-        Error reason;
         int r;
 
         if (!s->manifest_list)
                 return 0;
-        r = audit_read_location(s->manifest_list, j->api->storage->max_manifest_bytes, bytes, &reason);
-        if (r == -ENOMEM)
-                return audit_work_fail(j, 503, "out-of-memory", error_set(&j->error, r, "out of memory"));
-        if (r < 0)
-                return audit_snapshot_set_list_error(j->table, i, reason.message) < 0
+        if (item->status == -ENOMEM)
+                return audit_work_fail(j, 503, "out-of-memory", error_set(&j->error, -ENOMEM, "out of memory"));
+        /* A store that fails for now is no finding about the table: ask again later. */
+        if (storage_status_is_transient(item->status))
+                return audit_work_fail(j, 503, "storage-unavailable",
+                                       error_set(&j->error, item->status, "%s", item->error.message));
+        if (item->status < 0)
+                return audit_snapshot_set_list_error(j->table, i, item->error.message) < 0
                                ? audit_work_fail(j, 503, "out-of-memory", error_set(&j->error, -ENOMEM, "out of memory"))
                                : 0;
-        r = audit_snapshot_set_list(j->table, i, buf_slice(bytes), &j->error);
+        r = audit_snapshot_set_list(j->table, i, buf_slice(&item->data), &j->error);
+        buf_deinit(&item->data);
         if (r == -E2BIG)
                 return audit_work_fail(j, 422, "table-too-large", r);
         if (r < 0)
@@ -121,14 +132,15 @@ static json_t *audit_target_json(const AuditJob *j) {
                          j->target.table);
 }
 
+/* Thread pool: the chunk's lists into the audit; after the last chunk, the report. */
 static void audit_work_lineage(AuditJob *j) {
-        _cleanup_(buf_deinitp) Buf bytes;
         json_t *report;
 
-        buf_init(&bytes, j->api->storage->max_manifest_bytes);
-        for (size_t i = 0; i < j->table->n_snapshots; i++)
-                if (audit_read_list(j, i, &bytes) < 0)
+        for (size_t k = 0; k < j->n_chunk; k++)
+                if (audit_take_list(j, j->chunk[k], &j->chunk_items[k]) < 0)
                         return;
+        if (j->next_snapshot < j->table->n_snapshots)
+                return;         /* more chunks to read */
         report = audit_table_report(j->table);
         if (!report || json_object_update_new(report, audit_target_json(j)) < 0) {
                 json_decref(report);
@@ -169,23 +181,14 @@ static const char *entry_status_name(int32_t status) {
         return status == MANIFEST_ENTRY_ADDED ? "added" : status == MANIFEST_ENTRY_EXISTING ? "existing" : "deleted";
 }
 
-/* Where row id j->row_id was assigned: snapshot (metadata), manifest (its list), data file
- * and position (the manifest, with the reader's inheritance applied). */
-static json_t *audit_lookup(AuditJob *j) {
+/* Where row id j->row_id was assigned, step 1 (loop): the snapshot (metadata). Returns an answer
+ * when the metadata alone answers, else NULL with j->lookup_snapshot set (or an error). */
+static json_t *audit_lookup_snapshot(AuditJob *j) {
         const AuditTable *t = j->table;
-        _cleanup_(buf_deinitp) Buf bytes;
-        ManifestEntry *entries = NULL;
-        const AuditSnapshot *s;
-        const ManifestFile *m;
-        const ManifestEntry *x;
-        size_t i, n_entries = 0;
         AuditGap gap;
-        ssize_t k;
-        json_t *o;
         int r;
 
-        buf_init(&bytes, j->api->storage->max_manifest_bytes);
-        r = audit_table_locate_snapshot(t, j->row_id, &i, &gap);
+        r = audit_table_locate_snapshot(t, j->row_id, &j->lookup_snapshot, &gap);
         if (r == AUDIT_ROW_AT_OR_ABOVE_NEXT)
                 return audit_unassigned(j, "at or above the table's next-row-id: never assigned", NULL);
         if (r == AUDIT_ROW_IN_GAP)
@@ -193,11 +196,17 @@ static json_t *audit_lookup(AuditJob *j) {
                         j, gap.explanation,
                         json_pack("{s:{s:I, s:I, s:b}}", "gap", "first-row-id", (json_int_t)gap.first, "last-row-id",
                                   (json_int_t)(gap.end - 1), "explained", gap.is_explained));
-        if (r < 0)
-                return NULL;
+        return NULL;
+}
 
-        s = &t->snapshots[i];
-        if (audit_read_list(j, i, &bytes) < 0)
+/* Step 2 (thread pool, the snapshot's list read): the manifest whose range holds the id. Sets
+ * j->lookup_manifest to read next, or answers. */
+static json_t *audit_lookup_list(AuditJob *j) {
+        const AuditTable *t = j->table;
+        const AuditSnapshot *s = &t->snapshots[j->lookup_snapshot];
+        ssize_t k;
+
+        if (audit_take_list(j, j->lookup_snapshot, &j->lookup_item) < 0)
                 return NULL;
         if (s->list_error || !s->is_list_read) {
                 j->status = 502;
@@ -210,19 +219,39 @@ static json_t *audit_lookup(AuditJob *j) {
         if (k < 0)
                 return audit_unassigned(j, "reserved by the snapshot's range, but no data manifest of it holds the id",
                                         json_pack("{s:o}", "snapshot", audit_snapshot_brief(s)));
-        m = &s->manifests[k];
+        j->lookup_manifest_index = k;
+        j->lookup_manifest = strdup(s->manifests[k].path);
+        if (!j->lookup_manifest)
+                (void)audit_work_fail(j, 503, "out-of-memory", error_set(&j->error, -ENOMEM, "out of memory"));
+        return NULL;
+}
 
-        r = audit_read_location(m->path, j->api->storage->max_manifest_bytes, &bytes, &j->error);
+/* Step 3 (thread pool, the manifest read): the data file and position. */
+static json_t *audit_lookup_entries(AuditJob *j) {
+        const AuditTable *t = j->table;
+        const AuditSnapshot *s = &t->snapshots[j->lookup_snapshot];
+        const ManifestFile *m = &s->manifests[j->lookup_manifest_index];
+        ManifestEntry *entries = NULL;
+        const ManifestEntry *x;
+        size_t n_entries = 0, i = j->lookup_snapshot;
+        ssize_t k;
+        json_t *o;
+        int r;
+
+        r = j->lookup_item.status;
+        if (r < 0)
+                (void)error_set(&j->error, r, "%s", j->lookup_item.error.message);
         if (r >= 0)
-                r = manifest_entries_read(buf_slice(&bytes), j->api->storage->max_manifest_entries, &entries,
-                                          &n_entries, &j->error);
+                r = manifest_entries_read(buf_slice(&j->lookup_item.data), j->api->storage_config->max_manifest_entries,
+                                          &entries, &n_entries, &j->error);
         if (r >= 0)
                 r = manifest_entries_inherit(entries, n_entries, m, &j->error);
         if (r < 0) {
                 manifest_entries_free(entries, n_entries);
                 (void)error_prefix(&j->error, r, "manifest '%s'", m->path);
-                j->status = r == -ENOMEM ? 503 : 502;
-                j->error_type = r == -ENOMEM ? "out-of-memory" : "unreadable-table-file";
+                j->status = r == -ENOMEM ? 503 : storage_status_is_transient(r) ? 503 : 502;
+                j->error_type = r == -ENOMEM ? "out-of-memory" : j->status == 503 ? "storage-unavailable" :
+                                                                                   "unreadable-table-file";
                 return NULL;
         }
         k = audit_entries_find_row(entries, n_entries, j->row_id);
@@ -257,34 +286,132 @@ static json_t *audit_lookup(AuditJob *j) {
         return o;
 }
 
+/* Manifest lists read and parsed per round: bounds the bytes held at once. */
+#define AUDIT_CHUNK_SNAPSHOTS 64
+
+static void audit_set_answer(AuditJob *j, json_t *o) {
+        if (o && json_object_update_new(o, audit_target_json(j)) < 0)
+                o = (json_decref(o), NULL);
+        if (o) {
+                j->answer = o;
+                j->status = 200;
+        } else if (j->status == 0)
+                (void)audit_work_fail(j, 503, "out-of-memory", error_set(&j->error, -ENOMEM, "out of memory"));
+}
+
 static void audit_work(uv_work_t *w) {
         AuditJob *j = w->data;
+        json_t *o;
 
         if (!j->is_lookup) {
                 audit_work_lineage(j);
                 return;
         }
-        j->answer = audit_lookup(j);
-        if (j->answer) {
-                if (json_object_update_new(j->answer, audit_target_json(j)) < 0)
-                        j->answer = (json_decref(j->answer), NULL);
-                else
-                        j->status = 200;
+        if (!j->lookup_manifest) {
+                o = audit_lookup_list(j);
+                if (o || (j->status == 0 && !j->lookup_manifest))
+                        audit_set_answer(j, o);
+                return;
         }
-        if (!j->answer && j->status == 0)
-                (void)audit_work_fail(j, 503, "out-of-memory", error_set(&j->error, -ENOMEM, "out of memory"));
+        o = audit_lookup_entries(j);
+        free(j->lookup_manifest);
+        j->lookup_manifest = NULL;
+        j->lookup_manifest_index = -1;
+        audit_set_answer(j, o);
+}
+
+static void audit_after_work(uv_work_t *w, int status);
+
+static void audit_queue_work(AuditJob *j) {
+        int r;
+
+        j->work.data = j;
+        r = uv_queue_work(j->api->loop, &j->work, audit_work, audit_after_work);
+        if (r == 0)
+                return;
+        audit_job_fail(j, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+        audit_job_free(j);
+}
+
+/* Moves what was read into the job, for the thread pool. */
+static void audit_take_items(StorageReadItem *dst, StorageReadItem *items, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                dst[i] = items[i];
+                buf_init(&items[i].data, 0);
+        }
+}
+
+static void audit_on_chunk_read(StorageReadItem *items, size_t n_items, void *userdata) {
+        AuditJob *j = userdata;
+
+        audit_take_items(j->chunk_items, items, n_items);
+        audit_queue_work(j);
+}
+
+static void audit_on_lookup_read(StorageReadItem *items, size_t n_items, void *userdata) {
+        AuditJob *j = userdata;
+
+        buf_deinit(&j->lookup_item.data);
+        audit_take_items(&j->lookup_item, items, 1);
+        audit_queue_work(j);
+}
+
+/* Reads one location (a lookup's list, then its manifest) into j->lookup_item. */
+static void audit_read_one(AuditJob *j, const char *location) {
+        StorageContext ctx = { .props = j->props };
+        int r;
+
+        r = storage_read_many(j->api->storage, &ctx, &location, 1, j->api->storage_config->max_manifest_bytes,
+                              1, audit_on_lookup_read, j);
+        if (r < 0) {
+                audit_job_fail(j, 503, "storage-unavailable", "cannot read '%s': %s", location, strerror(-r));
+                audit_job_free(j);
+        }
+}
+
+/* The next chunk of snapshots whose lists are to be read, or the report when none is left. */
+static void audit_lineage_next_chunk(AuditJob *j) {
+        StorageContext ctx = { .props = j->props };
+        const char *locations[AUDIT_CHUNK_SNAPSHOTS];
+        int r;
+
+        for (size_t i = 0; i < j->n_chunk; i++)
+                buf_deinit(&j->chunk_items[i].data);
+        j->n_chunk = 0;
+        while (j->next_snapshot < j->table->n_snapshots && j->n_chunk < AUDIT_CHUNK_SNAPSHOTS) {
+                const AuditSnapshot *s = &j->table->snapshots[j->next_snapshot];
+
+                if (s->manifest_list) {
+                        locations[j->n_chunk] = s->manifest_list;
+                        j->chunk[j->n_chunk++] = j->next_snapshot;
+                }
+                j->next_snapshot++;
+        }
+        r = storage_read_many(j->api->storage, &ctx, locations, j->n_chunk, j->api->storage_config->max_manifest_bytes,
+                              j->api->storage_config->s3.max_concurrent_requests, audit_on_chunk_read, j);
+        if (r < 0) {
+                audit_job_fail(j, 503, "storage-unavailable", "cannot read the manifest lists: %s", strerror(-r));
+                audit_job_free(j);
+        }
 }
 
 static void audit_after_work(uv_work_t *w, int status) {
         AuditJob *j = w->data;
 
-        if (status < 0)
+        if (status < 0) {
                 audit_job_fail(j, 503, "shutting-down", "the audit was cancelled");
-        else if (j->status != 200)
+        } else if (j->status != 0 && j->status != 200) {
                 audit_job_fail(j, j->status, j->error_type, "%s", j->error.message);
-        else if (j->http) {
-                http_reply_json(j->http, 200, TAKE_PTR(j->answer));
+        } else if (j->answer) {
+                if (j->http)
+                        http_reply_json(j->http, 200, TAKE_PTR(j->answer));
                 j->http = NULL;
+        } else if (!j->is_lookup) {
+                audit_lineage_next_chunk(j);
+                return;
+        } else if (j->lookup_manifest) {
+                audit_read_one(j, j->lookup_manifest);
+                return;
         }
         audit_job_free(j);
 }
@@ -329,11 +456,45 @@ static void audit_on_table_loaded(const CatalogResult *result, void *userdata) {
                                j->table->table->format_version);
                 goto done;
         }
-        j->work.data = j;
-        r = uv_queue_work(j->api->loop, &j->work, audit_work, audit_after_work);
-        if (r == 0)
+        r = storage_props_new(result->properties, result->body, &j->props, &j->error);
+        if (r < 0) {
+                audit_job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s", j->error.message);
+                goto done;
+        }
+        if (!j->is_lookup) {
+                j->chunk = calloc(AUDIT_CHUNK_SNAPSHOTS, sizeof(*j->chunk));
+                j->chunk_items = calloc(AUDIT_CHUNK_SNAPSHOTS, sizeof(*j->chunk_items));
+                if (!j->chunk || !j->chunk_items) {
+                        audit_job_fail(j, 503, "out-of-memory", "out of memory");
+                        goto done;
+                }
+                audit_lineage_next_chunk(j);
                 return;
-        audit_job_fail(j, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+        }
+        {
+                json_t *o = audit_lookup_snapshot(j);
+                const AuditSnapshot *s;
+
+                if (o) {
+                        audit_set_answer(j, o);
+                        if (j->http && j->answer)
+                                http_reply_json(j->http, 200, TAKE_PTR(j->answer));
+                        else if (j->status != 200)
+                                audit_job_fail(j, j->status, j->error_type, "%s", j->error.message);
+                        j->http = NULL;
+                        goto done;
+                }
+                s = &j->table->snapshots[j->lookup_snapshot];
+                if (!s->manifest_list) {
+                        audit_job_fail(j, 502, "unreadable-table-file",
+                                       "the manifest list of snapshot %" PRId64 " cannot be read: the snapshot names none",
+                                       s->snapshot_id);
+                        goto done;
+                }
+                j->lookup_manifest_index = -1;
+                audit_read_one(j, s->manifest_list);
+                return;
+        }
 done:
         audit_job_free(j);
 }
@@ -398,15 +559,16 @@ static void audit_handle_row_id(HttpRequest *r, void *userdata) {
         audit_start(userdata, r, /* is_lookup= */ true);
 }
 
-int audit_api_new(uv_loop_t *loop, HttpServer *server, Catalog *catalog,
-                  const AuditConfig *config, const StorageConfig *storage, AuditApi **ret_api) {
+int audit_api_new(uv_loop_t *loop, HttpServer *server, Catalog *catalog, const AuditConfig *config,
+                  const StorageConfig *storage_config, Storage *storage, AuditApi **ret_api) {
         _cleanup_(audit_api_freep) AuditApi *api = NULL;
         int r;
 
         api = calloc(1, sizeof(*api));
         if (!api)
                 return -ENOMEM;
-        *api = (AuditApi){ .loop = loop, .catalog = catalog, .config = config, .storage = storage };
+        *api = (AuditApi){ .loop = loop, .catalog = catalog, .config = config, .storage_config = storage_config,
+                           .storage = storage };
         r = http_server_route(server, "GET", "/v1/namespaces/{}/tables/{}/lineage", audit_handle_lineage, api);
         if (r >= 0)
                 r = http_server_route(server, "GET", "/v1/namespaces/{}/tables/{}/row-ids/{}", audit_handle_row_id,

@@ -17,20 +17,20 @@ typedef struct MetricInfo {
 } MetricInfo;
 
 static const MetricInfo metric_info[_METRIC_MAX] = {
-        [METRIC_HTTP_REQUESTS] = { "icecommit_http_requests_total", "HTTP requests answered, by status code.", METRIC_COUNTER, "code" },
-        [METRIC_COMMIT_REQUESTS] = { "icecommit_commit_requests_total", "Writer commit requests by final outcome.", METRIC_COUNTER, "outcome" },
-        [METRIC_COMMIT_ATTEMPTS] = { "icecommit_commit_attempts_total", "Catalog commit attempts by outcome.", METRIC_COUNTER, "outcome" },
-        [METRIC_COMMIT_RETRIES] = { "icecommit_commit_retries_total", "Commit attempts retried, by reason.", METRIC_COUNTER, "reason" },
-        [METRIC_COMMIT_SNAPSHOTS] = { "icecommit_snapshots_committed_total", "Snapshots committed.", METRIC_COUNTER, NULL },
-        [METRIC_COMMIT_DURATION] = { "icecommit_commit_duration_seconds", "Time from accepting a writer request to its durable commit.", METRIC_HISTOGRAM, NULL },
-        [METRIC_BATCH_REQUESTS] = { "icecommit_batch_requests", "Writer requests per committed snapshot.", METRIC_HISTOGRAM, NULL },
-        [METRIC_QUEUE_REQUESTS] = { "icecommit_queue_requests", "Writer requests waiting or in flight.", METRIC_GAUGE, NULL },
-        [METRIC_ROWS_ASSIGNED] = { "icecommit_row_ids_assigned_total", "Row ids assigned to committed snapshots (sum of added-rows).", METRIC_COUNTER, NULL },
-        [METRIC_LINEAGE_BREAKS] = { "icecommit_lineage_breaks_total", "Committed writer requests whose equality deletes break v3 row lineage (allowed by policy), by table.", METRIC_COUNTER, "table" },
-        [METRIC_CATALOG_READY] = { "icecommit_catalog_ready", "1 once the catalog configuration was loaded.", METRIC_GAUGE, NULL },
+        [METRIC_HTTP_REQUESTS] = { "icecommit_http_requests_total", "HTTP requests answered, by status code.", METRIC_COUNTER, "code", NULL },
+        [METRIC_COMMIT_REQUESTS] = { "icecommit_commit_requests_total", "Writer commit requests by final outcome.", METRIC_COUNTER, "outcome", NULL },
+        [METRIC_COMMIT_ATTEMPTS] = { "icecommit_commit_attempts_total", "Catalog commit attempts by outcome.", METRIC_COUNTER, "outcome", NULL },
+        [METRIC_COMMIT_RETRIES] = { "icecommit_commit_retries_total", "Commit attempts retried, by reason.", METRIC_COUNTER, "reason", NULL },
+        [METRIC_COMMIT_SNAPSHOTS] = { "icecommit_snapshots_committed_total", "Snapshots committed.", METRIC_COUNTER, NULL, NULL },
+        [METRIC_COMMIT_DURATION] = { "icecommit_commit_duration_seconds", "Time from accepting a writer request to its durable commit.", METRIC_HISTOGRAM, NULL, NULL },
+        [METRIC_BATCH_REQUESTS] = { "icecommit_batch_requests", "Writer requests per committed snapshot.", METRIC_HISTOGRAM, NULL, NULL },
+        [METRIC_QUEUE_REQUESTS] = { "icecommit_queue_requests", "Writer requests waiting or in flight.", METRIC_GAUGE, NULL, NULL },
+        [METRIC_ROWS_ASSIGNED] = { "icecommit_row_ids_assigned_total", "Row ids assigned to committed snapshots (sum of added-rows).", METRIC_COUNTER, NULL, NULL },
+        [METRIC_LINEAGE_BREAKS] = { "icecommit_lineage_breaks_total", "Committed writer requests whose equality deletes break v3 row lineage (allowed by policy), by table.", METRIC_COUNTER, "table", NULL },
+        [METRIC_CATALOG_READY] = { "icecommit_catalog_ready", "1 once the catalog configuration was loaded.", METRIC_GAUGE, NULL, NULL },
         [METRIC_STORAGE_REQUESTS] = { "icecommit_storage_requests_total", "Object-store and file requests, by operation and outcome.", METRIC_COUNTER, "operation", "outcome" },
-        [METRIC_STORAGE_BYTES] = { "icecommit_storage_bytes_total", "Bytes read from and written to table storage, by direction.", METRIC_COUNTER, "direction" },
-        [METRIC_STORAGE_DURATION] = { "icecommit_storage_request_duration_seconds", "Latency of one object-store or file request.", METRIC_HISTOGRAM, NULL },
+        [METRIC_STORAGE_BYTES] = { "icecommit_storage_bytes_total", "Bytes read from and written to table storage, by direction.", METRIC_COUNTER, "direction", NULL },
+        [METRIC_STORAGE_DURATION] = { "icecommit_storage_request_duration_seconds", "Latency of one object-store or file request.", METRIC_HISTOGRAM, NULL, NULL },
 };
 
 /* Upper bounds shared by both histograms: seconds for latency, counts for batch sizes. */

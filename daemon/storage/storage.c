@@ -252,6 +252,140 @@ int storage_list(Storage *s, const StorageContext *ctx, const char *prefix_locat
                               cb, userdata, error);
 }
 
+typedef struct StorageReadMany StorageReadMany;
+
+/* The userdata of one read of a storage_read_many(). */
+typedef struct StorageReadSlot {
+        StorageReadMany *many;
+        size_t index;
+} StorageReadSlot;
+
+/* A storage_read_many() in progress: owns its copies of the locations and the items. It counts
+ * as one operation in flight of the storage until it answered. */
+struct StorageReadMany {
+        Storage *storage;
+        StorageContext ctx;
+        char **locations;
+        StorageReadItem *items;
+        StorageReadSlot *slots;
+        size_t n, n_started, n_done;
+        uint64_t max_bytes;
+        unsigned max_concurrent;
+        uv_work_t defer;                /* answers from the loop when nothing could be sent */
+        StorageReadManyCallback cb;
+        void *userdata;
+};
+
+static void storage_read_many_free(StorageReadMany *m) {
+        for (size_t i = 0; i < m->n; i++) {
+                free(m->locations[i]);
+                buf_deinit(&m->items[i].data);
+        }
+        free(m->locations);
+        free(m->items);
+        free(m->slots);
+        free(m);
+}
+
+static void storage_read_many_finish(StorageReadMany *m) {
+        Storage *s = m->storage;
+
+        m->cb(m->items, m->n, m->userdata);
+        storage_read_many_free(m);
+        s->n_local_in_flight--;
+        storage_maybe_closed(s);
+}
+
+static void storage_read_many_on_defer_work(uv_work_t *w) {
+}
+
+static void storage_read_many_on_defer_after(uv_work_t *w, int status) {
+        storage_read_many_finish(w->data);
+}
+
+static void storage_read_many_on_item(StorageResult *result, void *userdata);
+
+/* Keeps max_concurrent reads in flight; answers once every item is. Returns true when it
+ * answered (m is gone). */
+static bool storage_read_many_pump(StorageReadMany *m, bool in_call) {
+        while (m->n_started < m->n && m->n_started - m->n_done < m->max_concurrent) {
+                size_t i = m->n_started++;
+                StorageReadItem *item = &m->items[i];
+                int r;
+
+                m->slots[i] = (StorageReadSlot){ .many = m, .index = i };
+                r = storage_read(m->storage, &m->ctx, m->locations[i], m->max_bytes, storage_read_many_on_item,
+                                 &m->slots[i], &item->error);
+                if (r < 0) {
+                        item->status = r;
+                        m->n_done++;
+                }
+        }
+        if (m->n_done < m->n)
+                return false;
+        if (in_call) {
+                /* Nothing went out (every item failed at once): answer from the loop. */
+                m->defer.data = m;
+                if (uv_queue_work(m->storage->loop, &m->defer, storage_read_many_on_defer_work,
+                                  storage_read_many_on_defer_after) == 0)
+                        return true;
+        }
+        storage_read_many_finish(m);
+        return true;
+}
+
+static void storage_read_many_on_item(StorageResult *result, void *userdata) {
+        StorageReadSlot *slot = userdata;
+        StorageReadMany *m = slot->many;
+        StorageReadItem *item = &m->items[slot->index];
+
+        item->status = result->status;
+        item->error = result->error;
+        if (result->status == 0) {
+                item->data = result->data;
+                buf_init(&result->data, 0);
+        }
+        m->n_done++;
+        (void)storage_read_many_pump(m, /* in_call= */ false);
+}
+
+int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *locations, size_t n,
+                      uint64_t max_bytes, unsigned max_concurrent, StorageReadManyCallback cb, void *userdata) {
+        StorageReadMany *m;
+
+        if (s->is_closing)
+                return -ESHUTDOWN;
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->storage = s;
+        m->ctx = ctx ? *ctx : (StorageContext){};
+        m->max_bytes = max_bytes;
+        m->max_concurrent = max_concurrent ? max_concurrent : 1;
+        m->cb = cb;
+        m->userdata = userdata;
+        m->locations = calloc(n + 1, sizeof(*m->locations));
+        m->items = calloc(n + 1, sizeof(*m->items));
+        m->slots = calloc(n + 1, sizeof(*m->slots));
+        if (!m->locations || !m->items || !m->slots) {
+                storage_read_many_free(m);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                m->locations[i] = strdup(locations[i]);
+                m->n = i + 1;
+                if (!m->locations[i]) {
+                        storage_read_many_free(m);
+                        return -ENOMEM;
+                }
+        }
+        m->n = n;
+        /* Counted as one operation: a close waits for its answer. */
+        s->n_local_in_flight++;
+        (void)storage_read_many_pump(m, /* in_call= */ true);
+        return 0;
+}
+
 uint64_t storage_requests_sent(const Storage *s) {
         return s->s3 ? s3_client_requests_sent(s->s3) : 0;
 }

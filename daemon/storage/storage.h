@@ -102,6 +102,22 @@ int storage_delete(Storage *s, const StorageContext *ctx, const char *location, 
 int storage_list(Storage *s, const StorageContext *ctx, const char *prefix_location, size_t max_names,
                  StorageCallback cb, void *userdata, Error *error);
 
+/* One object of storage_read_many(). */
+typedef struct StorageReadItem {
+        int status;             /* as StorageResult.status */
+        Buf data;               /* the bytes; the callback may take them */
+        Error error;
+} StorageReadItem;
+
+/* Called once with every item answered (in the order of the locations). */
+typedef void (*StorageReadManyCallback)(StorageReadItem *items, size_t n_items, void *userdata);
+
+/* Reads n objects of at most max_bytes each, max_concurrent at a time (locations borrowed for
+ * the call only). Returns <0 without calling cb (-ENOMEM, -ESHUTDOWN), or 0; each item's
+ * failure is its own (an unsupported location fails that item). n may be 0. */
+int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *locations, size_t n,
+                      uint64_t max_bytes, unsigned max_concurrent, StorageReadManyCallback cb, void *userdata);
+
 /* Round trips to object stores so far, for benchmarks and tests. */
 uint64_t storage_requests_sent(const Storage *s);
 

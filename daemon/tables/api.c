@@ -252,7 +252,7 @@ static void tables_handle_create_namespace(HttpRequest *r, void *userdata) {
 }
 
 int tables_api_new(HttpServer *server, Catalog *catalog, uv_loop_t *loop, const TablesConfig *config,
-                   const StorageConfig *storage, TablesApi **ret_api) {
+                   const StorageConfig *storage_config, Storage *storage, TablesApi **ret_api) {
         _cleanup_(tables_api_freep) TablesApi *api = NULL;
         int r;
 
@@ -261,7 +261,8 @@ int tables_api_new(HttpServer *server, Catalog *catalog, uv_loop_t *loop, const 
                 return -ENOMEM;
         api->catalog = catalog;
         api->upgrade = (UpgradeContext){
-                .catalog = catalog, .loop = loop, .config = config, .storage = storage,
+                .catalog = catalog, .loop = loop, .config = config, .storage_config = storage_config,
+                .storage = storage,
         };
         r = http_server_route(server, "POST", "/v1/namespaces", tables_handle_create_namespace, api);
         if (r < 0)

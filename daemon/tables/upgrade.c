@@ -13,7 +13,6 @@
 
 #include "iceberg/manifest_list.h"
 #include "iceberg/table.h"
-#include "storage/local.h"
 #include "storage/storage.h"
 #include "tables/preflight.h"
 #include "tables/upgrade.h"
@@ -33,6 +32,9 @@ typedef struct UpgradeCall {
         UpgradeBranch *branches;
         size_t n_branches;
         json_t *report;
+        StorageProps *props;
+        StorageReadItem *lists;         /* each branch head's manifest list as read */
+        size_t n_lists;
         int work_status;
         Error error;
         uv_work_t work;
@@ -45,6 +47,10 @@ static UpgradeCall *upgrade_call_free(UpgradeCall *c) {
         c->branches = upgrade_branches_free(c->branches, c->n_branches);
         c->table = table_metadata_free(c->table);
         json_decref(c->report);
+        storage_props_free(c->props);
+        for (size_t i = 0; i < c->n_lists; i++)
+                buf_deinit(&c->lists[i].data);
+        free(c->lists);
         free(c);
         return NULL;
 }
@@ -143,29 +149,63 @@ static json_t *upgrade_commit_request(const UpgradeCall *c) {
                          "action", "upgrade-format-version", "format-version", UPGRADE_TARGET_FORMAT_VERSION);
 }
 
+/* Thread pool: parses the lists the loop read. */
 static void upgrade_read_lists_work(uv_work_t *w) {
         UpgradeCall *c = w->data;
-        const StorageConfig *storage = c->ctx->storage;
 
         c->work_status = 0;
         for (size_t i = 0; i < c->n_branches; i++) {
                 UpgradeBranch *b = &c->branches[i];
-                _cleanup_(buf_deinitp) Buf bytes;
-                _cleanup_(freep) char *path = NULL;
-                int r;
+                StorageReadItem *item = &c->lists[i];
+                int r = item->status;
 
-                buf_init(&bytes, storage->max_manifest_bytes);
-                r = storage_path_from_location(b->list_location, &path, &c->error);
+                if (r < 0)
+                        (void)error_set(&c->error, r, "%s", item->error.message);
                 if (r >= 0)
-                        r = storage_local_read_file(path, storage->max_manifest_bytes, &bytes, &c->error);
-                if (r >= 0)
-                        r = manifest_list_read(buf_slice(&bytes), &b->files, &b->n_files, &c->error);
+                        r = manifest_list_read(buf_slice(&item->data), &b->files, &b->n_files, &c->error);
+                buf_deinit(&item->data);
                 if (r < 0) {
                         c->work_status = error_prefix(&c->error, r, "branch '%s': manifest list '%s'", b->name,
                                                       b->list_location);
                         return;
                 }
         }
+}
+
+static void upgrade_read_lists_after(uv_work_t *w, int status);
+
+static void upgrade_on_lists_read(StorageReadItem *items, size_t n_items, void *userdata) {
+        _cleanup_(upgrade_call_freep) UpgradeCall *c = userdata;
+        int r;
+
+        for (size_t i = 0; i < n_items; i++) {
+                c->lists[i] = items[i];
+                buf_init(&items[i].data, 0);
+        }
+        c->work.data = c;
+        r = uv_queue_work(c->ctx->loop, &c->work, upgrade_read_lists_work, upgrade_read_lists_after);
+        if (r < 0) {
+                if (c->http)
+                        http_reply_error(c->http, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+                c->http = NULL;
+                return;
+        }
+        TAKE_PTR(c);
+}
+
+/* Reads every branch head's manifest list through storage, then parses them on the pool. */
+static int upgrade_read_lists(UpgradeCall *c) {
+        _cleanup_(freep) const char **locations = calloc(c->n_branches + 1, sizeof(*locations));
+        StorageContext ctx = { .props = c->props };
+
+        c->lists = calloc(c->n_branches + 1, sizeof(*c->lists));
+        if (!locations || !c->lists)
+                return -ENOMEM;
+        c->n_lists = c->n_branches;
+        for (size_t i = 0; i < c->n_branches; i++)
+                locations[i] = c->branches[i].list_location;
+        return storage_read_many(c->ctx->storage, &ctx, locations, c->n_branches, c->ctx->storage_config->max_manifest_bytes,
+                                 c->ctx->storage_config->s3.max_concurrent_requests, upgrade_on_lists_read, c);
 }
 
 static void upgrade_read_lists_after(uv_work_t *w, int status) {
@@ -177,7 +217,7 @@ static void upgrade_read_lists_after(uv_work_t *w, int status) {
                 return;         /* the client went away before anything was changed */
         if (status < 0 || c->work_status < 0) {
                 r = status < 0 ? status : c->work_status;
-                if (r == -ENOMEM || r == -EIO || status < 0)
+                if (status < 0 || storage_status_is_transient(r))
                         http_reply_error(c->http, 503, "storage-failed", "cannot read the table's manifest lists: %s",
                                          c->error.message[0] ? c->error.message : strerror(-r));
                 else
@@ -269,10 +309,12 @@ static void upgrade_on_loaded(const CatalogResult *result, void *userdata) {
                 c->http = NULL;
                 return;
         }
-        c->work.data = c;
-        r = uv_queue_work(c->ctx->loop, &c->work, upgrade_read_lists_work, upgrade_read_lists_after);
+        r = storage_props_new(result->properties, result->body, &c->props, &c->error);
+        if (r >= 0)
+                r = upgrade_read_lists(c);
         if (r < 0) {
-                http_reply_error(c->http, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+                http_reply_error(c->http, 503, r == -ENOMEM ? "out-of-memory" : "storage-unavailable",
+                                 "cannot read the table's manifest lists: %s", strerror(-r));
                 c->http = NULL;
                 return;
         }

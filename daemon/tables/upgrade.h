@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* POST /v1/namespaces/{namespace}/tables/{table}/upgrade: upgrades a format 2 table to 3 through
  * the catalog (update upgrade-format-version), after a pre-flight report (preflight.h) that a
- * dry run answers alone. Reads manifest lists on the thread pool; never writes table files. */
+ * dry run answers alone. Reads manifest lists through storage and parses them on the thread
+ * pool; never writes table files. */
 #pragma once
 
 #include <uv.h>
@@ -9,13 +10,15 @@
 #include "catalog/catalog.h"
 #include "config/config.h"
 #include "http/http.h"
+#include "storage/storage.h"
 
 /* What the handler needs; owned by TablesApi, every pointer borrowed from the daemon. */
 typedef struct UpgradeContext {
         Catalog *catalog;
         uv_loop_t *loop;
         const TablesConfig *config;
-        const StorageConfig *storage;
+        const StorageConfig *storage_config;
+        Storage *storage;
 } UpgradeContext;
 
 /* The route handler; userdata is an UpgradeContext that outlives every request. */

@@ -117,6 +117,15 @@ def test_append_on_s3_read_back_by_iceberg_java(request, credentials):
         assert status == 200
         assert s3_sha256(s3, manifest) == before
 
+        # The lineage audit and the row-id lookup read the lists and manifests from the bucket.
+        status, _, report = http("GET", f"{daemon.url}/v1/namespaces/{NS}/tables/{name}/lineage")
+        assert status == 200 and report["ok"] is True, report
+        assert [c["name"] for c in report["checks"] if c["ok"]][-1] == "manifest-lists-readable"
+        assert [(s["first-row-id"], s["added-rows"]) for s in report["snapshots"]] == [(0, 5), (5, 20)]
+        status, _, found = http("GET", f"{daemon.url}/v1/namespaces/{NS}/tables/{name}/row-ids/17")
+        assert status == 200 and found["assigned"] is True, found
+        assert found["data-file"]["path"] == staged["data-files"][1]["path"] and found["position"] == 2
+
         requests = storage_requests(daemon.url)
         assert requests.get(("get", "success"), 0) >= 2, requests     # staged manifest, parent list
         assert requests.get(("put", "success"), 0) >= 1, requests     # the new list
@@ -215,6 +224,36 @@ def test_store_errors_reach_the_writer(s3_rest_catalog_static, s3_rest_catalog):
         daemon.stop()
     dump = peer("dump", "--uri", catalog["uri"], "--table", f"{NS}.{name}", env=env)
     assert dump["next-row-id"] == 0 and dump["rows"] == []
+
+
+def test_upgrade_v2_table_on_s3(catalog):
+    """The upgrade's pre-flight report reads every branch head's list from the bucket; the first
+    commit after it gives the existing rows their ids."""
+    s3, env = catalog["s3"], java_env(catalog)
+    name = "up_" + uuid.uuid4().hex[:10]
+    location = f"{catalog['location_prefix']}/{name}"
+    peer("create-table", "--uri", catalog["uri"], "--table", f"{NS}.{name}", "--format-version", 2,
+         "--location", location, env=env)
+    peer("append", "--uri", catalog["uri"], "--table", f"{NS}.{name}", "--rows", 4, "--start-id", 0, env=env)
+    daemon = Daemon(catalog["uri"], catalog["dir"], s3_daemon_settings(s3, vended=True))
+    try:
+        url = f"{daemon.url}/v1/namespaces/{NS}/tables/{name}/upgrade"
+        status, _, report = http("POST", url, {"format-version": 3, "dry-run": True})
+        assert status == 200 and report["status"] == "ready", report
+        assert report["branches"][0]["rows-to-assign"] == 4 and report["branches"][0]["data-manifests"] == 1
+        status, _, done = http("POST", url, {"format-version": 3, "dry-run": False})
+        assert status == 200 and done["status"] == "upgraded", done
+        staged = peer("stage", "--uri", catalog["uri"], "--table", f"{NS}.{name}", "--files", 1, "--rows", 2,
+                      "--start-id", 100, env=env)
+        status, _, receipt = daemon.commit(NS, name, {"idempotency-key": "after-upgrade",
+                                                      "staged-manifests": [staged["manifest"]]})
+        assert status == 200, receipt
+    finally:
+        daemon.stop()
+    dump = peer("dump", "--uri", catalog["uri"], "--table", f"{NS}.{name}", env=env)
+    assert dump["format-version"] == 3 and dump["next-row-id"] == 6
+    # The new manifest first, then the parent's (Java's order): ids 100, 101, then 0..3.
+    assert {r["id"]: r["_row_id"] for r in dump["rows"]} == {100: 0, 101: 1, 0: 2, 1: 3, 2: 4, 3: 5}
 
 
 # --- exactly once on S3 -----------------------------------------------------------------------
