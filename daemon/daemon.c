@@ -99,7 +99,6 @@ static void daemon_on_catalog_closed(void *userdata) {
 static void daemon_on_storage_closed(void *userdata) {
         Daemon *d = userdata;
 
-        d->storage = NULL;
         d->is_storage_closed = true;
         daemon_finish_stop(d);
 }
@@ -116,6 +115,8 @@ static void daemon_close_catalog(Daemon *d) {
                 storage_close(d->storage, daemon_on_storage_closed, d);
         else
                 d->is_storage_closed = true;
+        /* The storage stays allocated until the loop is done: the engine and the catalog may
+         * still call it (and get -ESHUTDOWN) while their last callbacks run. */
 }
 
 static void daemon_on_engine_stopped(void *userdata) {
@@ -256,6 +257,7 @@ int daemon_run(const Config *config) {
         d.audit_api = audit_api_free(d.audit_api);
         d.engine = commit_engine_free(d.engine);
         d.catalog = catalog_free(d.catalog);
+        d.storage = storage_free(d.storage);
         d.metrics = metrics_free(d.metrics);
         if (uv_loop_close(&d.loop) != 0) {
                 log_error("event loop still had open handles at exit");

@@ -9,6 +9,13 @@
 #      and the rows read back with PyIceberg
 # Everything runs on loopback and is stopped at the end. QUICKSTART_KEEP=DIR keeps the
 # warehouse in DIR (the test suite reads it back with Iceberg Java).
+#
+# On a bucket instead, still with no catalog service: QUICKSTART_S3_ENDPOINT=URL (e.g.
+# http://127.0.0.1:8333), QUICKSTART_S3_ACCESS_KEY_ID, QUICKSTART_S3_SECRET_ACCESS_KEY,
+# QUICKSTART_S3_BUCKET (default icecommit, must exist), QUICKSTART_S3_REGION (default us-east-1).
+# The warehouse is then s3://BUCKET/quickstart-<random>/warehouse; the examples write their
+# Parquet files there and read back through S3 (they take the AWS_* variables set below); the
+# prefix is deleted at the end unless QUICKSTART_KEEP is set (DIR then holds config and logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +26,16 @@ ninja -C build-release daemon/icecommitd >/dev/null
 work=${QUICKSTART_KEEP:-$(mktemp -d "${TMPDIR:-/tmp}/icecommit-quickstart-XXXXXX")}
 mkdir -p "$work"
 warehouse=$work/warehouse
+s3_endpoint=${QUICKSTART_S3_ENDPOINT:-}
+if [ -n "$s3_endpoint" ]; then
+    bucket=${QUICKSTART_S3_BUCKET:-icecommit}
+    warehouse=s3://$bucket/quickstart-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')/warehouse
+    # The settings the examples take, as any AWS tool would (examples/python/storage.py).
+    export AWS_ENDPOINT_URL=$s3_endpoint AWS_REGION=${QUICKSTART_S3_REGION:-us-east-1}
+    export AWS_ACCESS_KEY_ID=${QUICKSTART_S3_ACCESS_KEY_ID:?QUICKSTART_S3_ACCESS_KEY_ID is needed with QUICKSTART_S3_ENDPOINT}
+    export AWS_SECRET_ACCESS_KEY=${QUICKSTART_S3_SECRET_ACCESS_KEY:?QUICKSTART_S3_SECRET_ACCESS_KEY is needed with QUICKSTART_S3_ENDPOINT}
+    unset AWS_ENDPOINT_URL_S3 AWS_SESSION_TOKEN
+fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url=http://127.0.0.1:$port
 py=.venv/bin/python
@@ -26,6 +43,11 @@ daemon_pid=
 cleanup() {
     [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
     [ -n "${QUICKSTART_KEEP:-}" ] || rm -rf "$work"
+    if [ -n "$s3_endpoint" ] && [ -z "${QUICKSTART_KEEP:-}" ]; then  # the bucket prefix
+        PYTHONPATH=examples/python $py -c 'import sys, argparse, storage
+p = argparse.ArgumentParser(); storage.add_arguments(p); fs, path = storage.filesystem(sys.argv[1], p.parse_args([]))
+fs.delete_dir(path)' "${warehouse%/warehouse}" || echo "could not delete $warehouse" >&2
+    fi
 }
 trap cleanup EXIT
 
@@ -35,6 +57,15 @@ cat >"$work/icecommitd.conf" <<CONF
 port = $port
 [catalog]
 warehouse = $warehouse
+CONF
+[ -z "$s3_endpoint" ] || cat >>"$work/icecommitd.conf" <<CONF
+[s3]
+endpoint = $s3_endpoint
+path-style-access = true
+access-key-id = $AWS_ACCESS_KEY_ID
+secret-access-key = $AWS_SECRET_ACCESS_KEY
+[client]
+region = $AWS_REGION
 CONF
 build-release/daemon/icecommitd --config "$work/icecommitd.conf" 2>"$work/icecommitd.log" &
 daemon_pid=$!

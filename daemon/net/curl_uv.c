@@ -225,6 +225,9 @@ static void curl_uv_transfer_finish(CurlUvTransfer *t, CURLcode result) {
                 cu->n_connections += (uint64_t)n_connects;
         (void)curl_multi_remove_handle(cu->multi, t->easy);
         transfer_list_remove(&cu->transfers, t);
+        /* Refused by its Content-Length before a byte of it was read: as a body we dropped. */
+        if (result == CURLE_FILESIZE_EXCEEDED && t->body_error == 0)
+                t->body_error = -E2BIG;
 
         if (result == CURLE_OK || (t->body_error < 0 && http_status > 0)) {
                 /* A body we had to drop still came with a status line: for a commit, the
@@ -475,6 +478,10 @@ static int curl_uv_transfer_setup(CurlUvTransfer *t, const CurlUvRequest *req, C
         /* Table metadata compresses ~10x; the limit applies to the decoded bytes. */
         EASY_SETOPT(easy, CURLOPT_ACCEPT_ENCODING, "");
         EASY_SETOPT(easy, CURLOPT_ERRORBUFFER, t->errbuf);
+        /* A body announced larger than the limit is refused at its headers, not downloaded
+         * (not for HEAD, whose Content-Length is the object's size, not a body). */
+        if (method != CURL_UV_HEAD)
+                EASY_SETOPT(easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)t->body.max);
         EASY_SETOPT(easy, CURLOPT_WRITEFUNCTION, curl_uv_on_write);
         EASY_SETOPT(easy, CURLOPT_WRITEDATA, (void *)t);
         EASY_SETOPT(easy, CURLOPT_PREREQFUNCTION, curl_uv_on_prereq);

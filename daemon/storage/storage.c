@@ -23,6 +23,7 @@ struct Storage {
         S3Client *s3;
         unsigned n_local_in_flight;
         bool is_closing;
+        bool is_closed;                 /* every handle closed; storage_free() may run */
         bool s3_closed;
         void (*close_done)(void *userdata);
         void *close_userdata;
@@ -57,15 +58,22 @@ static const char *const local_kind_names[] = {
 
 static void storage_maybe_closed(Storage *s) {
         void (*done)(void *userdata);
-        void *userdata;
 
-        if (!s->is_closing || !s->s3_closed || s->n_local_in_flight > 0)
+        if (!s->is_closing || !s->s3_closed || s->n_local_in_flight > 0 || s->is_closed)
                 return;
+        s->is_closed = true;
         done = s->close_done;
-        userdata = s->close_userdata;
-        free(s);
+        s->close_done = NULL;
         if (done)
-                done(userdata);
+                done(s->close_userdata);
+}
+
+Storage *storage_free(Storage *s) {
+        if (!s)
+                return NULL;
+        assert(s->is_closed);
+        free(s);
+        return NULL;
 }
 
 static void local_job_work(uv_work_t *w) {

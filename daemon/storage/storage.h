@@ -17,7 +17,8 @@
 #include "util/error.h"
 #include "util/slice.h"
 
-/* Owned by the daemon: closed by storage_close(), which frees it. */
+/* Owned by the daemon: closed by storage_close(), freed by storage_free() once closed. A closed
+ * storage refuses every operation with -ESHUTDOWN, so modules may still call it until then. */
 typedef struct Storage Storage;
 
 /* Per-table settings the catalog handed out: its /v1/config properties, then the table's
@@ -77,8 +78,10 @@ enum {
  * on first use. Returns 0, -ENOMEM or -EINVAL. */
 int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics, Storage **ret_storage);
 /* Fails every operation in flight with -ECANCELED (S3) or waits for its thread-pool job (local),
- * closes every handle, calls done(userdata) from the loop (may be NULL) and frees the storage. */
+ * closes every handle and calls done(userdata) from the loop (may be NULL). */
 void storage_close(Storage *s, void (*done)(void *userdata), void *userdata);
+/* Frees a closed storage (or NULL). Returns NULL. */
+Storage *storage_free(Storage *s);
 
 /* Each operation returns <0 without calling cb (-ESHUTDOWN, -ENOMEM, -EPROTONOSUPPORT or -EINVAL
  * for a location no backend takes, with the reason in *error when error is not NULL), or 0. */

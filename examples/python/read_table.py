@@ -2,27 +2,24 @@
 # SPDX-License-Identifier: Apache-2.0
 """Reads a table of icecommitd's embedded filesystem catalog with PyIceberg, by its metadata
 file, as any engine without a catalog would: the snapshots with their row-id ranges, then every
-row.
+row. The table may be a local directory or on S3 (settings: see storage.py).
 
-    read_table.py WAREHOUSE/NAMESPACE/TABLE"""
-import os
-import sys
+    read_table.py WAREHOUSE/NAMESPACE/TABLE
+    read_table.py s3://BUCKET/WAREHOUSE/NAMESPACE/TABLE [--s3-endpoint URL]"""
+import argparse
 
 from pyiceberg.table import StaticTable
 
-
-def newest_metadata(table_dir):
-    metadata = os.path.join(table_dir, "metadata")
-    with open(os.path.join(metadata, "version-hint.text")) as f:
-        version = int(f.read().strip())
-    while os.path.exists(os.path.join(metadata, f"v{version + 1}.metadata.json")):
-        version += 1
-    return os.path.join(metadata, f"v{version}.metadata.json")
+import storage
 
 
 def main():
-    location = newest_metadata(sys.argv[1])
-    table = StaticTable.from_metadata(location)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("table_location", metavar="WAREHOUSE/NAMESPACE/TABLE")
+    storage.add_arguments(p)
+    args = p.parse_args()
+    location = storage.newest_metadata(args.table_location, args)
+    table = StaticTable.from_metadata(location, properties=storage.pyiceberg_properties(location, args))
     md = table.metadata
     print(f"{location}: format version {md.format_version}, next-row-id {md.next_row_id}")
     for s in md.snapshots:

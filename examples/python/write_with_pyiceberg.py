@@ -6,13 +6,14 @@ many such writers never race each other on the catalog; icecommitd batches them 
 row lineage.
 
     write_with_pyiceberg.py --url http://127.0.0.1:8080 --namespace demo --table events \
-        --rows 5 --start-id 100 --key job-2 [--catalog-uri http://127.0.0.1:8181]
+        --rows 5 --start-id 100 --key job-2 [--catalog-uri http://127.0.0.1:8181] [--s3-endpoint URL]
 
 The table is read with PyIceberg from the REST catalog (--catalog-uri), or on icecommitd's
-embedded filesystem catalog from its newest metadata file."""
+embedded filesystem catalog from its newest metadata file. PyIceberg writes the files where the
+table is: a local directory, or for an s3:// location the bucket (its FileIO gets the s3.*
+properties from the settings in storage.py)."""
 import argparse
 import datetime
-import os
 import uuid
 
 import pyarrow as pa
@@ -21,21 +22,18 @@ from pyiceberg.io.pyarrow import _dataframe_to_data_files  # PyIceberg's own fil
 from pyiceberg.table import StaticTable
 from pyiceberg.types import DateType, DecimalType, TimestampType, TimestamptzType
 
+import storage
 from icecommit_api import commit, create_table, print_receipt
 
 EPOCH = datetime.date(1970, 1, 1)
 
 
-def load(created, catalog_uri, identifier):
-    if catalog_uri:
+def load(created, args, identifier):
+    properties = storage.pyiceberg_properties(created["location"], args)
+    if args.catalog_uri:
         from pyiceberg.catalog.rest import RestCatalog
-        return RestCatalog("writer", uri=catalog_uri).load_table(identifier)
-    metadata = os.path.join(created["location"], "metadata")
-    with open(os.path.join(metadata, "version-hint.text")) as f:
-        version = int(f.read().strip())
-    while os.path.exists(os.path.join(metadata, f"v{version + 1}.metadata.json")):
-        version += 1        # the hint may lag behind the newest version
-    return StaticTable.from_metadata(os.path.join(metadata, f"v{version}.metadata.json"))
+        return RestCatalog("writer", uri=args.catalog_uri, **properties).load_table(identifier)
+    return StaticTable.from_metadata(storage.newest_metadata(created["location"], args), properties=properties)
 
 
 def json_single_value(iceberg_type, value):
@@ -99,10 +97,11 @@ def main():
     p.add_argument("--day", default="2026-12-01")
     p.add_argument("--catalog-uri", default=None)
     p.add_argument("--key", default=None, help="idempotency key (default: a new one)")
+    storage.add_arguments(p)
     args = p.parse_args()
 
     created = create_table(args.url, args.namespace, args.table)
-    table = load(created, args.catalog_uri, f"{args.namespace}.{args.table}")
+    table = load(created, args, f"{args.namespace}.{args.table}")
     day = datetime.date.fromisoformat(args.day)
     ids = list(range(args.start_id, args.start_id + args.rows))
     df = pa.table({"id": pa.array(ids, pa.int64()), "name": [f"event-{i}" for i in ids],

@@ -128,3 +128,16 @@ def test_denied_access_names_the_store_code_bucket_and_key(s3, proxy, table):
     assert "AccessDenied" in message and f"bucket '{s3['bucket']}'" in message and ".parquet" in message, message
     assert s3["secret_key"] not in message
     assert snapshots(s3, location) == []
+
+
+def test_too_large_staged_manifest_is_413(s3, proxy, table):
+    """A staged manifest larger than storage.max-manifest-bytes is refused by its Content-Length
+    (413), not downloaded and then judged."""
+    d, location = table
+    key = f"{s3_key(s3, location)}/metadata/staged-huge.avro"
+    assert s3_request(s3, "PUT", key, body=b"\0" * (80 << 20))[0] == 200
+    status, _, answer = d.commit(NS, "t", {"idempotency-key": "huge",
+                                           "staged-manifests": [f"s3://{s3['bucket']}/{key}"]})
+    assert status == 413, answer
+    assert "above the limit of 67108864 bytes" in answer["error"]["message"], answer
+    assert snapshots(s3, location) == []

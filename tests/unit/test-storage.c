@@ -278,6 +278,8 @@ TEST(async_local_operations) {
         ASSERT_EQ(storage_read(s, NULL, path, 100, on_done, &st, &e), -ESHUTDOWN);
         ASSERT_TRUE(uv_run(&loop, UV_RUN_DEFAULT) == 0);
         ASSERT_EQ(closed, 1);
+        ASSERT_EQ(storage_read(s, NULL, path, 100, on_done, &st, &e), -ESHUTDOWN);
+        s = storage_free(s);
         ASSERT_EQ(uv_loop_close(&loop), 0);
         ASSERT_TRUE(rmdir(dir) == 0);
 }
@@ -305,6 +307,7 @@ TEST(unreachable_store_is_transient) {
         storage_close(s, on_closed, &closed);
         ASSERT_TRUE(uv_run(&loop, UV_RUN_DEFAULT) == 0);
         ASSERT_EQ(closed, 1);
+        s = storage_free(s);
         ASSERT_EQ(uv_loop_close(&loop), 0);
 }
 

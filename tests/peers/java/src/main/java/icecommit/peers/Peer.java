@@ -10,6 +10,9 @@
 //   stage        --uri U --table ns.name --files F --rows R --start-id K [--manifest-dir DIR] [--bucket B]
 //                [--manifests M]   (M manifests in one run: {"manifests": [...]})
 //   append       --uri U --table ns.name --rows R --start-id K [--branch B] [--count N] [--bucket B] [--persist]
+//                [--timed [--warmup W] [--wait-stdin]]   (benchmarks: data files written first, then
+//                W untimed commits, then the N commits each timed: "commit-ms"; --wait-stdin prints
+//                "peer: ready" on stderr after the warm-up and starts the N commits on a stdin line)
 //   dump         --uri U --table ns.name [--branch B] [--no-rows]
 //   dump         --metadata PATH/vN.metadata.json [--table NAME] [--branch B] [--no-rows]
 //   metadata     --uri U --table ns.name
@@ -119,8 +122,8 @@ public final class Peer {
       case "append":
         return append(
             new Args(rest,
-                Set.of("uri", "table", "rows", "start-id", "branch", "count", "bucket"),
-                Set.of("persist")));
+                Set.of("uri", "table", "rows", "start-id", "branch", "count", "bucket", "warmup"),
+                Set.of("persist", "timed", "wait-stdin")));
       case "dump":
         return Dump.run(new Args(rest, Set.of("uri", "table", "branch", "metadata"), Set.of("no-rows")));
       case "commit-overlap":
@@ -313,37 +316,56 @@ public final class Peer {
     long count = args.lng("count", 1);
     int bucket = args.integer("bucket", 0);
     String branch = args.str("branch", null);
-    if (count < 1 || rows < 0) {
-      throw new Args.UsageException("--count must be >= 1 and --rows >= 0");
+    boolean timed = args.flag("timed");
+    long warmup = args.lng("warmup", 0);
+    if (count < 1 || rows < 0 || warmup < 0) {
+      throw new Args.UsageException("--count must be >= 1, --rows and --warmup >= 0");
+    }
+    if (!timed && (warmup > 0 || args.flag("wait-stdin"))) {
+      throw new Args.UsageException("--warmup and --wait-stdin need --timed");
     }
     try (var catalog = catalog(args)) {
       Table table = catalog.loadTable(id);
       List<Long> snapshots = new ArrayList<>();
       List<Long> attempts = new ArrayList<>();
       List<String> paths = new ArrayList<>();
-      for (long i = 0; i < count; i++) {
-        DataFile df = PeerData.writeDataFile(table, startId + i * rows, rows, bucket);
-        for (;;) {
-          AppendFiles append = table.newFastAppend().appendFile(df);
-          if (branch != null) {
-            append.toBranch(branch);
-          }
-          try {
-            append.commit(); // retries on 409 like any Iceberg writer (commit.retry.* properties)
-            break;
-          } catch (CommitFailedException e) {
-            // --persist: a racing competitor that never gives up (it would lose every race
-            // against a faster committer and stop after its 4 retries otherwise).
-            if (!args.flag("persist")) {
-              throw e;
-            }
-            table.refresh();
-          }
+      List<Double> commitMs = new ArrayList<>();
+      long[] gaveUp = {0};
+      if (!timed) {
+        for (long i = 0; i < count; i++) {
+          DataFile df = PeerData.writeDataFile(table, startId + i * rows, rows, bucket);
+          appendOne(table, df, branch, args.flag("persist"), gaveUp);
+          Snapshot s = branch != null ? table.snapshot(branch) : table.currentSnapshot();
+          snapshots.add(s.snapshotId());
+          attempts.add(CommitAttempts.attempts(s.snapshotId()));
+          paths.add(df.location());
         }
-        Snapshot s = branch != null ? table.snapshot(branch) : table.currentSnapshot();
-        snapshots.add(s.snapshotId());
-        attempts.add(CommitAttempts.attempts(s.snapshotId()));
-        paths.add(df.location());
+      } else {
+        // --timed: every data file first, so that the timed loop (and a proxy counting the
+        // store's requests meanwhile) sees nothing but commits; then the warm-up commits (JIT,
+        // connection pools), then each of the N commits timed around newFastAppend()...commit().
+        List<DataFile> files = new ArrayList<>();
+        for (long i = 0; i < warmup + count; i++) {
+          files.add(PeerData.writeDataFile(table, startId + i * rows, rows, bucket));
+        }
+        for (long i = 0; i < warmup; i++) {
+          appendOne(table, files.get((int) i), branch, args.flag("persist"), new long[1]);
+        }
+        if (args.flag("wait-stdin")) {
+          System.err.println("peer: ready");
+          System.err.flush();
+          new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+        }
+        for (long i = warmup; i < warmup + count; i++) {
+          DataFile df = files.get((int) i);
+          long t0 = System.nanoTime();
+          appendOne(table, df, branch, args.flag("persist"), gaveUp);
+          commitMs.add((System.nanoTime() - t0) / 1e6);
+          Snapshot s = branch != null ? table.snapshot(branch) : table.currentSnapshot();
+          snapshots.add(s.snapshotId());
+          attempts.add(CommitAttempts.attempts(s.snapshotId()));
+          paths.add(df.location());
+        }
       }
       Map<String, Object> out = new LinkedHashMap<>();
       out.put("commits", count);
@@ -351,7 +373,35 @@ public final class Peer {
       out.put("attempts", attempts); // 1 = first try; more = lost that many races
       out.put("branch", branch == null ? "main" : branch);
       out.put("data-files", paths);
+      if (timed) {
+        out.put("warmup", warmup);
+        out.put("commit-ms", commitMs); // the N timed commits, each until commit() returned
+        out.put("gave-up", gaveUp[0]); // --persist: CommitFailedExceptions after Iceberg's retries
+      }
       return JSON.writeValueAsString(out);
+    }
+  }
+
+  /** One FastAppend of df; with persist, a CommitFailedException (Iceberg gave up after its
+   *  commit.retry.* attempts) is counted in gaveUp[0] and the append starts over. */
+  private static void appendOne(Table table, DataFile df, String branch, boolean persist, long[] gaveUp) {
+    for (;;) {
+      AppendFiles append = table.newFastAppend().appendFile(df);
+      if (branch != null) {
+        append.toBranch(branch);
+      }
+      try {
+        append.commit(); // retries on 409 like any Iceberg writer (commit.retry.* properties)
+        return;
+      } catch (CommitFailedException e) {
+        // --persist: a racing competitor that never gives up (it would lose every race
+        // against a faster committer and stop after its 4 retries otherwise).
+        if (!persist) {
+          throw e;
+        }
+        gaveUp[0]++;
+        table.refresh();
+      }
     }
   }
 
