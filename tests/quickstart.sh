@@ -58,7 +58,9 @@ port = $port
 [catalog]
 warehouse = $warehouse
 CONF
-[ -z "$s3_endpoint" ] || cat >>"$work/icecommitd.conf" <<CONF
+if [ -n "$s3_endpoint" ]; then
+    chmod 600 "$work/icecommitd.conf"   # it holds the secret key
+    cat >>"$work/icecommitd.conf" <<CONF
 [s3]
 endpoint = $s3_endpoint
 path-style-access = true
@@ -67,6 +69,7 @@ secret-access-key = $AWS_SECRET_ACCESS_KEY
 [client]
 region = $AWS_REGION
 CONF
+fi
 build-release/daemon/icecommitd --config "$work/icecommitd.conf" 2>"$work/icecommitd.log" &
 daemon_pid=$!
 for _ in $(seq 100); do curl -sf "$url/readyz" >/dev/null && break; sleep 0.1; done

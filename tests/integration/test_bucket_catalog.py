@@ -72,6 +72,12 @@ def list_keys(s3, prefix):
     return [k.split("</Key>")[0] for k in body.decode().split("<Key>")[1:]]
 
 
+def list_requests(url):
+    _, _, text = http("GET", url + "/metrics")
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith('icecommit_storage_requests_total{operation="list"'))
+
+
 def test_tables_and_commits_on_a_bucket(s3, warehouse):
     d = Daemon(warehouse, make_workdir("icecommit-bucket-"), settings(s3))
     try:
@@ -85,6 +91,7 @@ def test_tables_and_commits_on_a_bucket(s3, warehouse):
         assert status == 200 and body["created"] is False, body      # the marker object exists
         assert s3_request(s3, "HEAD", f"{s3_key(s3, warehouse)}/{NS}/")[0] == 200
 
+        lists_before = list_requests(d.url)
         fs = pyarrow_s3(s3)
         path, size = write_parquet(s3, fs, location, [1, 2, 3])
         req = DataFilesRequest("one", path, size, [1, 2, 3])
@@ -101,6 +108,9 @@ def test_tables_and_commits_on_a_bucket(s3, warehouse):
         status, _, receipt = d.commit(NS, "t", DataFilesRequest("two", *write_parquet(s3, fs, location, [4]), [4]).body())
         assert status == 200 and receipt["sequence-number"] == 2, receipt
         assert s3_request(s3, "GET", f"{s3_key(s3, location)}/metadata/version-hint.text")[1] == b"3"
+
+        # Version discovery reads the hint and HEADs v<N+1>: commits never list the prefix.
+        assert list_requests(d.url) == lists_before > 0
     finally:
         d.stop()
 
