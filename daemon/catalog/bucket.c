@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "catalog/bucket.h"
+#include "catalog/hadoop_layout.h"
 #include "iceberg/table_update.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -21,8 +22,7 @@
 #include "util/time-util.h"
 #include "util/uuid.h"
 
-#define VERSION_HINT "version-hint.text"
-#define METADATA_SUFFIX ".metadata.json"
+#define VERSION_HINT HADOOP_LAYOUT_VERSION_HINT
 /* Version files listed at most when the hint is unusable (a table with more is read from the
  * highest of the first ones, then stepped forward by HEAD). */
 #define BUCKET_MAX_LISTED_VERSIONS 100000
@@ -151,31 +151,6 @@ static void bucket_job_fail_read(BucketJob *j, const StorageResult *r) {
                 bucket_job_fail(j, CATALOG_E_UNAVAILABLE, "", "%s", r->error.message);
 }
 
-static char *bucket_version_location(const char *dir, int64_t version) {
-        char *p;
-
-        return asprintf(&p, "%s/metadata/v%" PRId64 METADATA_SUFFIX, dir, version) < 0 ? NULL : p;
-}
-
-/* "…/v<N>.metadata.json" → N, else -1 (Java's VERSION_PATTERN and Integer.parseInt). */
-static int64_t bucket_version_from_location(const char *location) {
-        const char *name = strrchr(location, '/');
-        size_t len, suffix = strlen(METADATA_SUFFIX);
-        char digits[16];
-        uint64_t v;
-
-        name = name ? name + 1 : location;
-        len = strlen(name);
-        if (name[0] != 'v' || len <= 1 + suffix || strcmp(name + len - suffix, METADATA_SUFFIX) != 0 ||
-            len - 1 - suffix >= sizeof(digits))
-                return -1;
-        memcpy(digits, name + 1, len - 1 - suffix);
-        digits[len - 1 - suffix] = 0;
-        if (parse_u64(digits, &v) < 0 || v > INT32_MAX)
-                return -1;
-        return (int64_t)v;
-}
-
 static int bucket_submit_error(BucketJob *j, int r, const Error *e) {
         bucket_job_fail(j, r == -ENOMEM ? -ENOMEM : CATALOG_E_UNAVAILABLE, "", "%s", e->message);
         return r;
@@ -211,7 +186,7 @@ static void bucket_read_version(BucketJob *j) {
         int r;
 
         free(j->metadata_location);
-        j->metadata_location = bucket_version_location(j->dir, j->version);
+        j->metadata_location = hadoop_layout_version_location(j->dir, j->version);
         if (!j->metadata_location) {
                 bucket_job_fail(j, -ENOMEM, "", "out of memory");
                 return;
@@ -243,7 +218,7 @@ static void bucket_on_probe(StorageResult *r, void *userdata) {
 
 /* The hint may lag behind the last commit: step forward while v<N+1> exists. */
 static void bucket_probe(BucketJob *j) {
-        _cleanup_(freep) char *next = bucket_version_location(j->dir, j->version + 1);
+        _cleanup_(freep) char *next = hadoop_layout_version_location(j->dir, j->version + 1);
         Error e = {};
         int r;
 
@@ -265,7 +240,7 @@ static void bucket_on_list(StorageResult *r, void *userdata) {
         }
         j->version = 0;
         for (size_t i = 0; i < r->n_names; i++) {
-                int64_t v = bucket_version_from_location(r->names[i]);
+                int64_t v = hadoop_layout_version_from_name(r->names[i]);
 
                 if (v > j->version)
                         j->version = v;
@@ -277,21 +252,15 @@ static void bucket_on_hint(StorageResult *r, void *userdata) {
         BucketJob *j = userdata;
         _cleanup_(freep) char *prefix = NULL;
         Error e = {};
-        uint64_t v;
+        int64_t v;
         int rr;
 
-        if (r->status == 0) {
-                size_t len = r->data.len;
-
-                while (len > 0 && (r->data.data[len - 1] == '\n' || r->data.data[len - 1] == '\r' ||
-                                   r->data.data[len - 1] == ' '))
-                        r->data.data[--len] = 0;
-                if (parse_u64(buf_str(&r->data), &v) == 0 && v > 0 && v <= INT32_MAX) {
-                        j->version = (int64_t)v;
-                        bucket_probe(j);
-                        return;
-                }
-        } else if (r->status != -ENOENT && r->status != -EFBIG) {
+        if (r->status == 0 && (v = hadoop_layout_hint_parse(buf_str(&r->data), r->data.len)) > 0) {
+                j->version = v;
+                bucket_probe(j);
+                return;
+        }
+        if (r->status < 0 && r->status != -ENOENT && r->status != -EFBIG) {
                 bucket_job_fail_read(j, r);
                 return;
         }
@@ -395,7 +364,7 @@ static void bucket_publish(BucketJob *j, int64_t version) {
 
         j->publish_version = version;
         free(j->publish_location);
-        j->publish_location = bucket_version_location(j->dir, version);
+        j->publish_location = hadoop_layout_version_location(j->dir, version);
         free(j->text);
         j->text = json_dumps(j->metadata, JSON_INDENT(2));
         if (!j->publish_location || !j->text) {
@@ -492,7 +461,7 @@ static void bucket_on_table_listed(StorageResult *r, void *userdata) {
                 return;
         }
         for (size_t i = 0; i < r->n_names; i++)
-                if (bucket_version_from_location(r->names[i]) > 0) {
+                if (hadoop_layout_version_from_name(r->names[i]) > 0) {
                         bucket_job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException", "Table already exists: %s",
                                         j->name);
                         return;
@@ -567,9 +536,6 @@ static void bucket_on_started(StorageResult *r, void *userdata) {
 
 /* ---- calls ------------------------------------------------------------------------------- */
 
-static bool bucket_name_is_valid(const char *s) {
-        return s && s[0] != '\0' && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 && !strchr(s, '/');
-}
 
 static int bucket_job_new(BucketCatalog *c, BucketOp op, const char *const *namespace, size_t n_namespace,
                           const char *last, const json_t *request, CatalogCallback cb, void *userdata,
@@ -584,9 +550,9 @@ static int bucket_job_new(BucketCatalog *c, BucketOp op, const char *const *name
                 if (n_namespace == 0)
                         return -EINVAL;
                 for (size_t i = 0; i < n_namespace; i++)
-                        if (!bucket_name_is_valid(namespace[i]))
+                        if (!hadoop_layout_name_is_valid(namespace[i]))
                                 return -EINVAL;
-                if (last && !bucket_name_is_valid(last))
+                if (last && !hadoop_layout_name_is_valid(last))
                         return -EINVAL;
         }
         j = calloc(1, sizeof(*j));

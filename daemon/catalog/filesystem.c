@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "catalog/filesystem.h"
+#include "catalog/hadoop_layout.h"
 #include "iceberg/table_update.h"
 #include "storage/local.h"
 #include "storage/storage.h"
@@ -26,8 +27,8 @@
 #include "util/parse.h"
 #include "util/uuid.h"
 
-#define VERSION_HINT "version-hint.text"
-#define METADATA_SUFFIX ".metadata.json"
+#define VERSION_HINT HADOOP_LAYOUT_VERSION_HINT
+#define METADATA_SUFFIX HADOOP_LAYOUT_METADATA_SUFFIX
 
 struct FsCatalog {
         uv_loop_t *loop;
@@ -97,9 +98,6 @@ static void job_fail(FsJob *j, int status, const char *error_type, const char *f
 
 /* ---- paths ------------------------------------------------------------------------------- */
 
-static bool name_is_valid(const char *s) {
-        return s && s[0] != '\0' && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 && !strchr(s, '/');
-}
 
 /* <warehouse>/<level>/.../<last> and "level. ... .last"; last may be NULL. */
 static int paths_build(const FsCatalog *c, const char *const *namespace, size_t n_namespace,
@@ -110,9 +108,9 @@ static int paths_build(const FsCatalog *c, const char *const *namespace, size_t 
         if (n_namespace == 0)
                 return -EINVAL;
         for (size_t i = 0; i < n_namespace; i++)
-                if (!name_is_valid(namespace[i]))
+                if (!hadoop_layout_name_is_valid(namespace[i]))
                         return -EINVAL;
-        if (last && !name_is_valid(last))
+        if (last && !hadoop_layout_name_is_valid(last))
                 return -EINVAL;
         buf_init(&dir, SIZE_MAX);
         buf_init(&name, SIZE_MAX);
@@ -143,11 +141,6 @@ static char *path_join(const char *dir, const char *file) {
         return asprintf(&p, "%s/%s", dir, file) < 0 ? NULL : p;
 }
 
-static char *metadata_file_path(const char *table_dir, int64_t version) {
-        char *p;
-
-        return asprintf(&p, "%s/metadata/v%" PRId64 METADATA_SUFFIX, table_dir, version) < 0 ? NULL : p;
-}
 
 static bool file_exists(const char *path) {
         struct stat st;
@@ -155,39 +148,17 @@ static bool file_exists(const char *path) {
         return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* "v<N>.metadata.json" → N (Java's VERSION_PATTERN plus Integer.parseInt), else -1. */
-static int64_t version_from_name(const char *name) {
-        size_t len = strlen(name), suffix = strlen(METADATA_SUFFIX);
-        char digits[16];
-        uint64_t v;
-
-        if (name[0] != 'v' || len <= 1 + suffix || strcmp(name + len - suffix, METADATA_SUFFIX) != 0 ||
-            len - 1 - suffix >= sizeof(digits))
-                return -1;
-        memcpy(digits, name + 1, len - 1 - suffix);
-        digits[len - 1 - suffix] = 0;
-        if (parse_u64(digits, &v) < 0 || v > INT32_MAX)
-                return -1;
-        return (int64_t)v;
-}
 
 /* ---- reading the latest version (worker) ------------------------------------------------- */
 
 static int64_t version_hint_read(const char *metadata_dir) {
         _cleanup_(freep) char *path = path_join(metadata_dir, VERSION_HINT);
         _cleanup_(buf_deinitp) Buf b = {};
-        uint64_t v;
-        size_t len;
 
         buf_init(&b, 64);
         if (!path || storage_local_read_file(path, 64, &b, NULL) < 0)
                 return -1;
-        len = b.len;
-        while (len > 0 && (b.data[len - 1] == '\n' || b.data[len - 1] == '\r' || b.data[len - 1] == ' '))
-                b.data[--len] = 0;
-        if (parse_u64(buf_str(&b), &v) < 0 || v == 0 || v > INT32_MAX)
-                return -1;
-        return (int64_t)v;
+        return hadoop_layout_hint_parse(buf_str(&b), b.len);
 }
 
 /* The highest v<N>.metadata.json in metadata_dir: 0 when there is none, -errno when the
@@ -200,8 +171,8 @@ static int64_t version_scan(const char *metadata_dir) {
         if (!d)
                 return -errno;
         while ((e = readdir(d)))
-                if (version_from_name(e->d_name) > best)
-                        best = version_from_name(e->d_name);
+                if (hadoop_layout_version_from_name(e->d_name) > best)
+                        best = hadoop_layout_version_from_name(e->d_name);
         closedir(d);
         return best;
 }
@@ -220,7 +191,7 @@ static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path, js
         if (!metadata_dir)
                 return job_fail(j, -ENOMEM, "", "out of memory"), -1;
         version = version_hint_read(metadata_dir);
-        if (version < 0 || !(path = metadata_file_path(j->dir, version)) || !file_exists(path)) {
+        if (version < 0 || !(path = hadoop_layout_version_location(j->dir, version)) || !file_exists(path)) {
                 /* No usable hint: list the directory, as findVersion() does. */
                 version = version_scan(metadata_dir);
                 if (version == -ENOENT || version == -ENOTDIR || version == 0)
@@ -232,7 +203,7 @@ static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path, js
         }
         /* The hint may lag behind the last commit: step forward while v<N+1> exists. */
         for (;;) {
-                _cleanup_(freep) char *next = metadata_file_path(j->dir, version + 1);
+                _cleanup_(freep) char *next = hadoop_layout_version_location(j->dir, version + 1);
 
                 if (!next)
                         return job_fail(j, -ENOMEM, "", "out of memory"), -1;
@@ -241,7 +212,7 @@ static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path, js
                 version++;
         }
         free(path);
-        path = metadata_file_path(j->dir, version);
+        path = hadoop_layout_version_location(j->dir, version);
         if (!path)
                 return job_fail(j, -ENOMEM, "", "out of memory"), -1;
 
@@ -375,7 +346,7 @@ static void version_publish(FsJob *j, int64_t version, json_t *metadata_take) {
                               *text = NULL;
         int r;
 
-        final = metadata_file_path(j->dir, version);
+        final = hadoop_layout_version_location(j->dir, version);
         text = json_dumps(metadata, JSON_INDENT(2));
         if (!metadata_dir || !final || !text)
                 return job_fail(j, -ENOMEM, "", "out of memory");

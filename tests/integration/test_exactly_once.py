@@ -22,7 +22,7 @@ import pytest
 
 from conftest import PEERS, ROOT, Daemon, free_port, peer
 from faults import clear_faults, get_faults, set_faults
-from writers import (RestartableDaemon, log_excerpt, metric_lines, run_writers, send_until_answered,
+from writers import (RestartableDaemon, conclude, log_excerpt, metric_lines, run_writers, send_until_answered,
                      stage_requests, stop_daemon, verify_table)
 
 SETTINGS = {"commit.min-backoff-ms": "10", "commit.max-backoff-ms": "300", "commit.max-attempts": "200"}
@@ -39,18 +39,6 @@ def new_table(uri):
     name = "xo_" + uuid.uuid4().hex[:10]
     peer("create-table", "--uri", uri, "--table", f"ns.{name}", "--format-version", 3)
     return "ns", name
-
-
-def conclude(counts, problems, logs):
-    """Asserts the exactly-once verdict; on failure prints the daemon log lines that matter."""
-    if problems or counts["duplicates"] or counts["lost"]:
-        for path in logs:
-            print(f"--- {path} (excerpt)")
-            for line in log_excerpt(path):
-                print("   ", line)
-    assert counts["duplicates"] == 0, problems[:10]
-    assert counts["lost"] == 0, problems[:10]
-    assert not problems, problems[:10]
 
 
 def injected_of(uri):

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import Daemon, free_port, http, peer, s3_daemon_settings, s3_key, s3_peer_env, s3_request
 from faults import clear_faults, get_faults, set_faults
-from writers import (RestartableDaemon, log_excerpt, metric_lines, run_writers, send_until_answered,
+from writers import (RestartableDaemon, conclude, log_excerpt, metric_lines, run_writers, send_until_answered,
                      stage_requests, stop_daemon, verify_table)
 
 NS = "s3ns"
@@ -257,17 +257,6 @@ def test_upgrade_v2_table_on_s3(catalog):
 
 
 # --- exactly once on S3 -----------------------------------------------------------------------
-
-
-def conclude(counts, problems, logs):
-    if problems or counts["duplicates"] or counts["lost"]:
-        for path in logs:
-            print(f"--- {path} (excerpt)")
-            for line in log_excerpt(path):
-                print("   ", line)
-    assert counts["duplicates"] == 0, problems[:10]
-    assert counts["lost"] == 0, problems[:10]
-    assert not problems, problems[:10]
 
 
 def test_race_two_daemons_and_java_on_s3(catalog):

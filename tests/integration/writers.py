@@ -230,6 +230,18 @@ def verify_table(uri, ns, name, reqs, label, injected=None, extra=None, env=None
     return counts, problems
 
 
+def conclude(counts, problems, logs):
+    """Asserts the exactly-once verdict; on failure prints the daemon log lines that matter."""
+    if problems or counts["duplicates"] or counts["lost"]:
+        for path in logs:
+            print(f"--- {path} (excerpt)")
+            for line in log_excerpt(path):
+                print("   ", line)
+    assert counts["duplicates"] == 0, problems[:10]
+    assert counts["lost"] == 0, problems[:10]
+    assert not problems, problems[:10]
+
+
 class RestartableDaemon:
     """icecommitd on a fixed port, restarted after kill -9 on the same port (like a supervisor
     would); every start appends to one log, icecommitd-<port>.log in workdir."""
