@@ -32,8 +32,8 @@ if [ -n "$s3_endpoint" ]; then
     warehouse=s3://$bucket/quickstart-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')/warehouse
     # The settings the examples take, as any AWS tool would (examples/python/storage.py).
     export AWS_ENDPOINT_URL=$s3_endpoint AWS_REGION=${QUICKSTART_S3_REGION:-us-east-1}
-    export AWS_ACCESS_KEY_ID=${QUICKSTART_S3_ACCESS_KEY_ID:?QUICKSTART_S3_ACCESS_KEY_ID is needed with QUICKSTART_S3_ENDPOINT}
-    export AWS_SECRET_ACCESS_KEY=${QUICKSTART_S3_SECRET_ACCESS_KEY:?QUICKSTART_S3_SECRET_ACCESS_KEY is needed with QUICKSTART_S3_ENDPOINT}
+    export AWS_ACCESS_KEY_ID=${QUICKSTART_S3_ACCESS_KEY_ID:?is needed with QUICKSTART_S3_ENDPOINT}
+    export AWS_SECRET_ACCESS_KEY=${QUICKSTART_S3_SECRET_ACCESS_KEY:?is needed with QUICKSTART_S3_ENDPOINT}
     unset AWS_ENDPOINT_URL_S3 AWS_SESSION_TOKEN
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -44,9 +44,9 @@ cleanup() {
     [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
     [ -n "${QUICKSTART_KEEP:-}" ] || rm -rf "$work"
     if [ -n "$s3_endpoint" ] && [ -z "${QUICKSTART_KEEP:-}" ]; then  # the bucket prefix
-        PYTHONPATH=examples/python $py -c 'import sys, argparse, storage
-p = argparse.ArgumentParser(); storage.add_arguments(p); fs, path = storage.filesystem(sys.argv[1], p.parse_args([]))
-fs.delete_dir(path)' "${warehouse%/warehouse}" || echo "could not delete $warehouse" >&2
+        PYTHONPATH=examples/python $py -c 'import sys, storage
+fs, path = storage.filesystem(sys.argv[1], storage.from_environment()); fs.delete_dir(path)' \
+            "${warehouse%/warehouse}" || echo "could not delete ${warehouse%/warehouse}" >&2
     fi
 }
 trap cleanup EXIT

@@ -8,6 +8,7 @@ S3 settings come from where AWS tools take them, or from flags:
   --s3-region    or AWS_REGION, AWS_DEFAULT_REGION (unset: us-east-1)
   keys           AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); unset: the
                  AWS SDK's default chain (~/.aws/credentials, AWS_PROFILE, instance roles)"""
+import argparse
 import os
 import urllib.parse
 
@@ -20,8 +21,16 @@ def add_arguments(parser):
     g = parser.add_argument_group("S3 (tables whose location is s3://...)")
     g.add_argument("--s3-endpoint", default=os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
                    help="S3 endpoint URL (default: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else AWS)")
-    g.add_argument("--s3-region", default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+    g.add_argument("--s3-region",
+                   default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
                    help="region (default: $AWS_REGION, $AWS_DEFAULT_REGION, else us-east-1)")
+
+
+def from_environment():
+    """The settings without flags: from the environment alone."""
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    return p.parse_args([])
 
 
 def is_s3(location):

@@ -83,7 +83,7 @@ def test_quickstart_runs_end_to_end_on_a_bucket(s3):
     keys = [k.split("</Key>")[0][len(prefix):] for k in body.decode().split("<Key>")[1:]]
     data = sorted(k for k in keys if k.startswith("data/"))
     assert len(data) == 5 and all(k.endswith(".parquet") for k in data), keys
-    assert {s3_key(s3, r["_file"])[len(prefix):] for r in dump["rows"]} == set(data)
+    assert {s3_key(s3, r["file"])[len(prefix):] for r in dump["rows"]} == set(data)
     meta = sorted(k for k in keys if k.startswith("metadata/"))
     assert [k for k in meta if k.endswith(".metadata.json")] == [f"metadata/v{v}.metadata.json" for v in range(1, 5)]
     assert "metadata/version-hint.text" in meta and len([k for k in meta if k.endswith(".avro")]) == 6, meta
