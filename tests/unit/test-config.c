@@ -179,7 +179,40 @@ TEST(secrets_come_from_the_credentials_directory) {
                 ASSERT_EQ(load_text("[catalog]\nuri = http://x\n", &bad, &e), -EINVAL);
                 ASSERT_CONTAINS(e.message, "catalog.token: must hold one non-empty line");
         }
+        unlink(path);
+
+        /* The S3 secret from a credential file wins over the file's; the key id stays. */
+        snprintf(path, sizeof(path), "%s/s3.secret-access-key", dir);
+        f = fopen(path, "w");
+        ASSERT_TRUE(f);
+        fputs("s3-secret-from-file\n", f);
+        fclose(f);
+        c = config_free(c);
+        ASSERT_OK(load_text("[catalog]\nuri = http://x\n[s3]\naccess-key-id = AK\nsecret-access-key = in-file\n", &c, &e));
+        ASSERT_STREQ(c->storage.s3.secret_access_key, "s3-secret-from-file");
+        ASSERT_STREQ(c->storage.s3.access_key_id, "AK");
         unsetenv("CREDENTIALS_DIRECTORY");
         unlink(path);
         rmdir(dir);
+}
+
+TEST(s3_options_are_checked) {
+        Config *c = NULL;
+        Error e = {};
+
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[s3]\naccess-key-id = AK\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "set both or neither");
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[s3]\nendpoint = 127.0.0.1:9000\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "must start with http:// or https://");
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\naccess-delegation = remote-signing\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "remote-signing is not supported");
+        ASSERT_EQ(load_text("[catalog]\nwarehouse = gs://b/wh\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "s3:// bucket location");
+        ASSERT_OK(load_text("[catalog]\nwarehouse = s3://b/wh\n[s3]\nendpoint = http://127.0.0.1:9000\n"
+                            "path-style-access = true\n[client]\nregion = eu-west-1\n",
+                            &c, &e));
+        ASSERT_TRUE(c->storage.s3.path_style_access);
+        ASSERT_STREQ(c->storage.s3.region, "eu-west-1");
+        ASSERT_STREQ(catalog_config_type(&c->catalog), "filesystem");
+        c = config_free(c);
 }
