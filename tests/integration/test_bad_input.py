@@ -104,8 +104,14 @@ def test_rejections_leave_the_table_unchanged(catalog, daemon, table, staged):
     check(daemon, ns, name, {"idempotency-key": "b13", "staged-manifests": [outside]}, 422, "invalid-manifest",
           "outside the table location")
     check(daemon, ns, "no_such_table", {"idempotency-key": "b14", "staged-manifests": [good]}, 404, "no-such-table")
+    # An object-store location outside a local table is confined like any other; schemes no
+    # backend takes are named as such.
     check(daemon, ns, name, {"idempotency-key": "b15", "staged-manifests": ["s3://bucket/x.avro"]}, 422,
-          "invalid-manifest", "only local paths")
+          "invalid-manifest", "is outside the table location")
+    check(daemon, ns, name, {"idempotency-key": "b15g", "staged-manifests": ["gs://bucket/x.avro"]}, 422,
+          "invalid-manifest", "gs locations are not supported")
+    check(daemon, ns, name, {"idempotency-key": "b15k", "staged-manifests": ["s3://bucket/a//x.avro"]}, 422,
+          "invalid-manifest", "object stores do not normalize keys")
     # An oversize body: the server answers 413 before reading it all (curl reads that answer;
     # clients that insist on sending everything first may see the connection closed instead).
     big = os.path.join(catalog["dir"], "big.json")
