@@ -22,8 +22,8 @@ import pytest
 
 from conftest import PEERS, ROOT, Daemon, free_port, peer
 from faults import clear_faults, get_faults, set_faults
-from writers import (RestartableDaemon, conclude, log_excerpt, metric_lines, run_writers, send_until_answered,
-                     stage_requests, stop_daemon, verify_table)
+from writers import (RestartableDaemon, conclude, kill9_rounds, metric_lines, run_writers, stage_requests,
+                     stop_daemon, verify_table)
 
 SETTINGS = {"commit.min-backoff-ms": "10", "commit.max-backoff-ms": "300", "commit.max-attempts": "200"}
 
@@ -179,32 +179,13 @@ def test_kill_9_during_load(catalog):
     ns, name = new_table(uri)
     reqs = stage_requests(uri, ns, name, 200, prefix="kill")
     d = RestartableDaemon(uri, catalog["dir"], free_port(), SETTINGS)
-    rng = random.Random(9)
     cancel = threading.Event()
-    threads = []
     in_flight = []      # per kill: requests sent at least once and not answered yet
     code = None
     set_faults(uri, commit=["delay-50", "delay-300", "pass", "delay-150"] * 150, table=f"{ns}.{name}",
                reset_counters=True)
     try:
-        for rnd in range(20):
-            d.start()
-            for i, req in enumerate(reqs[rnd * 10:(rnd + 1) * 10]):
-                delay = rng.uniform(0.0, 0.3)
-
-                def go(req=req, delay=delay, seed=rnd * 100 + i):
-                    time.sleep(delay)
-                    send_until_answered(req, lambda: d.url, ns, name, rng=random.Random(seed), cancel=cancel)
-                t = threading.Thread(target=go, daemon=True)
-                t.start()
-                threads.append(t)
-            time.sleep(rng.uniform(0.1, 0.5))
-            in_flight.append(sum(1 for r in reqs if r.posts and r.status is None))
-            d.kill9()
-        d.start()
-        for t in threads:
-            t.join(timeout=240)
-        assert not any(t.is_alive() for t in threads), "writers still waiting"
+        in_flight = kill9_rounds(d, reqs, ns, name, 20, cancel)
         injected = injected_of(uri)
         code = d.stop()
     finally:

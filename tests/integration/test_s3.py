@@ -7,10 +7,8 @@ Once with static keys in icecommitd's config, once with credentials the catalog 
 config holds none). Also: data-files with sizes checked by HEAD, the store's errors as the
 writer sees them, and the exactly-once scenarios (catalog faults, three daemons, kill -9)."""
 import hashlib
-import json
 import random
 import threading
-import time
 import uuid
 
 import pyarrow as pa
@@ -20,8 +18,8 @@ import pytest
 
 from conftest import Daemon, free_port, http, peer, s3_daemon_settings, s3_key, s3_peer_env, s3_request
 from faults import clear_faults, get_faults, set_faults
-from writers import (RestartableDaemon, conclude, log_excerpt, metric_lines, run_writers, send_until_answered,
-                     stage_requests, stop_daemon, verify_table)
+from writers import (RestartableDaemon, conclude, kill9_rounds, metric_lines, run_writers, stage_requests, stop_daemon,
+                     verify_table)
 
 NS = "s3ns"
 RETRY = {"commit.min-backoff-ms": "10", "commit.max-backoff-ms": "300", "commit.max-attempts": "200"}
@@ -336,28 +334,12 @@ def test_kill_9_on_s3(catalog):
     name, _ = new_table(catalog, "kill")
     reqs = stage_requests(uri, NS, name, 100, prefix="kill", env=env)
     d = RestartableDaemon(uri, catalog["dir"], free_port(), {**RETRY, **s3_daemon_settings(s3, vended=True)})
-    rng = random.Random(9)
     cancel = threading.Event()
-    threads, in_flight = [], []
+    in_flight = []
     set_faults(uri, commit=["delay-50", "delay-300", "pass", "delay-150"] * 80, table=f"{NS}.{name}",
                reset_counters=True)
     try:
-        for rnd in range(10):
-            d.start()
-            for i, req in enumerate(reqs[rnd * 10:(rnd + 1) * 10]):
-                def go(req=req, delay=rng.uniform(0.0, 0.3), seed=rnd * 100 + i):
-                    time.sleep(delay)
-                    send_until_answered(req, lambda: d.url, NS, name, rng=random.Random(seed), cancel=cancel)
-                t = threading.Thread(target=go, daemon=True)
-                t.start()
-                threads.append(t)
-            time.sleep(rng.uniform(0.1, 0.5))
-            in_flight.append(sum(1 for r in reqs if r.posts and r.status is None))
-            d.kill9()
-        d.start()
-        for t in threads:
-            t.join(timeout=240)
-        assert not any(t.is_alive() for t in threads), "writers still waiting"
+        in_flight = kill9_rounds(d, reqs, NS, name, 10, cancel)
         code = d.stop()
     finally:
         cancel.set()

@@ -242,6 +242,31 @@ def conclude(counts, problems, logs):
     assert not problems, problems[:10]
 
 
+def kill9_rounds(d, reqs, ns, name, rounds, cancel, per_round=10, seed=9):
+    """Each round starts `d`, lets `per_round` new requests arrive (older unanswered ones keep
+    retrying) and kills it with SIGKILL at a random moment; a last start lets every writer get its
+    answer. Returns, per kill, the requests sent at least once and not answered yet."""
+    rng = random.Random(seed)
+    threads, in_flight = [], []
+    for rnd in range(rounds):
+        d.start()
+        for i, req in enumerate(reqs[rnd * per_round:(rnd + 1) * per_round]):
+            def go(req=req, delay=rng.uniform(0.0, 0.3), seed=rnd * 100 + i):
+                time.sleep(delay)
+                send_until_answered(req, lambda: d.url, ns, name, rng=random.Random(seed), cancel=cancel)
+            t = threading.Thread(target=go, daemon=True)
+            t.start()
+            threads.append(t)
+        time.sleep(rng.uniform(0.1, 0.5))
+        in_flight.append(sum(1 for r in reqs if r.posts and r.status is None))
+        d.kill9()
+    d.start()
+    for t in threads:
+        t.join(timeout=240)
+    assert not any(t.is_alive() for t in threads), "writers still waiting"
+    return in_flight
+
+
 class RestartableDaemon:
     """icecommitd on a fixed port, restarted after kill -9 on the same port (like a supervisor
     would); every start appends to one log, icecommitd-<port>.log in workdir."""
