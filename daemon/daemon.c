@@ -32,7 +32,7 @@ typedef struct Daemon {
         TablesApi *tables_api;
         AuditApi *audit_api;
         Storage *storage;
-        uv_signal_t sigterm, sigint;
+        uv_signal_t sigterm, sigint, sighup;
         uv_timer_t watchdog;
         uv_timer_t shutdown_timer;      /* the SIGTERM deadline for commits in flight */
         bool has_watchdog;
@@ -70,6 +70,7 @@ static void daemon_on_http_closed(void *userdata) {
         if (d->has_signals) {
                 daemon_close_handle((uv_handle_t *)&d->sigterm);
                 daemon_close_handle((uv_handle_t *)&d->sigint);
+                daemon_close_handle((uv_handle_t *)&d->sighup);
         }
         if (d->has_watchdog)
                 daemon_close_handle((uv_handle_t *)&d->watchdog);
@@ -157,9 +158,20 @@ static void daemon_on_signal(uv_signal_t *s, int signum) {
         daemon_stop(s->data);
 }
 
+/* SIGHUP's default action would end the daemon mid-commit (systemd's ExecReload= and many
+ * operators send it): it is caught, and until a reload exists it changes nothing. */
+static void daemon_on_sighup(uv_signal_t *s, int signum) {
+        log_notice("SIGHUP received: reloading the configuration is not supported yet; restart icecommitd to "
+                   "apply a new one, ignoring");
+}
+
 static int daemon_start(Daemon *d) {
-        CommitRequestLimits limits = { .max_manifests = d->config->commit.max_manifests_per_request,
-                                       .max_data_files = d->config->commit.max_data_files_per_request };
+        CommitRequestLimits limits = {
+                .max_manifests = d->config->commit.max_manifests_per_request,
+                .max_data_files = d->config->commit.max_data_files_per_request,
+                .max_properties = d->config->commit.max_snapshot_properties,
+                .max_properties_bytes = d->config->commit.max_snapshot_properties_bytes,
+        };
         uint64_t watchdog_usec = 0;
         int r;
 
@@ -209,9 +221,11 @@ static int daemon_start(Daemon *d) {
 
         (void)uv_signal_init(&d->loop, &d->sigterm);
         (void)uv_signal_init(&d->loop, &d->sigint);
-        d->sigterm.data = d->sigint.data = d;
+        (void)uv_signal_init(&d->loop, &d->sighup);
+        d->sigterm.data = d->sigint.data = d->sighup.data = d;
         (void)uv_signal_start(&d->sigterm, daemon_on_signal, SIGTERM);
         (void)uv_signal_start(&d->sigint, daemon_on_signal, SIGINT);
+        (void)uv_signal_start(&d->sighup, daemon_on_sighup, SIGHUP);
         d->has_signals = true;
         if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec >= 2000) {
                 (void)uv_timer_init(&d->loop, &d->watchdog);

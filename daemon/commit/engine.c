@@ -4,6 +4,7 @@
  * (load, rebuild the manifest list, commit, retry) are in batch.c. */
 #define LOG_MODULE "commit"
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +201,33 @@ static void job_intake_enqueue(Job *j) {
         batch_queue_kick(q);
 }
 
+/* Thread pool: the rows a request claims row ids for are bounded (commit.max-rows-per-request):
+ * a writer's record-count of 2^62 for a three-row file would use up the table's row-id space
+ * for good. Counts were checked non-negative by the parsers; the sum saturates. */
+static void job_intake_check_rows(Job *j) {
+        uint64_t rows = 0, max = j->engine->config->max_rows_per_request;
+
+        for (size_t i = 0; i < j->n_manifests; i++) {
+                const StagedManifest *m = j->manifests[i];
+
+                if (m->content == MANIFEST_CONTENT_DELETES || m->added_rows_count <= 0)
+                        continue;
+                if (__builtin_add_overflow(rows, (uint64_t)m->added_rows_count, &rows))
+                        rows = UINT64_MAX;
+        }
+        if (rows <= max)
+                return;
+        (void)error_set(&j->error, -E2BIG,
+                        "the request adds %" PRIu64 " rows, above the limit of %" PRIu64
+                        " (commit.max-rows-per-request); split it, or raise the limit",
+                        rows, max);
+        j->intake_status = 422;
+        j->intake_type = "too-many-rows";
+        free(j->generated_location);
+        j->generated_location = NULL;
+        buf_deinit(&j->generated_bytes);
+}
+
 /* Thread pool: parse what was read; check and describe the data-files. */
 static void job_intake_work(uv_work_t *w) {
         Job *j = w->data;
@@ -221,8 +249,9 @@ static void job_intake_work(uv_work_t *w) {
                 buf_deinit(&j->manifest_bytes[i]);
                 j->n_manifests = i + 1;
         }
-        if (r->n_data_files > 0)
-                (void)job_intake_data_files(j, storage->max_manifest_bytes);
+        if (r->n_data_files > 0 && job_intake_data_files(j, storage->max_manifest_bytes) < 0)
+                return;
+        job_intake_check_rows(j);
 }
 
 static void job_on_generated_written(StorageResult *result, void *userdata) {

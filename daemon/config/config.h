@@ -70,6 +70,9 @@ typedef struct CommitConfig {
         uint32_t max_queue_requests;
         uint32_t max_manifests_per_request;
         uint32_t max_data_files_per_request;
+        uint32_t max_snapshot_properties;
+        uint32_t max_snapshot_properties_bytes;
+        uint64_t max_rows_per_request;  /* added rows one request may claim row ids for */
         uint32_t retry_after_s;
         uint32_t receipt_cache_size;
         uint32_t history_lookback;      /* newest snapshots searched for a batch's keys; 0 = all */

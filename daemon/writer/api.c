@@ -45,7 +45,10 @@ static void writer_handle_commit(HttpRequest *r, void *userdata) {
                 return;
         }
         if (rr == -E2BIG) {
-                http_reply_error(r, 413, strstr(error.message, "'data-files'") ? "too-many-data-files" : "too-many-manifests",
+                http_reply_error(r, 413,
+                                 strstr(error.message, "'snapshot-properties'") ? "snapshot-properties-too-large" :
+                                 strstr(error.message, "'data-files'")          ? "too-many-data-files" :
+                                                                                  "too-many-manifests",
                                  "%s", error.message);
                 return;
         }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "iceberg/snapshot.h"
+#include "storage/storage.h"
 #include "util/utf8.h"
 #include "writer/data_files.h"
 #include "writer/request.h"
@@ -104,6 +105,21 @@ json_t *commit_target_namespace_json(const CommitTarget *t) {
         return levels;
 }
 
+/* Whether two locations name one file: local paths normalized, S3 by bucket and key whatever
+ * the scheme's spelling. Unparsable ones compare as written (refused later, with the reason). */
+static bool request_same_file(const char *a, const char *b) {
+        _cleanup_(storage_location_deinit) StorageLocation la = {}, lb = {};
+
+        if (strcmp(a, b) == 0)
+                return true;
+        if (storage_location_parse(a, &la, NULL) < 0 || storage_location_parse(b, &lb, NULL) < 0 ||
+            la.scheme != lb.scheme)
+                return false;
+        if (la.scheme == STORAGE_SCHEME_LOCAL)
+                return strcmp(la.path, lb.path) == 0;
+        return strcmp(la.bucket, lb.bucket) == 0 && strcmp(la.key, lb.key) == 0;
+}
+
 static int request_parse_manifests(CommitRequest *r, json_t *array, const CommitRequestLimits *limits,
                                    Error *error) {
         size_t i, n;
@@ -128,10 +144,12 @@ static int request_parse_manifests(CommitRequest *r, json_t *array, const Commit
                                          "'staged-manifests'[%zu] must be a location string of 1 to 4096 characters",
                                          i);
                 /* The same file twice would register its data files twice (spec: a path may
-                 * appear once per snapshot). */
+                 * appear once per snapshot), also when spelled twice ("m", "./m", "//m",
+                 * "file:m"; s3a:// for s3://): compared as the one file they name. */
                 for (size_t j = 0; j < r->n_manifests; j++)
-                        if (strcmp(r->manifests[j], s) == 0)
-                                return error_set(error, -EINVAL, "'staged-manifests'[%zu] repeats '%s'", i, s);
+                        if (request_same_file(r->manifests[j], s))
+                                return error_set(error, -EINVAL, "'staged-manifests'[%zu] '%s' names the same file as "
+                                                 "'staged-manifests'[%zu] '%s'", i, s, j, r->manifests[j]);
                 r->manifests[r->n_manifests] = strdup(s);
                 if (!r->manifests[r->n_manifests])
                         return -ENOMEM;
@@ -140,7 +158,9 @@ static int request_parse_manifests(CommitRequest *r, json_t *array, const Commit
         return 0;
 }
 
-static int request_parse_properties(CommitRequest *r, json_t *object, Error *error) {
+static int request_parse_properties(CommitRequest *r, json_t *object, const CommitRequestLimits *limits,
+                                    Error *error) {
+        size_t n_bytes = 0;
         const char *key;
         json_t *v;
 
@@ -150,13 +170,26 @@ static int request_parse_properties(CommitRequest *r, json_t *object, Error *err
         }
         if (!json_is_object(object))
                 return error_set(error, -EINVAL, "'snapshot-properties' must be an object of strings");
+        /* Every property is kept in the table's metadata for good: without a bound, a writer
+         * grows every later commit's metadata (and its cost) without end. */
+        if (json_object_size(object) > limits->max_properties)
+                return error_set(error, -E2BIG,
+                                 "'snapshot-properties' has %zu properties, above the limit of %zu "
+                                 "(commit.max-snapshot-properties)",
+                                 json_object_size(object), limits->max_properties);
         json_object_foreach(object, key, v) {
+                n_bytes += strlen(key) + (json_is_string(v) ? json_string_length(v) : 0);
                 if (!json_is_string(v))
                         return error_set(error, -EINVAL, "'snapshot-properties'.'%s' must be a string", key);
                 if (snapshot_summary_key_is_reserved(key))
                         return error_set(error, -EINVAL,
                                          "'snapshot-properties'.'%s' is reserved: icecommitd computes it", key);
         }
+        if (n_bytes > limits->max_properties_bytes)
+                return error_set(error, -E2BIG,
+                                 "'snapshot-properties' hold %zu bytes of keys and values, above the limit of %zu "
+                                 "(commit.max-snapshot-properties-bytes)",
+                                 n_bytes, limits->max_properties_bytes);
         r->snapshot_properties = json_incref(object);
         return 0;
 }
@@ -251,7 +284,7 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
                         r->data_files_json = json_incref(v);
         }
         if (rr == 0)
-                rr = request_parse_properties(r, json_object_get(root, "snapshot-properties"), error);
+                rr = request_parse_properties(r, json_object_get(root, "snapshot-properties"), limits, error);
         json_decref(root);
         if (rr < 0)
                 return rr;

@@ -16,6 +16,8 @@
 typedef struct CommitRequestLimits {
         size_t max_manifests;
         size_t max_data_files;          /* commit.max-data-files-per-request */
+        size_t max_properties;          /* commit.max-snapshot-properties */
+        size_t max_properties_bytes;    /* commit.max-snapshot-properties-bytes: keys and values */
 } CommitRequestLimits;
 
 /* The table a request is for, from the URL path. */

@@ -11,7 +11,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        static const CommitRequestLimits limits = { .max_manifests = 16 };
+        static const CommitRequestLimits limits = { .max_manifests = 16, .max_data_files = 16,
+                                                    .max_properties = 16, .max_properties_bytes = 4096 };
         const uint8_t *nl1, *nl2;
         char *ns, *table;
         CommitRequest *r = NULL;

@@ -6,7 +6,8 @@
 #include "test.h"
 #include "writer/request.h"
 
-static const CommitRequestLimits limits = { .max_manifests = 3, .max_data_files = 2 };
+static const CommitRequestLimits limits = { .max_manifests = 3, .max_data_files = 2, .max_properties = 4,
+                                           .max_properties_bytes = 64 };
 
 static int parse(const char *ns, const char *body, CommitRequest **ret, Error *e) {
         return commit_request_parse(ns, "events", slice_from_str(body), &limits, ret, e);
@@ -53,7 +54,11 @@ TEST(refusals_name_field_and_rule) {
                 { "{\"idempotency-key\": \"k\"}", "nothing to commit: give 'staged-manifests'", -EINVAL },
                 { "{\"idempotency-key\": \"k\", \"staged-manifests\": 1}", "'staged-manifests' must be an array", -EINVAL },
                 { "{\"idempotency-key\": \"k\", \"staged-manifests\": []}", "'staged-manifests' is empty", -EINVAL },
-                { "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/m\", \"/m\"]}", "repeats '/m'", -EINVAL },
+                { "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/m\", \"/m\"]}", "names the same file as 'staged-manifests'[0] '/m'", -EINVAL },
+                { "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/w/m\", \"file:///w//./m\"]}", "'staged-manifests'[1] 'file:///w//./m' names the same file as 'staged-manifests'[0] '/w/m'", -EINVAL },
+                { "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"s3://b/w/m\", \"s3a://b/w/m\"]}", "names the same file", -EINVAL },
+                { "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/m\"], \"snapshot-properties\": {\"a\": \"1\", \"b\": \"2\", \"c\": \"3\", \"d\": \"4\", \"e\": \"5\"}}", "5 properties, above the limit of 4", -E2BIG },
+                { "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/m\"], \"snapshot-properties\": {\"a\": \"0123456789012345678901234567890123456789012345678901234567890123456789\"}}", "71 bytes of keys and values, above the limit of 64", -E2BIG },
                 { "{\"idempotency-key\": \"k\", \"staged-manifests\": [1]}", "'staged-manifests'[0] must be a location", -EINVAL },
                 { "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/a\",\"/b\",\"/c\",\"/d\"]}", "above the limit of 3", -E2BIG },
                 { "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/m\"], \"snapshot-properties\": {\"operation\": \"delete\"}}",

@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Writers that lie or misbehave (issue 10, first part): one staged manifest under several
+spellings in one request, snapshot properties without bound, a request claiming more rows than
+commit.max-rows-per-request, and SIGHUP sent to the daemon. Each is answered with the reason;
+the table is unchanged (read by Iceberg Java) and the daemon still commits a well-behaved
+writer's request afterwards."""
+import os
+import signal
+
+import pytest
+
+from conftest import Daemon, peer
+
+
+@pytest.fixture
+def strict_daemon(catalog):
+    d = Daemon(catalog["uri"], catalog["dir"], {"commit.max-rows-per-request": "10",
+                                                 "commit.max-snapshot-properties": "4",
+                                                 "commit.max-snapshot-properties-bytes": "256"})
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+def unchanged(catalog, ns, name, before):
+    dump = peer("dump", "--uri", catalog["uri"], "--table", f"{ns}.{name}")
+    assert dump["metadata-location"] == before["metadata-location"]
+    assert dump["next-row-id"] == before["next-row-id"]
+
+
+def test_lying_writers_are_refused_and_change_nothing(catalog, strict_daemon, table):
+    ns, name, _ = table
+    uri = catalog["uri"]
+    d = strict_daemon
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 3, "--start-id", 0)
+    m = staged["manifest"]
+    path = m.removeprefix("file:")
+    before = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+
+    # One file, spelled twice: its rows would be committed twice.
+    head, tail = os.path.split(path)
+    for k, other in enumerate(("/" + path, "file:" + path, "file://" + path, f"{head}/./{tail}", f"{head}//{tail}")):
+        status, _, answer = d.commit(ns, name, {"idempotency-key": f"dup-{k}", "staged-manifests": [m, other]})
+        assert status == 400, (other, answer)
+        assert "names the same file as 'staged-manifests'[0]" in answer["error"]["message"], answer
+
+    # Snapshot properties live in the metadata for good: bounded in count and bytes.
+    status, _, answer = d.commit(ns, name, {"idempotency-key": "props-n", "staged-manifests": [m],
+                                            "snapshot-properties": {f"k{i}": "v" for i in range(5)}})
+    assert status == 413 and answer["error"]["type"] == "snapshot-properties-too-large", answer
+    status, _, answer = d.commit(ns, name, {"idempotency-key": "props-bytes", "staged-manifests": [m],
+                                            "snapshot-properties": {"k": "x" * 300}})
+    assert status == 413 and "commit.max-snapshot-properties-bytes" in answer["error"]["message"], answer
+
+    # More rows than one request may claim row ids for (a record-count that lies).
+    big = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 11, "--start-id", 100)
+    status, _, answer = d.commit(ns, name, {"idempotency-key": "rows", "staged-manifests": [big["manifest"]]})
+    assert status == 422 and answer["error"]["type"] == "too-many-rows", answer
+    assert "adds 11 rows, above the limit of 10" in answer["error"]["message"]
+    unchanged(catalog, ns, name, before)
+
+    # SIGHUP does not end the daemon (its default action would): it keeps serving.
+    d.proc.send_signal(signal.SIGHUP)
+    status, _, receipt = d.commit(ns, name, {"idempotency-key": "good", "staged-manifests": [m],
+                                             "snapshot-properties": {"writer": "well-behaved"}})
+    assert status == 200, receipt
+    assert d.proc.poll() is None
+    assert "SIGHUP received" in open(d.log).read()
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert sorted((r["id"], r["_row_id"]) for r in dump["rows"]) == [(0, 0), (1, 1), (2, 2)]
