@@ -737,8 +737,16 @@ void commit_engine_stop(CommitEngine *e, void (*done)(void *userdata), void *use
                  * with its answer (batch_retry_later refuses to go on while stopping). */
                 if (q->batch && uv_is_active((uv_handle_t *)&q->retry_timer)) {
                         uv_timer_stop(&q->retry_timer);
-                        batch_fail(q->batch, KEY_FAILED, 503, "shutting-down",
-                                   "icecommitd is stopping; nothing was committed, retry with the same key");
+                        /* After an attempt without a verdict "nothing was committed" would be a
+                         * guess: the writer must resolve it by retrying the key. */
+                        if (q->batch->has_unknown)
+                                batch_fail(q->batch, KEY_UNKNOWN, 504, "commit-state-unknown",
+                                           "icecommitd is stopping; an earlier attempt got no verdict and snapshot "
+                                           "%" PRId64 " may be committed; retry with the same key to resolve it",
+                                           q->batch->snapshot_id);
+                        else
+                                batch_fail(q->batch, KEY_FAILED, 503, "shutting-down",
+                                           "icecommitd is stopping; nothing was committed, retry with the same key");
                 }
         }
         engine_maybe_stopped(e);

@@ -183,3 +183,36 @@ def test_sigterm_deadline_cancels_and_the_retry_resolves(catalog, table):
     finally:
         d2.stop()
     assert peer("dump", "--uri", uri, "--table", f"{ns}.{name}")["next-row-id"] == 1
+
+
+def test_sigterm_during_the_backoff_after_an_unknown_outcome_answers_504(catalog, table):
+    """The catalog answers the commit with a 503 after applying nothing (to icecommitd: no
+    verdict); SIGTERM arrives while the batch waits to resolve it. The writer must hear
+    commit-state-unknown (504), not "nothing was committed": then its retry resolves it."""
+    ns, name, _ = table
+    uri = catalog["uri"]
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 1,
+                  "--start-id", 0)
+    body = {"idempotency-key": "unknown-term", "staged-manifests": [staged["manifest"]]}
+    set_faults(uri, commit=["error-503"], table=f"{ns}.{name}")
+    d = Daemon(uri, catalog["dir"], {"commit.min-backoff-ms": "5000", "commit.max-backoff-ms": "5000"})
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(d.commit, ns, name, body)
+            time.sleep(1.5)
+            d.proc.send_signal(signal.SIGTERM)
+            status, _, answer = pending.result()
+            assert d.proc.wait(timeout=30) == 0
+        assert status == 504 and answer["error"]["type"] == "commit-state-unknown", answer
+        assert "retry with the same key" in answer["error"]["message"]
+    finally:
+        if d.proc.poll() is None:
+            d.proc.kill()
+        clear_faults(uri)
+    d2 = Daemon(uri, catalog["dir"])
+    try:
+        status, _, receipt = d2.commit(ns, name, body)
+        assert status == 200, receipt
+    finally:
+        d2.stop()
+    assert peer("dump", "--uri", uri, "--table", f"{ns}.{name}")["next-row-id"] == 1
