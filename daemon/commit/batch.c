@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "commit/duplicates.h"
 #include "commit/internal.h"
 #include "iceberg/lineage.h"
 #include "iceberg/manifest_list.h"
@@ -525,6 +526,75 @@ static int batch_assemble_list(Batch *b) {
         return 0;
 }
 
+/* Where a job's k-th manifest's entry e stands, for messages. */
+static void batch_describe(const Job *j, size_t k, char *out, size_t size) {
+        if (k < j->writer->request->n_manifests)
+                (void)snprintf(out, size, "staged-manifests[%zu] '%s'", k, job_manifest_location(j, k));
+        else
+                (void)snprintf(out, size, "'data-files'");
+}
+
+/* Thread pool: one data file once (issue: a manifest registered twice, or two requests naming
+ * one file, would give the same rows two row-id ranges). Flags the later request of each clash
+ * (refusal_type, error); returns 1 when any was flagged, 0, or -ENOMEM. */
+static int batch_find_repeats(Batch *b) {
+        _cleanup_(duplicates_deinit) Duplicates manifests = {}, files = {};
+        const DuplicatesRef *first, *again;
+        size_t pos = 0;
+        int r = 0, found = 0;
+
+        /* Manifests: the parent's (owner 0, so they sort first; in the list after the staged
+         * ones) against the staged ones. */
+        for (size_t i = b->n_staged; r == 0 && i < b->n_list; i++)
+                r = duplicates_add(&manifests, b->list[i].path, 0, i, 0);
+        for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
+                for (size_t k = 0; r == 0 && k < b->jobs[i]->writer->request->n_manifests; k++)
+                        r = duplicates_add(&manifests, job_manifest_location(b->jobs[i], k), i + 1, k, 0);
+        /* Data files: each request's against the others' (within one request: at intake). */
+        for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
+                for (size_t k = 0; r == 0 && k < b->jobs[i]->n_manifests; k++)
+                        for (size_t e = 0; r == 0 && e < b->jobs[i]->manifests[k]->n_files; e++)
+                                r = duplicates_add(&files, b->jobs[i]->manifests[k]->files[e].path, i, k, e);
+        if (r < 0)
+                return r;
+        duplicates_sort(&manifests);
+        duplicates_sort(&files);
+        while (duplicates_next(&manifests, &pos, &first, &again)) {
+                Job *j;
+                char where[512];
+
+                if (first->owner != 0 || again->owner == 0)
+                        continue;
+                j = b->jobs[again->owner - 1];
+                if (j->refusal_type)
+                        continue;
+                batch_describe(j, again->manifest, where, sizeof(where));
+                j->refusal_type = "manifest-already-committed";
+                (void)error_set(&j->error, -EEXIST,
+                                "%s is already in the table (added by snapshot %" PRId64 "): its files would be "
+                                "committed twice",
+                                where, b->list[first->manifest].added_snapshot_id);
+                found = 1;
+        }
+        pos = 0;
+        while (duplicates_next(&files, &pos, &first, &again)) {
+                Job *j = b->jobs[again->owner];
+                char where[512];
+
+                if (first->owner == again->owner || j->refusal_type || b->jobs[first->owner]->refusal_type)
+                        continue;
+                batch_describe(j, again->manifest, where, sizeof(where));
+                j->refusal_type = "duplicate-data-file";
+                (void)error_set(&j->error, -EEXIST,
+                                "%s entry %zu '%s' is a data file another request of this batch commits "
+                                "(as '%s'); retry once that one is answered",
+                                where, again->entry, j->manifests[again->manifest]->files[again->entry].path,
+                                b->jobs[first->owner]->manifests[first->manifest]->files[first->entry].path);
+                found = 1;
+        }
+        return found;
+}
+
 /* Thread pool, step 2: count what was read, assign row ids and serialize the new list. */
 static int batch_finish_list(Batch *b) {
         ManifestListHeader header;
@@ -558,6 +628,8 @@ static void batch_assemble_work(uv_work_t *w) {
         Batch *b = w->data;
 
         b->work_status = batch_assemble_list(b);
+        if (b->work_status == 0)
+                b->work_status = batch_find_repeats(b);
         if (b->work_status == 0 && b->n_to_count == 0)
                 b->work_status = batch_finish_list(b);
 }
@@ -657,6 +729,28 @@ static void batch_work_after(uv_work_t *w, int status) {
         int r = status < 0 ? status : b->work_status;
 
         e->n_in_flight--;
+        if (r == 1) {
+                /* Requests naming what the table or the batch holds already are answered; the
+                 * others go on in a new attempt, whose list holds none of the refused. */
+                for (size_t i = 0; i < b->n_jobs;) {
+                        Job *j = b->jobs[i];
+
+                        if (!j->refusal_type) {
+                                i++;
+                                continue;
+                        }
+                        batch_remove_job(b, i);
+                        log_warning("key='%s' refused: %s", j->writer->request->idempotency_key, j->error.message);
+                        job_fail(j, 422, j->refusal_type, "%s", j->error.message);
+                }
+                batch_free_attempt(b);         /* nothing of this attempt was written */
+                if (b->n_jobs == 0) {
+                        batch_end(b);
+                        return;
+                }
+                batch_attempt_start(b);
+                return;
+        }
         if (r < 0) {
                 /* The list is unusable: a definite failure, nothing sent. */
                 if (r == -ENOMEM || status < 0)

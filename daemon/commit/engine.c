@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commit/duplicates.h"
 #include "commit/internal.h"
 #include "iceberg/manifest.h"
 #include "iceberg/snapshot.h"
@@ -201,6 +202,47 @@ static void job_intake_enqueue(Job *j) {
         batch_queue_kick(q);
 }
 
+/* Thread pool: one request naming one data file twice (in two manifests, twice in one, or under
+ * two spellings) would commit its rows twice, each time with new row ids. */
+static int job_intake_check_repeats(Job *j) {
+        _cleanup_(duplicates_deinit) Duplicates files = {};
+        const DuplicatesRef *first, *again;
+        const CommitRequest *r = j->writer->request;
+        char where_first[600], where_again[600];
+        size_t pos = 0;
+        int rr = 0;
+
+        for (size_t k = 0; rr == 0 && k < j->n_manifests; k++)
+                for (size_t e = 0; rr == 0 && e < j->manifests[k]->n_files; e++)
+                        rr = duplicates_add(&files, j->manifests[k]->files[e].path, 0, k, e);
+        if (rr < 0) {
+                j->intake_status = 503;
+                j->intake_type = "out-of-memory";
+                return error_set(&j->error, rr, "out of memory");
+        }
+        duplicates_sort(&files);
+        if (!duplicates_next(&files, &pos, &first, &again))
+                return 0;
+        for (int i = 0; i < 2; i++) {
+                const DuplicatesRef *x = i ? again : first;
+                char *out = i ? where_again : where_first;
+
+                if (x->manifest < r->n_manifests)
+                        (void)snprintf(out, sizeof(where_first), "staged-manifests[%zu] entry %zu '%s'", x->manifest,
+                                       x->entry, j->manifests[x->manifest]->files[x->entry].path);
+                else
+                        (void)snprintf(out, sizeof(where_first), "'data-files'[%zu] '%s'", x->entry,
+                                       j->manifests[x->manifest]->files[x->entry].path);
+        }
+        j->intake_status = 422;
+        j->intake_type = "duplicate-data-file";
+        free(j->generated_location);
+        j->generated_location = NULL;
+        buf_deinit(&j->generated_bytes);
+        return error_set(&j->error, -EEXIST, "%s names the same data file as %s: its rows would be committed twice",
+                         where_again, where_first);
+}
+
 /* Thread pool: the rows a request claims row ids for are bounded (commit.max-rows-per-request):
  * a writer's record-count of 2^62 for a three-row file would use up the table's row-id space
  * for good. Counts were checked non-negative by the parsers; the sum saturates. */
@@ -250,6 +292,8 @@ static void job_intake_work(uv_work_t *w) {
                 j->n_manifests = i + 1;
         }
         if (r->n_data_files > 0 && job_intake_data_files(j, storage->max_manifest_bytes) < 0)
+                return;
+        if (job_intake_check_repeats(j) < 0)
                 return;
         job_intake_check_rows(j);
 }

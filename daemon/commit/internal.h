@@ -57,6 +57,9 @@ struct Job {
         bool may_be_committed;          /* an attempt got no verdict: keep generated_path */
         int intake_status;              /* HTTP status of an intake failure, 0 if fine */
         bool breaks_lineage;            /* equality deletes on a v3 table, allowed by policy */
+        const char *refusal_type;       /* set on the thread pool when this attempt found the
+                                         * request naming what the table or the batch holds
+                                         * already; answered (422) by the loop, reason in error */
         const char *intake_type;        /* its error type; NULL: "invalid-manifest" */
         Error error;
         uv_work_t work;

@@ -3,6 +3,7 @@
  * Pure; a location a writer sent is never trusted, so anything that two spellings could name
  * twice is normalized (local) or refused (S3). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +149,17 @@ bool storage_location_is_local(const char *location) {
         _cleanup_(storage_location_deinit) StorageLocation l = {};
 
         return storage_location_parse(location, &l, NULL) == 0 && l.scheme == STORAGE_SCHEME_LOCAL;
+}
+
+char *storage_location_canonical(const char *location) {
+        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        char *out;
+
+        if (storage_location_parse(location, &l, NULL) < 0)
+                return strdup(location);
+        if (l.scheme == STORAGE_SCHEME_LOCAL)
+                return TAKE_PTR(l.path);
+        return asprintf(&out, "s3://%s/%s", l.bucket, l.key) < 0 ? NULL : out;
 }
 
 int storage_path_from_location(const char *location, char **ret_path, Error *error) {

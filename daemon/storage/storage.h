@@ -150,6 +150,10 @@ void storage_location_deinit(StorageLocation *l);
 bool storage_location_is_within(const char *location, const char *dir_location);
 /* Whether a location is on the local filesystem (a path or file: URI). */
 bool storage_location_is_local(const char *location);
+/* One spelling per file, for comparisons: the normalized path of a local location, and
+ * "s3://bucket/key" for s3://, s3a:// and s3n:// alike; a location that does not parse is
+ * returned as written. NULL when out of memory. Thread-safe. */
+char *storage_location_canonical(const char *location);
 /* The normalized local path of a location; -EPROTONOSUPPORT for object stores. */
 int storage_path_from_location(const char *location, char **ret_path, Error *error);
 

@@ -69,3 +69,64 @@ def test_lying_writers_are_refused_and_change_nothing(catalog, strict_daemon, ta
     assert "SIGHUP received" in open(d.log).read()
     dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
     assert sorted((r["id"], r["_row_id"]) for r in dump["rows"]) == [(0, 0), (1, 1), (2, 2)]
+
+
+def test_one_data_file_is_committed_once(catalog, daemon, table):
+    """A manifest already in the table sent again under a new key; one Parquet file described
+    twice in one request under two spellings; and two requests of one batch naming one file:
+    each refused with 422 and the rule, the file's rows in the table exactly once."""
+    import concurrent.futures
+    import time
+
+    from faults import clear_faults, set_faults
+    from test_data_files import describe, write_parquet
+
+    ns, name, created = table
+    uri = catalog["uri"]
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 2, "--start-id", 0,
+                  "--manifests", 2)["manifests"]
+    status, _, receipt = daemon.commit(ns, name, {"idempotency-key": "once-a", "staged-manifests": [staged[0]["manifest"]]})
+    assert status == 200, receipt
+    status, _, answer = daemon.commit(ns, name, {"idempotency-key": "once-b", "staged-manifests": [staged[0]["manifest"]]})
+    assert status == 422 and answer["error"]["type"] == "manifest-already-committed", answer
+    assert f"added by snapshot {receipt['snapshot-id']}" in answer["error"]["message"]
+
+    location = created["location"]
+    path = write_parquet(location, [10, 11, 12])
+    other = "file://" + path.replace("/data/", "/data/./")
+
+    def describe_as(location, ids):
+        d = describe(path, ids)
+        d["file-path"] = location
+        return d
+
+    status, _, answer = daemon.commit(ns, name, {"idempotency-key": "once-c",
+                                                 "data-files": [describe(path, [10, 11, 12]),
+                                                                describe_as(other, [10, 11, 12])]})
+    assert status == 422 and answer["error"]["type"] == "duplicate-data-file", answer
+    assert "'data-files'[1]" in answer["error"]["message"] and "'data-files'[0]" in answer["error"]["message"]
+
+    # Two requests that meet in one batch: the first commit is held 1 s in the catalog while
+    # both arrive; the later one is refused, the other committed.
+    set_faults(uri, commit=["delay-1000"], table=f"{ns}.{name}")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            held = pool.submit(daemon.commit, ns, name, {"idempotency-key": "once-held",
+                                                         "staged-manifests": [staged[1]["manifest"]]})
+            time.sleep(0.3)
+            one = pool.submit(daemon.commit, ns, name, {"idempotency-key": "once-d",
+                                                        "data-files": [describe(path, [10, 11, 12])]})
+            time.sleep(0.1)
+            two = pool.submit(daemon.commit, ns, name, {"idempotency-key": "once-e",
+                                                        "data-files": [describe_as(other, [10, 11, 12])]})
+            answers = [f.result() for f in (held, one, two)]
+    finally:
+        clear_faults(uri)
+    assert [s for s, _, _ in answers] == [200, 200, 422], answers
+    assert answers[2][2]["error"]["type"] == "duplicate-data-file", answers[2]
+    assert "another request of this batch" in answers[2][2]["error"]["message"]
+
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    ids = sorted(r["id"] for r in dump["rows"])
+    assert ids == sorted([0, 1] + [staged[1]["data-files"][0]["first-id"] + k for k in range(2)] + [10, 11, 12]), ids
+    assert sorted(r["_row_id"] for r in dump["rows"]) == list(range(len(ids)))
