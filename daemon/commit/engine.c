@@ -506,7 +506,7 @@ static bool job_needs_table(const CommitRequest *r) {
 static void engine_submit(WriterRequest *w, void *userdata) {
         CommitEngine *e = userdata;
         const CommitRequest *r = w->request;
-        KeyEntry *entry = key_registry_get(e->keys, r->idempotency_key);
+        KeyEntry *entry = key_registry_get(e->keys, r->key_scope, r->idempotency_key);
         Job *j;
         int rr;
 
@@ -557,7 +557,7 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                 j->manifest_lengths = calloc(r->n_manifests + 1, sizeof(*j->manifest_lengths));
         }
         if (!j || !j->manifests || !j->manifest_lengths ||
-            key_registry_add(e->keys, r->idempotency_key, r->fingerprint, &entry) < 0) {
+            key_registry_add(e->keys, r->key_scope, r->idempotency_key, r->fingerprint, &entry) < 0) {
                 if (j) {
                         free(j->manifests);
                         free(j->manifest_lengths);
@@ -588,10 +588,25 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         job_intake_fetch(j);
 }
 
-static json_t *engine_lookup(const char *key, int *ret_status, void *userdata) {
+static json_t *engine_lookup(const char *key, const char *namespace_param, const char *table, int *ret_status,
+                             void *userdata) {
         CommitEngine *e = userdata;
-        KeyEntry *entry = key_registry_get(e->keys, key);
+        KeyEntry *entry;
+        size_t n = 1;
 
+        if (namespace_param && table) {
+                _cleanup_(freep) char *scope = commit_key_scope(namespace_param, table);
+
+                if (!scope)
+                        return NULL;
+                entry = key_registry_get(e->keys, scope, key);
+        } else
+                entry = key_registry_find_any(e->keys, key, &n);
+        if (n > 1) {
+                *ret_status = 409;
+                return engine_error_body(409, "key-ambiguous",
+                                         "the key was used on several tables: add ?namespace=NS&table=T to say which");
+        }
         if (!entry) {
                 *ret_status = 404;
                 return engine_error_body(404, "unknown-key",

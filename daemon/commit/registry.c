@@ -46,6 +46,7 @@ static void key_entry_free(KeyEntry *e) {
                 writer_request_free(e->waiters[i]);
         free(e->waiters);
         json_decref(e->body);
+        free(e->scope);
         free(e->key);
         free(e->fingerprint);
         free(e);
@@ -83,22 +84,38 @@ static void key_registry_grow(KeyRegistry *r) {
         r->n_buckets = n;
 }
 
-KeyEntry *key_registry_get(KeyRegistry *r, const char *key) {
+/* Hashed by the key alone, so that every table's entry of one key shares a chain. */
+KeyEntry *key_registry_get(KeyRegistry *r, const char *scope, const char *key) {
         for (KeyEntry *e = r->buckets[key_hash(key) & (r->n_buckets - 1)]; e; e = e->hash_next)
-                if (strcmp(e->key, key) == 0)
+                if (strcmp(e->key, key) == 0 && strcmp(e->scope, scope) == 0)
                         return e;
         return NULL;
 }
 
-int key_registry_add(KeyRegistry *r, const char *key, const char *fingerprint, KeyEntry **ret) {
+KeyEntry *key_registry_find_any(KeyRegistry *r, const char *key, size_t *ret_n) {
+        KeyEntry *first = NULL;
+        size_t n = 0;
+
+        for (KeyEntry *e = r->buckets[key_hash(key) & (r->n_buckets - 1)]; e; e = e->hash_next)
+                if (strcmp(e->key, key) == 0) {
+                        if (!first)
+                                first = e;
+                        n++;
+                }
+        *ret_n = n;
+        return first;
+}
+
+int key_registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint, KeyEntry **ret) {
         KeyEntry *e = calloc(1, sizeof(*e));
         size_t b;
 
         if (!e)
                 return -ENOMEM;
+        e->scope = strdup(scope);
         e->key = strdup(key);
         e->fingerprint = strdup(fingerprint);
-        if (!e->key || !e->fingerprint) {
+        if (!e->scope || !e->key || !e->fingerprint) {
                 key_entry_free(e);
                 return -ENOMEM;
         }

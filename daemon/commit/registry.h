@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Idempotency-key registry: what icecommitd knows about each key it has seen (pending, committed
- * with its receipt, failed with its error, or unknown), bounded by receipt-cache-size. Memory
- * only: the table's snapshot summaries are the durable record (DESIGN section 3). */
+ * with its receipt, failed with its error, or unknown), bounded by receipt-cache-size. Keys are
+ * scoped by table: one key used on two tables is two requests. Memory only: the table's
+ * snapshot summaries are the durable record (DESIGN section 3). */
 #pragma once
 
 #include <jansson.h>
@@ -21,6 +22,7 @@ typedef struct KeyEntry KeyEntry;
 typedef struct KeyRegistry KeyRegistry;
 
 struct KeyEntry {
+        char *scope;                    /* the table: namespace levels and name, see engine.c */
         char *key;
         char *fingerprint;
         KeyState state;
@@ -36,9 +38,12 @@ int key_registry_new(size_t max_finished, KeyRegistry **ret);
 KeyRegistry *key_registry_free(KeyRegistry *r);
 DEFINE_CLEANUP_FUNC(KeyRegistry, key_registry_free);
 
-KeyEntry *key_registry_get(KeyRegistry *r, const char *key);
-/* Adds a pending entry for a key that has none. */
-int key_registry_add(KeyRegistry *r, const char *key, const char *fingerprint, KeyEntry **ret);
+/* The entry of `key` on the table `scope`, or NULL. */
+KeyEntry *key_registry_get(KeyRegistry *r, const char *scope, const char *key);
+/* The entries of `key` on any table: the first found, and how many there are. */
+KeyEntry *key_registry_find_any(KeyRegistry *r, const char *key, size_t *ret_n);
+/* Adds a pending entry for a key that has none on that table. */
+int key_registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint, KeyEntry **ret);
 /* Records the final answer (body stolen), answers every waiter with a copy, and makes the entry
  * evictable. A retryable failure (KEY_FAILED with a 5xx) removes the entry instead. The entry
  * may be gone afterwards either way (eviction): do not use it again. */

@@ -91,15 +91,16 @@ static void writer_handle_status(HttpRequest *r, void *userdata) {
                                  "idempotency key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -");
                 return;
         }
-        body = api->hooks.lookup(key, &status, api->userdata);
+        namespace = writer_query_string(r, "namespace");
+        table = writer_query_string(r, "table");
+        body = api->hooks.lookup(key, namespace && table ? namespace : NULL, namespace && table ? table : NULL, &status,
+                                 api->userdata);
         if (!body) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 return;
         }
         /* Not in memory (another daemon's commit, a restart, an eviction): with
          * ?namespace=&table= the table's history answers. */
-        namespace = writer_query_string(r, "namespace");
-        table = writer_query_string(r, "table");
         if (status != 404 || !namespace || !table) {
                 http_reply_json(r, status, body);
                 return;

@@ -22,8 +22,11 @@ typedef struct WriterHooks {
         /* Takes ownership of w; must eventually answer it with writer_request_reply*(). */
         void (*submit)(WriterRequest *w, void *userdata);
         /* Answers GET /v1/commits/{key} from memory: sets *ret_status and returns the body
-         * (owned). */
-        json_t *(*lookup)(const char *key, int *ret_status, void *userdata);
+         * (owned). Keys are scoped by table: namespace_param and table (both NULL when the
+         * query names none) pick the table; without them a key used on several tables is
+         * ambiguous (409). */
+        json_t *(*lookup)(const char *key, const char *namespace_param, const char *table, int *ret_status,
+                          void *userdata);
         /* The same from the history of table `table` in `namespace_param` (0x1F-separated
          * levels), for a key the daemon does not remember: takes ownership of w and answers it. */
         void (*lookup_history)(WriterRequest *w, const char *key, const char *namespace_param,

@@ -221,6 +221,13 @@ static int request_fingerprint(CommitRequest *r) {
         return r->fingerprint ? 0 : -ENOMEM;
 }
 
+char *commit_key_scope(const char *namespace_param, const char *table) {
+        char *scope;
+
+        /* Levels and names hold no control characters (commit_target_parse): 0x1E separates. */
+        return asprintf(&scope, "%s\x1e%s", namespace_param, table) < 0 ? NULL : scope;
+}
+
 int commit_request_parse(const char *namespace_param, const char *table, Slice body,
                          const CommitRequestLimits *limits, CommitRequest **ret, Error *error) {
         _cleanup_(commit_request_freep) CommitRequest *r = NULL;
@@ -294,6 +301,9 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
                 return rr;
         {
                 /* Queue identity: the namespace as sent (0x1F-joined), the table and the branch. */
+                r->key_scope = commit_key_scope(namespace_param, r->target.table);
+                if (!r->key_scope)
+                        return -ENOMEM;
                 if (asprintf(&r->queue_name, "%s\x1f%s@%s", namespace_param, r->target.table, r->branch) < 0) {
                         r->queue_name = NULL;
                         return -ENOMEM;
@@ -317,6 +327,7 @@ CommitRequest *commit_request_free(CommitRequest *r) {
         json_decref(r->snapshot_properties);
         free(r->fingerprint);
         free(r->queue_name);
+        free(r->key_scope);
         free(r);
         return NULL;
 }

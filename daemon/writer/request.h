@@ -39,6 +39,7 @@ typedef struct CommitRequest {
         json_t *snapshot_properties;    /* owned object of strings */
         char *fingerprint;              /* canonical JSON of all the above: same key, same body */
         char *queue_name;               /* "ns\x1ftable@branch": one queue per table and branch */
+        char *key_scope;                /* "ns\x1etable": where its idempotency key counts */
 } CommitRequest;
 
 /* Parses and checks a request body for table `table` in `namespace_param` (levels separated
@@ -47,6 +48,9 @@ typedef struct CommitRequest {
 int commit_request_parse(const char *namespace_param, const char *table, Slice body,
                          const CommitRequestLimits *limits, CommitRequest **ret, Error *error);
 CommitRequest *commit_request_free(CommitRequest *r);
+/* The scope of idempotency keys on a table: "<namespace_param>\x1e<table>" (malloc'ed; NULL
+ * when out of memory). */
+char *commit_key_scope(const char *namespace_param, const char *table);
 /* Parses a namespace path parameter (levels separated by 0x1F) and a table name: each 1 to 255
  * bytes of UTF-8 without control characters. Returns -EINVAL with the reason, or -ENOMEM. */
 int commit_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error);

@@ -130,3 +130,28 @@ def test_one_data_file_is_committed_once(catalog, daemon, table):
     ids = sorted(r["id"] for r in dump["rows"])
     assert ids == sorted([0, 1] + [staged[1]["data-files"][0]["first-id"] + k for k in range(2)] + [10, 11, 12]), ids
     assert sorted(r["_row_id"] for r in dump["rows"]) == list(range(len(ids)))
+
+
+def test_idempotency_keys_are_scoped_by_table(catalog, daemon):
+    """One key on two tables is two requests (a writer cannot squat another table's key); a
+    lookup without the table is ambiguous then, with it each table's receipt answers."""
+    from conftest import http
+
+    names = []
+    for _ in range(2):
+        name = "k_" + os.urandom(6).hex()
+        peer("create-table", "--uri", catalog["uri"], "--table", f"ns.{name}", "--format-version", 3)
+        names.append(name)
+    receipts = []
+    for i, name in enumerate(names):
+        staged = peer("stage", "--uri", catalog["uri"], "--table", f"ns.{name}", "--files", 1, "--rows", 1,
+                      "--start-id", i)
+        status, _, receipt = daemon.commit("ns", name, {"idempotency-key": "shared-key",
+                                                       "staged-manifests": [staged["manifest"]]})
+        assert status == 200, receipt
+        receipts.append(receipt)
+    status, _, body = http("GET", f"{daemon.url}/v1/commits/shared-key")
+    assert status == 409 and body["error"]["type"] == "key-ambiguous", body
+    for name, receipt in zip(names, receipts):
+        status, _, body = http("GET", f"{daemon.url}/v1/commits/shared-key?namespace=ns&table={name}")
+        assert status == 200 and body["receipt"]["snapshot-id"] == receipt["snapshot-id"], body

@@ -19,9 +19,9 @@ TEST(pending_then_committed_with_waiters) {
         json_t *status;
 
         ASSERT_OK(key_registry_new(10, &r));
-        ASSERT_OK(key_registry_add(r, "k1", "fp", &e));
-        ASSERT_TRUE(key_registry_get(r, "k1") == e);
-        ASSERT_TRUE(key_registry_get(r, "k2") == NULL);
+        ASSERT_OK(key_registry_add(r, "t", "k1", "fp", &e));
+        ASSERT_TRUE(key_registry_get(r, "t", "k1") == e);
+        ASSERT_TRUE(key_registry_get(r, "t", "k2") == NULL);
         ASSERT_OK(key_registry_wait(e, waiter()));
         ASSERT_OK(key_registry_wait(e, waiter()));
         status = key_entry_status_json(e);
@@ -30,7 +30,7 @@ TEST(pending_then_committed_with_waiters) {
 
         key_registry_finish(r, e, KEY_COMMITTED, 200, json_pack("{s:I}", "snapshot-id", (json_int_t)7));
         ASSERT_EQ(e->n_waiters, 0);
-        status = key_entry_status_json(key_registry_get(r, "k1"));
+        status = key_entry_status_json(key_registry_get(r, "t", "k1"));
         ASSERT_STREQ(json_string_value(json_object_get(status, "status")), "committed");
         ASSERT_EQ(json_integer_value(json_object_get(json_object_get(status, "receipt"), "snapshot-id")), 7);
         json_decref(status);
@@ -41,14 +41,14 @@ TEST(retryable_failures_are_forgotten_definite_ones_kept) {
         KeyEntry *e;
 
         ASSERT_OK(key_registry_new(10, &r));
-        ASSERT_OK(key_registry_add(r, "busy", "fp", &e));
+        ASSERT_OK(key_registry_add(r, "t", "busy", "fp", &e));
         ASSERT_OK(key_registry_wait(e, waiter()));
         key_registry_finish(r, e, KEY_FAILED, 503, json_object());
-        ASSERT_TRUE(key_registry_get(r, "busy") == NULL);
+        ASSERT_TRUE(key_registry_get(r, "t", "busy") == NULL);
 
-        ASSERT_OK(key_registry_add(r, "bad", "fp", &e));
+        ASSERT_OK(key_registry_add(r, "t", "bad", "fp", &e));
         key_registry_finish(r, e, KEY_FAILED, 422, json_pack("{s:{s:s}}", "error", "message", "entry 0: EXISTING"));
-        e = key_registry_get(r, "bad");
+        e = key_registry_get(r, "t", "bad");
         ASSERT_TRUE(e && e->status == 422 && e->state == KEY_FAILED);
 }
 
@@ -58,17 +58,17 @@ TEST(finished_entries_are_evicted_oldest_first) {
         char key[16];
 
         ASSERT_OK(key_registry_new(3, &r));
-        ASSERT_OK(key_registry_add(r, "pending", "fp", &pending));
+        ASSERT_OK(key_registry_add(r, "t", "pending", "fp", &pending));
         for (int i = 0; i < 2000; i++) {       /* also grows the hash table */
                 snprintf(key, sizeof(key), "k%d", i);
-                ASSERT_OK(key_registry_add(r, key, "fp", &e));
+                ASSERT_OK(key_registry_add(r, "t", key, "fp", &e));
                 key_registry_finish(r, e, KEY_COMMITTED, 200, json_object());
         }
         ASSERT_EQ(key_registry_size(r), 4);
-        ASSERT_TRUE(key_registry_get(r, "pending") == pending);
-        ASSERT_TRUE(key_registry_get(r, "k1996") == NULL);
-        ASSERT_TRUE(key_registry_get(r, "k1997") != NULL);
-        ASSERT_TRUE(key_registry_get(r, "k1999") != NULL);
+        ASSERT_TRUE(key_registry_get(r, "t", "pending") == pending);
+        ASSERT_TRUE(key_registry_get(r, "t", "k1996") == NULL);
+        ASSERT_TRUE(key_registry_get(r, "t", "k1997") != NULL);
+        ASSERT_TRUE(key_registry_get(r, "t", "k1999") != NULL);
 }
 
 TEST(zero_cache_keeps_nothing_finished) {
@@ -76,7 +76,28 @@ TEST(zero_cache_keeps_nothing_finished) {
         KeyEntry *e;
 
         ASSERT_OK(key_registry_new(0, &r));
-        ASSERT_OK(key_registry_add(r, "k", "fp", &e));
+        ASSERT_OK(key_registry_add(r, "t", "k", "fp", &e));
         key_registry_finish(r, e, KEY_COMMITTED, 200, json_object());
         ASSERT_EQ(key_registry_size(r), 0);
+}
+
+/* One key on two tables is two requests; a lookup without a table sees both. */
+TEST(keys_are_scoped_by_table) {
+        _cleanup_(key_registry_freep) KeyRegistry *r = NULL;
+        KeyEntry *a, *b;
+        size_t n;
+
+        ASSERT_OK(key_registry_new(10, &r));
+        ASSERT_OK(key_registry_add(r, "ns\x1et1", "k", "fp-1", &a));
+        ASSERT_TRUE(key_registry_get(r, "ns\x1et2", "k") == NULL);
+        ASSERT_OK(key_registry_add(r, "ns\x1et2", "k", "fp-2", &b));
+        ASSERT_TRUE(key_registry_get(r, "ns\x1et1", "k") == a);
+        ASSERT_TRUE(key_registry_get(r, "ns\x1et2", "k") == b);
+        ASSERT_TRUE(key_registry_find_any(r, "k", &n) != NULL);
+        ASSERT_EQ(n, 2);
+        key_registry_finish(r, a, KEY_FAILED, 422, json_object());
+        ASSERT_TRUE(key_registry_get(r, "ns\x1et2", "k") == b);
+        ASSERT_TRUE(key_registry_find_any(r, "other", &n) == NULL);
+        ASSERT_EQ(n, 0);
+        key_registry_finish(r, b, KEY_COMMITTED, 200, json_object());
 }
