@@ -922,6 +922,35 @@ static int batch_equality_delete_policy(const Batch *b, bool *ret_allow) {
         return 0;
 }
 
+/* Whether a data file may belong to the table: under its location, its write.data.path (or
+ * the older write.folder-storage.path and write.object-storage.path), or one of the table
+ * property icecommit.allowed-prefixes. A staged manifest must not commit another table's files. */
+static bool batch_file_is_confined(const TableMetadata *t, const char *path) {
+        static const char *const properties[] = { "write.data.path", "write.folder-storage.path",
+                                                  "write.object-storage.path" };
+        const char *allowed;
+
+        if (storage_location_is_within(path, t->location))
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(properties); i++) {
+                const char *p = table_property(t, properties[i]);
+
+                if (p && storage_location_is_within(path, p))
+                        return true;
+        }
+        allowed = table_property(t, TABLE_PROPERTY_ALLOWED_PREFIXES);
+        while (allowed && *allowed) {
+                const char *end = strchr(allowed, ',');
+                size_t n = end ? (size_t)(end - allowed) : strlen(allowed);
+                _cleanup_(freep) char *prefix = strndup(allowed, n);
+
+                if (prefix && prefix[0] && storage_location_is_within(path, prefix))
+                        return true;
+                allowed = end ? end + 1 : NULL;
+        }
+        return false;
+}
+
 /* Checks one staged manifest of a job against the table as loaded by this attempt (the table
  * may have changed since intake and between attempts). On a violation answers the job and
  * returns false. */
@@ -960,6 +989,15 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
                 return false;
         }
 
+        for (size_t e = 0; e < m->n_files; e++)
+                if (!batch_file_is_confined(b->table, m->files[e].path)) {
+                        /* Said without asking storage anything about the file. */
+                        job_fail(j, 422, "invalid-manifest",
+                                 "staged-manifests[%zu] '%s' entry %zu '%s' is outside the table location '%s' (and "
+                                 "write.data.path and the table property %s)",
+                                 k, location, e, m->files[e].path, b->table->location, TABLE_PROPERTY_ALLOWED_PREFIXES);
+                        return false;
+                }
         /* The schema the files were written with must still map onto the table's, by field id.
          * Java always writes it; a manifest without one cannot be checked and is taken as is. */
         current = table_current_schema(b->table);

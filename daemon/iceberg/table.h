@@ -47,6 +47,8 @@ bool table_has_partition_spec(const TableMetadata *t, int32_t spec_id);
 json_t *table_current_schema(const TableMetadata *t);
 /* Table property with the table's equality-delete policy: "reject" or "allow". */
 #define TABLE_PROPERTY_EQUALITY_DELETES "icecommit.equality-deletes"
+/* Comma-separated locations outside the table location where its data files may also live. */
+#define TABLE_PROPERTY_ALLOWED_PREFIXES "icecommit.allowed-prefixes"
 
 /* A table property's value (borrowed), or NULL when unset or not a string. */
 const char *table_property(const TableMetadata *t, const char *key);

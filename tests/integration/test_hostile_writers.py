@@ -155,3 +155,41 @@ def test_idempotency_keys_are_scoped_by_table(catalog, daemon):
     for name, receipt in zip(names, receipts):
         status, _, body = http("GET", f"{daemon.url}/v1/commits/shared-key?namespace=ns&table={name}")
         assert status == 200 and body["receipt"]["snapshot-id"] == receipt["snapshot-id"], body
+
+
+def test_staged_manifests_name_only_the_tables_own_files(catalog, daemon, table):
+    """A staged manifest placed in table C's metadata directory but naming table A's data files
+    is refused, without a word about those files; the table property icecommit.allowed-prefixes
+    lets an operator allow such a location on purpose (table B)."""
+    import shutil
+
+    from conftest import http
+
+    ns, name_a, _ = table
+    uri = catalog["uri"]
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name_a}", "--files", 1, "--rows", 2, "--start-id", 0)
+    location_a = staged["manifest"].rsplit("/metadata/", 1)[0]
+    schema = {"type": "struct", "fields": [{"id": 1, "name": "id", "required": True, "type": "long"},
+                                           {"id": 2, "name": "data", "required": False, "type": "string"}]}
+    targets = {}
+    for label, props in (("c", {}), ("b", {"icecommit.allowed-prefixes": f"/nowhere,{location_a}"})):
+        name = f"conf_{label}_" + os.urandom(4).hex()
+        status, _, created = http("POST", f"{daemon.url}/v1/namespaces/{ns}/tables",
+                                  {"name": name, "schema": schema, "properties": props})
+        assert status == 201, created
+        metadata_dir = created["metadata-location"].removeprefix("file:").rsplit("/", 1)[0]
+        copy = os.path.join(metadata_dir, "staged-foreign.avro")
+        shutil.copyfile(staged["manifest"].removeprefix("file:"), copy)
+        targets[label] = (name, copy)
+
+    name_c, copy_c = targets["c"]
+    status, _, answer = daemon.commit(ns, name_c, {"idempotency-key": "foreign", "staged-manifests": [copy_c]})
+    assert status == 422 and answer["error"]["type"] == "invalid-manifest", answer
+    assert "entry 0" in answer["error"]["message"] and "is outside the table location" in answer["error"]["message"]
+    assert "does not exist" not in answer["error"]["message"] and "bytes" not in answer["error"]["message"]
+    assert peer("dump", "--uri", uri, "--table", f"{ns}.{name_c}")["rows"] == []
+
+    name_b, copy_b = targets["b"]
+    status, _, receipt = daemon.commit(ns, name_b, {"idempotency-key": "allowed", "staged-manifests": [copy_b]})
+    assert status == 200, receipt
+    assert sorted(r["id"] for r in peer("dump", "--uri", uri, "--table", f"{ns}.{name_b}")["rows"]) == [0, 1]
