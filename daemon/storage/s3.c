@@ -51,7 +51,6 @@ struct S3Op {
         unsigned attempt;
         bool may_have_written;          /* a PUT went out without a verdict */
         bool is_verifying;              /* GET after a 412 that may be our own earlier PUT */
-        bool in_flight;                 /* a transfer is with curl */
         char *continuation;             /* LIST: the next page's token */
         StorageResult result;
         StorageCallback cb;
@@ -340,7 +339,6 @@ static int s3_op_send(S3Op *op) {
                 explicit_bzero(token_line.data, token_line.len);
         if (r < 0)
                 return r;
-        op->in_flight = true;
         op->sent_ns = now;
         op->result.n_requests++;
         c->n_requests++;
@@ -463,7 +461,6 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
         long http = response->http_status;
         int r;
 
-        op->in_flight = false;
         if (response->status == -ECANCELED) {
                 s3_op_fail(op, -ECANCELED, "%s: cancelled: icecommitd is stopping", op->location);
                 return;

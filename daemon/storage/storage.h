@@ -34,8 +34,8 @@ int storage_props_new(const json_t *catalog_properties, const json_t *load_resul
                       Error *error);
 StorageProps *storage_props_free(StorageProps *p);
 DEFINE_CLEANUP_FUNC(StorageProps, storage_props_free);
-/* Whether the credentials for `location` expire before now_ms + margin_ms (never for static
- * keys or local files). */
+/* Whether the catalog's credentials for `location` expire at or before when_ms (wall clock;
+ * never for static keys, for credentials without s3.session-token-expires-at-ms, or p NULL). */
 bool storage_props_expire_before(const StorageProps *p, const char *location, int64_t when_ms);
 
 /* What an operation found. Everything is borrowed for the callback, except that the callback
