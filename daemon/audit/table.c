@@ -17,7 +17,7 @@
 static void audit_snapshot_deinit(AuditSnapshot *s) {
         free(s->list_error);
         manifest_list_files_free(s->manifests, s->n_manifests);
-        free(s->sorted_paths);
+        free(s->sorted);
 }
 
 AuditTable *audit_table_free(AuditTable *t) {
@@ -128,8 +128,13 @@ ssize_t audit_table_find_snapshot(const AuditTable *t, int64_t snapshot_id) {
         return -ENOENT;
 }
 
-static int path_compare(const void *a, const void *b) {
-        return strcmp(*(const char *const *)a, *(const char *const *)b);
+static const char *manifest_path(const ManifestFile *m) {
+        return m->path ? m->path : "";
+}
+
+static int manifest_ptr_compare(const void *a, const void *b) {
+        return strcmp(manifest_path(*(const ManifestFile *const *)a),
+                      manifest_path(*(const ManifestFile *const *)b));
 }
 
 int audit_snapshot_take_manifests(AuditTable *t, size_t i, int list_format_version,
@@ -145,15 +150,15 @@ int audit_snapshot_take_manifests(AuditTable *t, size_t i, int list_format_versi
                                  t->limits.max_manifests);
         }
         if (n > 0) {
-                s->sorted_paths = calloc(n, sizeof(*s->sorted_paths));
-                if (!s->sorted_paths) {
+                s->sorted = calloc(n, sizeof(*s->sorted));
+                if (!s->sorted) {
                         manifest_list_files_free(manifests, n);
                         return error_set(e, -ENOMEM, "out of memory");
                 }
         }
         for (size_t k = 0; k < n; k++)
-                s->sorted_paths[k] = manifests[k].path ? manifests[k].path : "";
-        qsort(s->sorted_paths, n, sizeof(*s->sorted_paths), path_compare);
+                s->sorted[k] = &manifests[k];
+        qsort(s->sorted, n, sizeof(*s->sorted), manifest_ptr_compare);
         t->n_manifests_read += n;
         s->manifests = manifests;
         s->n_manifests = n;
@@ -217,10 +222,20 @@ static bool manifest_range(const ManifestFile *m, int64_t *ret_first, int64_t *r
         return true;
 }
 
+/* The entry of snapshot s's list with this path (the first of several), or NULL. */
+static const ManifestFile *snapshot_find_manifest(const AuditSnapshot *s, const char *path) {
+        const ManifestFile key = { .path = (char *)path }, *k = &key, **found;
+
+        if (!s->is_list_read || s->n_manifests == 0)
+                return NULL;
+        found = bsearch(&k, s->sorted, s->n_manifests, sizeof(*s->sorted), manifest_ptr_compare);
+        while (found && found > s->sorted && manifest_ptr_compare(found - 1, &k) == 0)
+                found--;
+        return found ? *found : NULL;
+}
+
 static bool snapshot_lists_path(const AuditSnapshot *s, const char *path) {
-        return s->is_list_read && s->n_manifests > 0 &&
-               bsearch(&path, s->sorted_paths, s->n_manifests, sizeof(*s->sorted_paths),
-                       path_compare) != NULL;
+        return snapshot_find_manifest(s, path) != NULL;
 }
 
 /* The parent of snapshot i, when it is in metadata. */
@@ -434,11 +449,18 @@ typedef struct DistinctManifest {
         size_t order;           /* position in the gathering order, for stable sorts */
 } DistinctManifest;
 
-static int distinct_by_path(const void *a, const void *b) {
+/* By path, then range, then gathering order: equal listings end up side by side. */
+static int distinct_by_listing(const void *a, const void *b) {
         const DistinctManifest *x = a, *y = b;
         int c = strcmp(x->path, y->path);
 
-        return c ? c : x->order < y->order ? -1 : x->order > y->order;
+        if (c)
+                return c;
+        if (x->first != y->first)
+                return x->first < y->first ? -1 : 1;
+        if (x->end != y->end)
+                return x->end < y->end ? -1 : 1;
+        return x->order < y->order ? -1 : x->order > y->order;
 }
 
 static int distinct_by_range(const void *a, const void *b) {
@@ -457,10 +479,13 @@ static json_t *manifest_ref_json(const AuditTable *t, const DistinctManifest *d)
                          (json_int_t)t->snapshots[d->snapshot].snapshot_id);
 }
 
-/* Every data manifest with a range, once per path (the first listing wins); two listings of
- * one path with different ranges are a finding of `overlaps`. */
-static int distinct_manifests(const AuditTable *t, Check *overlaps, DistinctManifest **ret,
-                              size_t *ret_n) {
+/* Every data manifest listing with a range, once per (path, range): one manifest carried by
+ * many snapshots with the ids it got once is one assignment. The same path may hold two
+ * disjoint ranges legitimately: a manifest written before the upgrade to v3 gets its ids from
+ * the first v3 snapshot of each branch that lists it, so main and a branch forked before the
+ * upgrade give it two ranges (rules 1.5 and 1.9). Whether a path keeps its range along one
+ * branch is checked per parent and child (check_overlaps). */
+static int distinct_manifests(const AuditTable *t, DistinctManifest **ret, size_t *ret_n) {
         _cleanup_(freep) DistinctManifest *all = NULL;
         size_t n = 0, n_unique = 0;
 
@@ -478,23 +503,13 @@ static int distinct_manifests(const AuditTable *t, Check *overlaps, DistinctMani
                                 all[n++] = d;
                 }
         }
-        qsort(all, n, sizeof(*all), distinct_by_path);
+        /* Sequence order of gathering makes the first listing of each assignment the kept one. */
+        qsort(all, n, sizeof(*all), distinct_by_listing);
         for (size_t k = 0; k < n; k++) {
-                DistinctManifest *u = n_unique ? &all[n_unique - 1] : NULL;
+                const DistinctManifest *u = n_unique ? &all[n_unique - 1] : NULL;
 
-                if (u && strcmp(u->path, all[k].path) == 0) {
-                        if (u->first != all[k].first || u->end != all[k].end)
-                                check_add(overlaps,
-                                          json_pack("{s:s, s:[I, I]}", "manifest", u->path, "snapshot-ids",
-                                                    (json_int_t)t->snapshots[u->snapshot].snapshot_id,
-                                                    (json_int_t)t->snapshots[all[k].snapshot].snapshot_id),
-                                          "manifest '%s' has ids %" PRId64 "..%" PRId64 " in snapshot %" PRId64
-                                          " but %" PRId64 "..%" PRId64 " in snapshot %" PRId64,
-                                          u->path, u->first, u->end - 1, t->snapshots[u->snapshot].snapshot_id,
-                                          all[k].first, all[k].end - 1,
-                                          t->snapshots[all[k].snapshot].snapshot_id);
+                if (u && strcmp(u->path, all[k].path) == 0 && u->first == all[k].first && u->end == all[k].end)
                         continue;
-                }
                 all[n_unique++] = all[k];
         }
         qsort(all, n_unique, sizeof(*all), distinct_by_range);
@@ -503,13 +518,46 @@ static int distinct_manifests(const AuditTable *t, Check *overlaps, DistinctMani
         return 0;
 }
 
-/* Check 1: no id is assigned twice. Snapshot ranges are disjoint; distinct data manifests'
- * ranges are disjoint (one manifest carried by many snapshots is one manifest); a manifest
- * that got its ids in a snapshot lies inside that snapshot's range. */
+/* Along one branch a manifest keeps the ids it got: a snapshot listing a manifest of its
+ * parent with another range re-assigned them. (Across branches it may differ, see
+ * distinct_manifests.) */
+static void check_ranges_kept(const AuditTable *t, Check *c) {
+        for (size_t i = 0; i < t->n_snapshots; i++) {
+                const AuditSnapshot *s = &t->snapshots[i], *p = snapshot_parent(t, s);
+
+                if (!p || !p->is_list_read)
+                        continue;
+                for (size_t k = 0; k < s->n_manifests; k++) {
+                        const ManifestFile *m = &s->manifests[k], *pm;
+                        int64_t first, end, pfirst, pend;
+
+                        if (!m->path || !manifest_range(m, &first, &end) || first == end)
+                                continue;
+                        pm = snapshot_find_manifest(p, m->path);
+                        if (!pm || !manifest_range(pm, &pfirst, &pend) || pfirst == pend ||
+                            (pfirst == first && pend == end))
+                                continue;
+                        check_add(c,
+                                  json_pack("{s:s, s:[I, I]}", "manifest", m->path, "snapshot-ids",
+                                            (json_int_t)p->snapshot_id, (json_int_t)s->snapshot_id),
+                                  "manifest '%s' has ids %" PRId64 "..%" PRId64 " in snapshot %" PRId64
+                                  " but %" PRId64 "..%" PRId64 " in snapshot %" PRId64
+                                  ", its child: a manifest keeps its ids along a branch",
+                                  m->path, pfirst, pend - 1, p->snapshot_id, first, end - 1, s->snapshot_id);
+                }
+        }
+}
+
+/* Check 1: no id is assigned twice. A manifest keeps its range along a branch; snapshot ranges
+ * are disjoint; distinct assignments (path and range) are disjoint, on one branch or across
+ * branches, since every assignment draws from the one table-wide next-row-id; a manifest that
+ * got its ids in a snapshot lies inside that snapshot's range. */
 static void check_overlaps(const AuditTable *t, const Range *ranges, size_t n_ranges,
                            const DistinctManifest *dm, size_t n_dm, Check *c) {
         int64_t max_end = INT64_MIN;
         size_t owner = 0;
+
+        check_ranges_kept(t, c);
 
         for (size_t k = 0; k < n_ranges; k++) {
                 const AuditSnapshot *a = &t->snapshots[owner], *b = &t->snapshots[ranges[k].owner];
@@ -759,8 +807,9 @@ json_t *audit_table_report(const AuditTable *t) {
         Check c[5];
 
         check_init(&c[0], "no-overlapping-ranges",
-                   "snapshot ranges are disjoint; distinct data manifests' ranges are disjoint; a manifest "
-                   "lies inside the range of the snapshot that assigned its ids",
+                   "a manifest keeps its ids along a branch; snapshot ranges are disjoint; distinct "
+                   "assignments of ids to data manifests are disjoint; a manifest lies inside the range of "
+                   "the snapshot that assigned its ids",
                    t->limits.max_findings);
         check_init(&c[1], "next-row-id-above-assigned", "next-row-id is above every id a snapshot or manifest holds",
                    t->limits.max_findings);
@@ -774,7 +823,7 @@ json_t *audit_table_report(const AuditTable *t) {
         check_init(&c[4], "manifest-lists-readable", "the manifest list of every snapshot can be read",
                    t->limits.max_findings);
 
-        if (snapshot_ranges(t, &ranges, &n_ranges) < 0 || distinct_manifests(t, &c[0], &dm, &n_dm) < 0 ||
+        if (snapshot_ranges(t, &ranges, &n_ranges) < 0 || distinct_manifests(t, &dm, &n_dm) < 0 ||
             (is_lineage ? audit_table_gaps(t, &gaps, &n_gaps) : (n_gaps = 0, 0)) < 0)
                 goto fail;
         if (is_lineage) {

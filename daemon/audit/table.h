@@ -44,7 +44,7 @@ typedef struct AuditSnapshot {
         int64_t list_first_row_id;
         ManifestFile *manifests;        /* owned, list order */
         size_t n_manifests;
-        const char **sorted_paths;      /* owned array, borrowed strings: membership tests */
+        const ManifestFile **sorted;    /* owned array of borrowed entries, by path: lookups */
 } AuditSnapshot;
 
 typedef struct AuditRef {

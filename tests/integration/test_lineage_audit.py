@@ -4,6 +4,8 @@ REST catalog: on a healthy v3 table the report's ranges equal the commit receipt
 passes, and each lookup names the file and position Iceberg Java's reader shows for that _row_id;
 on a table where Iceberg Java's low-level API committed a manifest with an overlapping
 first_row_id, the audit flags the overlap and names both manifests."""
+import uuid
+
 from conftest import http, peer
 
 
@@ -145,3 +147,41 @@ def test_overlap_committed_with_java_low_level_api_is_flagged(catalog, daemon, t
     assert status == 200 and found["assigned"] is True
     assert found["snapshot"]["snapshot-id"] == java["snapshots"][0]
     assert found["manifest"]["path"] == java_manifest and found["position"] == 1
+
+
+def test_upgraded_table_with_a_branch_written_by_java_alone_is_ok(catalog, daemon):
+    """A v2 table with a branch forked before the upgrade to v3, then one Java append on each
+    branch: each append's manifest list gives the pre-upgrade manifest its own range (main and the
+    branch are both children of the v2 snapshot), two disjoint ranges for one path, which the
+    rules require. The audit passes (it reported overlaps on such tables before)."""
+    name = "a_" + uuid.uuid4().hex[:10]
+    uri = catalog["uri"]
+    peer("create-table", "--uri", uri, "--table", f"ns.{name}", "--format-version", 2)
+    peer("append", "--uri", uri, "--table", f"ns.{name}", "--rows", 4, "--start-id", 0)
+    peer("branch", "--uri", uri, "--table", f"ns.{name}", "--name", "b")
+    up = peer("set-property", "--uri", uri, "--table", f"ns.{name}", "--key", "format-version", "--value", "3")
+    assert up["format-version"] == 3
+    peer("append", "--uri", uri, "--table", f"ns.{name}", "--rows", 2, "--start-id", 100)
+    peer("append", "--uri", uri, "--table", f"ns.{name}", "--rows", 3, "--start-id", 200, "--branch", "b")
+
+    status, _, report = audit(daemon, "ns", name)
+    assert status == 200, report
+    assert report["next-row-id"] == 4 + 2 + 4 + 3, report
+    v3 = [s for s in report["snapshots"] if s["first-row-id"] is not None]
+    assert len(v3) == 2 and {s["parent-snapshot-id"] for s in v3} == {report["snapshots"][0]["snapshot-id"]}
+    # The pre-upgrade manifest is assigned once per branch, at two disjoint ranges.
+    paths = [{m["path"] for m in s["manifests-assigned"]} for s in v3]
+    assert [len(p) for p in paths] == [2, 2] and len(paths[0] & paths[1]) == 1, v3
+    old = [m for s in v3 for m in s["manifests-assigned"] if m["path"] in paths[0] & paths[1]]
+    assert all(m["last-row-id"] - m["first-row-id"] == 3 for m in old), old
+    assert old[0]["last-row-id"] < old[1]["first-row-id"] or old[1]["last-row-id"] < old[0]["first-row-id"], old
+    assert report["ok"] is True, report["checks"]
+    assert checks_by_name(report)["no-overlapping-ranges"]["n-findings"] == 0
+    assert report["refs"]["b"]["type"] == "branch"
+
+    # Java's reader agrees: every row has an id, none twice on each branch.
+    for ref in (None, "b"):
+        args = ["dump", "--uri", uri, "--table", f"ns.{name}"] + (["--branch", ref] if ref else [])
+        rows = peer(*args)["rows"]
+        ids = [r["_row_id"] for r in rows]
+        assert None not in ids and len(set(ids)) == len(ids) == (6 if ref is None else 7), rows
