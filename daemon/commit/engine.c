@@ -705,16 +705,26 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
         e->n_in_flight++;
 }
 
-static bool engine_is_ready(void *userdata) {
+static bool engine_is_ready(const char **ret_reason, void *userdata) {
         CommitEngine *e = userdata;
+        const char *why = NULL;
 
-        return !e->is_stopping && catalog_is_ready(e->catalog);
+        if (e->is_stopping)
+                *ret_reason = "icecommitd is stopping";
+        else if (!catalog_is_ready(e->catalog))
+                *ret_reason = "the catalog configuration is not loaded yet";
+        else if (!storage_is_writable(e->storage, &why))
+                *ret_reason = why;
+        else
+                return true;
+        return false;
 }
 
 static int engine_metrics(Buf *out, void *userdata) {
         CommitEngine *e = userdata;
 
         metrics_set(e->metrics, METRIC_CATALOG_READY, NULL, catalog_is_ready(e->catalog) ? 1 : 0);
+        metrics_set(e->metrics, METRIC_STORAGE_WRITABLE, NULL, storage_is_writable(e->storage, NULL) ? 1 : 0);
         return metrics_expose(e->metrics, out);
 }
 

@@ -106,6 +106,7 @@ typedef struct S3Config {
 typedef struct StorageConfig {
         uint64_t max_manifest_bytes;
         uint64_t max_manifest_entries;
+        uint32_t probe_interval_ms;     /* write probes while storage is unwritable */
         S3Config s3;
 } StorageConfig;
 

@@ -55,6 +55,7 @@ const ConfigOption config_options[] = {
 
         OPTION("storage", "max-manifest-bytes", OPTION_KIND_U64, storage.max_manifest_bytes, 64u << 20, 1024, 1ull << 34),
         OPTION("storage", "max-manifest-entries", OPTION_KIND_U64, storage.max_manifest_entries, 1000000, 1, 1ull << 32),
+        OPTION("storage", "probe-interval-ms", OPTION_KIND_U32, storage.probe_interval_ms, 5000, 100, 3600000),
 
         OPTION_STR("s3", "endpoint", storage.s3.endpoint, NULL),
         OPTION("s3", "path-style-access", OPTION_KIND_BOOL, storage.s3.path_style_access, 0, 0, 1),

@@ -31,6 +31,7 @@ typedef enum MetricId {
         METRIC_QUEUE_REQUESTS,          /* gauge: requests waiting or in flight */
         METRIC_ROWS_ASSIGNED,           /* counter: row ids assigned (sum of added-rows) */
         METRIC_CATALOG_READY,           /* gauge: 1 once /v1/config was loaded */
+        METRIC_STORAGE_WRITABLE,        /* gauge: 0 while storage refuses writes */
         METRIC_LINEAGE_BREAKS,          /* counter{table}: committed requests that broke v3 row lineage */
         METRIC_STORAGE_REQUESTS,        /* counter{operation,outcome}: one per store round trip */
         METRIC_STORAGE_BYTES,           /* counter{direction}: "read", "written" */

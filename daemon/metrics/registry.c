@@ -28,6 +28,7 @@ static const MetricInfo metric_info[_METRIC_MAX] = {
         [METRIC_ROWS_ASSIGNED] = { "icecommit_row_ids_assigned_total", "Row ids assigned to committed snapshots (sum of added-rows).", METRIC_COUNTER, NULL, NULL },
         [METRIC_LINEAGE_BREAKS] = { "icecommit_lineage_breaks_total", "Committed writer requests whose equality deletes break v3 row lineage (allowed by policy), by table.", METRIC_COUNTER, "table", NULL },
         [METRIC_CATALOG_READY] = { "icecommit_catalog_ready", "1 once the catalog configuration was loaded.", METRIC_GAUGE, NULL, NULL },
+        [METRIC_STORAGE_WRITABLE] = { "icecommit_storage_writable", "0 from a write refused for a reason of the storage until a write or probe succeeds, else 1.", METRIC_GAUGE, NULL, NULL },
         [METRIC_STORAGE_REQUESTS] = { "icecommit_storage_requests_total", "Object-store and file requests, by operation and outcome.", METRIC_COUNTER, "operation", "outcome" },
         [METRIC_STORAGE_BYTES] = { "icecommit_storage_bytes_total", "Bytes read from and written to table storage, by direction.", METRIC_COUNTER, "direction", NULL },
         [METRIC_STORAGE_DURATION] = { "icecommit_storage_request_duration_seconds", "Latency of one object-store or file request.", METRIC_HISTOGRAM, NULL, NULL },

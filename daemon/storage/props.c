@@ -167,3 +167,31 @@ bool storage_props_expire_before(const StorageProps *p, const char *location, in
                 return false;
         return t <= when_ms;
 }
+
+int storage_props_copy(const StorageProps *p, StorageProps **ret_copy) {
+        _cleanup_(storage_props_freep) StorageProps *c = NULL;
+
+        *ret_copy = NULL;
+        if (!p)
+                return 0;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->properties = json_deep_copy(p->properties);
+        if (!c->properties)
+                return -ENOMEM;
+        if (p->n_credentials > 0) {
+                c->credentials = calloc(p->n_credentials, sizeof(*c->credentials));
+                if (!c->credentials)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < p->n_credentials; i++) {
+                c->credentials[i].prefix = strdup(p->credentials[i].prefix);
+                c->credentials[i].config = json_deep_copy(p->credentials[i].config);
+                c->n_credentials++;
+                if (!c->credentials[i].prefix || !c->credentials[i].config)
+                        return -ENOMEM;
+        }
+        *ret_copy = TAKE_PTR(c);
+        return 0;
+}

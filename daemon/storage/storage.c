@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/health.h"
 #include "storage/local.h"
 #include "storage/props.h"
 #include "storage/s3.h"
@@ -25,6 +26,8 @@ struct Storage {
         bool is_closing;
         bool is_closed;                 /* every handle closed; storage_free() may run */
         bool s3_closed;
+        bool health_pending;            /* the health timer's close is not done yet */
+        StorageHealth health;
         void (*close_done)(void *userdata);
         void *close_userdata;
 };
@@ -59,7 +62,7 @@ static const char *const local_kind_names[] = {
 static void storage_maybe_closed(Storage *s) {
         void (*done)(void *userdata);
 
-        if (!s->is_closing || !s->s3_closed || s->n_local_in_flight > 0 || s->is_closed)
+        if (!s->is_closing || !s->s3_closed || s->n_local_in_flight > 0 || s->health_pending || s->is_closed)
                 return;
         s->is_closed = true;
         done = s->close_done;
@@ -72,6 +75,7 @@ Storage *storage_free(Storage *s) {
         if (!s)
                 return NULL;
         assert(s->is_closed);
+        storage_health_deinit(&s->health);
         free(s);
         return NULL;
 }
@@ -244,9 +248,65 @@ int storage_size(Storage *s, const StorageContext *ctx, const char *location, St
                               error);
 }
 
+/* A write on its way: its outcome feeds the write health before the caller hears it. */
+typedef struct StorageWrite {
+        Storage *storage;
+        char *location;
+        StorageProps *props;            /* a copy: the caller's may be gone by the answer */
+        StorageCallback cb;
+        void *userdata;
+} StorageWrite;
+
+static void storage_on_written(StorageResult *result, void *userdata) {
+        StorageWrite *w = userdata;
+
+        if (result->status != -ECANCELED)
+                storage_health_note_write(&w->storage->health, w->location, w->props, result->status,
+                                          &result->error);
+        w->cb(result, w->userdata);
+        free(w->location);
+        storage_props_free(w->props);
+        free(w);
+}
+
 int storage_write(Storage *s, const StorageContext *ctx, const char *location, Slice data, unsigned flags,
                   StorageCallback cb, void *userdata, Error *error) {
-        return storage_submit(s, ctx, LOCAL_WRITE, S3_OP_PUT, location, data, flags, 0, cb, userdata, error);
+        StorageWrite *w;
+        int r;
+
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        *w = (StorageWrite){ .storage = s, .cb = cb, .userdata = userdata, .location = strdup(location) };
+        if (!w->location || (ctx && storage_props_copy(ctx->props, &w->props) < 0)) {
+                free(w->location);
+                free(w);
+                return -ENOMEM;
+        }
+        r = storage_submit(s, ctx, LOCAL_WRITE, S3_OP_PUT, location, data, flags, 0, storage_on_written, w, error);
+        if (r < 0) {
+                free(w->location);
+                storage_props_free(w->props);
+                free(w);
+        }
+        return r;
+}
+
+int storage_health_write_probe(Storage *s, const StorageProps *props, const char *location, StorageCallback cb,
+                               void *userdata) {
+        return storage_submit(s, &(StorageContext){ .props = props }, LOCAL_WRITE, S3_OP_PUT, location,
+                              slice_make(NULL, 0), STORAGE_WRITE_IF_ABSENT, 0, cb, userdata, NULL);
+}
+
+bool storage_is_writable(const Storage *s, const char **ret_reason) {
+        if (s->health.is_unwritable && ret_reason)
+                *ret_reason = s->health.reason;
+        return !s->health.is_unwritable;
+}
+
+void storage_health_closed(Storage *s) {
+        s->health_pending = false;
+        storage_maybe_closed(s);
 }
 
 int storage_delete(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb,
@@ -412,6 +472,7 @@ void storage_close(Storage *s, void (*done)(void *userdata), void *userdata) {
         s->is_closing = true;
         s->close_done = done;
         s->close_userdata = userdata;
+        storage_health_close(&s->health, &s->health_pending);
         s3_client_close(s->s3, storage_on_s3_closed, s);
 }
 
@@ -426,6 +487,7 @@ int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics, 
         s->loop = loop;
         s->config = config;
         s->metrics = metrics;
+        storage_health_init(&s->health, s, loop, config->probe_interval_ms);
         r = s3_client_new(loop, &config->s3, metrics, &s->s3);
         if (r < 0) {
                 free(s);

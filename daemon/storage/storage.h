@@ -37,6 +37,8 @@ DEFINE_CLEANUP_FUNC(StorageProps, storage_props_free);
 /* Whether the catalog's credentials for `location` expire at or before when_ms (wall clock;
  * never for static keys, for credentials without s3.session-token-expires-at-ms, or p NULL). */
 bool storage_props_expire_before(const StorageProps *p, const char *location, int64_t when_ms);
+/* A deep copy of p (NULL gives NULL). Returns 0 or -ENOMEM. */
+int storage_props_copy(const StorageProps *p, StorageProps **ret_copy);
 
 /* What an operation found. Everything is borrowed for the callback, except that the callback
  * may take `data` (buf_steal() or a struct copy followed by buf_init()). */
@@ -120,6 +122,14 @@ typedef void (*StorageReadManyCallback)(StorageReadItem *items, size_t n_items, 
  * failure is its own (an unsupported location fails that item). n may be 0. */
 int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *locations, size_t n,
                       uint64_t max_bytes, unsigned max_concurrent, StorageReadManyCallback cb, void *userdata);
+
+/* Whether writes work (GET /readyz): false from a write that failed for a reason of the
+ * storage (read-only, full, out of quota, I/O error, denied, unavailable after the retries)
+ * until a later write, or the probe (an empty object created and deleted next to the failed
+ * location every storage.probe-interval-ms, with that write's settings), succeeds. When false
+ * and ret_reason is not NULL, *ret_reason is the last failure (borrowed until the next loop
+ * callback). */
+bool storage_is_writable(const Storage *s, const char **ret_reason);
 
 /* Round trips to object stores so far, for benchmarks and tests. */
 uint64_t storage_requests_sent(const Storage *s);

@@ -122,11 +122,12 @@ static void writer_handle_healthz(HttpRequest *r, void *userdata) {
 
 static void writer_handle_readyz(HttpRequest *r, void *userdata) {
         WriterApi *api = userdata;
+        const char *reason = "not ready";
 
-        if (api->hooks.is_ready(api->userdata))
+        if (api->hooks.is_ready(&reason, api->userdata))
                 http_reply_json(r, 200, json_pack("{s:s}", "status", "ready"));
         else
-                http_reply_error(r, 503, "not-ready", "the catalog configuration is not loaded yet");
+                http_reply_error(r, 503, "not-ready", "%s", reason);
 }
 
 static void writer_handle_metrics(HttpRequest *r, void *userdata) {

@@ -31,8 +31,10 @@ typedef struct WriterHooks {
          * levels), for a key the daemon does not remember: takes ownership of w and answers it. */
         void (*lookup_history)(WriterRequest *w, const char *key, const char *namespace_param,
                                const char *table, void *userdata);
-        /* Whether the catalog is reachable and configuration loaded (GET /readyz). */
-        bool (*is_ready)(void *userdata);
+        /* Whether commits can be served (GET /readyz): the catalog configuration is loaded,
+         * storage takes writes, the daemon is not stopping. When not, *ret_reason says why
+         * (borrowed until the handler returns). */
+        bool (*is_ready)(const char **ret_reason, void *userdata);
         /* Appends the Prometheus exposition (GET /metrics). */
         int (*metrics)(Buf *out, void *userdata);
 } WriterHooks;

@@ -6,10 +6,12 @@ the table is unchanged (read by Iceberg Java) and the daemon still commits a wel
 writer's request afterwards."""
 import os
 import signal
+import subprocess
+import time
 
 import pytest
 
-from conftest import Daemon, peer
+from conftest import Daemon, http, peer
 
 
 @pytest.fixture
@@ -193,3 +195,57 @@ def test_staged_manifests_name_only_the_tables_own_files(catalog, daemon, table)
     status, _, receipt = daemon.commit(ns, name_b, {"idempotency-key": "allowed", "staged-manifests": [copy_b]})
     assert status == 200, receipt
     assert sorted(r["id"] for r in peer("dump", "--uri", uri, "--table", f"{ns}.{name_b}")["rows"]) == [0, 1]
+
+
+def test_read_only_storage_is_retryable_and_readiness_follows_it(catalog, table):
+    """The table's metadata directory remounted read-only under a running daemon: the commit is
+    503 storage-unavailable with Retry-After (never a 4xx a writer would drop its data on),
+    /readyz says not ready and why, the table is unchanged; once writable again the probe makes
+    the daemon ready by itself and the same key commits exactly once."""
+    if os.geteuid() != 0:
+        pytest.skip("remounting needs root (CI runs as root)")
+    ns, name, created = table
+    uri = catalog["uri"]
+    meta = os.path.join(created["location"].removeprefix("file:"), "metadata")
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 2, "--start-id", 0)
+    before = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    d = Daemon(uri, catalog["dir"], {"storage.probe-interval-ms": "200"})
+    body = {"idempotency-key": "ro-1", "staged-manifests": [staged["manifest"]]}
+    mounted = False
+    try:
+        subprocess.run(["mount", "--bind", meta, meta], check=True)
+        mounted = True
+        subprocess.run(["mount", "-o", "remount,bind,ro", meta], check=True)
+        status, headers, answer = d.commit(ns, name, body)
+        assert status == 503 and answer["error"]["type"] == "storage-unavailable", answer
+        assert int(headers["Retry-After"]) >= 1
+        assert "Read-only file system" in answer["error"]["message"], answer
+        status, _, ready = http("GET", d.url + "/readyz")
+        assert status == 503 and ready["error"]["type"] == "not-ready", ready
+        assert "Read-only file system" in ready["error"]["message"] and meta in ready["error"]["message"], ready
+        _, _, metrics = http("GET", d.url + "/metrics")
+        assert "icecommit_storage_writable 0" in metrics
+        unchanged(catalog, ns, name, before)
+        # Still unwritable after a few probes.
+        time.sleep(0.6)
+        assert http("GET", d.url + "/readyz")[0] == 503
+    finally:
+        if mounted:
+            subprocess.run(["mount", "-o", "remount,bind,rw", meta], check=True)
+    try:
+        deadline = time.time() + 10
+        while http("GET", d.url + "/readyz")[0] != 200:
+            assert time.time() < deadline, open(d.log).read()[-2000:]
+            time.sleep(0.1)
+        assert "storage writable again (a probe write succeeded)" in open(d.log).read()
+        assert not [f for f in os.listdir(meta) if f.startswith(".icecommit-probe-")]
+        status, _, receipt = d.commit(ns, name, body)
+        assert status == 200, receipt
+        status, _, again = d.commit(ns, name, body)
+        assert status == 200 and again["snapshot-id"] == receipt["snapshot-id"], again
+        dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+        assert len(dump["snapshots"]) == len(before["snapshots"]) + 1
+        assert sorted((r["id"], r["_row_id"]) for r in dump["rows"]) == [(0, 0), (1, 1)]
+    finally:
+        subprocess.run(["umount", meta], check=False)
+        d.stop()

@@ -284,6 +284,80 @@ TEST(async_local_operations) {
         ASSERT_TRUE(rmdir(dir) == 0);
 }
 
+static void run_until_called(uv_loop_t *loop, AsyncState *st) {
+        while (st->n_calls == 0)
+                (void)uv_run(loop, UV_RUN_ONCE);
+        ASSERT_EQ(st->n_calls, 1);
+        st->n_calls = 0;
+}
+
+static void on_tick(uv_timer_t *t) {
+        (*(int *)t->data)++;
+}
+
+/* Runs the loop for about ms milliseconds (the health timer keeps it alive). */
+static void run_for(uv_loop_t *loop, uint64_t ms) {
+        uv_timer_t t;
+        int fired = 0;
+
+        ASSERT_OK(uv_timer_init(loop, &t));
+        t.data = &fired;
+        ASSERT_OK(uv_timer_start(&t, on_tick, ms, 0));
+        while (!fired)
+                (void)uv_run(loop, UV_RUN_ONCE);
+        uv_close((uv_handle_t *)&t, NULL);
+        (void)uv_run(loop, UV_RUN_NOWAIT);
+}
+
+/* A write the storage refuses (sysfs takes no new files, not even from root) makes the storage
+ * unwritable, naming the failure; the probe into the same place keeps failing; a write that
+ * succeeds anywhere makes it writable again. A write refused for the caller's own reason (the
+ * object exists) says nothing about the storage. */
+TEST(write_health) {
+        char dir[] = "/tmp/icecommit-test-health-XXXXXX", path[128];
+        StorageConfig config = { .probe_interval_ms = 100,
+                                 .s3 = { .region = (char *)"us-east-1", .max_attempts = 1, .min_backoff_ms = 1,
+                                         .max_backoff_ms = 1, .max_connections = 1, .connect_timeout_ms = 100,
+                                         .request_timeout_ms = 100 } };
+        const char *reason = NULL;
+        uv_loop_t loop;
+        Storage *s = NULL;
+        AsyncState st = {};
+        Error e;
+        int closed = 0;
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof(path), "%s/list.avro", dir);
+        ASSERT_OK(uv_loop_init(&loop));
+        ASSERT_OK(storage_new(&loop, &config, NULL, &s));
+        ASSERT_TRUE(storage_is_writable(s, &reason));
+
+        ASSERT_OK(storage_write(s, NULL, "/sys/icecommit-health-test.avro", slice_make("x", 1),
+                                STORAGE_WRITE_IF_ABSENT, on_done, &st, &e));
+        run_until_called(&loop, &st);
+        ASSERT_TRUE(st.status == -EACCES || st.status == -EPERM || st.status == -EROFS);
+        ASSERT_TRUE(!storage_is_writable(s, &reason));
+        ASSERT_CONTAINS(reason, "/sys/icecommit-health-test.avro");
+        run_for(&loop, 350);            /* three probes into /sys, all refused */
+        ASSERT_TRUE(!storage_is_writable(s, NULL));
+
+        ASSERT_OK(storage_write(s, NULL, path, slice_make("x", 1), STORAGE_WRITE_IF_ABSENT, on_done, &st, &e));
+        run_until_called(&loop, &st);
+        ASSERT_OK(st.status);
+        ASSERT_TRUE(storage_is_writable(s, NULL));
+        ASSERT_OK(storage_write(s, NULL, path, slice_make("x", 1), STORAGE_WRITE_IF_ABSENT, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_EQ(st.status, -EEXIST);
+        ASSERT_TRUE(storage_is_writable(s, NULL));
+
+        storage_close(s, on_closed, &closed);
+        ASSERT_TRUE(uv_run(&loop, UV_RUN_DEFAULT) == 0);
+        ASSERT_EQ(closed, 1);
+        s = storage_free(s);
+        ASSERT_EQ(uv_loop_close(&loop), 0);
+        ASSERT_TRUE(unlink(path) == 0 && rmdir(dir) == 0);
+}
+
 /* An S3 store that cannot be reached: the retries are bounded and the answer is transient. */
 TEST(unreachable_store_is_transient) {
         StorageConfig config = { .s3 = { .endpoint = (char *)"http://127.0.0.1:1", .path_style_access = true,
