@@ -17,7 +17,8 @@
 #include "iceberg/manifest_entries.h"
 #include "util/log.h"
 
-/* Manifests read per step: bounds the bytes held at once to this many max_manifest_bytes. */
+/* Most manifests read per step ([s3] max-concurrent-requests, up to this): the bytes held at
+ * once stay within that many times max_manifest_bytes. */
 #define LIVE_INDEX_CHUNK_MANIFESTS 32u
 
 /* Outcomes of a thread-pool step besides 0 (checked, nothing found) and 1 (refusals flagged,
@@ -212,7 +213,7 @@ static int live_index_lookup(Batch *b) {
                                         (void)snprintf(where, sizeof(where), "staged-manifests[%zu] '%s' entry %zu",
                                                        k, job_manifest_location(j, k), e);
                                 else
-                                        (void)snprintf(where, sizeof(where), "data-files[%zu]", e);
+                                        (void)snprintf(where, sizeof(where), "'data-files'[%zu]", e);
                                 j->refusal_type = "data-file-already-committed";
                                 (void)error_set(&j->error, -EEXIST,
                                                 "%s '%s' is a data file already live in the table (in manifest '%s' of "
@@ -299,10 +300,12 @@ static void live_index_read_chunk(Batch *b) {
         LiveIndexAttempt *a = &b->live;
         StorageContext ctx = engine_storage_context(e, b->props, b->started_ns);
         const char *locations[LIVE_INDEX_CHUNK_MANIFESTS];
-        size_t n = 0;
+        size_t n = 0, chunk = e->storage_config->s3.max_concurrent_requests;
         int r;
 
-        while (n < LIVE_INDEX_CHUNK_MANIFESTS && a->n_read + n < a->n_missing) {
+        if (chunk > LIVE_INDEX_CHUNK_MANIFESTS)
+                chunk = LIVE_INDEX_CHUNK_MANIFESTS;
+        while (n < chunk && a->n_read + n < a->n_missing) {
                 locations[n] = b->list[a->missing[a->n_read + n]].path;
                 n++;
         }
@@ -380,9 +383,13 @@ bool live_index_check_start(Batch *b) {
                 e->live_budget.max_bytes = e->config->live_file_index_max_bytes;
                 r = live_files_new(e->live_key, e->config->live_file_index_max_table_bytes, &e->live_budget,
                                    &ix->files);
-                if (r < 0) {
+                if (r == -E2BIG) {
                         live_index_drop(b, LIVE_INDEX_TOO_LARGE, "no room for another index");
                         return false;
+                }
+                if (r < 0) {
+                        batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
+                        return true;
                 }
                 if (b->parent.exists)
                         log_info("building the live-file index queue='%s' snapshot=%" PRId64, b->queue->name,

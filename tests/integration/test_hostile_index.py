@@ -62,7 +62,7 @@ def test_files_live_in_the_table_are_refused(catalog, daemon, table):
     described["file-path"] = "file://" + path.replace("/data/", "/data/./")
     status, _, answer = daemon.commit(ns, name, {"idempotency-key": "live-c", "data-files": [described]})
     assert status == 422 and answer["error"]["type"] == "data-file-already-committed", answer
-    assert "data-files[0]" in answer["error"]["message"], answer
+    assert "'data-files'[0]" in answer["error"]["message"], answer
 
     # Committed by Iceberg Java directly (a new manifest icecommitd never saw), then sent through
     # icecommitd: the index follows the foreign commit by reading only its new manifest.
