@@ -61,6 +61,7 @@ static void batch_free_attempt(Batch *b) {
         json_decref(b->commit_request);
         b->commit_request = NULL;
         b->commit_key[0] = 0;
+        live_index_attempt_deinit(&b->live);
 }
 
 static void batch_free(Batch *b) {
@@ -298,6 +299,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
          * accepted: the request may have reached the catalog, so the outcome is unknown. */
         switch (result->status < 0 ? CATALOG_E_STATE_UNKNOWN : result->status) {
         case 0:
+                live_index_committed(b);
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "committed", 1);
                 metrics_add(e->metrics, METRIC_COMMIT_SNAPSHOTS, NULL, 1);
                 metrics_observe(e->metrics, METRIC_BATCH_REQUESTS, (double)b->n_jobs);
@@ -642,8 +644,7 @@ static void batch_finish_work(uv_work_t *w) {
 
 static void batch_list_ready(Batch *b);
 
-/* A storage failure of the list build: transient ones retry the attempt, others end the batch. */
-static void batch_storage_failed(Batch *b, int status, const char *what) {
+void batch_storage_failed(Batch *b, int status, const char *what) {
         const char *type;
         int http = engine_storage_http_status(status, &type, "storage-error");
 
@@ -730,25 +731,7 @@ static void batch_work_after(uv_work_t *w, int status) {
 
         e->n_in_flight--;
         if (r == 1) {
-                /* Requests naming what the table or the batch holds already are answered; the
-                 * others go on in a new attempt, whose list holds none of the refused. */
-                for (size_t i = 0; i < b->n_jobs;) {
-                        Job *j = b->jobs[i];
-
-                        if (!j->refusal_type) {
-                                i++;
-                                continue;
-                        }
-                        batch_remove_job(b, i);
-                        log_warning("key='%s' refused: %s", j->writer->request->idempotency_key, j->error.message);
-                        job_fail(j, 422, j->refusal_type, "%s", j->error.message);
-                }
-                batch_free_attempt(b);         /* nothing of this attempt was written */
-                if (b->n_jobs == 0) {
-                        batch_end(b);
-                        return;
-                }
-                batch_attempt_start(b);
+                batch_refuse_flagged(b);
                 return;
         }
         if (r < 0) {
@@ -760,11 +743,40 @@ static void batch_work_after(uv_work_t *w, int status) {
                         batch_fail(b, KEY_FAILED, 422, "invalid-table-state", "%s", b->error.message);
                 return;
         }
+        /* Once per attempt, after the list is assembled: the data files against the table. */
+        if (!b->live.is_checked && live_index_check_start(b))
+                return;
+        batch_continue(b);
+}
+
+void batch_continue(Batch *b) {
         if (b->list_bytes.data) {
                 batch_list_ready(b);
                 return;
         }
         batch_count_pump(b);
+}
+
+void batch_refuse_flagged(Batch *b) {
+        /* Requests naming what the table or the batch holds already are answered; the others
+         * go on in a new attempt, whose list holds none of the refused. */
+        for (size_t i = 0; i < b->n_jobs;) {
+                Job *j = b->jobs[i];
+
+                if (!j->refusal_type) {
+                        i++;
+                        continue;
+                }
+                batch_remove_job(b, i);
+                log_warning("key='%s' refused: %s", j->writer->request->idempotency_key, j->error.message);
+                job_fail(j, 422, j->refusal_type, "%s", j->error.message);
+        }
+        batch_free_attempt(b);         /* nothing of this attempt was written */
+        if (b->n_jobs == 0) {
+                batch_end(b);
+                return;
+        }
+        batch_attempt_start(b);
 }
 
 static void batch_on_parent_read(StorageResult *result, void *userdata) {

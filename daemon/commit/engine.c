@@ -96,6 +96,7 @@ static void queue_on_timer_closed(uv_handle_t *h) {
         TableQueue *q = h->data;
         CommitEngine *e = q->engine;
 
+        live_index_deinit(e, &q->live);
         free(q->name);
         free(q);
         e->n_open_handles--;

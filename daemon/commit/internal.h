@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "commit/engine.h"
+#include "commit/live_index.h"
 #include "commit/registry.h"
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_file.h"
@@ -72,6 +73,7 @@ struct TableQueue {
         Job *head, *tail;
         Batch *batch;                   /* in flight, at most one */
         uv_timer_t retry_timer;
+        LiveIndex live;                 /* the data files live in the table's branch */
         TableQueue *next;
 };
 
@@ -115,6 +117,7 @@ struct Batch {
                                          * attempts so that a retry does not read them again */
         size_t n_counted;
         int work_status;
+        LiveIndexAttempt live;          /* this attempt's check against the live files */
         Error error;
         uv_work_t work;
 };
@@ -131,6 +134,9 @@ struct CommitEngine {
         size_t n_queued;                /* accepted requests not yet answered */
         unsigned n_in_flight;           /* thread-pool jobs and catalog calls */
         unsigned n_open_handles;
+        LiveFilesBudget live_budget;    /* shared by every queue's index */
+        uint8_t live_key[SIPHASH_KEY_BYTES];    /* their hash key: random, drawn once */
+        bool has_live_key;
         bool is_stopping;
         bool is_closing_handles;
         void (*stop_done)(void *userdata);
@@ -172,3 +178,24 @@ void batch_queue_kick(TableQueue *q);
 /* Answers every job of the batch with the same error and ends it. */
 void batch_fail(Batch *b, KeyState state, int status, const char *type, const char *fmt, ...)
         _printf_(5, 6);
+/* After the attempt's list is assembled: goes on with counting and writing the list. */
+void batch_continue(Batch *b);
+/* Answers (422) the requests an attempt's checks flagged, and starts the next attempt for the
+ * others (or ends the batch). */
+void batch_refuse_flagged(Batch *b);
+/* A storage failure while building the list: transient ones retry the attempt (503), others
+ * end the batch. */
+void batch_storage_failed(Batch *b, int status, const char *what);
+
+/* live_index.c */
+/* After the list is assembled (b->list holds the parent's manifests): brings the queue's
+ * live-file index to the parent snapshot and looks up the batch's data files, refusing with
+ * 422 data-file-already-committed the requests naming a live one. Returns false when there is
+ * nothing to do (the check is off or dropped for the table): the caller goes on; true when it
+ * goes on by itself (batch_continue, batch_refuse_flagged, or a failure). */
+bool live_index_check_start(Batch *b);
+/* After the batch's snapshot was committed: the index follows it (adds what was staged). */
+void live_index_committed(Batch *b);
+void live_index_attempt_deinit(LiveIndexAttempt *a);
+/* Frees a queue's index and gives its memory back. */
+void live_index_deinit(CommitEngine *e, LiveIndex *ix);

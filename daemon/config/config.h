@@ -80,6 +80,11 @@ typedef struct CommitConfig {
         /* [lineage] equality-deletes: the policy for staged equality deletes on v3 tables
          * where the table property icecommit.equality-deletes does not set one. */
         bool allow_equality_deletes;
+        /* One data file once against the table: the index of live data files per table and
+         * branch, unless the table property icecommit.live-file-index.enabled says otherwise. */
+        bool live_file_index;
+        uint64_t live_file_index_max_bytes;       /* all indexes together */
+        uint64_t live_file_index_max_table_bytes; /* one table's (one branch's) */
 } CommitConfig;
 
 /* S3-compatible object storage ([s3] and [client]: Iceberg S3FileIO's property names, so

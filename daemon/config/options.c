@@ -52,6 +52,9 @@ const ConfigOption config_options[] = {
         OPTION("commit", "receipt-cache-size", OPTION_KIND_U32, commit.receipt_cache_size, 100000, 0, 100000000),
         OPTION("commit", "history-lookback", OPTION_KIND_U32, commit.history_lookback, 10000, 0, 100000000),
         OPTION("commit", "shutdown-timeout-ms", OPTION_KIND_U32, commit.shutdown_timeout_ms, 30000, 0, 3600000),
+        OPTION("commit", "live-file-index", OPTION_KIND_BOOL, commit.live_file_index, 1, 0, 1),
+        OPTION("commit", "live-file-index-max-bytes", OPTION_KIND_U64, commit.live_file_index_max_bytes, 256ull << 20, 0, 1ull << 40),
+        OPTION("commit", "live-file-index-max-table-bytes", OPTION_KIND_U64, commit.live_file_index_max_table_bytes, 128ull << 20, 0, 1ull << 40),
 
         OPTION("storage", "max-manifest-bytes", OPTION_KIND_U64, storage.max_manifest_bytes, 64u << 20, 1024, 1ull << 34),
         OPTION("storage", "max-manifest-entries", OPTION_KIND_U64, storage.max_manifest_entries, 1000000, 1, 1ull << 32),

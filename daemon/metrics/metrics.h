@@ -36,6 +36,10 @@ typedef enum MetricId {
         METRIC_STORAGE_REQUESTS,        /* counter{operation,outcome}: one per store round trip */
         METRIC_STORAGE_BYTES,           /* counter{direction}: "read", "written" */
         METRIC_STORAGE_DURATION,        /* histogram: seconds per store round trip */
+        METRIC_LIVE_INDEX_BYTES,        /* gauge: memory of every live-file index */
+        METRIC_LIVE_INDEX_MANIFESTS_READ, /* counter: manifests read into live-file indexes */
+        METRIC_LIVE_INDEX_DROPS,        /* counter{reason}: indexes dropped ("too-large", "unreadable") */
+        METRIC_LIVE_FILE_REFUSALS,      /* counter: requests refused for a data file already live */
         _METRIC_MAX,
 } MetricId;
 

@@ -32,6 +32,10 @@ static const MetricInfo metric_info[_METRIC_MAX] = {
         [METRIC_STORAGE_REQUESTS] = { "icecommit_storage_requests_total", "Object-store and file requests, by operation and outcome.", METRIC_COUNTER, "operation", "outcome" },
         [METRIC_STORAGE_BYTES] = { "icecommit_storage_bytes_total", "Bytes read from and written to table storage, by direction.", METRIC_COUNTER, "direction", NULL },
         [METRIC_STORAGE_DURATION] = { "icecommit_storage_request_duration_seconds", "Latency of one object-store or file request.", METRIC_HISTOGRAM, NULL, NULL },
+        [METRIC_LIVE_INDEX_BYTES] = { "icecommit_live_file_index_bytes", "Memory held by the live-file indexes of all tables.", METRIC_GAUGE, NULL, NULL },
+        [METRIC_LIVE_INDEX_MANIFESTS_READ] = { "icecommit_live_file_index_manifests_read_total", "Table manifests read into live-file indexes.", METRIC_COUNTER, NULL, NULL },
+        [METRIC_LIVE_INDEX_DROPS] = { "icecommit_live_file_index_drops_total", "Live-file indexes dropped (the table commits without the check), by reason.", METRIC_COUNTER, "reason", NULL },
+        [METRIC_LIVE_FILE_REFUSALS] = { "icecommit_live_file_refusals_total", "Writer requests refused for naming a data file already live in the table.", METRIC_COUNTER, NULL, NULL },
 };
 
 /* Upper bounds shared by both histograms: seconds for latency, counts for batch sizes. */

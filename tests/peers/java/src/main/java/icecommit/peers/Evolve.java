@@ -8,6 +8,8 @@
 //   ["add-required", NAME, TYPE]   required column without default (allowIncompatibleChanges)
 //   ["drop", NAME]   ["rename", OLD, NEW]   ["promote", NAME, TYPE]
 //   ["set-property", KEY, VALUE]   table property (its own commit)
+//   ["delete-file", PATH]          removes a data file from the table (DeleteFiles, its own
+//                                  commit: its manifest is rewritten with the entry DELETED)
 // Prints the new schema id and the schema as JSON.
 //
 //   evolve --uri U --table ns.name --ops JSON
@@ -61,6 +63,9 @@ final class Evolve {
             break;
           case "set-property":
             table.updateProperties().set(op.get(1).asText(), op.get(2).asText()).commit();
+            continue;
+          case "delete-file":
+            table.newDelete().deleteFile(op.get(1).asText()).commit();
             continue;
           default:
             throw new Args.UsageException("unknown evolve operation: " + kind);
