@@ -105,7 +105,7 @@ static int storage_local_open(const char *root, const char *path, int flags, int
         if (fd < 0) {
                 if (r == -EXDEV)
                         return error_set(error, r, "'%s' leads out of '%s'", path, root);
-                if (r == -ENOENT)
+                if (r == -ENOENT && (flags & O_PATH))
                         return error_set(error, r, "'%s' does not exist", path);
                 return error_set(error, r, "cannot open '%s': %s", path, strerror(-r));
         }
