@@ -104,7 +104,7 @@ static int storage_local_open(const char *root, const char *path, int flags, int
         }
         if (fd < 0) {
                 if (r == -EXDEV)
-                        return error_set(error, r, "'%s' leads out of '%s'", path, root);
+                        return error_set(error, r, "'%s' leads out of '%s'", path, root ? root : "/");
                 if (r == -ENOENT && (flags & O_PATH))
                         return error_set(error, r, "'%s' does not exist", path);
                 return error_set(error, r, "cannot open '%s': %s", path, strerror(-r));
@@ -126,7 +126,7 @@ int storage_local_read_file(const char *path, uint64_t max_bytes, Buf *out, Erro
 
 int storage_local_read_beneath(const char *root, const char *path, uint64_t max_bytes, Buf *out, Error *error) {
         _cleanup_(closep) int fd = -1;
-        struct stat st;
+        struct stat st = {};
         int r;
 
         /* O_NONBLOCK: a FIFO given as a manifest must not hold a thread-pool thread in open();
@@ -226,7 +226,7 @@ int storage_local_file_size(const char *path, uint64_t *ret_size, Error *error) 
 
 int storage_local_size_beneath(const char *root, const char *path, uint64_t *ret_size, Error *error) {
         _cleanup_(closep) int fd = -1;
-        struct stat st;
+        struct stat st = {};
         int r;
 
         /* O_PATH: nothing is opened for reading, so not even a device notices the question. */
@@ -242,11 +242,13 @@ int storage_local_read_tail(const char *root, const char *path, uint64_t max_tai
         _cleanup_(closep) int fd = -1;
         uint64_t size, offset;
         size_t want, got = 0;
-        struct stat st;
+        struct stat st = {};
         int r;
 
         assert(max_tail_bytes > 0);
         r = storage_local_open(root, path, O_RDONLY | O_NONBLOCK, &fd, &st, error);
+        if (r == -ENOENT)
+                return error_set(error, r, "'%s' does not exist", path);        /* as a size says it */
         if (r < 0)
                 return r;
         size = (uint64_t)st.st_size;
