@@ -938,29 +938,9 @@ static int batch_equality_delete_policy(const Batch *b, bool *ret_allow) {
  * the older write.folder-storage.path and write.object-storage.path), or one of the table
  * property icecommit.allowed-prefixes. A staged manifest must not commit another table's files. */
 static bool batch_file_is_confined(const TableMetadata *t, const char *path) {
-        static const char *const properties[] = { "write.data.path", "write.folder-storage.path",
-                                                  "write.object-storage.path" };
-        const char *allowed;
+        _cleanup_(freep) char *root = probe_confinement_root(t, path);   /* the rule is probe.c's */
 
-        if (storage_location_is_within(path, t->location))
-                return true;
-        for (size_t i = 0; i < ELEMENTSOF(properties); i++) {
-                const char *p = table_property(t, properties[i]);
-
-                if (p && storage_location_is_within(path, p))
-                        return true;
-        }
-        allowed = table_property(t, TABLE_PROPERTY_ALLOWED_PREFIXES);
-        while (allowed && *allowed) {
-                const char *end = strchr(allowed, ',');
-                size_t n = end ? (size_t)(end - allowed) : strlen(allowed);
-                _cleanup_(freep) char *prefix = strndup(allowed, n);
-
-                if (prefix && prefix[0] && storage_location_is_within(path, prefix))
-                        return true;
-                allowed = end ? end + 1 : NULL;
-        }
-        return false;
+        return root != NULL;
 }
 
 /* Checks one staged manifest of a job against the table as loaded by this attempt (the table

@@ -14,6 +14,7 @@
 #include "commit/internal.h"
 #include "iceberg/manifest.h"
 #include "iceberg/snapshot.h"
+#include "parquet/footer.h"
 #include "storage/storage.h"
 #include "util/log.h"
 #include "util/time-util.h"
@@ -44,6 +45,9 @@ void job_free(Job *j) {
                         buf_deinit(&j->manifest_bytes[i]);
         free(j->manifest_bytes);
         free(j->file_sizes);
+        free(j->file_reads);
+        probe_list_free(j);
+        free(j->probe_io);
         free(j->io);
         free(j->generated_location);
         buf_deinit(&j->generated_bytes);
@@ -297,6 +301,8 @@ static void job_intake_work(uv_work_t *w) {
         if (job_intake_check_repeats(j) < 0)
                 return;
         job_intake_check_rows(j);
+        if (j->intake_status == 0)
+                (void)probe_plan(j);
 }
 
 static void job_on_generated_written(StorageResult *result, void *userdata) {
@@ -319,11 +325,35 @@ static void job_on_generated_written(StorageResult *result, void *userdata) {
         engine_maybe_stopped(e);
 }
 
-static void job_intake_after(uv_work_t *w, int status) {
-        Job *j = w->data;
+/* After the probes: writes the manifest of the request's data-files (if any), then queues it. */
+static void job_intake_write_generated(Job *j) {
         CommitEngine *e = j->engine;
         StorageContext ctx = engine_storage_context(e, j->props, j->writer->accepted_ns);
         int r;
+
+        if (!j->generated_location) {
+                job_intake_enqueue(j);
+                return;
+        }
+        j->generated_cleanup = strdup(j->generated_location);
+        if (!j->generated_cleanup) {
+                job_fail(j, 503, "out-of-memory", "out of memory");
+                return;
+        }
+        r = storage_write(e->storage, &ctx, j->generated_location, buf_slice(&j->generated_bytes),
+                          STORAGE_WRITE_IF_ABSENT, job_on_generated_written, j, &j->error);
+        if (r < 0) {
+                free(TAKE_PTR(j->generated_cleanup));
+                job_fail(j, 503, "storage-unavailable", "'data-files': cannot write their manifest: %s",
+                         j->error.message);
+                return;
+        }
+        e->n_in_flight++;
+}
+
+static void job_intake_after(uv_work_t *w, int status) {
+        Job *j = w->data;
+        CommitEngine *e = j->engine;
 
         e->n_in_flight--;
         if (status < 0 || j->intake_status) {
@@ -333,27 +363,13 @@ static void job_intake_after(uv_work_t *w, int status) {
                 engine_maybe_stopped(e);
                 return;
         }
-        if (!j->generated_location) {
-                job_intake_enqueue(j);
-                engine_maybe_stopped(e);
-                return;
-        }
-        j->generated_cleanup = strdup(j->generated_location);
-        if (!j->generated_cleanup) {
-                job_fail(j, 503, "out-of-memory", "out of memory");
-                engine_maybe_stopped(e);
-                return;
-        }
-        r = storage_write(e->storage, &ctx, j->generated_location, buf_slice(&j->generated_bytes),
-                          STORAGE_WRITE_IF_ABSENT, job_on_generated_written, j, &j->error);
-        if (r < 0) {
-                free(TAKE_PTR(j->generated_cleanup));
-                job_fail(j, 503, "storage-unavailable", "'data-files': cannot write their manifest: %s",
-                         j->error.message);
-                engine_maybe_stopped(e);
-                return;
-        }
-        e->n_in_flight++;
+        if (e->is_stopping)
+                job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+        else
+                /* The staged manifests' data files exist with their sizes before anything is
+                 * written or queued. */
+                probe_start(j, job_intake_write_generated);
+        engine_maybe_stopped(e);
 }
 
 static void job_intake_queue(Job *j) {
@@ -369,8 +385,94 @@ static void job_intake_queue(Job *j) {
 }
 
 static void job_io_pump(Job *j);
+static void job_on_io(StorageResult *result, void *userdata);
 
-/* One intake read answered: a staged manifest's bytes or a data file's size. */
+/* Sets the job's intake failure from a failed read of item i (a staged manifest, then the
+ * data-files). A read that left the table through a symlink (-EXDEV) is refused in the very
+ * words of a location outside the table: nothing about where it leads shows. */
+static void job_io_failed(Job *j, size_t i, int status, const char *why) {
+        const CommitRequest *r = j->writer->request;
+        const bool is_manifest = i < r->n_manifests;
+        const char *type;
+
+        j->io_status = status;
+        if (status == -EXDEV) {
+                j->intake_status = 422;
+                j->intake_type = is_manifest ? "invalid-manifest" : "invalid-data-file";
+                if (is_manifest)
+                        (void)error_set(&j->error, status, "staged-manifests[%zu] '%s' is outside the table location '%s'",
+                                        i, r->manifests[i], j->table->location);
+                else
+                        (void)error_set(&j->error, status, "'data-files'[%zu] '%s' is outside the table location '%s'",
+                                        i - r->n_manifests, r->data_files[i - r->n_manifests].location,
+                                        j->table->location);
+                return;
+        }
+        j->intake_status = engine_storage_http_status(status, &type, is_manifest ? "invalid-manifest" : "invalid-data-file");
+        j->intake_type = type;
+        if (is_manifest)
+                (void)error_set(&j->error, status, "staged-manifests[%zu] '%s': %s", i, r->manifests[i], why);
+        else
+                (void)error_set(&j->error, status, "'data-files'[%zu]: %s", i - r->n_manifests, why);
+}
+
+/* Starts intake read i: a staged manifest's bytes, a data file's size, or (for a described
+ * Parquet file) the last tail_bytes of it, which give its size too. Beneath the table location,
+ * which both must lie in (job_intake_check_locations). */
+static int job_io_start(Job *j, size_t i, uint64_t tail_bytes, Error *error) {
+        CommitEngine *e = j->engine;
+        const CommitRequest *r = j->writer->request;
+        StorageContext ctx = engine_storage_context(e, j->props, j->writer->accepted_ns);
+        int rr;
+
+        ctx.root = j->table->location;
+        j->io[i] = (IoSlot){ .job = j, .index = i };
+        if (i < r->n_manifests)
+                rr = storage_read(e->storage, &ctx, r->manifests[i], e->storage_config->max_manifest_bytes, job_on_io,
+                                  &j->io[i], error);
+        else if (tail_bytes > 0)
+                rr = storage_read_tail(e->storage, &ctx, r->data_files[i - r->n_manifests].location, tail_bytes,
+                                       job_on_io, &j->io[i], error);
+        else
+                rr = storage_size(e->storage, &ctx, r->data_files[i - r->n_manifests].location, job_on_io, &j->io[i],
+                                  error);
+        if (rr == 0)
+                e->n_in_flight++;
+        return rr;
+}
+
+/* A described Parquet file's tail arrived: check its footer, or read the longer tail that
+ * holds it. Returns true when a second read went out (the item is not done yet). */
+static bool job_on_footer(Job *j, size_t i, StorageResult *result) {
+        const CommitRequest *r = j->writer->request;
+        size_t d = i - r->n_manifests;
+        uint64_t need = 0;
+        Error error = {};
+        int rr;
+
+        if (j->file_reads[d]++ > 0 && result->size != j->file_sizes[d]) {
+                job_io_failed(j, i, -EAGAIN, "the file changed while its footer was read");
+                return false;
+        }
+        j->file_sizes[d] = result->size;
+        rr = probe_footer_check(j, d, result, &need);
+        if (rr == PARQUET_FOOTER_E_SHORT && j->file_reads[d] > 1) {
+                job_io_failed(j, i, -EAGAIN, "the file changed while its footer was read");
+                return false;
+        }
+        if (rr == PARQUET_FOOTER_E_SHORT) {
+                rr = job_io_start(j, i, need, &error);
+                if (rr == 0)
+                        return true;
+                job_io_failed(j, i, rr, error.message);
+                return false;
+        }
+        if (rr < 0)
+                j->io_status = rr;      /* the reason is set */
+        return false;
+}
+
+/* One intake read answered: a staged manifest's bytes or a data file's size (and tail). */
 static void job_on_io(StorageResult *result, void *userdata) {
         IoSlot *slot = userdata;
         Job *j = slot->job;
@@ -379,27 +481,19 @@ static void job_on_io(StorageResult *result, void *userdata) {
         size_t i = slot->index;
 
         e->n_in_flight--;
-        j->n_io_done++;
-        if (result->status < 0 && j->io_status == 0) {
-                const char *type;
-                int status;
-
-                j->io_status = result->status;
-                status = engine_storage_http_status(result->status, &type,
-                                                    i < r->n_manifests ? "invalid-manifest" : "invalid-data-file");
-                j->intake_status = status;
-                j->intake_type = type;
-                if (i < r->n_manifests)
-                        (void)error_set(&j->error, result->status, "staged-manifests[%zu] '%s': %s", i, r->manifests[i],
-                                        result->error.message);
-                else
-                        (void)error_set(&j->error, result->status, "'data-files'[%zu]: %s", i - r->n_manifests,
-                                        result->error.message);
-        } else if (result->status == 0 && i < r->n_manifests) {
+        if (result->status < 0 && j->io_status == 0)
+                job_io_failed(j, i, result->status, result->error.message);
+        else if (result->status == 0 && i < r->n_manifests) {
                 j->manifest_bytes[i] = result->data;
                 buf_init(&result->data, 0);
+        } else if (result->status == 0 && j->io_status == 0 && probe_wants_footer(j, i - r->n_manifests)) {
+                if (job_on_footer(j, i, result)) {
+                        engine_maybe_stopped(e);
+                        return;         /* the longer tail comes back here */
+                }
         } else if (result->status == 0)
                 j->file_sizes[i - r->n_manifests] = result->size;
+        j->n_io_done++;
         job_io_pump(j);
         engine_maybe_stopped(e);
 }
@@ -409,38 +503,21 @@ static void job_on_io(StorageResult *result, void *userdata) {
 static void job_io_pump(Job *j) {
         CommitEngine *e = j->engine;
         const CommitRequest *r = j->writer->request;
-        StorageContext ctx = engine_storage_context(e, j->props, j->writer->accepted_ns);
         const uint32_t max = e->storage_config->s3.max_concurrent_requests;
 
         while (j->io_status == 0 && !e->is_stopping && j->n_io_started < j->n_io &&
                j->n_io_started - j->n_io_done < max) {
                 size_t i = j->n_io_started;
+                bool footer = i >= r->n_manifests && probe_wants_footer(j, i - r->n_manifests);
                 Error error = {};
                 int rr;
 
-                j->io[i] = (IoSlot){ .job = j, .index = i };
-                if (i < r->n_manifests)
-                        rr = storage_read(e->storage, &ctx, r->manifests[i], e->storage_config->max_manifest_bytes,
-                                          job_on_io, &j->io[i], &error);
-                else
-                        rr = storage_size(e->storage, &ctx, r->data_files[i - r->n_manifests].location, job_on_io,
-                                          &j->io[i], &error);
+                rr = job_io_start(j, i, footer ? e->config->parquet_tail_bytes : 0, &error);
                 if (rr < 0) {
-                        const char *type;
-
-                        j->io_status = rr;
-                        j->intake_status = engine_storage_http_status(
-                                rr, &type, i < r->n_manifests ? "invalid-manifest" : "invalid-data-file");
-                        j->intake_type = type;
-                        if (i < r->n_manifests)
-                                (void)error_set(&j->error, rr, "staged-manifests[%zu]: %s", i, error.message);
-                        else
-                                (void)error_set(&j->error, rr, "'data-files'[%zu]: %s", i - r->n_manifests,
-                                                error.message);
+                        job_io_failed(j, i, rr, error.message);
                         break;
                 }
                 j->n_io_started++;
-                e->n_in_flight++;
         }
         if (j->n_io_done < j->n_io_started)
                 return;         /* the last answer comes back here */
@@ -459,15 +536,16 @@ static void job_io_pump(Job *j) {
 static void job_intake_fetch(Job *j) {
         const CommitRequest *r = j->writer->request;
 
-        if (j->table && job_intake_check_locations(j) < 0) {
+        if (job_intake_check_locations(j) < 0) {
                 job_fail(j, j->intake_status, j->intake_type, "%s", j->error.message);
                 return;
         }
         j->n_io = r->n_manifests + r->n_data_files;
         j->manifest_bytes = calloc(r->n_manifests + 1, sizeof(*j->manifest_bytes));
         j->file_sizes = calloc(r->n_data_files + 1, sizeof(*j->file_sizes));
+        j->file_reads = calloc(r->n_data_files + 1, sizeof(*j->file_reads));
         j->io = calloc(j->n_io + 1, sizeof(*j->io));
-        if (!j->manifest_bytes || !j->file_sizes || !j->io) {
+        if (!j->manifest_bytes || !j->file_sizes || !j->file_reads || !j->io) {
                 job_fail(j, 503, "out-of-memory", "out of memory");
                 return;
         }
@@ -483,7 +561,7 @@ static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
         if (result->status == CATALOG_E_NOT_FOUND)
                 job_fail(j, 404, "no-such-table", "%s", result->message);
         else if (result->status != 0)
-                job_fail(j, 503, "catalog-unavailable", "cannot load the table to check data-files: %s",
+                job_fail(j, 503, "catalog-unavailable", "cannot load the table to check the request: %s",
                          result->message);
         else if ((r = table_metadata_parse(result->body, &j->table, &j->error)) < 0 ||
                  (r = storage_props_new(result->properties, result->body, &j->props, &j->error)) < 0)
@@ -493,15 +571,6 @@ static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
         else
                 job_intake_fetch(j);
         engine_maybe_stopped(e);
-}
-
-static bool job_needs_table(const CommitRequest *r) {
-        if (r->n_data_files > 0)
-                return true;
-        for (size_t i = 0; i < r->n_manifests; i++)
-                if (!storage_location_is_local(r->manifests[i]))
-                        return true;
-        return false;
 }
 
 static void engine_submit(WriterRequest *w, void *userdata) {
@@ -574,19 +643,16 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         j->work.data = j;
         e->n_queued++;
         metrics_set(e->metrics, METRIC_QUEUE_REQUESTS, NULL, (double)e->n_queued);
-        if (job_needs_table(r)) {
-                /* Described files are checked against the table's schema and specs; objects
-                 * are read with the storage settings (and vended credentials) it comes with. */
-                rr = catalog_load_table(e->catalog, (const char *const *)r->target.namespace, r->target.n_namespace,
-                                        r->target.table, job_on_intake_loaded, j);
-                if (rr < 0) {
-                        job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s", strerror(-rr));
-                        return;
-                }
-                e->n_in_flight++;
+        /* Once per request, not per attempt: every file the request names is read beneath
+         * the table's location, and checked against its roots, schema and specs; objects are
+         * read with the storage settings (and vended credentials) it comes with. */
+        rr = catalog_load_table(e->catalog, (const char *const *)r->target.namespace, r->target.n_namespace,
+                                r->target.table, job_on_intake_loaded, j);
+        if (rr < 0) {
+                job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s", strerror(-rr));
                 return;
         }
-        job_intake_fetch(j);
+        e->n_in_flight++;
 }
 
 static json_t *engine_lookup(const char *key, const char *namespace_param, const char *table, int *ret_status,

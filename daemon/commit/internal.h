@@ -35,6 +35,13 @@ typedef struct IoSlot {
         size_t index;
 } IoSlot;
 
+/* One data file a staged manifest names, to be sized on storage at intake (probe.c). */
+typedef struct Probe {
+        size_t manifest, entry;         /* staged-manifests[manifest] entry */
+        char *root;                     /* the table root it lies under (owned) */
+        int64_t size;                   /* its file_size_in_bytes */
+} Probe;
+
 /* One accepted writer request. Owned by its queue (pending list) or its batch. */
 struct Job {
         CommitEngine *engine;
@@ -48,6 +55,12 @@ struct Job {
         StorageProps *props;            /* the storage settings that load gave, or NULL */
         Buf *manifest_bytes;            /* the staged manifests as read, until parsed */
         uint64_t *file_sizes;           /* the data-files' sizes on storage */
+        uint8_t *file_reads;            /* tail reads of each data-file's footer so far */
+        Probe *probes;                  /* staged manifests' data files to size, after parsing */
+        size_t n_probes, n_probes_started, n_probes_done;
+        IoSlot *probe_io;
+        int probe_status;               /* the first failed probe's status, 0 if none */
+        void (*probes_done)(Job *j);
         IoSlot *io;                     /* intake reads: manifests, then data-file sizes */
         size_t n_io, n_io_started, n_io_done;
         int io_status;                  /* the first failed read's status, 0 if none */
@@ -171,6 +184,29 @@ int job_intake_check_locations(Job *j);
  * (j->file_sizes), builds their manifest into j->generated_bytes (written by the loop after)
  * and appends it, parsed, to j->manifests. On failure sets intake_status/_type and j->error. */
 int job_intake_data_files(Job *j, uint64_t max_manifest_bytes);
+
+/* probe.c */
+/* The root of the table a data file lies under: its location, write.data.path (or the older
+ * write.folder-storage.path, write.object-storage.path), or an entry of the table property
+ * icecommit.allowed-prefixes; NULL when none (or out of memory). Owned by the caller. */
+char *probe_confinement_root(const TableMetadata *t, const char *path);
+/* The refusal of staged manifest k's entry e as outside the table: the same words whether the
+ * path is outside or a symlink leads out, so that nothing about the file shows. */
+void probe_outside_message(const Job *j, size_t k, size_t e, char *out, size_t size);
+/* Thread pool, after parsing: refuses an entry of a staged manifest outside the table and
+ * lists the data files to size (commit.verify-data-files) in j->probes. On failure sets
+ * intake_status/_type and j->error. */
+int probe_plan(Job *j);
+/* Loop: sizes the listed files beneath their roots, s3.max-concurrent-requests at a time, then
+ * calls done(j); on a missing file, a wrong size or a storage fault answers the job instead. */
+void probe_start(Job *j, void (*done)(Job *j));
+void probe_list_free(Job *j);
+/* Whether 'data-files'[i] gets its footer checked (a PARQUET file, commit.check-parquet-footers). */
+bool probe_wants_footer(const Job *j, size_t i);
+/* Checks 'data-files'[i]'s record-count against the footer in a tail read. Returns 0,
+ * PARQUET_FOOTER_E_SHORT with the tail length that holds the footer, or <0 having set
+ * intake_status/_type and j->error (not Parquet, a footer too long or malformed, a mismatch). */
+int probe_footer_check(Job *j, size_t i, const StorageResult *result, uint64_t *ret_need);
 
 /* batch.c */
 /* Starts the next batch of a queue when none is in flight (group commit). */

@@ -73,6 +73,11 @@ typedef struct CommitConfig {
         uint32_t max_snapshot_properties;
         uint32_t max_snapshot_properties_bytes;
         uint64_t max_rows_per_request;  /* added rows one request may claim row ids for */
+        bool verify_data_files;         /* size each data file a staged manifest names */
+        uint32_t max_verified_files_per_request;
+        bool check_parquet_footers;     /* record-count of described Parquet files vs. footer */
+        uint32_t parquet_tail_bytes;    /* the first read of a Parquet file's end */
+        uint32_t max_parquet_footer_bytes;
         uint32_t retry_after_s;
         uint32_t receipt_cache_size;
         uint32_t history_lookback;      /* newest snapshots searched for a batch's keys; 0 = all */

@@ -216,10 +216,14 @@ static void curl_uv_transfer_finish(CurlUvTransfer *t, CURLcode result) {
         CurlUvResponse response = { .error = "", .content_length = -1 };
         long http_status = 0, n_connects = 0;
         curl_off_t content_length = -1;
+        struct curl_header *content_range = NULL;
 
         (void)curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &http_status);
         (void)curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &content_length);
         response.content_length = content_length;
+        /* Valid until the handle is cleaned up, after the callback. */
+        if (curl_easy_header(t->easy, "Content-Range", 0, CURLH_HEADER, -1, &content_range) == CURLHE_OK)
+                response.content_range = content_range->value;
         (void)curl_easy_getinfo(t->easy, CURLINFO_NUM_CONNECTS, &n_connects);
         if (n_connects > 0)
                 cu->n_connections += (uint64_t)n_connects;

@@ -60,6 +60,7 @@ typedef struct CurlUvResponse {
                                  * byte of answer, so the answer may be to a second copy */
         const char *error;      /* the transport failure in words, "" on success */
         int64_t content_length; /* the Content-Length header, -1 when there was none */
+        const char *content_range; /* the Content-Range header's value, or NULL */
 } CurlUvResponse;
 
 typedef void (*CurlUvCallback)(const CurlUvResponse *response, void *userdata);

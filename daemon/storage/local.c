@@ -3,31 +3,137 @@
  * backend, and the filesystem catalog's own file work. Every fd is O_CLOEXEC; new files are
  * created with O_EXCL so an attempt can never overwrite a file another attempt may have
  * committed. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <dirent.h>
 
 #include "storage/local.h"
 
-int storage_local_read_file(const char *path, uint64_t max_bytes, Buf *out, Error *error) {
-        _cleanup_(closep) int fd = -1;
-        struct stat st;
+/* Whether path lies strictly beneath the directory root (both normalized); the part below it. */
+static const char *storage_local_below(const char *root, const char *path) {
+        size_t n = strlen(root);
 
-        /* O_NONBLOCK: a FIFO given as a manifest must not hold a thread-pool thread in open();
-         * it is refused below as no regular file. Regular files ignore the flag. */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return error_set(error, -errno, "cannot open '%s': %s", path, strerror(errno));
+        while (n > 1 && root[n - 1] == '/')
+                n--;
+        if (n == 1 && root[0] == '/')
+                return path[0] == '/' && path[1] ? path + 1 : NULL;
+        if (strncmp(path, root, n) != 0 || path[n] != '/' || !path[n + 1])
+                return NULL;
+        return path + n + 1;
+}
+
+int storage_local_open_walk(int root_fd, const char *relative, int flags, int *ret_fd) {
+        _cleanup_(closep) int fd = -1;
+        const char *p = relative;
+        int dir_fd = root_fd;
+
+        for (;;) {
+                const char *slash = strchr(p, '/');
+                size_t n = slash ? (size_t)(slash - p) : strlen(p);
+                char name[NAME_MAX + 1];
+                struct stat st;
+                int next;
+
+                if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+                        return -EXDEV;  /* never in a normalized path; refused like an escape */
+                memcpy(name, p, n);
+                name[n] = 0;
+                /* Every symlink is refused: without openat2 there is no telling where it ends. */
+                if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return -errno;
+                if (S_ISLNK(st.st_mode))
+                        return -EXDEV;
+                next = openat(dir_fd, name, (slash ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0)
+                        /* ELOOP: a symlink swapped in since the fstatat. */
+                        return errno == ELOOP ? -EXDEV : -errno;
+                if (fd >= 0)
+                        (void)close(fd);
+                fd = dir_fd = next;
+                if (!slash)
+                        break;
+                p = slash + 1;
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* Opens path with flags (beneath root when it is not NULL) and checks it is a regular file. */
+static int storage_local_open(const char *root, const char *path, int flags, int *ret_fd, struct stat *ret_st,
+                              Error *error) {
+        _cleanup_(closep) int fd = -1, root_fd = -1;
+        struct stat st;
+        int r = 0;
+
+        /* openat2 refuses O_PATH with any flag beyond O_PATH_FLAGS (O_NOCTTY is one). */
+        flags |= O_CLOEXEC | (flags & O_PATH ? 0 : O_NOCTTY);
+        if (!root) {
+                fd = open(path, flags);
+                if (fd < 0)
+                        r = -errno;
+        } else {
+                const char *relative = storage_local_below(root, path);
+
+                if (!relative)
+                        return error_set(error, -EXDEV, "'%s' is not beneath '%s'", path, root);
+                root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (root_fd < 0)
+                        /* No root, no file under it: the same answer as for a missing file. */
+                        r = errno == ENOTDIR ? -ENOENT : -errno;
+                else {
+                        struct open_how how = {
+                                .flags = (uint64_t)flags,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+                        };
+
+                        fd = (int)syscall(SYS_openat2, root_fd, relative, &how, sizeof(how));
+                        r = fd < 0 ? -errno : 0;
+                        if (r == -ENOSYS || r == -EPERM) /* old kernels; seccomp filters say EPERM */
+                                r = storage_local_open_walk(root_fd, relative, flags, &fd);
+                }
+        }
+        if (fd < 0) {
+                if (r == -EXDEV)
+                        return error_set(error, r, "'%s' leads out of '%s'", path, root ? root : "/");
+                if (r == -ENOENT && (flags & O_PATH))
+                        return error_set(error, r, "'%s' does not exist", path);
+                return error_set(error, r, "cannot open '%s': %s", path, strerror(-r));
+        }
         if (fstat(fd, &st) < 0)
                 return error_set(error, -errno, "cannot stat '%s': %s", path, strerror(errno));
+        if (S_ISDIR(st.st_mode))
+                return error_set(error, -EISDIR, "'%s' is a directory", path);
         if (!S_ISREG(st.st_mode))
                 return error_set(error, -EINVAL, "'%s' is not a regular file", path);
+        *ret_fd = TAKE_FD(fd);
+        *ret_st = st;
+        return 0;
+}
+
+int storage_local_read_file(const char *path, uint64_t max_bytes, Buf *out, Error *error) {
+        return storage_local_read_beneath(/* root= */ NULL, path, max_bytes, out, error);
+}
+
+int storage_local_read_beneath(const char *root, const char *path, uint64_t max_bytes, Buf *out, Error *error) {
+        _cleanup_(closep) int fd = -1;
+        struct stat st = {};
+        int r;
+
+        /* O_NONBLOCK: a FIFO given as a manifest must not hold a thread-pool thread in open();
+         * it is refused as no regular file. Regular files ignore the flag. */
+        r = storage_local_open(root, path, O_RDONLY | O_NONBLOCK, &fd, &st, error);
+        if (r < 0)
+                return r;
         if ((uint64_t)st.st_size > max_bytes)
                 return error_set(error, -EFBIG, "'%s' is %lld bytes, above the limit of %llu", path,
                                  (long long)st.st_size, (unsigned long long)max_bytes);
@@ -35,7 +141,6 @@ int storage_local_read_file(const char *path, uint64_t max_bytes, Buf *out, Erro
         buf_init(out, max_bytes);
         for (;;) {
                 ssize_t k;
-                int r;
 
                 r = buf_reserve(out, 65536 < max_bytes - out->len ? 65536 : max_bytes - out->len);
                 if (r < 0 && r != -E2BIG)
@@ -116,20 +221,59 @@ int storage_local_delete_file(const char *path) {
 }
 
 int storage_local_file_size(const char *path, uint64_t *ret_size, Error *error) {
-        struct stat st;
+        return storage_local_size_beneath(/* root= */ NULL, path, ret_size, error);
+}
 
-        if (stat(path, &st) < 0) {
-                int r = -errno;
+int storage_local_size_beneath(const char *root, const char *path, uint64_t *ret_size, Error *error) {
+        _cleanup_(closep) int fd = -1;
+        struct stat st = {};
+        int r;
 
-                if (r == -ENOENT)
-                        return error_set(error, r, "'%s' does not exist", path);
-                return error_set(error, r, "cannot stat '%s': %s", path, strerror(-r));
-        }
-        if (S_ISDIR(st.st_mode))
-                return error_set(error, -EISDIR, "'%s' is a directory", path);
-        if (!S_ISREG(st.st_mode))
-                return error_set(error, -EINVAL, "'%s' is not a regular file", path);
+        /* O_PATH: nothing is opened for reading, so not even a device notices the question. */
+        r = storage_local_open(root, path, O_PATH, &fd, &st, error);
+        if (r < 0)
+                return r;
         *ret_size = (uint64_t)st.st_size;
+        return 0;
+}
+
+int storage_local_read_tail(const char *root, const char *path, uint64_t max_tail_bytes, uint64_t *ret_size,
+                            Buf *out, Error *error) {
+        _cleanup_(closep) int fd = -1;
+        uint64_t size, offset;
+        size_t want, got = 0;
+        struct stat st = {};
+        int r;
+
+        assert(max_tail_bytes > 0);
+        r = storage_local_open(root, path, O_RDONLY | O_NONBLOCK, &fd, &st, error);
+        if (r == -ENOENT)
+                return error_set(error, r, "'%s' does not exist", path);        /* as a size says it */
+        if (r < 0)
+                return r;
+        size = (uint64_t)st.st_size;
+        offset = size > max_tail_bytes ? size - max_tail_bytes : 0;
+        want = (size_t)(size - offset);
+        buf_deinit(out);
+        buf_init(out, want + 1);
+        r = buf_reserve(out, want + 1);
+        if (r < 0)
+                return error_set(error, -ENOMEM, "out of memory");
+        while (got < want) {
+                ssize_t k = pread(fd, out->data + got, want - got, (off_t)(offset + got));
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return error_set(error, -errno, "cannot read '%s': %s", path, strerror(errno));
+                if (k == 0)
+                        /* Shorter than its size a moment ago: being rewritten; ask again later. */
+                        return error_set(error, -EAGAIN, "'%s' changed while it was read", path);
+                got += (size_t)k;
+        }
+        out->len = got;
+        out->data[got] = 0;
+        *ret_size = size;
         return 0;
 }
 

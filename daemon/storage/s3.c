@@ -15,6 +15,7 @@
 #include "net/curl_uv.h"
 #include "storage/s3.h"
 #include "storage/s3_xml.h"
+#include "util/parse.h"
 #include "util/time-util.h"
 
 #define S3_LIST_PAGE_KEYS 1000
@@ -63,7 +64,7 @@ struct S3Op {
 
 static const char *const s3_op_names[] = {
         [S3_OP_GET] = "get", [S3_OP_HEAD] = "head", [S3_OP_PUT] = "put", [S3_OP_DELETE] = "delete",
-        [S3_OP_LIST] = "list",
+        [S3_OP_LIST] = "list", [S3_OP_GET_TAIL] = "get",
 };
 
 static void s3_secret_free(char *s) {
@@ -250,7 +251,7 @@ static int s3_op_send(S3Op *op) {
                 .region = op->region,
                 .path_style_access = op->path_style_access,
         };
-        _cleanup_(buf_deinitp) Buf url, query, sha_line, token_line, sigv4;
+        _cleanup_(buf_deinitp) Buf url, query, sha_line, token_line, sigv4, range_line;
         const char *lines[6];
         const bool is_put = op->kind == S3_OP_PUT && !op->is_verifying;
         size_t n_lines = 0;
@@ -263,6 +264,7 @@ static int s3_op_send(S3Op *op) {
         buf_init(&sha_line, 128);
         buf_init(&token_line, 64 * 1024);
         buf_init(&sigv4, 256);
+        buf_init(&range_line, 64);
 
         if (op->kind == S3_OP_LIST) {
                 /* Keys in byte order, '=' after every key, RFC 3986 values: libcurl 7.88 signs
@@ -306,6 +308,14 @@ static int s3_op_send(S3Op *op) {
                 if (op->if_absent)
                         lines[n_lines++] = "If-None-Match: *";
         }
+        if (op->kind == S3_OP_GET_TAIL && !op->is_verifying) {
+                /* A suffix range (RFC 9110 14.1.2): the store answers 206 with the object's size
+                 * in Content-Range, or 200 with all of it. */
+                r = buf_printf(&range_line, "Range: bytes=-%" PRIu64, op->max_bytes);
+                if (r < 0)
+                        return r;
+                lines[n_lines++] = buf_str(&range_line);
+        }
         if (op->access_key_id) {
                 r = buf_printf(&sigv4, "aws:amz:%s:s3", op->region ? op->region : "us-east-1");
                 if (r < 0)
@@ -330,7 +340,8 @@ static int s3_op_send(S3Op *op) {
                                  .aws_sigv4 = op->access_key_id ? buf_str(&sigv4) : NULL,
                                  .username = op->access_key_id,
                                  .password = op->secret_access_key,
-                                 .max_response_bytes = op->kind == S3_OP_GET && !op->is_verifying ? op->max_bytes + 1 :
+                                 .max_response_bytes = (op->kind == S3_OP_GET || op->kind == S3_OP_GET_TAIL) &&
+                                                                       !op->is_verifying ? op->max_bytes + 1 :
                                                        op->is_verifying ? op->data.len + 1 : 1u << 20,
                                  .timeout_ms = (uint32_t)timeout_ms,
                          },
@@ -452,6 +463,74 @@ static int s3_op_take_page(S3Op *op, Slice body) {
         return page.is_truncated ? 1 : 0;
 }
 
+int s3_content_range_parse(const char *value, uint64_t *ret_first, uint64_t *ret_last, uint64_t *ret_size) {
+        uint64_t v[3];
+        const char *p;
+
+        if (!value || strncmp(value, "bytes ", 6) != 0)
+                return -EINVAL;
+        p = value + 6;
+        for (int i = 0; i < 3; i++) {
+                const char stop = i == 0 ? '-' : i == 1 ? '/' : 0;
+                size_t n = 0;
+                char digits[24];
+
+                while (p[n] >= '0' && p[n] <= '9')
+                        n++;
+                if (n == 0 || n >= sizeof(digits) || p[n] != stop)
+                        return -EINVAL;
+                memcpy(digits, p, n);
+                digits[n] = 0;
+                if (parse_u64(digits, &v[i]) < 0)
+                        return -EINVAL;
+                p += n + (stop ? 1 : 0);
+        }
+        if (v[0] > v[1] || v[1] >= v[2])
+                return -EINVAL;
+        *ret_first = v[0];
+        *ret_last = v[1];
+        *ret_size = v[2];
+        return 0;
+}
+
+/* A tail's answer: 206 with the range asked for, or 200 with the whole object (a store that
+ * ignores Range, or answers a suffix longer than the object so). On failure answers the op
+ * and returns <0. */
+static int s3_op_take_tail(S3Op *op, const CurlUvResponse *response) {
+        uint64_t first = 0, last = 0, size;
+        int r;
+
+        if (response->body_error == -E2BIG || response->body.len > op->max_bytes) {
+                s3_op_fail(op, -EREMOTEIO, "%s: the store answered more than the %" PRIu64 " bytes asked for",
+                           op->location, op->max_bytes);
+                return -EREMOTEIO;
+        }
+        if (response->body_error < 0) {
+                s3_op_fail(op, response->body_error, "%s: cannot keep the body: %s", op->location,
+                           strerror(-response->body_error));
+                return response->body_error;
+        }
+        if (response->http_status == 206) {
+                if (s3_content_range_parse(response->content_range, &first, &last, &size) < 0 ||
+                    last - first + 1 != response->body.len || last != size - 1) {
+                        s3_op_fail(op, -EREMOTEIO, "%s: a 206 answer with Content-Range '%s' and %zu bytes",
+                                   op->location, response->content_range ? response->content_range : "",
+                                   response->body.len);
+                        return -EREMOTEIO;
+                }
+        } else
+                size = response->body.len;
+        buf_init(&op->result.data, response->body.len + 1);
+        r = buf_append(&op->result.data, response->body.ptr, response->body.len);
+        if (r < 0) {
+                s3_op_fail(op, r, "%s: out of memory", op->location);
+                return r;
+        }
+        op->result.size = size;
+        metrics_add(op->client->metrics, METRIC_STORAGE_BYTES, "read", (double)response->body.len);
+        return 0;
+}
+
 static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
         S3Op *op = userdata;
         S3Client *c = op->client;
@@ -507,6 +586,11 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
                                 return;
                         }
                         metrics_add(c->metrics, METRIC_STORAGE_BYTES, "read", (double)response->body.len);
+                        break;
+                case S3_OP_GET_TAIL:
+                        r = s3_op_take_tail(op, response);
+                        if (r < 0)
+                                return;
                         break;
                 case S3_OP_HEAD:
                         if (response->content_length < 0) {
@@ -574,6 +658,15 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
                         return;
                 }
                 s3_op_fail(op, -EEXIST, "%s already exists (%s)", op->location, detail);
+                return;
+        }
+        if (http == 416 && op->kind == S3_OP_GET_TAIL) {
+                /* No byte to answer a suffix range with: the object is empty. */
+                s3_op_count(op, 0);
+                buf_init(&op->result.data, 1);
+                op->result.size = 0;
+                op->result.status = 0;
+                s3_op_finish(op);
                 return;
         }
         if (http == 404 && op->kind == S3_OP_DELETE) {

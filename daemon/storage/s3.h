@@ -31,6 +31,7 @@ typedef enum S3OpKind {
         S3_OP_PUT,
         S3_OP_DELETE,
         S3_OP_LIST,
+        S3_OP_GET_TAIL,                 /* GET with Range: bytes=-max_bytes */
 } S3OpKind;
 
 typedef struct S3Request {
@@ -40,7 +41,8 @@ typedef struct S3Request {
         const char *key;                /* LIST: the prefix */
         Slice data;                     /* PUT: borrowed until the callback */
         bool if_absent;                 /* PUT: If-None-Match: * */
-        uint64_t max_bytes;             /* GET: the limit; LIST: the most keys */
+        uint64_t max_bytes;             /* GET: the limit; GET_TAIL: the tail's length; LIST: the
+                                         * most keys */
         uint64_t deadline_ns;           /* 0: none */
         const char *list_scheme;        /* LIST: "s3://", how result names are spelled */
 } S3Request;
@@ -59,3 +61,6 @@ uint64_t s3_client_requests_sent(const S3Client *c);
 int s3_url_build(const S3Settings *settings, const char *bucket, const char *key, const char *query, Buf *out);
 /* RFC 3986 percent-encoding with upper-case hex; '/' kept when keep_slash. */
 int s3_uri_encode(const char *s, bool keep_slash, Buf *out);
+/* The object size of a Content-Range value "bytes FIRST-LAST/SIZE", and the range; -EINVAL for
+ * anything else (a "*" size, a range past the size). */
+int s3_content_range_parse(const char *value, uint64_t *ret_first, uint64_t *ret_last, uint64_t *ret_size);

@@ -38,6 +38,7 @@ typedef enum LocalKind {
         LOCAL_WRITE,
         LOCAL_DELETE,
         LOCAL_LIST,
+        LOCAL_TAIL,
 } LocalKind;
 
 /* One local operation: owned by the thread pool from queueing until its after-work callback. */
@@ -46,6 +47,7 @@ typedef struct LocalJob {
         Storage *storage;
         LocalKind kind;
         char *path;
+        char *root;                     /* the context's root as a path, or NULL */
         Slice data;
         uint64_t max_bytes;
         uint64_t started_ns;
@@ -56,7 +58,7 @@ typedef struct LocalJob {
 
 static const char *const local_kind_names[] = {
         [LOCAL_READ] = "get", [LOCAL_SIZE] = "head", [LOCAL_WRITE] = "put", [LOCAL_DELETE] = "delete",
-        [LOCAL_LIST] = "list",
+        [LOCAL_LIST] = "list", [LOCAL_TAIL] = "get",
 };
 
 static void storage_maybe_closed(Storage *s) {
@@ -87,10 +89,14 @@ static void local_job_work(uv_work_t *w) {
         switch (j->kind) {
         case LOCAL_READ:
                 buf_init(&res->data, (size_t)j->max_bytes + 1);
-                res->status = storage_local_read_file(j->path, j->max_bytes, &res->data, &res->error);
+                res->status = storage_local_read_beneath(j->root, j->path, j->max_bytes, &res->data, &res->error);
+                break;
+        case LOCAL_TAIL:
+                res->status = storage_local_read_tail(j->root, j->path, j->max_bytes, &res->size, &res->data,
+                                                      &res->error);
                 break;
         case LOCAL_SIZE:
-                res->status = storage_local_file_size(j->path, &res->size, &res->error);
+                res->status = storage_local_size_beneath(j->root, j->path, &res->size, &res->error);
                 break;
         case LOCAL_WRITE:
                 res->status = storage_local_write_new_file(j->path, j->data.ptr, j->data.len, &res->error);
@@ -123,7 +129,7 @@ static void local_job_after(uv_work_t *w, int status) {
                        local_outcome(j->result.status));
         metrics_add(s->metrics, METRIC_STORAGE_REQUESTS, label, 1);
         metrics_observe(s->metrics, METRIC_STORAGE_DURATION, (double)(now_monotonic_ns() - j->started_ns) / 1e9);
-        if (j->result.status == 0 && j->kind == LOCAL_READ)
+        if (j->result.status == 0 && (j->kind == LOCAL_READ || j->kind == LOCAL_TAIL))
                 metrics_add(s->metrics, METRIC_STORAGE_BYTES, "read", (double)j->result.data.len);
         if (j->result.status == 0 && j->kind == LOCAL_WRITE)
                 metrics_add(s->metrics, METRIC_STORAGE_BYTES, "written", (double)j->data.len);
@@ -134,27 +140,30 @@ static void local_job_after(uv_work_t *w, int status) {
                 free(j->result.names[i]);
         free(j->result.names);
         free(j->path);
+        free(j->root);
         free(j);
         s->n_local_in_flight--;
         storage_maybe_closed(s);
 }
 
-static int storage_local_submit(Storage *s, LocalKind kind, char *path /* stolen */, Slice data, uint64_t max,
-                                StorageCallback cb, void *userdata, Error *error) {
+static int storage_local_submit(Storage *s, LocalKind kind, char *path /* stolen */, char *root /* stolen */,
+                                Slice data, uint64_t max, StorageCallback cb, void *userdata, Error *error) {
         LocalJob *j;
         int r;
 
         j = calloc(1, sizeof(*j));
         if (!j) {
                 free(path);
+                free(root);
                 return -ENOMEM;
         }
-        *j = (LocalJob){ .storage = s, .kind = kind, .path = path, .data = data, .max_bytes = max, .cb = cb,
-                         .userdata = userdata, .started_ns = now_monotonic_ns() };
+        *j = (LocalJob){ .storage = s, .kind = kind, .path = path, .root = root, .data = data, .max_bytes = max,
+                         .cb = cb, .userdata = userdata, .started_ns = now_monotonic_ns() };
         j->work.data = j;
         r = uv_queue_work(s->loop, &j->work, local_job_work, local_job_after);
         if (r < 0) {
                 free(j->path);
+                free(j->root);
                 free(j);
                 return error_set(error, r, "cannot queue file work: %s", uv_strerror(r));
         }
@@ -202,12 +211,22 @@ static int storage_submit(Storage *s, const StorageContext *ctx, LocalKind kind,
         r = storage_location_parse(location, &l, error);
         if (r < 0)
                 return r;
+        if (ctx && ctx->root && !storage_location_is_within(location, ctx->root))
+                return error_set(error, -EXDEV, "'%s' is not beneath '%s'", location, ctx->root);
         if (l.scheme == STORAGE_SCHEME_LOCAL) {
+                _cleanup_(freep) char *root = NULL;
+
                 if (kind == LOCAL_WRITE && !(flags & STORAGE_WRITE_IF_ABSENT))
                         /* Every local write creates a new file: replacing needs a rename, which
                          * the filesystem catalog does itself. */
                         return error_set(error, -EINVAL, "'%s': local writes only create new files", location);
-                return storage_local_submit(s, kind, TAKE_PTR(l.path), data, max, cb, userdata, error);
+                if (ctx && ctx->root && (kind == LOCAL_READ || kind == LOCAL_SIZE || kind == LOCAL_TAIL)) {
+                        r = storage_path_from_location(ctx->root, &root, error);
+                        if (r < 0)
+                                return r;
+                }
+                return storage_local_submit(s, kind, TAKE_PTR(l.path), TAKE_PTR(root), data, max, cb, userdata,
+                                            error);
         }
 
         if (props && storage_props_expire_before(props, location, now_realtime_ms() + STORAGE_CREDENTIAL_MARGIN_MS))
@@ -246,6 +265,14 @@ int storage_size(Storage *s, const StorageContext *ctx, const char *location, St
                  Error *error) {
         return storage_submit(s, ctx, LOCAL_SIZE, S3_OP_HEAD, location, slice_make(NULL, 0), 0, 0, cb, userdata,
                               error);
+}
+
+int storage_read_tail(Storage *s, const StorageContext *ctx, const char *location, uint64_t max_tail_bytes,
+                      StorageCallback cb, void *userdata, Error *error) {
+        if (max_tail_bytes == 0)
+                return error_set(error, -EINVAL, "'%s': a tail of 0 bytes", location);
+        return storage_submit(s, ctx, LOCAL_TAIL, S3_OP_GET_TAIL, location, slice_make(NULL, 0), 0, max_tail_bytes,
+                              cb, userdata, error);
 }
 
 /* A write on its way: its outcome feeds the write health before the caller hears it. */
@@ -334,6 +361,7 @@ typedef struct StorageReadSlot {
 struct StorageReadMany {
         Storage *storage;
         StorageContext ctx;
+        char *root;                     /* ctx.root's copy */
         char **locations;
         StorageReadItem *items;
         StorageReadSlot *slots;
@@ -351,6 +379,7 @@ static void storage_read_many_free(StorageReadMany *m) {
                 buf_deinit(&m->items[i].data);
         }
         free(m->locations);
+        free(m->root);
         free(m->items);
         free(m->slots);
         free(m);
@@ -429,6 +458,14 @@ int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *
                 return -ENOMEM;
         m->storage = s;
         m->ctx = ctx ? *ctx : (StorageContext){};
+        if (m->ctx.root) {
+                m->root = strdup(m->ctx.root);
+                if (!m->root) {
+                        free(m);
+                        return -ENOMEM;
+                }
+                m->ctx.root = m->root;
+        }
         m->max_bytes = max_bytes;
         m->max_concurrent = max_concurrent ? max_concurrent : 1;
         m->cb = cb;

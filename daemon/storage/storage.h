@@ -46,14 +46,16 @@ typedef struct StorageResult {
         /* 0, or: -ENOENT no such object (or bucket); -EEXIST a create-if-absent found one;
          * -EACCES denied or credentials refused; -EKEYEXPIRED credentials expired; -EFBIG
          * larger than max_bytes; -EPROTONOSUPPORT/-EINVAL an unsupported or malformed location;
+         * -EXDEV the location is not beneath the context's root (a symlink out of it);
          * -EAGAIN a transient failure that outlived the retries (5xx, SlowDown, resets,
          * timeouts, a full or read-only disk); -ETIMEDOUT the deadline passed; -ECANCELED the
          * storage is closing; -EIO a local I/O error; -EREMOTEIO anything else the store
          * refused (a 4xx of its own); -ENOMEM. A failed write may
          * have left the object behind: delete it when unsure. */
         int status;
-        Buf data;               /* read: the object's bytes (NUL-terminated) */
-        uint64_t size;          /* size: the object's size in bytes */
+        Buf data;               /* read: the object's bytes (NUL-terminated); read_tail: its
+                                 * last bytes */
+        uint64_t size;          /* size, read_tail: the object's size in bytes */
         char **names;           /* list: full locations under the prefix, sorted */
         size_t n_names;
         bool is_truncated;      /* list: more than max_names exist; names holds the first ones */
@@ -69,6 +71,13 @@ typedef void (*StorageCallback)(StorageResult *result, void *userdata);
 typedef struct StorageContext {
         const StorageProps *props;      /* NULL: the daemon's own [s3] settings */
         uint64_t deadline_ns;           /* CLOCK_MONOTONIC; 0: no deadline beyond the retries */
+        /* A directory location the object must be reached beneath (reads, sizes and tails),
+         * or NULL. Local: opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+         * relative to it (an O_NOFOLLOW walk on kernels without openat2), so that a symlink
+         * out of it fails with -EXDEV, exactly as a location that is not under it; object
+         * stores have no links, so there it is only that lexical check. Borrowed for the
+         * call. */
+        const char *root;
 } StorageContext;
 
 /* Flags of storage_write(). */
@@ -94,6 +103,11 @@ int storage_read(Storage *s, const StorageContext *ctx, const char *location, ui
 /* The size of an object (S3: HEAD; local: a regular file's size). */
 int storage_size(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb, void *userdata,
                  Error *error);
+/* The last max_tail_bytes (>= 1) of an object, and its size: the whole object when it is
+ * smaller (S3: one GET with Range: bytes=-N, 206 or a 200 with the whole object; local: a
+ * pread of a regular file). */
+int storage_read_tail(Storage *s, const StorageContext *ctx, const char *location, uint64_t max_tail_bytes,
+                      StorageCallback cb, void *userdata, Error *error);
 /* Writes an object; data is borrowed until the callback. Local files are fsynced with their
  * directory; an S3 PUT is durable once answered. */
 int storage_write(Storage *s, const StorageContext *ctx, const char *location, Slice data, unsigned flags,

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Regenerates the seed corpora of tests/fuzz: valid manifest lists and staged manifests (from
 Iceberg Java via tests/data, from our writer via icecommit-avro-tool, from fastavro in Java's
-shapes, both codecs) plus truncated and corrupted variants. Crashers found by libFuzzer are
+shapes, both codecs) plus truncated and corrupted variants; Parquet files written by pyarrow
+(also copied to tests/data/parquet/ for the unit tests) and damaged footers. Crashers found by libFuzzer are
 added by hand as crash-<sha1> and never regenerated.
 
 usage: .venv/bin/python tests/fuzz/make-corpus.py BUILD_DIR"""
@@ -104,9 +105,50 @@ def manifest_seeds():
     return seeds
 
 
+def parquet_bytes(table, **kwargs):
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(table, buf, **kwargs)
+    return buf.getvalue()
+
+
+def parquet_footer_seeds():
+    """Real footers (one and several row groups, no rows, nested columns, key-value metadata,
+    statistics off, v1 and v2 format versions), then damaged ones: the length pointing past the
+    start, a cut footer, a flipped byte in it, the magic gone."""
+    import pyarrow as pa
+
+    three = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", "c"])})
+    seeds = {
+        "three-rows": parquet_bytes(three),
+        "row-groups": parquet_bytes(pa.table({"id": pa.array(range(1000), pa.int64())}), row_group_size=128),
+        "empty": parquet_bytes(three.slice(0, 0)),
+        "nested": parquet_bytes(pa.table({"s": pa.array([{"x": 1, "y": [1, 2]}, {"x": 2, "y": []}])})),
+        "metadata": parquet_bytes(three.replace_schema_metadata({"k": "v" * 100})),
+        "no-stats": parquet_bytes(three, write_statistics=False, version="1.0"),
+    }
+    data = seeds["three-rows"]
+    n = len(data)
+    length = int.from_bytes(data[-8:-4], "little")
+    seeds["bad-length"] = data[:-8] + (n).to_bytes(4, "little") + b"PAR1"
+    seeds["cut-footer"] = data[: n - 8 - length // 2] + data[-8:]
+    seeds["flip-footer"] = data[: n - 8 - length // 2] + bytes([data[n - 8 - length // 2] ^ 0xFF]) + data[n - 7 - length // 2 :]
+    seeds["no-magic"] = data[:-4] + b"PAR0"
+    seeds["not-parquet"] = b"id,name\n1,a\n2,b\n3,c\n"
+    return seeds
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
-    for corpus, seeds in (("manifest-list", manifest_list_seeds(build)), ("manifest", manifest_seeds())):
+    footers = parquet_footer_seeds()
+    data_dir = os.path.join(ROOT, "tests", "data", "parquet")
+    os.makedirs(data_dir, exist_ok=True)
+    for name in ("three-rows", "row-groups", "empty"):
+        with open(os.path.join(data_dir, name + ".parquet"), "wb") as f:
+            f.write(footers[name])
+    for corpus, seeds in (("manifest-list", manifest_list_seeds(build)), ("manifest", manifest_seeds()),
+                          ("parquet-footer", footers)):
         d = os.path.join(CORPUS, corpus)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():
