@@ -390,3 +390,23 @@ def test_a_bad_tokens_file_stops_the_start(world, rest_catalog):
     os.unlink(path)
     out = subprocess.run([binary, "--config", config], capture_output=True, text=True, timeout=30)
     assert out.returncode == 1 and f"{path}: cannot open: No such file or directory" in out.stderr, out.stderr
+
+
+def test_the_documented_setup(world, rest_catalog):
+    """docs/operations.md's commands, as written: openssl rand, sha256sum, a line appended."""
+    path = os.path.join(rest_catalog["dir"], f"tokens-{uuid.uuid4().hex[:8]}")
+    script = (f'TOKEN=$(openssl rand -base64 32)\n'
+              f'HASH=$(printf %s "$TOKEN" | sha256sum | cut -d" " -f1)\n'
+              f'echo "ingest-sales $HASH commit,read:ns.{world["a"]}" >> {path}\n'
+              f'echo "prometheus {digest(world["tokens"]["ops"])} metrics health" >> {path}\n'
+              f'printf %s "$TOKEN"\n')
+    token = subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True).stdout
+    assert len(token) == 44
+    d = AuthDaemon(rest_catalog["uri"], rest_catalog["dir"], path, world["tokens"]["ops"])
+    try:
+        status, _, answer = call("GET", f"{d.url}/v1/commits/probe?namespace=ns&table={world['a']}", token)
+        assert status == 404 and answer["error"]["type"] == "unknown-key", answer
+        status, _, answer = call("GET", f"{d.url}/v1/commits/probe?namespace=ns&table={world['b']}", token)
+        assert_forbidden(answer, status, "principal 'ingest-sales' has no 'read' right")
+    finally:
+        d.stop()
