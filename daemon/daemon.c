@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "audit/api.h"
+#include "auth/auth.h"
 #include "catalog/catalog.h"
 #include "commit/engine.h"
 #include "daemon.h"
@@ -25,6 +26,7 @@ typedef struct Daemon {
         uv_loop_t loop;
         const Config *config;
         Metrics *metrics;
+        Auth *auth;
         Catalog *catalog;
         CommitEngine *engine;
         HttpServer *http;
@@ -158,11 +160,27 @@ static void daemon_on_signal(uv_signal_t *s, int signum) {
         daemon_stop(s->data);
 }
 
-/* SIGHUP's default action would end the daemon mid-commit (systemd's ExecReload= and many
- * operators send it): it is caught, and until a reload exists it changes nothing. */
+/* Rereads what can change while running: each module's reload either applies a whole good
+ * new state or keeps the old one, and logs nothing itself; this logs each outcome once.
+ * Requests in flight are not touched (they hold copies of what they need). */
+static void daemon_reload(Daemon *d) {
+        Error error = {};
+        size_t n_tokens = 0;
+        int r;
+
+        r = auth_reload(d->auth, &n_tokens, &error);
+        if (r < 0)
+                log_error("reload: keeping the old tokens: %s", error.message);
+        else if (r == 0)
+                log_notice("reload: tokens file '%s' loaded, tokens=%zu", d->config->auth.tokens_file, n_tokens);
+        log_notice("reload: other settings are read at start only; restart icecommitd to apply them");
+}
+
+/* SIGHUP (systemd's ExecReload=, operators) reloads; its default action would end the daemon
+ * mid-commit. */
 static void daemon_on_sighup(uv_signal_t *s, int signum) {
-        log_notice("SIGHUP received: reloading the configuration is not supported yet; restart icecommitd to "
-                   "apply a new one, ignoring");
+        log_info("SIGHUP received, reloading");
+        daemon_reload(s->data);
 }
 
 static int daemon_start(Daemon *d) {
@@ -173,11 +191,22 @@ static int daemon_start(Daemon *d) {
                 .max_properties_bytes = d->config->commit.max_snapshot_properties_bytes,
         };
         uint64_t watchdog_usec = 0;
+        Error error = {};
         int r;
 
         r = metrics_new(&d->metrics);
         if (r < 0)
                 return r;
+        r = auth_new(&d->config->auth, &d->auth, &error);
+        if (r < 0) {
+                log_error("cannot load the tokens file: %s", error.message);
+                return r;
+        }
+        if (auth_is_enabled(d->auth))
+                log_info("writer authentication on, tokens file '%s'", d->config->auth.tokens_file);
+        else
+                log_warning("writer authentication off (no auth.tokens-file): anyone who reaches the port may "
+                            "commit to, create, upgrade and read every table");
         r = storage_new(&d->loop, &d->config->storage, d->metrics, &d->storage);
         if (r < 0) {
                 log_error("cannot create the storage client: %s", strerror(-r));
@@ -196,14 +225,14 @@ static int daemon_start(Daemon *d) {
         if (r < 0)
                 return r;
         http_server_set_metrics(d->http, d->metrics);
-        r = writer_api_new(d->http, &limits, commit_engine_hooks(), d->engine, &d->writer_api);
+        r = writer_api_new(d->http, d->auth, &limits, commit_engine_hooks(), d->engine, &d->writer_api);
         if (r < 0)
                 return r;
-        r = tables_api_new(d->http, d->catalog, &d->loop, &d->config->tables, &d->config->storage, d->storage,
+        r = tables_api_new(d->http, d->auth, d->catalog, &d->loop, &d->config->tables, &d->config->storage, d->storage,
                            &d->tables_api);
         if (r < 0)
                 return r;
-        r = audit_api_new(&d->loop, d->http, d->catalog, &d->config->audit, &d->config->storage, d->storage,
+        r = audit_api_new(&d->loop, d->http, d->auth, d->catalog, &d->config->audit, &d->config->storage, d->storage,
                           &d->audit_api);
         if (r < 0)
                 return r;
@@ -273,6 +302,7 @@ int daemon_run(const Config *config) {
         d.catalog = catalog_free(d.catalog);
         d.storage = storage_free(d.storage);
         d.metrics = metrics_free(d.metrics);
+        d.auth = auth_free(d.auth);
         if (uv_loop_close(&d.loop) != 0) {
                 log_error("event loop still had open handles at exit");
                 return r < 0 ? r : -EBUSY;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/tokens.h"
 #include "config/config.h"
 #include "daemon.h"
 #include "util/log.h"
@@ -74,6 +75,13 @@ int main(int argc, char **argv) {
         }
         log_max_level = config->log_level;
         if (arg_check_config) {
+                _cleanup_(auth_tokens_freep) AuthTokens *tokens = NULL;
+
+                if (config->auth.tokens_file &&
+                    auth_tokens_load(config->auth.tokens_file, config->auth.max_tokens_file_bytes, &tokens, &error) < 0) {
+                        fprintf(stderr, "icecommitd: bad tokens file: %s\n", error.message);
+                        return EXIT_FAILURE;
+                }
                 printf("%s: ok\n", arg_config_path);
                 return EXIT_SUCCESS;
         }

@@ -24,10 +24,11 @@ declare -A allowed=(
     [iceberg]="util config metrics iceberg"
     [http]="util config metrics http"
     [catalog]="util config metrics net storage iceberg catalog"
-    [writer]="util config metrics http iceberg storage writer"
-    [commit]="util config metrics http iceberg storage writer catalog parquet commit"
-    [tables]="util config metrics http iceberg storage catalog writer tables"
-    [audit]="util config metrics http iceberg storage writer catalog audit"
+    [auth]="util config metrics http auth"
+    [writer]="util config metrics http auth iceberg storage writer"
+    [commit]="util config metrics http auth iceberg storage writer catalog parquet commit"
+    [tables]="util config metrics http auth iceberg storage catalog writer tables"
+    [audit]="util config metrics http auth iceberg storage writer catalog audit"
 )
 # module -> system headers it must never include
 declare -A forbidden=(
@@ -39,6 +40,7 @@ declare -A forbidden=(
     [parquet]="uv.h curl/curl.h h2o.h jansson.h avro.h"
     [metrics]="uv.h curl/curl.h h2o.h"
     [http]="curl/curl.h avro.h"
+    [auth]="uv.h curl/curl.h avro.h jansson.h"
     [catalog]="h2o.h avro.h"
 )
 for dir in daemon/*/; do

@@ -22,6 +22,7 @@
 
 struct AuditApi {
         uv_loop_t *loop;
+        Auth *auth;
         Catalog *catalog;
         const AuditConfig *config;
         const StorageConfig *storage_config;
@@ -506,11 +507,14 @@ static int audit_load_table(AuditJob *j) {
 }
 
 static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
+        const AuthToken *caller;
         char seconds[16];
         AuditJob *j;
         Error error = {};
         int rr;
 
+        if (auth_check(api->auth, r, AUTH_RIGHT_READ, http_request_param(r, 0), http_request_param(r, 1), &caller) < 0)
+                return;
         if (api->n_running >= api->config->max_concurrent) {
                 (void)snprintf(seconds, sizeof(seconds), "%u", 1u);
                 http_reply_add_header(r, "Retry-After", seconds);
@@ -559,7 +563,7 @@ static void audit_handle_row_id(HttpRequest *r, void *userdata) {
         audit_start(userdata, r, /* is_lookup= */ true);
 }
 
-int audit_api_new(uv_loop_t *loop, HttpServer *server, Catalog *catalog, const AuditConfig *config,
+int audit_api_new(uv_loop_t *loop, HttpServer *server, Auth *auth, Catalog *catalog, const AuditConfig *config,
                   const StorageConfig *storage_config, Storage *storage, AuditApi **ret_api) {
         _cleanup_(audit_api_freep) AuditApi *api = NULL;
         int r;
@@ -567,7 +571,7 @@ int audit_api_new(uv_loop_t *loop, HttpServer *server, Catalog *catalog, const A
         api = calloc(1, sizeof(*api));
         if (!api)
                 return -ENOMEM;
-        *api = (AuditApi){ .loop = loop, .catalog = catalog, .config = config, .storage_config = storage_config,
+        *api = (AuditApi){ .loop = loop, .auth = auth, .catalog = catalog, .config = config, .storage_config = storage_config,
                            .storage = storage };
         r = http_server_route(server, "GET", "/v1/namespaces/{}/tables/{}/lineage", audit_handle_lineage, api);
         if (r >= 0)

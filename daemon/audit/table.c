@@ -99,7 +99,8 @@ int audit_table_new(TableMetadata *table, const AuditLimits *limits, AuditTable 
                         return r;
                 t->n_snapshots++;
         }
-        qsort(t->snapshots, t->n_snapshots, sizeof(*t->snapshots), snapshot_compare);
+        if (t->n_snapshots > 1)         /* a table without snapshots has no array: qsort(NULL) is UB */
+                qsort(t->snapshots, t->n_snapshots, sizeof(*t->snapshots), snapshot_compare);
 
         refs = json_object_get(table->metadata, "refs");
         if (json_object_size(refs) > 0) {

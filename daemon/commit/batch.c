@@ -844,9 +844,11 @@ static void batch_build_after(Batch *b) {
         for (size_t i = 0; i < b->n_jobs; i++) {
                 const Job *j = b->jobs[i];
 
-                /* The key record is what makes a retry safe: it must be complete or absent. */
+                /* The key record is what makes a retry safe: it must be complete or absent.
+                 * With authentication on, keys are recorded as "principal/key": one key of two
+                 * principals is two requests in history too. */
                 if (r == 0)
-                        r = buf_printf(&key_list, "%s%s", i ? "," : "", j->writer->request->idempotency_key);
+                        r = buf_printf(&key_list, "%s%s", i ? "," : "", j->writer->request->recorded_key);
                 if (r == 0 && json_object_update(writer_props, j->writer->request->snapshot_properties) < 0)
                         r = -ENOMEM;
                 for (size_t k = 0; k < j->n_manifests; k++) {
@@ -1051,7 +1053,7 @@ static void batch_check_jobs(Batch *b) {
                 const CommitRequest *r = j->writer->request;
                 /* Found: committed by an earlier attempt (possibly of another daemon, or before
                  * a crash): answer it, never commit it twice. */
-                json_t *done = snapshot_find_key(b->table->metadata, r->idempotency_key,
+                json_t *done = snapshot_find_key(b->table->metadata, r->recorded_key,
                                                  b->queue->engine->config->history_lookback);
                 bool bad = false;
 

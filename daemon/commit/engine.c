@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/tokens.h"
 #include "commit/duplicates.h"
 #include "commit/internal.h"
 #include "iceberg/manifest.h"
@@ -655,20 +656,40 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         e->n_in_flight++;
 }
 
-static json_t *engine_lookup(const char *key, const char *namespace_param, const char *table, int *ret_status,
-                             void *userdata) {
+/* Whether the caller of a lookup may see an entry: its own key (the scope starts with its
+ * principal), on a table it holds the right `read` on. Everything else stays unknown to it. */
+static bool engine_entry_is_visible(const KeyEntry *entry, void *userdata) {
+        const AuthToken *caller = userdata;
+        size_t n = strlen(caller->principal);
+        _cleanup_(freep) char *namespace_param = NULL;
+        const char *rest, *sep;
+
+        if (strncmp(entry->scope, caller->principal, n) != 0 || entry->scope[n] != '\x1d')
+                return false;
+        rest = entry->scope + n + 1;
+        sep = strchr(rest, '\x1e');
+        if (!sep || !(namespace_param = strndup(rest, (size_t)(sep - rest))))
+                return false;
+        return auth_token_allows(caller, AUTH_RIGHT_READ, namespace_param, sep + 1);
+}
+
+static json_t *engine_lookup(const char *key, const char *namespace_param, const char *table, const AuthToken *caller,
+                             int *ret_status, void *userdata) {
         CommitEngine *e = userdata;
         KeyEntry *entry;
         size_t n = 1;
 
         if (namespace_param && table) {
-                _cleanup_(freep) char *scope = commit_key_scope(namespace_param, table);
+                /* The caller's right on this table was checked by the handler. */
+                _cleanup_(freep) char *scope = commit_key_scope(caller ? caller->principal : NULL, namespace_param,
+                                                                table);
 
                 if (!scope)
                         return NULL;
                 entry = key_registry_get(e->keys, scope, key);
         } else
-                entry = key_registry_find_any(e->keys, key, &n);
+                entry = key_registry_find_any(e->keys, key, caller ? engine_entry_is_visible : NULL, (void *)caller,
+                                              &n);
         if (n > 1) {
                 *ret_status = 409;
                 return engine_error_body(409, "key-ambiguous",
@@ -689,12 +710,14 @@ typedef struct HistoryLookup {
         CommitEngine *engine;
         WriterRequest *writer;
         char *key;
+        char *recorded_key;             /* as the summaries hold it: "principal/key" with auth */
         char *table;
 } HistoryLookup;
 
 static void history_lookup_free(HistoryLookup *l) {
         writer_request_free(l->writer);
         free(l->key);
+        free(l->recorded_key);
         free(l->table);
         free(l);
 }
@@ -714,7 +737,7 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
                                            "cannot load the table to search its history: %s", result->message);
         else if (table_metadata_parse(result->body, &t, &error) < 0)
                 writer_request_reply_error(l->writer, 502, "catalog-bad-metadata", "%s", error.message);
-        else if ((s = snapshot_find_key(t->metadata, l->key, e->config->history_lookback))) {
+        else if ((s = snapshot_find_key(t->metadata, l->recorded_key, e->config->history_lookback))) {
                 int64_t id = 0, seq = 0;
 
                 (void)json_get_i64(s, "snapshot-id", &id);
@@ -734,7 +757,7 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
 }
 
 static void engine_lookup_history(WriterRequest *w, const char *key, const char *namespace_param,
-                                  const char *table, void *userdata) {
+                                  const char *table, const char *principal, void *userdata) {
         CommitEngine *e = userdata;
         CommitTarget target = {};
         HistoryLookup *l;
@@ -749,9 +772,11 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
                 return;
         }
         l = calloc(1, sizeof(*l));
-        if (!l || !(l->key = strdup(key)) || !(l->table = strdup(table))) {
+        if (!l || !(l->key = strdup(key)) || !(l->recorded_key = commit_key_recorded(principal, key)) ||
+            !(l->table = strdup(table))) {
                 if (l) {
                         free(l->key);
+                        free(l->recorded_key);
                         free(l);
                 }
                 commit_target_deinit(&target);

@@ -92,12 +92,13 @@ KeyEntry *key_registry_get(KeyRegistry *r, const char *scope, const char *key) {
         return NULL;
 }
 
-KeyEntry *key_registry_find_any(KeyRegistry *r, const char *key, size_t *ret_n) {
+KeyEntry *key_registry_find_any(KeyRegistry *r, const char *key, bool (*accept)(const KeyEntry *e, void *userdata),
+                                void *userdata, size_t *ret_n) {
         KeyEntry *first = NULL;
         size_t n = 0;
 
         for (KeyEntry *e = r->buckets[key_hash(key) & (r->n_buckets - 1)]; e; e = e->hash_next)
-                if (strcmp(e->key, key) == 0) {
+                if (strcmp(e->key, key) == 0 && (!accept || accept(e, userdata))) {
                         if (!first)
                                 first = e;
                         n++;

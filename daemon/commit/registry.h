@@ -6,6 +6,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "util/cleanup.h"
@@ -22,7 +23,7 @@ typedef struct KeyEntry KeyEntry;
 typedef struct KeyRegistry KeyRegistry;
 
 struct KeyEntry {
-        char *scope;                    /* the table: namespace levels and name, see engine.c */
+        char *scope;                    /* the table, and the principal when auth is on: commit_key_scope() */
         char *key;
         char *fingerprint;
         KeyState state;
@@ -40,8 +41,10 @@ DEFINE_CLEANUP_FUNC(KeyRegistry, key_registry_free);
 
 /* The entry of `key` on the table `scope`, or NULL. */
 KeyEntry *key_registry_get(KeyRegistry *r, const char *scope, const char *key);
-/* The entries of `key` on any table: the first found, and how many there are. */
-KeyEntry *key_registry_find_any(KeyRegistry *r, const char *key, size_t *ret_n);
+/* The entries of `key` on any table that `accept` (NULL: every entry) lets through: the first
+ * found, and how many there are. */
+KeyEntry *key_registry_find_any(KeyRegistry *r, const char *key, bool (*accept)(const KeyEntry *e, void *userdata),
+                                void *userdata, size_t *ret_n);
 /* Adds a pending entry for a key that has none on that table. */
 int key_registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint, KeyEntry **ret);
 /* Records the final answer (body stolen), answers every waiter with a copy, and makes the entry

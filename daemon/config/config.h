@@ -132,6 +132,14 @@ typedef struct TablesConfig {
         uint32_t upgrade_lookback;      /* newest snapshots whose writers an upgrade report lists */
 } TablesConfig;
 
+/* Writer authentication (daemon/auth/). Off while tokens_file is NULL. */
+typedef struct AuthConfig {
+        char *tokens_file;              /* auth.tokens-file, or $CREDENTIALS_DIRECTORY/auth.tokens */
+        bool health_requires_token;     /* /healthz and /readyz need the right `health` */
+        bool metrics_requires_token;    /* /metrics needs the right `metrics` */
+        uint64_t max_tokens_file_bytes;
+} AuthConfig;
+
 typedef struct Config {
         char *path;
         HttpConfig http;
@@ -140,6 +148,7 @@ typedef struct Config {
         StorageConfig storage;
         AuditConfig audit;
         TablesConfig tables;
+        AuthConfig auth;
         int log_level;
 } Config;
 

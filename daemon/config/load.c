@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config/options.h"
 #include "util/log.h"
@@ -195,6 +196,10 @@ int config_verify(const Config *c, Error *error) {
                 return error_set(error, -EINVAL,
                                  "key 'commit.min-backoff-ms': %u is above commit.max-backoff-ms %u",
                                  c->commit.min_backoff_ms, c->commit.max_backoff_ms);
+        if ((c->auth.health_requires_token || c->auth.metrics_requires_token) && !c->auth.tokens_file)
+                return error_set(error, -EINVAL,
+                                 "keys 'auth.health-requires-token' and 'auth.metrics-requires-token' need "
+                                 "auth.tokens-file (or the credential auth.tokens)");
         if (c->commit.max_manifests_per_request > c->commit.max_batch_manifests)
                 return error_set(error, -EINVAL,
                                  "key 'commit.max-manifests-per-request': %u is above commit.max-batch-manifests %u",
@@ -265,9 +270,22 @@ static int config_load_credentials(Config *c, Error *error) {
                 { "s3.session-token", offsetof(Config, storage.s3.session_token) },
         };
         const char *dir = getenv("CREDENTIALS_DIRECTORY");
+        char tokens[4096];
 
         if (!dir)
                 return 0;
+        /* LoadCredential=auth.tokens:/etc/icecommit/tokens: the credential is the tokens file
+         * itself (many lines), so it is named by path rather than read as one value. */
+        if ((size_t)snprintf(tokens, sizeof(tokens), "%s/auth.tokens", dir) >= sizeof(tokens))
+                return error_set(error, -ENAMETOOLONG, "credentials directory path too long");
+        if (access(tokens, F_OK) == 0) {
+                char *copy = strdup(tokens);
+
+                if (!copy)
+                        return -ENOMEM;
+                free(c->auth.tokens_file);
+                c->auth.tokens_file = copy;
+        }
         for (size_t i = 0; i < ELEMENTSOF(secrets); i++) {
                 _cleanup_(fclosep) FILE *f = NULL;
                 char value[8192], path[4096], **field;

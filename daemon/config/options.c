@@ -88,6 +88,11 @@ const ConfigOption config_options[] = {
         OPTION("lineage", "equality-deletes", OPTION_KIND_POLICY, commit.allow_equality_deletes, 0, 0, 1),
         OPTION("tables", "upgrade-lookback", OPTION_KIND_U32, tables.upgrade_lookback, 100, 1, 1000000),
 
+        OPTION_STR("auth", "tokens-file", auth.tokens_file, NULL),
+        OPTION("auth", "health-requires-token", OPTION_KIND_BOOL, auth.health_requires_token, 0, 0, 1),
+        OPTION("auth", "metrics-requires-token", OPTION_KIND_BOOL, auth.metrics_requires_token, 0, 0, 1),
+        OPTION("auth", "max-tokens-file-bytes", OPTION_KIND_U64, auth.max_tokens_file_bytes, 1u << 20, 64, 1u << 30),
+
         OPTION("log", "level", OPTION_KIND_LOG_LEVEL, log_level, 6, 3, 7),
 };
 

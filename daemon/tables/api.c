@@ -15,6 +15,7 @@
 #include "writer/request.h"
 
 struct TablesApi {
+        Auth *auth;
         Catalog *catalog;
         UpgradeContext upgrade;
 };
@@ -229,29 +230,76 @@ static void tables_start(HttpRequest *r, TablesCall parsed, int parse_result, co
         TAKE_PTR(c);
 }
 
+/* The name of a parsed target's namespace as a path parameter (levels joined by 0x1F), for
+ * the scope check of a target that only the body names. NULL when out of memory. */
+static char *tables_namespace_param(const CommitTarget *t) {
+        size_t len = 0;
+        char *p;
+
+        for (size_t i = 0; i < t->n_namespace; i++)
+                len += strlen(t->namespace[i]) + 1;
+        p = malloc(len + 1);
+        if (!p)
+                return NULL;
+        len = 0;
+        for (size_t i = 0; i < t->n_namespace; i++) {
+                size_t n = strlen(t->namespace[i]);
+
+                memcpy(p + len, t->namespace[i], n);
+                len += n;
+                p[len++] = '\x1f';
+        }
+        p[len ? len - 1 : 0] = '\0';
+        return p;
+}
+
+/* The body names the table (or namespace) to create: the first check, before the body is
+ * read, is for the right anywhere; the second, on the target, before the catalog is asked. */
 static void tables_handle_create_table(HttpRequest *r, void *userdata) {
         TablesCall c = { .api = userdata, .step = STEP_CREATE_TABLE };
+        const AuthToken *caller;
         const char *name;
         Error error = {};
         int rr;
 
+        if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
+                return;
         rr = table_create_request_parse(http_request_body(r), &c.request, &name, &error);
         if (rr >= 0)
                 rr = commit_target_parse(http_request_param(r, 0), name, &c.target, &error);
+        if (rr >= 0 && auth_check_target(r, caller, AUTH_RIGHT_CREATE, http_request_param(r, 0), c.target.table) < 0) {
+                commit_target_deinit(&c.target);
+                json_decref(c.request);
+                return;
+        }
         tables_start(r, c, rr, &error);
 }
 
 static void tables_handle_create_namespace(HttpRequest *r, void *userdata) {
         TablesCall c = { .api = userdata, .step = STEP_NAMESPACE_ONLY };
+        _cleanup_(freep) char *namespace_param = NULL;
+        const AuthToken *caller;
         Error error = {};
         int rr;
 
+        if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
+                return;
         rr = namespace_create_request_parse(http_request_body(r), &c.target.namespace, &c.target.n_namespace,
                                             &c.request, &error);
+        if (rr >= 0 && caller) {
+                namespace_param = tables_namespace_param(&c.target);
+                if (!namespace_param)
+                        rr = -ENOMEM;
+                else if (auth_check_target(r, caller, AUTH_RIGHT_CREATE, namespace_param, /* table= */ NULL) < 0) {
+                        commit_target_deinit(&c.target);
+                        json_decref(c.request);
+                        return;
+                }
+        }
         tables_start(r, c, rr, &error);
 }
 
-int tables_api_new(HttpServer *server, Catalog *catalog, uv_loop_t *loop, const TablesConfig *config,
+int tables_api_new(HttpServer *server, Auth *auth, Catalog *catalog, uv_loop_t *loop, const TablesConfig *config,
                    const StorageConfig *storage_config, Storage *storage, TablesApi **ret_api) {
         _cleanup_(tables_api_freep) TablesApi *api = NULL;
         int r;
@@ -259,9 +307,10 @@ int tables_api_new(HttpServer *server, Catalog *catalog, uv_loop_t *loop, const 
         api = calloc(1, sizeof(*api));
         if (!api)
                 return -ENOMEM;
+        api->auth = auth;
         api->catalog = catalog;
         api->upgrade = (UpgradeContext){
-                .catalog = catalog, .loop = loop, .config = config, .storage_config = storage_config,
+                .auth = auth, .catalog = catalog, .loop = loop, .config = config, .storage_config = storage_config,
                 .storage = storage,
         };
         r = http_server_route(server, "POST", "/v1/namespaces", tables_handle_create_namespace, api);

@@ -11,6 +11,7 @@
 
 #include <uv.h>
 
+#include "auth/auth.h"
 #include "catalog/catalog.h"
 #include "config/config.h"
 #include "http/http.h"
@@ -19,9 +20,10 @@
 /* Owned by the daemon, freed after the HTTP server and the catalog have closed. */
 typedef struct TablesApi TablesApi;
 
-/* Registers the routes on `server` (before it starts); `catalog`, `loop` (thread-pool reads of
- * manifest lists) and both configs are borrowed. Returns 0, -ENOMEM or the router's error. */
-int tables_api_new(HttpServer *server, Catalog *catalog, uv_loop_t *loop, const TablesConfig *config,
+/* Registers the routes on `server` (before it starts); `auth` (NULL: no authentication),
+ * `catalog`, `loop` (thread-pool reads of manifest lists) and both configs are borrowed.
+ * Returns 0, -ENOMEM or the router's error. */
+int tables_api_new(HttpServer *server, Auth *auth, Catalog *catalog, uv_loop_t *loop, const TablesConfig *config,
                    const StorageConfig *storage_config, Storage *storage, TablesApi **ret_api);
 TablesApi *tables_api_free(TablesApi *api);
 DEFINE_CLEANUP_FUNC(TablesApi, tables_api_free);

@@ -324,9 +324,13 @@ static void upgrade_on_loaded(const CatalogResult *result, void *userdata) {
 void upgrade_handle(HttpRequest *r, void *userdata) {
         UpgradeContext *ctx = userdata;
         _cleanup_(upgrade_call_freep) UpgradeCall *c = NULL;
+        const AuthToken *caller;
         Error error = {};
         int rr;
 
+        if (auth_check(ctx->auth, r, AUTH_RIGHT_UPGRADE, http_request_param(r, 0), http_request_param(r, 1),
+                       &caller) < 0)
+                return;
         c = calloc(1, sizeof(*c));
         if (!c) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");

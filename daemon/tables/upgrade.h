@@ -7,6 +7,7 @@
 
 #include <uv.h>
 
+#include "auth/auth.h"
 #include "catalog/catalog.h"
 #include "config/config.h"
 #include "http/http.h"
@@ -14,6 +15,7 @@
 
 /* What the handler needs; owned by TablesApi, every pointer borrowed from the daemon. */
 typedef struct UpgradeContext {
+        Auth *auth;                     /* NULL: no authentication */
         Catalog *catalog;
         uv_loop_t *loop;
         const TablesConfig *config;

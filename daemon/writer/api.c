@@ -12,6 +12,7 @@
 #include "writer/api.h"
 
 struct WriterApi {
+        Auth *auth;
         CommitRequestLimits limits;
         WriterHooks hooks;
         void *userdata;
@@ -34,12 +35,18 @@ static void writer_on_gone(HttpRequest *r, void *userdata) {
 static void writer_handle_commit(HttpRequest *r, void *userdata) {
         WriterApi *api = userdata;
         _cleanup_(commit_request_freep) CommitRequest *request = NULL;
+        const AuthToken *caller;
         WriterRequest *w;
         Error error = {};
         int rr;
 
+        if (auth_check(api->auth, r, AUTH_RIGHT_COMMIT, http_request_param(r, 0), http_request_param(r, 1),
+                       &caller) < 0)
+                return;
         rr = commit_request_parse(http_request_param(r, 0), http_request_param(r, 1),
                                   http_request_body(r), &api->limits, &request, &error);
+        if (rr == 0 && caller)
+                rr = commit_request_set_principal(request, caller->principal);
         if (rr == -ENOMEM) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 return;
@@ -81,20 +88,30 @@ static char *writer_query_string(HttpRequest *r, const char *name) {
 static void writer_handle_status(HttpRequest *r, void *userdata) {
         WriterApi *api = userdata;
         const char *key = http_request_param(r, 0);
-        _cleanup_(freep) char *namespace = NULL, *table = NULL;
+        _cleanup_(freep) char *namespace = NULL, *table = NULL, *principal = NULL;
+        const AuthToken *caller;
         WriterRequest *w;
         json_t *body;
         int status = 404;
 
+        namespace = writer_query_string(r, "namespace");
+        table = writer_query_string(r, "table");
+        /* Naming a table the caller may not read is refused; without one, keys the caller may
+         * not read are simply not found (same answer as an unknown key: no oracle). */
+        if (auth_check(api->auth, r, AUTH_RIGHT_READ, namespace && table ? namespace : NULL,
+                       namespace && table ? table : NULL, &caller) < 0)
+                return;
+        if (caller && !(principal = strdup(caller->principal))) {
+                http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
+                return;
+        }
         if (!commit_key_is_valid(key)) {
                 http_reply_error(r, 400, "bad-request",
                                  "idempotency key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -");
                 return;
         }
-        namespace = writer_query_string(r, "namespace");
-        table = writer_query_string(r, "table");
-        body = api->hooks.lookup(key, namespace && table ? namespace : NULL, namespace && table ? table : NULL, &status,
-                                 api->userdata);
+        body = api->hooks.lookup(key, namespace && table ? namespace : NULL, namespace && table ? table : NULL, caller,
+                                 &status, api->userdata);
         if (!body) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 return;
@@ -113,17 +130,25 @@ static void writer_handle_status(HttpRequest *r, void *userdata) {
         }
         w->http = r;
         http_request_on_gone(r, writer_on_gone, w);
-        api->hooks.lookup_history(w, key, namespace, table, api->userdata);
+        api->hooks.lookup_history(w, key, namespace, table, principal, api->userdata);
 }
 
 static void writer_handle_healthz(HttpRequest *r, void *userdata) {
+        WriterApi *api = userdata;
+        const AuthToken *caller;
+
+        if (auth_check(api->auth, r, AUTH_RIGHT_HEALTH, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
+                return;
         http_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
 
 static void writer_handle_readyz(HttpRequest *r, void *userdata) {
         WriterApi *api = userdata;
         const char *reason = "not ready";
+        const AuthToken *caller;
 
+        if (auth_check(api->auth, r, AUTH_RIGHT_HEALTH, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
+                return;
         if (api->hooks.is_ready(&reason, api->userdata))
                 http_reply_json(r, 200, json_pack("{s:s}", "status", "ready"));
         else
@@ -132,8 +157,11 @@ static void writer_handle_readyz(HttpRequest *r, void *userdata) {
 
 static void writer_handle_metrics(HttpRequest *r, void *userdata) {
         WriterApi *api = userdata;
-        _cleanup_(buf_deinitp) Buf b;
+        const AuthToken *caller;
 
+        if (auth_check(api->auth, r, AUTH_RIGHT_METRICS, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
+                return;
+        _cleanup_(buf_deinitp) Buf b;
         buf_init(&b, 16u << 20);
         if (api->hooks.metrics(&b, api->userdata) < 0) {
                 http_reply_error(r, 500, "internal", "cannot render metrics");
@@ -142,7 +170,7 @@ static void writer_handle_metrics(HttpRequest *r, void *userdata) {
         http_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", buf_slice(&b));
 }
 
-int writer_api_new(HttpServer *server, const CommitRequestLimits *limits, const WriterHooks *hooks,
+int writer_api_new(HttpServer *server, Auth *auth, const CommitRequestLimits *limits, const WriterHooks *hooks,
                    void *userdata, WriterApi **ret_api) {
         static const struct {
                 const char *method, *pattern;
@@ -160,7 +188,7 @@ int writer_api_new(HttpServer *server, const CommitRequestLimits *limits, const 
         api = calloc(1, sizeof(*api));
         if (!api)
                 return -ENOMEM;
-        *api = (WriterApi){ .limits = *limits, .hooks = *hooks, .userdata = userdata };
+        *api = (WriterApi){ .auth = auth, .limits = *limits, .hooks = *hooks, .userdata = userdata };
         for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
                 r = http_server_route(server, routes[i].method, routes[i].pattern, routes[i].handler, api);
                 if (r < 0)

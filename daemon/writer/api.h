@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth/auth.h"
 #include "http/http.h"
 #include "util/buf.h"
 #include "writer/request.h"
@@ -24,13 +25,15 @@ typedef struct WriterHooks {
         /* Answers GET /v1/commits/{key} from memory: sets *ret_status and returns the body
          * (owned). Keys are scoped by table: namespace_param and table (both NULL when the
          * query names none) pick the table; without them a key used on several tables is
-         * ambiguous (409). */
-        json_t *(*lookup)(const char *key, const char *namespace_param, const char *table, int *ret_status,
-                          void *userdata);
+         * ambiguous (409). With authentication on, `caller` (borrowed for the call) is who
+         * asks: only its own keys, on tables it may read, are found; others are unknown. */
+        json_t *(*lookup)(const char *key, const char *namespace_param, const char *table, const AuthToken *caller,
+                          int *ret_status, void *userdata);
         /* The same from the history of table `table` in `namespace_param` (0x1F-separated
-         * levels), for a key the daemon does not remember: takes ownership of w and answers it. */
+         * levels), for a key the daemon does not remember: takes ownership of w and answers it.
+         * `principal` (NULL when auth is off) is whose key it is. */
         void (*lookup_history)(WriterRequest *w, const char *key, const char *namespace_param,
-                               const char *table, void *userdata);
+                               const char *table, const char *principal, void *userdata);
         /* Whether commits can be served (GET /readyz): the catalog configuration is loaded,
          * storage takes writes, the daemon is not stopping. When not, *ret_reason says why
          * (borrowed until the handler returns). */
@@ -42,9 +45,9 @@ typedef struct WriterHooks {
 /* The writer API's routes; owned by the daemon, which frees it after the HTTP server. */
 typedef struct WriterApi WriterApi;
 
-/* Registers the routes on `server` (before it starts). Returns 0, -ENOMEM or the router's
- * error. */
-int writer_api_new(HttpServer *server, const CommitRequestLimits *limits, const WriterHooks *hooks,
+/* Registers the routes on `server` (before it starts). `auth` (borrowed; NULL: no
+ * authentication) checks each request first. Returns 0, -ENOMEM or the router's error. */
+int writer_api_new(HttpServer *server, Auth *auth, const CommitRequestLimits *limits, const WriterHooks *hooks,
                    void *userdata, WriterApi **ret_api);
 WriterApi *writer_api_free(WriterApi *api);
 DEFINE_CLEANUP_FUNC(WriterApi, writer_api_free);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Writer API request parsing (see request.h and proto/openapi.yaml). */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,11 +222,42 @@ static int request_fingerprint(CommitRequest *r) {
         return r->fingerprint ? 0 : -ENOMEM;
 }
 
-char *commit_key_scope(const char *namespace_param, const char *table) {
+char *commit_key_scope(const char *principal, const char *namespace_param, const char *table) {
         char *scope;
 
-        /* Levels and names hold no control characters (commit_target_parse): 0x1E separates. */
+        /* Levels and names hold no control characters (commit_target_parse), principals none
+         * at all: 0x1D and 0x1E separate. */
+        if (principal)
+                return asprintf(&scope, "%s\x1d%s\x1e%s", principal, namespace_param, table) < 0 ? NULL : scope;
         return asprintf(&scope, "%s\x1e%s", namespace_param, table) < 0 ? NULL : scope;
+}
+
+char *commit_key_recorded(const char *principal, const char *key) {
+        char *recorded;
+
+        if (!principal)
+                return strdup(key);
+        return asprintf(&recorded, "%s/%s", principal, key) < 0 ? NULL : recorded;
+}
+
+int commit_request_set_principal(CommitRequest *r, const char *principal) {
+        _cleanup_(freep) char *p = NULL, *scope = NULL, *recorded = NULL;
+
+        assert(!r->principal);
+        p = strdup(principal);
+        recorded = commit_key_recorded(principal, r->idempotency_key);
+        if (!p || !recorded)
+                return -ENOMEM;
+        if (asprintf(&scope, "%s\x1d%s", principal, r->key_scope) < 0) {
+                scope = NULL;   /* asprintf leaves it undefined on failure */
+                return -ENOMEM;
+        }
+        free(r->key_scope);
+        free(r->recorded_key);
+        r->key_scope = TAKE_PTR(scope);
+        r->recorded_key = TAKE_PTR(recorded);
+        r->principal = TAKE_PTR(p);
+        return 0;
 }
 
 int commit_request_parse(const char *namespace_param, const char *table, Slice body,
@@ -301,8 +333,9 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
                 return rr;
         {
                 /* Queue identity: the namespace as sent (0x1F-joined), the table and the branch. */
-                r->key_scope = commit_key_scope(namespace_param, r->target.table);
-                if (!r->key_scope)
+                r->key_scope = commit_key_scope(/* principal= */ NULL, namespace_param, r->target.table);
+                r->recorded_key = strdup(r->idempotency_key);
+                if (!r->key_scope || !r->recorded_key)
                         return -ENOMEM;
                 if (asprintf(&r->queue_name, "%s\x1f%s@%s", namespace_param, r->target.table, r->branch) < 0) {
                         r->queue_name = NULL;
@@ -328,6 +361,8 @@ CommitRequest *commit_request_free(CommitRequest *r) {
         free(r->fingerprint);
         free(r->queue_name);
         free(r->key_scope);
+        free(r->principal);
+        free(r->recorded_key);
         free(r);
         return NULL;
 }

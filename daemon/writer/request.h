@@ -39,7 +39,9 @@ typedef struct CommitRequest {
         json_t *snapshot_properties;    /* owned object of strings */
         char *fingerprint;              /* canonical JSON of all the above: same key, same body */
         char *queue_name;               /* "ns\x1ftable@branch": one queue per table and branch */
-        char *key_scope;                /* "ns\x1etable": where its idempotency key counts */
+        char *key_scope;                /* "[principal\x1d]ns\x1etable": where its idempotency key counts */
+        char *principal;                /* who sent it; NULL when authentication is off */
+        char *recorded_key;             /* the key as snapshot summaries record it: "[principal/]key" */
 } CommitRequest;
 
 /* Parses and checks a request body for table `table` in `namespace_param` (levels separated
@@ -48,9 +50,15 @@ typedef struct CommitRequest {
 int commit_request_parse(const char *namespace_param, const char *table, Slice body,
                          const CommitRequestLimits *limits, CommitRequest **ret, Error *error);
 CommitRequest *commit_request_free(CommitRequest *r);
-/* The scope of idempotency keys on a table: "<namespace_param>\x1e<table>" (malloc'ed; NULL
- * when out of memory). */
-char *commit_key_scope(const char *namespace_param, const char *table);
+/* Makes the request `principal`'s (copied): its key then counts for that principal only, in
+ * memory (key_scope) and in table history (recorded_key). Returns 0 or -ENOMEM. */
+int commit_request_set_principal(CommitRequest *r, const char *principal);
+/* The scope of idempotency keys on a table: "<namespace_param>\x1e<table>", prefixed by
+ * "<principal>\x1d" when `principal` is not NULL (malloc'ed; NULL when out of memory). */
+char *commit_key_scope(const char *principal, const char *namespace_param, const char *table);
+/* The key as a snapshot summary records it: "<principal>/<key>", or the key alone when
+ * `principal` is NULL ('/' is in neither a key nor a principal). Malloc'ed; NULL: no memory. */
+char *commit_key_recorded(const char *principal, const char *key);
 /* Parses a namespace path parameter (levels separated by 0x1F) and a table name: each 1 to 255
  * bytes of UTF-8 without control characters. Returns -EINVAL with the reason, or -ENOMEM. */
 int commit_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error);

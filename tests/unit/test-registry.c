@@ -93,11 +93,38 @@ TEST(keys_are_scoped_by_table) {
         ASSERT_OK(key_registry_add(r, "ns\x1et2", "k", "fp-2", &b));
         ASSERT_TRUE(key_registry_get(r, "ns\x1et1", "k") == a);
         ASSERT_TRUE(key_registry_get(r, "ns\x1et2", "k") == b);
-        ASSERT_TRUE(key_registry_find_any(r, "k", &n) != NULL);
+        ASSERT_TRUE(key_registry_find_any(r, "k", /* accept= */ NULL, /* userdata= */ NULL, &n) != NULL);
         ASSERT_EQ(n, 2);
         key_registry_finish(r, a, KEY_FAILED, 422, json_object());
         ASSERT_TRUE(key_registry_get(r, "ns\x1et2", "k") == b);
-        ASSERT_TRUE(key_registry_find_any(r, "other", &n) == NULL);
+        ASSERT_TRUE(key_registry_find_any(r, "other", /* accept= */ NULL, /* userdata= */ NULL, &n) == NULL);
         ASSERT_EQ(n, 0);
+        key_registry_finish(r, b, KEY_COMMITTED, 200, json_object());
+}
+
+static bool accept_principal(const KeyEntry *e, void *userdata) {
+        const char *prefix = userdata;
+
+        return strncmp(e->scope, prefix, strlen(prefix)) == 0;
+}
+
+/* With authentication on the scope starts with the principal: one key of two principals on
+ * one table is two entries, and a lookup without a table sees only what `accept` lets by. */
+TEST(keys_are_scoped_by_principal) {
+        _cleanup_(key_registry_freep) KeyRegistry *r = NULL;
+        KeyEntry *a, *b;
+        size_t n;
+
+        ASSERT_OK(key_registry_new(10, &r));
+        ASSERT_OK(key_registry_add(r, "alice\x1dns\x1et", "k", "fp-1", &a));
+        ASSERT_TRUE(key_registry_get(r, "bob\x1dns\x1et", "k") == NULL);
+        ASSERT_OK(key_registry_add(r, "bob\x1dns\x1et", "k", "fp-2", &b));
+        ASSERT_TRUE(key_registry_find_any(r, "k", accept_principal, "bob\x1d", &n) == b);
+        ASSERT_EQ(n, 1);
+        ASSERT_TRUE(key_registry_find_any(r, "k", accept_principal, "carol\x1d", &n) == NULL);
+        ASSERT_EQ(n, 0);
+        ASSERT_TRUE(key_registry_find_any(r, "k", /* accept= */ NULL, /* userdata= */ NULL, &n) != NULL);
+        ASSERT_EQ(n, 2);
+        key_registry_finish(r, a, KEY_COMMITTED, 200, json_object());
         key_registry_finish(r, b, KEY_COMMITTED, 200, json_object());
 }

@@ -1,0 +1,412 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Writers without the right (issue 10, authentication): bearer tokens from a tokens file, each
+with scopes of rights on table patterns. Every route answers 401 without a known token and 403
+outside the token's scopes, before it reads the body or the table (a nonexistent table gets the
+same answer); the tables are unchanged afterwards (read by Iceberg Java). Idempotency keys and
+receipts belong to their principal: one key of two principals on one table is two requests,
+and a principal cannot read another's receipt (the same answer as an unknown key). /healthz,
+/readyz and /metrics are open by default and need a token when configured. SIGHUP reloads the
+tokens file: a good one replaces the tokens, a broken one keeps the old ones."""
+import hashlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+
+from conftest import BUILD, Daemon, free_port, http, peer, write_daemon_config
+
+SCHEMA = {"type": "struct", "fields": [
+    {"id": 1, "name": "id", "required": True, "type": "long"},
+    {"id": 2, "name": "data", "required": False, "type": "string"},
+    {"id": 3, "name": "bucket", "required": False, "type": "int"},
+]}
+
+
+def new_token():
+    # What docs/operations.md tells operators to run: openssl rand -base64 32, then sha256sum.
+    return secrets.token_urlsafe(32)
+
+
+def digest(token):
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def call(method, url, token=None, body=None, raw_authorization=None):
+    """Returns (status, headers, parsed JSON or text), with a bearer token when given."""
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    if raw_authorization is not None:
+        headers["Authorization"] = raw_authorization
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            status, hdrs, text = r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        status, hdrs, text = e.code, e.headers, e.read()
+    try:
+        return status, hdrs, json.loads(text)
+    except ValueError:
+        return status, hdrs, text.decode()
+
+
+class AuthDaemon(Daemon):
+    """Daemon with a tokens file; readiness is polled with a token that holds `health`."""
+
+    def __init__(self, catalog_uri, workdir, tokens_file, ready_token, settings=None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.config = os.path.join(workdir, f"icecommitd-{self.port}.conf")
+        self.log = os.path.join(workdir, f"icecommitd-{self.port}.log")
+        write_daemon_config(self.config, catalog_uri, self.port, {"auth.tokens-file": tokens_file, **(settings or {})})
+        wrapper = os.environ.get("ICECOMMIT_DAEMON_WRAPPER", "").split()
+        self.proc = subprocess.Popen(wrapper + [os.path.join(BUILD, "daemon", "icecommitd"), "--config", self.config],
+                                     stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+        deadline = time.time() + (120 if wrapper else 30)
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("icecommitd exited: " + open(self.log).read())
+            try:
+                if call("GET", self.url + "/readyz", ready_token)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("icecommitd not ready: " + open(self.log).read())
+
+    def commits_url(self, ns, table):
+        return f"{self.url}/v1/namespaces/{ns}/tables/{table}/commits"
+
+    def wait_log(self, text, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in open(self.log).read():
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"'{text}' not logged: " + open(self.log).read()[-3000:])
+
+
+@pytest.fixture(scope="module")
+def world(rest_catalog):
+    """Two tables in namespace ns (a: in the writers' scope, b: outside it), their staged
+    manifests, and the principals' tokens."""
+    uri = rest_catalog["uri"]
+    a, b = "ta_" + uuid.uuid4().hex[:8], "tb_" + uuid.uuid4().hex[:8]
+    for t in (a, b):
+        peer("create-table", "--uri", uri, "--table", f"ns.{t}", "--format-version", 3)
+    staged = [peer("stage", "--uri", uri, "--table", f"ns.{a}", "--files", 1, "--rows", 3, "--start-id", 10 * k)["manifest"]
+              for k in range(6)]
+    admin_ns = "auth_" + uuid.uuid4().hex[:8]
+    tokens = {name: new_token() for name in ("alice", "bob", "carol", "admin", "ops")}
+    lines = [
+        "# principal sha256(token) scopes",
+        f"alice {digest(tokens['alice'])} commit,read:ns.{a}",
+        f"bob {digest(tokens['bob'])} commit,read:ns.{a}",
+        f"carol {digest(tokens['carol'])} read:ns.*",
+        f"admin {digest(tokens['admin'])} create:{admin_ns}.* upgrade:{admin_ns}.*",
+        f"ops {digest(tokens['ops'])} metrics health",
+    ]
+    path = os.path.join(rest_catalog["dir"], f"tokens-{uuid.uuid4().hex[:8]}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return {"catalog": rest_catalog, "a": a, "b": b, "staged": staged, "tokens": tokens, "path": path,
+            "lines": lines, "admin_ns": admin_ns}
+
+
+@pytest.fixture
+def auth_daemon(world):
+    d = AuthDaemon(world["catalog"]["uri"], world["catalog"]["dir"], world["path"], world["tokens"]["ops"])
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+def dump(world, t):
+    return peer("dump", "--uri", world["catalog"]["uri"], "--table", f"ns.{t}")
+
+
+def unchanged(world, t, before):
+    after = dump(world, t)
+    assert after["metadata-location"] == before["metadata-location"]
+    assert after["next-row-id"] == before["next-row-id"]
+
+
+def assert_unauthenticated(answer, headers, status):
+    assert status == 401, answer
+    assert answer["error"]["code"] == 401 and answer["error"]["type"] == "unauthenticated", answer
+    assert headers["WWW-Authenticate"].startswith("Bearer realm=\"icecommitd\""), dict(headers)
+
+
+def assert_forbidden(answer, status, text):
+    assert status == 403, answer
+    assert answer["error"]["code"] == 403 and answer["error"]["type"] == "forbidden", answer
+    assert text in answer["error"]["message"], answer
+
+
+def protected_routes(d, world):
+    a, m = world["a"], world["staged"][0]
+    return [
+        ("POST", d.commits_url("ns", a), {"idempotency-key": "k", "staged-manifests": [m]}),
+        ("POST", d.commits_url("ns", "no_such_table"), {"idempotency-key": "k", "staged-manifests": [m]}),
+        ("GET", f"{d.url}/v1/commits/k", None),
+        ("GET", f"{d.url}/v1/commits/k?namespace=ns&table={a}", None),
+        ("POST", f"{d.url}/v1/namespaces", {"namespace": [world["admin_ns"]]}),
+        ("POST", f"{d.url}/v1/namespaces/ns/tables", {"name": "x", "schema": SCHEMA}),
+        ("POST", f"{d.url}/v1/namespaces/ns/tables/{a}/upgrade", {}),
+        ("GET", f"{d.url}/v1/namespaces/ns/tables/{a}/lineage", None),
+        ("GET", f"{d.url}/v1/namespaces/ns/tables/{a}/row-ids/0", None),
+    ]
+
+
+def test_every_route_needs_a_known_token(world, auth_daemon):
+    d = auth_daemon
+    before = dump(world, world["a"])
+    for method, url, body in protected_routes(d, world):
+        status, headers, answer = call(method, url, body=body)
+        assert_unauthenticated(answer, headers, status)
+        assert "a bearer token is required" in answer["error"]["message"]
+        assert "invalid_token" not in headers["WWW-Authenticate"]
+        for token in (new_token(), digest(world["tokens"]["alice"]), world["tokens"]["alice"][:-1]):
+            status, headers, answer = call(method, url, token, body=body)
+            assert_unauthenticated(answer, headers, status)
+            assert "error=\"invalid_token\"" in headers["WWW-Authenticate"]
+            assert answer["error"]["message"] == "the bearer token is not known here"
+        for raw in ("Basic YWxpY2U6c2VjcmV0", "Bearer", "Bearer a b", world["tokens"]["alice"]):
+            status, headers, answer = call(method, url, body=body, raw_authorization=raw)
+            assert_unauthenticated(answer, headers, status)
+            assert "must be 'Bearer TOKEN'" in answer["error"]["message"]
+    unchanged(world, world["a"], before)
+    # Open by default: health, readiness and metrics.
+    assert call("GET", d.url + "/healthz")[0] == 200
+    assert call("GET", d.url + "/readyz")[0] == 200
+    status, _, text = call("GET", d.url + "/metrics")
+    assert status == 200 and isinstance(text, str) and "# TYPE" in text, text
+
+
+def test_every_right_is_checked_on_its_scope(world, auth_daemon):
+    d, tok, a, b = auth_daemon, world["tokens"], world["a"], world["b"]
+    m = world["staged"][0]
+    before_a, before_b = dump(world, a), dump(world, b)
+
+    # commit: a table outside the pattern (existing or not: the same answer), or no commit right.
+    for t in (b, "no_such_table"):
+        status, _, answer = call("POST", d.commits_url("ns", t), tok["alice"], {"idempotency-key": "x",
+                                                                                "staged-manifests": [m]})
+        assert_forbidden(answer, status, f"principal 'alice' has no 'commit' right on table 'ns.{t}'")
+    status, _, answer = call("POST", d.commits_url("ns", a), tok["carol"], {"idempotency-key": "x", "staged-manifests": [m]})
+    assert_forbidden(answer, status, "principal 'carol' has no 'commit' right")
+    # Checked before the body: an unparsable body outside the scope is still 403, not 400.
+    status, _, answer = call("POST", d.commits_url("ns", b), tok["alice"], {"not": "a commit"})
+    assert_forbidden(answer, status, "no 'commit' right")
+
+    # create: a namespace or table outside the pattern, or no create right at all.
+    status, _, answer = call("POST", f"{d.url}/v1/namespaces", tok["admin"], {"namespace": ["other_" + uuid.uuid4().hex[:6]]})
+    assert_forbidden(answer, status, "principal 'admin' has no 'create' right on namespace 'other_")
+    status, _, answer = call("POST", f"{d.url}/v1/namespaces/ns/tables", tok["admin"], {"name": "sneaky", "schema": SCHEMA})
+    assert_forbidden(answer, status, "principal 'admin' has no 'create' right on table 'ns.sneaky'")
+    status, _, answer = call("POST", f"{d.url}/v1/namespaces/ns/tables", tok["alice"], {"name": "sneaky", "schema": SCHEMA})
+    assert_forbidden(answer, status, "principal 'alice' has no 'create' right")
+    status, _, answer = call("POST", f"{d.url}/v1/namespaces", tok["alice"], {"namespace": [world["admin_ns"]]})
+    assert_forbidden(answer, status, "principal 'alice' has no 'create' right")
+
+    # upgrade, the lineage audit and row ids, and receipts of a named table.
+    for who in ("alice", "admin"):
+        status, _, answer = call("POST", f"{d.url}/v1/namespaces/ns/tables/{a}/upgrade", tok[who], {})
+        assert_forbidden(answer, status, f"principal '{who}' has no 'upgrade' right on table 'ns.{a}'")
+    for path in (f"ns/tables/{b}/lineage", f"ns/tables/{b}/row-ids/0", "ns/tables/missing/lineage"):
+        status, _, answer = call("GET", f"{d.url}/v1/namespaces/{path}", tok["alice"])
+        assert_forbidden(answer, status, "principal 'alice' has no 'read' right on table 'ns.")
+    status, _, answer = call("GET", f"{d.url}/v1/namespaces/ns/tables/{a}/lineage", tok["admin"])
+    assert_forbidden(answer, status, "no 'read' right")
+    status, _, answer = call("GET", f"{d.url}/v1/commits/x?namespace=ns&table={b}", tok["alice"])
+    assert_forbidden(answer, status, f"principal 'alice' has no 'read' right on table 'ns.{b}'")
+    status, _, answer = call("GET", f"{d.url}/v1/commits/x", tok["ops"])
+    assert_forbidden(answer, status, "principal 'ops' has no 'read' right")
+    unchanged(world, a, before_a)
+    unchanged(world, b, before_b)
+
+    # Inside the scope the same routes work: carol audits a, admin creates in its namespace.
+    status, _, report = call("GET", f"{d.url}/v1/namespaces/ns/tables/{a}/lineage", tok["carol"])
+    assert status == 200, report
+    status, _, created = call("POST", f"{d.url}/v1/namespaces", tok["admin"], {"namespace": [world["admin_ns"]]})
+    assert status in (200, 201), created
+    status, _, created = call("POST", f"{d.url}/v1/namespaces/{world['admin_ns']}/tables", tok["admin"],
+                              {"name": "t", "schema": SCHEMA})
+    assert status in (200, 201), created
+
+
+def test_keys_and_receipts_belong_to_their_principal(world, auth_daemon):
+    d, tok, a = auth_daemon, world["tokens"], world["a"]
+    m1, m2, m3 = world["staged"][1], world["staged"][2], world["staged"][3]
+    key = "shared-" + uuid.uuid4().hex[:8]
+
+    # One key, two principals, one table: two requests (not a 409 key reuse, not a replay).
+    status, _, ra = call("POST", d.commits_url("ns", a), tok["alice"], {"idempotency-key": key, "staged-manifests": [m1]})
+    assert status == 200, ra
+    status, _, rb = call("POST", d.commits_url("ns", a), tok["bob"], {"idempotency-key": key, "staged-manifests": [m2]})
+    assert status == 200, rb
+    assert ra["snapshot-id"] != rb["snapshot-id"]
+    status, _, again = call("POST", d.commits_url("ns", a), tok["alice"], {"idempotency-key": key, "staged-manifests": [m1]})
+    assert status == 200 and again["snapshot-id"] == ra["snapshot-id"], again
+    ids = sorted(r["id"] for r in dump(world, a)["rows"])
+    assert [i for i in ids if i >= 10] == [10, 11, 12, 20, 21, 22], ids
+
+    # Each reads its own receipt; carol (read on ns.*) has none under that key.
+    for who, receipt in (("alice", ra), ("bob", rb)):
+        for query in ("", f"?namespace=ns&table={a}"):
+            status, _, answer = call("GET", f"{d.url}/v1/commits/{key}{query}", tok[who])
+            assert status == 200 and answer["receipt"]["snapshot-id"] == receipt["snapshot-id"], answer
+    unknown = "never-" + uuid.uuid4().hex[:8]
+    for query in ("", f"?namespace=ns&table={a}"):
+        status, _, answer = call("GET", f"{d.url}/v1/commits/{key}{query}", tok["carol"])
+        status_u, _, answer_u = call("GET", f"{d.url}/v1/commits/{unknown}{query}", tok["carol"])
+        assert status == status_u == 404, (answer, answer_u)
+        assert answer["error"]["type"] == answer_u["error"]["type"] == "unknown-key"
+        assert answer["error"]["message"].replace(key, "K") == answer_u["error"]["message"].replace(unknown, "K")
+
+    # A key only alice used: bob gets exactly what an unknown key gets, with or without the table.
+    only = "only-alice-" + uuid.uuid4().hex[:8]
+    status, _, _ = call("POST", d.commits_url("ns", a), tok["alice"], {"idempotency-key": only, "staged-manifests": [m3]})
+    assert status == 200
+    for query in ("", f"?namespace=ns&table={a}"):
+        status, _, answer = call("GET", f"{d.url}/v1/commits/{only}{query}", tok["bob"])
+        status_u, _, answer_u = call("GET", f"{d.url}/v1/commits/{unknown}{query}", tok["bob"])
+        assert status == status_u == 404, (answer, answer_u)
+        assert answer["error"]["message"].replace(only, "K") == answer_u["error"]["message"].replace(unknown, "K")
+
+    # The snapshot summaries record each key with its principal, so that history lookups (after
+    # a restart, or on another daemon) stay per principal.
+    status, _, loaded = http("GET", f"{world['catalog']['uri']}/v1/namespaces/ns/tables/{a}")
+    recorded = ",".join(s["summary"].get("icecommit.idempotency-keys", "") for s in loaded["metadata"]["snapshots"])
+    assert f"alice/{key}" in recorded and f"bob/{key}" in recorded, recorded
+
+
+def test_receipts_from_history_stay_per_principal(world):
+    """A daemon that never saw the keys (restart) answers from the table's history, for the
+    principal that committed them only."""
+    tok, a = world["tokens"], world["a"]
+    key = "hist-" + uuid.uuid4().hex[:8]
+    d = AuthDaemon(world["catalog"]["uri"], world["catalog"]["dir"], world["path"], tok["ops"])
+    try:
+        status, _, ra = call("POST", d.commits_url("ns", a), tok["alice"], {"idempotency-key": key,
+                                                                            "staged-manifests": [world["staged"][4]]})
+        assert status == 200, ra
+    finally:
+        d.stop()
+    fresh = AuthDaemon(world["catalog"]["uri"], world["catalog"]["dir"], world["path"], tok["ops"])
+    try:
+        status, _, answer = call("GET", f"{fresh.url}/v1/commits/{key}?namespace=ns&table={a}", tok["alice"])
+        assert status == 200 and answer["receipt"]["found-in-history"] is True, answer
+        assert answer["receipt"]["snapshot-id"] == ra["snapshot-id"]
+        status, _, answer = call("GET", f"{fresh.url}/v1/commits/{key}?namespace=ns&table={a}", tok["bob"])
+        assert status == 404 and answer["error"]["type"] == "unknown-key", answer
+        # Alice's retry after the restart is found in history, never committed twice.
+        before = dump(world, a)
+        status, _, again = call("POST", fresh.commits_url("ns", a), tok["alice"],
+                                {"idempotency-key": key, "staged-manifests": [world["staged"][4]]})
+        assert status == 200 and again["snapshot-id"] == ra["snapshot-id"], again
+        unchanged(world, a, before)
+    finally:
+        fresh.stop()
+
+
+def test_health_and_metrics_need_a_token_when_configured(world):
+    tok = world["tokens"]
+    d = AuthDaemon(world["catalog"]["uri"], world["catalog"]["dir"], world["path"], tok["ops"],
+                   {"auth.health-requires-token": "true", "auth.metrics-requires-token": "true"})
+    try:
+        for path in ("/healthz", "/readyz", "/metrics"):
+            status, headers, answer = call("GET", d.url + path)
+            assert_unauthenticated(answer, headers, status)
+            status, _, answer = call("GET", d.url + path, tok["alice"])
+            assert_forbidden(answer, status, "principal 'alice' has no '")
+            assert call("GET", d.url + path, tok["ops"])[0] == 200
+    finally:
+        d.stop()
+
+
+def test_sighup_reloads_the_tokens_file(world, rest_catalog):
+    tok, a = world["tokens"], world["a"]
+    path = os.path.join(rest_catalog["dir"], f"tokens-{uuid.uuid4().hex[:8]}")
+    with open(path, "w") as f:
+        f.write("\n".join(world["lines"]) + "\n")
+    d = AuthDaemon(rest_catalog["uri"], rest_catalog["dir"], path, tok["ops"])
+    try:
+        receipts = f"{d.url}/v1/commits/none?namespace=ns&table={a}"
+        assert call("GET", receipts, tok["alice"])[0] == 404
+        # A new file: dave is in, alice is out (rotated away), the others unchanged.
+        dave = new_token()
+        lines = [line for line in world["lines"] if not line.startswith("alice ")]
+        lines.append(f"dave {digest(dave)} commit,read:ns.{a}")
+        with open(path + ".new", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.rename(path + ".new", path)
+        d.proc.send_signal(signal.SIGHUP)
+        d.wait_log(f"reload: tokens file '{path}' loaded, tokens=5")
+        assert call("GET", receipts, dave)[0] == 404
+        status, headers, answer = call("GET", receipts, tok["alice"])
+        assert_unauthenticated(answer, headers, status)
+
+        # A broken file: the old tokens stay, the reason is logged, the daemon serves on.
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\nerin not-a-digest read:*\n")
+        d.proc.send_signal(signal.SIGHUP)
+        d.wait_log(f"reload: keeping the old tokens: {path}:7: the second field must be the token's SHA-256")
+        assert d.proc.poll() is None
+        assert call("GET", receipts, dave)[0] == 404
+        assert call("GET", receipts, tok["alice"])[0] == 401
+
+        # A well-behaved, authorized writer still commits.
+        status, _, receipt = call("POST", d.commits_url("ns", a), dave,
+                                  {"idempotency-key": "dave-" + uuid.uuid4().hex[:8],
+                                   "staged-manifests": [world["staged"][5]]})
+        assert status == 200, receipt
+    finally:
+        d.stop()
+
+
+def test_a_bad_tokens_file_stops_the_start(world, rest_catalog):
+    path = os.path.join(rest_catalog["dir"], f"tokens-{uuid.uuid4().hex[:8]}")
+    with open(path, "w") as f:
+        f.write(world["lines"][1] + "\nbob " + digest("x") + " commit:ns\n")
+    config = os.path.join(rest_catalog["dir"], f"bad-{uuid.uuid4().hex[:8]}.conf")
+    write_daemon_config(config, rest_catalog["uri"], free_port(), {"auth.tokens-file": path})
+    binary = os.path.join(BUILD, "daemon", "icecommitd")
+    out = subprocess.run([binary, "--config", config, "--check-config"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1
+    assert f"{path}:2: pattern 'ns' names no table: use 'ns.*'" in out.stderr, out.stderr
+    out = subprocess.run([binary, "--config", config], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1
+    assert f"cannot load the tokens file: {path}:2: pattern 'ns' names no table" in out.stderr, out.stderr
+    os.unlink(path)
+    out = subprocess.run([binary, "--config", config], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1 and f"{path}: cannot open: No such file or directory" in out.stderr, out.stderr
+
+
+def test_the_documented_setup(world, rest_catalog):
+    """docs/operations.md's commands, as written: openssl rand, sha256sum, a line appended."""
+    path = os.path.join(rest_catalog["dir"], f"tokens-{uuid.uuid4().hex[:8]}")
+    script = (f'TOKEN=$(openssl rand -base64 32)\n'
+              f'HASH=$(printf %s "$TOKEN" | sha256sum | cut -d" " -f1)\n'
+              f'echo "ingest-sales $HASH commit,read:ns.{world["a"]}" >> {path}\n'
+              f'echo "prometheus {digest(world["tokens"]["ops"])} metrics health" >> {path}\n'
+              f'printf %s "$TOKEN"\n')
+    token = subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True).stdout
+    assert len(token) == 44
+    d = AuthDaemon(rest_catalog["uri"], rest_catalog["dir"], path, world["tokens"]["ops"])
+    try:
+        status, _, answer = call("GET", f"{d.url}/v1/commits/probe?namespace=ns&table={world['a']}", token)
+        assert status == 404 and answer["error"]["type"] == "unknown-key", answer
+        status, _, answer = call("GET", f"{d.url}/v1/commits/probe?namespace=ns&table={world['b']}", token)
+        assert_forbidden(answer, status, "principal 'ingest-sales' has no 'read' right")
+    finally:
+        d.stop()
