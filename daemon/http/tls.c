@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 
 #include "http/http-internal.h"
@@ -40,12 +41,14 @@ int http_tls_new(const HttpConfig *config, SSL_CTX **ret_ctx, Error *error) {
                           config->tls_certificate_file, tls_last_error(reason, sizeof(reason)));
                 goto fail;
         }
-        if (SSL_CTX_use_PrivateKey_file(ctx, config->tls_key_file, SSL_FILETYPE_PEM) != 1) {
-                error_set(error, -EINVAL, "http.tls-key-file '%s': %s", config->tls_key_file,
-                          tls_last_error(reason, sizeof(reason)));
-                goto fail;
-        }
-        if (SSL_CTX_check_private_key(ctx) != 1) {
+        /* Loading the key already compares it with the certificate. */
+        if (SSL_CTX_use_PrivateKey_file(ctx, config->tls_key_file, SSL_FILETYPE_PEM) != 1 ||
+            SSL_CTX_check_private_key(ctx) != 1) {
+                if (ERR_GET_REASON(ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH) {
+                        error_set(error, -EINVAL, "http.tls-key-file '%s': %s",
+                                  config->tls_key_file, tls_last_error(reason, sizeof(reason)));
+                        goto fail;
+                }
                 error_set(error, -EINVAL,
                           "http.tls-key-file '%s' does not match http.tls-certificate-file '%s': %s",
                           config->tls_key_file, config->tls_certificate_file,
