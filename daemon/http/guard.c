@@ -71,7 +71,7 @@ int http_guard_check_framing(const char *buf, size_t len, const char **ret_reaso
                 return -EAGAIN;
         if (k < 0) {
                 *ret_reason = "malformed request headers";
-                return -EBADMSG;
+                return -EINVAL;
         }
         for (size_t i = 0; i < n_headers; i++) {
                 const struct phr_header *h = &headers[i];

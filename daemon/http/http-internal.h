@@ -214,7 +214,8 @@ void http_guard_start(HttpServer *s);
 void http_guard_stop(HttpServer *s);
 /* The RFC 9112 section 6.3 check on a raw HTTP/1.1 header block: 0, or -EBADMSG when it has
  * both Content-Length and Transfer-Encoding or two different Content-Length values (then
- * *ret_reason says which), or -EAGAIN when the block is not complete. */
+ * *ret_reason says which), -EAGAIN when the block is not complete, -EINVAL when it does not
+ * parse. */
 int http_guard_check_framing(const char *buf, size_t len, const char **ret_reason);
 /* The connection a request came on, or NULL (h2o's own requests). */
 HttpConn *http_guard_conn_of(h2o_conn_t *conn);

@@ -240,13 +240,14 @@ static int server_on_req(h2o_handler_t *self, h2o_req_t *req) {
         c = http_guard_conn_of(req->conn);
         if (c)
                 c->n_requests++;
+        /* Only a definite verdict counts: h2o already parsed these bytes and took them. */
         if (c && req->version < 0x200)
                 framing = http_guard_check_framing(c->sock->input->bytes, c->sock->input->size,
                                                    &reason);
 
         if (s->is_closing)
                 http_reply_error(r, 503, "shutting-down", "the server is shutting down, retry");
-        else if (framing < 0) {
+        else if (framing == -EBADMSG) {
                 /* Which body was meant is ambiguous (request smuggling): never reuse. */
                 req->http1_is_persistent = 0;
                 http_reply_error(r, 400, "bad-request",
