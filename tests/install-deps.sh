@@ -19,7 +19,7 @@ packages=(
 runtime=false
 [ "${1:-}" = "--runtime" ] && runtime=true
 if ! $runtime; then
-    packages+=(clang libclang-rt-14-dev valgrind openjdk-17-jdk-headless maven)
+    packages+=(clang libclang-rt-14-dev valgrind openjdk-17-jdk-headless maven python3-yaml)
 fi
 missing=()
 for p in "${packages[@]}"; do

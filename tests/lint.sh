@@ -3,7 +3,8 @@
 # House rules a compiler does not check (STYLE.md sections 1 and 8):
 #   - no banned C string functions anywhere in daemon/ or tests/;
 #   - module includes only point down the dependency table;
-#   - only main.c includes daemon.h.
+#   - only main.c includes daemon.h;
+#   - proto/openapi.yaml parses as YAML (python3-yaml).
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}"
 status=0
@@ -64,5 +65,10 @@ for dir in daemon/*/; do
         fi
     done
 done
+# The API document must stay machine-readable (a stray quote once made it unparsable).
+if ! python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' proto/openapi.yaml 2>/tmp/lint-openapi.$$; then
+    echo "proto/openapi.yaml does not parse as YAML:"; cat /tmp/lint-openapi.$$; status=1
+fi
+rm -f /tmp/lint-openapi.$$
 [ $status -eq 0 ] && echo "lint: ok"
 exit $status

@@ -18,6 +18,14 @@ typedef struct HttpConfig {
         uint64_t max_body_bytes;
         uint32_t max_connections;
         uint32_t idle_timeout_ms;
+        uint64_t max_buffered_bytes;          /* request bytes held, all connections and streams */
+        uint32_t max_connections_per_address;
+        uint32_t max_requests_per_address;    /* in flight: in a handler or waiting for the reply */
+        uint32_t header_timeout_ms;           /* connection accepted / request begun -> headers in */
+        uint32_t body_timeout_ms;             /* headers in -> whole body in */
+        char *tls_certificate_file;           /* PEM chain; set: the listener speaks TLS only */
+        char *tls_key_file;
+        char *tls_client_ca_file;             /* set: clients must present a certificate it signed */
 } HttpConfig;
 
 typedef struct ConfigHeader {

@@ -150,6 +150,17 @@ int config_set(Config *c, const char *section, const char *key, const char *valu
 
 int config_verify(const Config *c, Error *error) {
         const char *type = catalog_config_type(&c->catalog);
+
+        if (c->http.max_buffered_bytes < c->http.max_body_bytes)
+                return error_set(error, -EINVAL,
+                                 "key 'http.max-buffered-bytes': %" PRIu64 " is below http.max-body-bytes %" PRIu64,
+                                 c->http.max_buffered_bytes, c->http.max_body_bytes);
+        if (!c->http.tls_certificate_file != !c->http.tls_key_file)
+                return error_set(error, -EINVAL,
+                                 "keys 'http.tls-certificate-file' and 'http.tls-key-file': set both or neither");
+        if (c->http.tls_client_ca_file && !c->http.tls_certificate_file)
+                return error_set(error, -EINVAL,
+                                 "key 'http.tls-client-ca-file': needs http.tls-certificate-file and http.tls-key-file");
         if (strcmp(type, "filesystem") == 0) {
                 const char *w = catalog_config_warehouse(&c->catalog);
                 if (w[0] != '/' && strncmp(w, "file:/", 6) != 0 && strncmp(w, "s3://", 5) != 0 &&
@@ -269,22 +280,35 @@ static int config_load_credentials(Config *c, Error *error) {
                 { "s3.secret-access-key", offsetof(Config, storage.s3.secret_access_key) },
                 { "s3.session-token", offsetof(Config, storage.s3.session_token) },
         };
+        /* Secrets that are files (a PEM key holds several lines): the option becomes the
+         * credential's path, so LoadCredential=http.tls-key-file:/etc/... just works. */
+        static const struct {
+                const char *name;
+                size_t offset;
+        } secret_files[] = {
+                { "http.tls-key-file", offsetof(Config, http.tls_key_file) },
+                /* LoadCredential=auth.tokens:/etc/icecommit/tokens (many lines, like a key) */
+                { "auth.tokens", offsetof(Config, auth.tokens_file) },
+        };
         const char *dir = getenv("CREDENTIALS_DIRECTORY");
-        char tokens[4096];
 
         if (!dir)
                 return 0;
-        /* LoadCredential=auth.tokens:/etc/icecommit/tokens: the credential is the tokens file
-         * itself (many lines), so it is named by path rather than read as one value. */
-        if ((size_t)snprintf(tokens, sizeof(tokens), "%s/auth.tokens", dir) >= sizeof(tokens))
-                return error_set(error, -ENAMETOOLONG, "credentials directory path too long");
-        if (access(tokens, F_OK) == 0) {
-                char *copy = strdup(tokens);
+        for (size_t i = 0; i < ELEMENTSOF(secret_files); i++) {
+                char path[4096], **field;
 
-                if (!copy)
+                if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, secret_files[i].name) >= sizeof(path))
+                        return error_set(error, -ENAMETOOLONG, "credentials directory path too long");
+                if (access(path, F_OK) < 0) {
+                        if (errno == ENOENT)
+                                continue;
+                        return error_set(error, -errno, "%s: cannot access: %s", path, strerror(errno));
+                }
+                field = (char **)((uint8_t *)c + secret_files[i].offset);
+                free(*field);
+                *field = strdup(path);
+                if (!*field)
                         return -ENOMEM;
-                free(c->auth.tokens_file);
-                c->auth.tokens_file = copy;
         }
         for (size_t i = 0; i < ELEMENTSOF(secrets); i++) {
                 _cleanup_(fclosep) FILE *f = NULL;

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <uv.h>
 
+#include "util/error.h"
+
 #include "http/http.h"
 #include "metrics/metrics.h"
 #include "http/router.h"
@@ -26,12 +28,45 @@ typedef struct HttpRouter {
         size_t n_routes;
 } HttpRouter;
 
+/* One client address and what it holds. Owned by the server's HttpPeers; freed when its last
+ * connection and its last request are gone. */
+typedef struct HttpPeer {
+        struct HttpPeer *next; /* in its bucket */
+        uint8_t addr[16];      /* IPv6, or IPv4 mapped into IPv6 */
+        uint32_t n_conns;
+        uint32_t n_requests;   /* in flight */
+} HttpPeer;
+
+#define HTTP_PEERS_N_BUCKETS 1024
+
+/* Embedded in HttpServer. */
+typedef struct HttpPeers {
+        HttpPeer *buckets[HTTP_PEERS_N_BUCKETS];
+        size_t n_peers;
+} HttpPeers;
+
+/* Where an HTTP/1.1 connection is in receiving a request, as the guard (guard.c) last saw it. */
+typedef enum HttpConnPhase {
+        HTTP_CONN_PHASE_NONE,    /* kept alive between requests, or the request is handled */
+        HTTP_CONN_PHASE_HEADERS, /* waiting for the rest of the headers */
+        HTTP_CONN_PHASE_BODY,    /* headers in, waiting for the rest of the body */
+} HttpConnPhase;
+
 /* One accepted TCP connection. Owned by the server; the uv handle is handed to h2o, whose socket
  * close ends in server_on_conn_closed(), which frees it. */
 typedef struct HttpConn {
         uv_tcp_t tcp;
         HttpServer *server;
         struct HttpConn *prev, *next;
+        h2o_socket_t *sock;     /* h2o's, valid until server_on_conn_closed() */
+        HttpPeer *peer;         /* counts this connection */
+        uint64_t n_requests;    /* requests h2o handed us on it (server_on_req) */
+        /* guard.c's view, HTTP/1.1 only */
+        uint64_t phase_n_requests;
+        uint64_t phase_since_ms;
+        HttpConnPhase phase;
+        bool is_http2;
+        bool is_cut;            /* the guard cut it; h2o closes it soon */
 } HttpConn;
 
 /* Watches a connection h2o does not read while a request is out (HTTP/1.1). Owned by its request
@@ -55,6 +90,7 @@ struct HttpRequest {
         HttpGoneCallback gone_cb;
         void *gone_userdata;
         HttpGoneWatch *watch;
+        HttpPeer *peer;   /* counts this request in flight until it is disposed; may be NULL */
         char *reply_body; /* malloc'd, freed with the request */
         bool is_linked;
         bool is_replied;
@@ -88,8 +124,15 @@ struct HttpServer {
         uint64_t max_body_bytes;
         uint32_t max_connections;
         uint32_t idle_timeout_ms;
+        uint64_t max_buffered_bytes;          /* 0: no cap */
+        uint32_t max_connections_per_address; /* 0: no limit */
+        uint32_t max_requests_per_address;    /* 0: no limit */
+        uint32_t header_timeout_ms;           /* 0: none but h2o's */
+        uint32_t body_timeout_ms;             /* 0: none but h2o's */
+        SSL_CTX *ssl_ctx;                     /* owned; NULL: cleartext */
 
         HttpRouter router;
+        HttpPeers peers;
 
         h2o_globalconf_t globalconf;
         h2o_context_t context;
@@ -102,14 +145,21 @@ struct HttpServer {
         HttpRequest *requests;      /* waiting for a reply */
         HttpRequest *dispatching;   /* the request inside its handler right now, or NULL */
         size_t n_handles;           /* uv handles of ours not yet through their close callback */
+        uv_check_t buffer_check;    /* the total buffered bytes, once per loop turn (guard.c) */
+        uv_timer_t guard_timer;     /* header and body timeouts (guard.c) */
+        uint64_t n_buffered_bytes;  /* as of the last check */
 
         HttpRateLimit refuse_ratelimit;
         HttpRateLimit accept_ratelimit;
         HttpRateLimit watch_ratelimit;
         HttpRateLimit reply_ratelimit;
+        HttpRateLimit peer_ratelimit;
+        HttpRateLimit buffer_ratelimit;
+        HttpRateLimit timeout_ratelimit;
 
         bool is_started;
         bool has_context;
+        bool has_guard;
         bool is_listening;
         bool is_stopping; /* stop_accepting() was called */
         bool is_closing;
@@ -131,6 +181,8 @@ void http_router_dispatch(const HttpRouter *router, HttpRequest *r);
 HttpRequest *http_request_new(HttpServer *s, h2o_req_t *req);
 /* Starts watching for the client going away when h2o itself is not reading the connection. */
 void http_request_watch(HttpRequest *r);
+/* Counts the request in flight for `peer` until h2o disposes it. */
+void http_request_count_peer(HttpRequest *r, HttpPeer *peer);
 /* Marks the request answered: stops the watch and leaves server->requests. */
 void http_request_end(HttpRequest *r);
 /* The client is gone or (is_shutdown) the server closes: calls the gone callback, then makes
@@ -143,6 +195,37 @@ void http_server_handle_closed(HttpServer *s);
 /* True when a rate-limited message may be logged now; then *ret_n_suppressed holds how many
  * were dropped since the last one. */
 bool http_server_ratelimit_test(HttpRateLimit *rl, uv_loop_t *loop, uint64_t *ret_n_suppressed);
+
+/* peers.c */
+/* The peer of a socket address (AF_INET or AF_INET6), created with no counts. NULL: out of
+ * memory or another family (e.g. a socket without a peer). */
+HttpPeer *http_peers_get(HttpPeers *peers, const struct sockaddr *addr);
+/* Frees `peer` once it counts nothing. */
+void http_peers_release(HttpPeers *peers, HttpPeer *peer);
+/* Frees every peer (the server is gone). */
+void http_peers_deinit(HttpPeers *peers);
+/* The address as text, for messages. */
+void http_peer_format(const HttpPeer *peer, char *buf, size_t len);
+
+/* guard.c: the limits h2o 2.2.5 has no knob for (see server.c) */
+/* Starts the buffer check and the timeout timer (their handles count in s->n_handles). */
+void http_guard_start(HttpServer *s);
+/* Closes both handles. */
+void http_guard_stop(HttpServer *s);
+/* The RFC 9112 section 6.3 check on a raw HTTP/1.1 header block: 0, or -EBADMSG when it has
+ * both Content-Length and Transfer-Encoding or two different Content-Length values (then
+ * *ret_reason says which), -EAGAIN when the block is not complete, -EINVAL when it does not
+ * parse. */
+int http_guard_check_framing(const char *buf, size_t len, const char **ret_reason);
+/* The connection a request came on, or NULL (h2o's own requests). */
+HttpConn *http_guard_conn_of(h2o_conn_t *conn);
+HttpConn *http_guard_conn_of_sock(h2o_socket_t *sock);
+
+/* tls.c */
+/* Builds the server's TLS context: certificate chain and key (checked to match), TLS 1.2 at
+ * least, ALPN h2 and http/1.1, and with a client CA file a required client certificate.
+ * -EINVAL with *error naming the file and OpenSSL's reason. */
+int http_tls_new(const HttpConfig *config, SSL_CTX **ret_ctx, Error *error);
 
 /* reply.c */
 /* Registers the filter that rewrites the errors h2o answers on its own (413 while reading a

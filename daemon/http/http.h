@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP server of the writer API: HTTP/1.1 and cleartext HTTP/2 (h2c: prior knowledge and
- * "Upgrade: h2c") on libh2o, driven by the daemon's own uv_loop_t. Routes requests by method and
- * path pattern to handlers, which answer with JSON. No TLS: it terminates at a proxy in front.
- * Knows nothing about Iceberg. Everything here runs on the loop thread. */
+ * "Upgrade: h2c") on libh2o, or with a certificate configured TLS only (HTTP/1.1 and h2 by
+ * ALPN, optionally requiring client certificates), driven by the daemon's own uv_loop_t.
+ * Routes requests by method and path pattern to handlers, which answer with JSON. Knows
+ * nothing about Iceberg. Everything here runs on the loop thread. */
 #pragma once
 
 #include <jansson.h>
@@ -29,10 +30,15 @@ typedef void (*HttpHandler)(HttpRequest *req, void *userdata);
 typedef void (*HttpGoneCallback)(HttpRequest *req, void *userdata);
 
 /* Creates a server bound to `loop` that is neither listening nor touching the loop yet. Copies
- * what it needs from `config`: max_body_bytes (larger bodies get 413), max_connections (more
- * are accepted and closed at once, see server.c), idle_timeout_ms (an idle connection is
- * closed; for HTTP/1.1 it also bounds the time to receive one whole request). The process must
- * ignore SIGPIPE, as for any libuv socket code. Returns 0, -EINVAL or -ENOMEM. */
+ * what it needs from `config`: max_body_bytes (larger bodies get 413), max_connections and
+ * max_connections_per_address (more are accepted and closed at once, see server.c),
+ * max_requests_per_address (more in flight get 429), max_buffered_bytes (bodies still arriving
+ * over it are refused), header_timeout_ms and body_timeout_ms (slower requests are cut),
+ * idle_timeout_ms (an idle connection is closed; for HTTP/1.1 it also bounds the time to
+ * receive one whole request); a 0 in the new limits means none (as for tests). With
+ * tls_certificate_file and tls_key_file it loads them now (and tls_client_ca_file): a bad one
+ * is logged and gives -EINVAL. The process must ignore SIGPIPE, as for any libuv socket code.
+ * Returns 0, -EINVAL or -ENOMEM. */
 int http_server_new(uv_loop_t *loop, const HttpConfig *config, HttpServer **ret);
 /* Counts every answer, by status code, in `metrics` (borrowed; must outlive the server). */
 void http_server_set_metrics(HttpServer *s, Metrics *metrics);

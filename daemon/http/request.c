@@ -65,6 +65,11 @@ static void request_on_dispose(void *p) {
                 r->server->dispatching = NULL;
         request_watch_stop(r);
         request_unlink(r);
+        if (r->peer) {
+                assert(r->peer->n_requests > 0);
+                r->peer->n_requests--;
+                http_peers_release(&r->server->peers, TAKE_PTR(r->peer));
+        }
         if (!r->is_replied && !r->is_gone) {
                 r->is_gone = true;
                 log_debug("client went away before the reply method=%s", r->method);
@@ -99,6 +104,12 @@ HttpRequest *http_request_new(HttpServer *s, h2o_req_t *req) {
         s->requests = r;
         r->is_linked = true;
         return r;
+}
+
+void http_request_count_peer(HttpRequest *r, HttpPeer *peer) {
+        assert(!r->peer);
+        r->peer = peer;
+        peer->n_requests++;
 }
 
 static void watch_on_event(uv_poll_t *poll, int status, int events) {

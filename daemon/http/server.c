@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* HttpServer: libh2o (libuv build) on the daemon's loop. Owns the listening socket, every
- * accepted connection, h2o's configuration and context, and the request limits (connections,
- * body size, idle time). Cleartext only, HTTP/1.1 and h2c: TLS terminates at a proxy in front
- * of us, so no certificate or key ever comes near this process. */
+ * accepted connection, h2o's configuration and context, the TLS context, and the request
+ * limits (connections in all and per address, requests in flight per address, body size, bytes
+ * held, header, body and idle time; guard.c does the ones h2o has no knob for). Cleartext
+ * HTTP/1.1 and h2c, or, with a certificate configured, TLS only (HTTP/1.1 and h2 by ALPN). */
 #define LOG_MODULE "http"
 #include <arpa/inet.h>
 #include <assert.h>
@@ -38,7 +39,44 @@
  *   body as soon as it gets there (both answered by h2o, made JSON by the error filter in
  *   reply.c, connection closed); a body of exactly limit + 1 reaches server_on_req. Over
  *   HTTP/2, a body beyond limit + 1 makes h2o 2.2.5 reset the stream (RST_STREAM
- *   REFUSED_STREAM) instead of answering 413. */
+ *   REFUSED_STREAM) instead of answering 413.
+ * - max_buffered_bytes: h2o 2.2.5 has no total. An HTTP/1.1 request, body included, sits in
+ *   its socket's input buffer until answered; an HTTP/2 body in its stream's _req_body, and
+ *   h2o sends WINDOW_UPDATE as soon as DATA is buffered (update_input_window), so flow control
+ *   bounds nothing: its SETTINGS are a compile-time constant (H2O_HTTP2_SETTINGS_HOST: 100
+ *   concurrent streams, 16 MiB initial window), i.e. 100 x (max_body_bytes + 1) per
+ *   connection. So guard.c sums the capacity of those buffers (sockets, streams, header
+ *   blocks waiting for CONTINUATION) from a uv_check, once per loop turn after the reads, and
+ *   over the cap refuses every body still arriving: HTTP/2 streams in RECV_BODY are reset with
+ *   REFUSED_STREAM (which tells the client nothing was processed), an HTTP/1.1 connection
+ *   still reading a request gets 503 server-busy with Retry-After written to its socket, then
+ *   shutdown(2). Requests already complete are left to finish. It can be passed by what the
+ *   connections read in one loop turn (libuv reads at most 32 buffers per stream per turn).
+ * - header_timeout_ms, body_timeout_ms: h2o's only HTTP/1.1 request timer (req_timeout) spans
+ *   waiting plus headers plus body, and HTTP/2 has only the idle timer, which every frame
+ *   resets. So a guard.c timer (a quarter of the shorter timeout, 50 ms..1 s) looks at each
+ *   HTTP/1.1 connection that h2o is reading: no complete header block in its input yet
+ *   (picohttpparser, as h2o parses) is the header phase, which for a connection's first
+ *   request starts at the accept (covering the TLS handshake) and for later ones at the first
+ *   byte; a complete one is the body phase. Over time, 408 request-timeout and shutdown(2).
+ *   HTTP/2 streams get the time the guard first saw them receiving stamped into their
+ *   request's timestamps (unused by h2o 2.2.5 for HTTP/2); a body over time resets the stream
+ *   (CANCEL), a header block over time (CONTINUATION trickled) closes the connection.
+ * - max_connections_per_address: counted at accept (peers.c, IPv4-mapped IPv6 folded into
+ *   IPv4) and refused like max_connections: closed at once.
+ * - max_requests_per_address: counted from server_on_req until h2o disposes the request (the
+ *   reply is out or the client left); over it, 429 too-many-requests with Retry-After. With
+ *   HTTP/2 one connection carries up to 100 of them, h2o runs at most
+ *   http2.max_concurrent_requests_per_connection (32) at once and queues the rest.
+ * - RFC 9112 section 6.3: h2o's HTTP/1.1 parser takes Transfer-Encoding over Content-Length
+ *   and the first of several Content-Lengths, and hides both from the request. The raw header
+ *   block is still at the start of the socket's input buffer when server_on_req runs (h2o
+ *   consumes it after the response), so it is parsed again there; both headers, or two
+ *   different lengths, get 400 bad-request and the connection closes. HTTP/2 needs nothing:
+ *   h2o refuses Transfer-Encoding and a body that does not match content-length there.
+ * - TLS: accept_ctx.ssl_ctx (tls.c); h2o does the handshake (handshake_timeout, 10 s, and
+ *   header_timeout_ms, whichever ends first) and picks HTTP/1.1 or h2 by ALPN. No h2c upgrade
+ *   over TLS. */
 
 #define SERVER_LISTEN_BACKLOG SOMAXCONN
 
@@ -91,12 +129,16 @@ static void server_on_conn_closed(uv_handle_t *handle) {
                 c->next->prev = c->prev;
         assert(s->n_conns > 0);
         s->n_conns--;
+        assert(c->peer && c->peer->n_conns > 0);
+        c->peer->n_conns--;
+        http_peers_release(&s->peers, c->peer);
         free(c);
         http_server_handle_closed(s);
 }
 
 static void server_on_connection(uv_stream_t *listener, int status) {
         HttpServer *s = listener->data;
+        struct sockaddr_storage peer_addr;
         uint64_t n_suppressed;
         h2o_socket_t *sock;
         HttpConn *c;
@@ -142,6 +184,29 @@ static void server_on_connection(uv_stream_t *listener, int status) {
                 uv_close((uv_handle_t *)&c->tcp, server_on_refused_closed);
                 return;
         }
+        k = uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer_addr, &(int){ sizeof(peer_addr) });
+        c->peer = k == 0 ? http_peers_get(&s->peers, (struct sockaddr *)&peer_addr) : NULL;
+        if (!c->peer) {
+                /* Gone already, or out of memory: either way nothing to serve. */
+                uv_close((uv_handle_t *)&c->tcp, server_on_refused_closed);
+                return;
+        }
+        if (s->max_connections_per_address > 0 &&
+            c->peer->n_conns >= s->max_connections_per_address) {
+                if (http_server_ratelimit_test(&s->peer_ratelimit, s->loop, &n_suppressed)) {
+                        char addr[64];
+
+                        http_peer_format(c->peer, addr, sizeof(addr));
+                        log_warning("refusing a connection address=%s: "
+                                    "max-connections-per-address=%" PRIu32 " reached (%" PRIu64
+                                    " more refused since the last warning), closing it",
+                                    addr, s->max_connections_per_address, n_suppressed);
+                }
+                http_peers_release(&s->peers, TAKE_PTR(c->peer));
+                uv_close((uv_handle_t *)&c->tcp, server_on_refused_closed);
+                return;
+        }
+        c->peer->n_conns++;
 
         /* Responses go out in one write each; Nagle would only delay HTTP/2's small frames. */
         (void)uv_tcp_nodelay(&c->tcp, 1);
@@ -153,6 +218,11 @@ static void server_on_connection(uv_stream_t *listener, int status) {
 
         /* From here h2o owns the handle (it rewrites tcp.data) until server_on_conn_closed(). */
         sock = h2o_uv_socket_create((uv_stream_t *)&c->tcp, server_on_conn_closed);
+        c->sock = sock;
+        /* guard.c finds the connection behind an h2o socket through its layout. */
+        assert(http_guard_conn_of_sock(sock) == c);
+        c->phase = HTTP_CONN_PHASE_HEADERS;
+        c->phase_since_ms = uv_now(s->loop);
         h2o_accept(&s->accept_ctx, sock);
 }
 
@@ -160,18 +230,56 @@ static void server_on_connection(uv_stream_t *listener, int status) {
  * comes here, so the router, not h2o's prefix matching, decides. */
 static int server_on_req(h2o_handler_t *self, h2o_req_t *req) {
         HttpServer *s = ((HttpRouteHandler *)self)->server;
+        const char *reason = NULL;
+        int framing = 0;
         HttpRequest *r;
+        HttpConn *c;
 
         r = http_request_new(s, req);
         s->dispatching = r;
+        c = http_guard_conn_of(req->conn);
+        if (c)
+                c->n_requests++;
+        /* Only a definite verdict counts: h2o already parsed these bytes and took them. */
+        if (c && req->version < 0x200)
+                framing = http_guard_check_framing(c->sock->input->bytes, c->sock->input->size,
+                                                   &reason);
+
         if (s->is_closing)
                 http_reply_error(r, 503, "shutting-down", "the server is shutting down, retry");
-        else if (req->entity.len > s->max_body_bytes)
+        else if (framing == -EBADMSG) {
+                /* Which body was meant is ambiguous (request smuggling): never reuse. */
+                req->http1_is_persistent = 0;
+                http_reply_error(r, 400, "bad-request",
+                                 "request framing is ambiguous: %s (RFC 9112 section 6.3)",
+                                 reason);
+        } else if (c && s->max_requests_per_address > 0 &&
+                   c->peer->n_requests >= s->max_requests_per_address) {
+                uint64_t n_suppressed;
+
+                if (http_server_ratelimit_test(&s->peer_ratelimit, s->loop, &n_suppressed)) {
+                        char addr[64];
+
+                        http_peer_format(c->peer, addr, sizeof(addr));
+                        log_warning("refusing a request address=%s: max-requests-per-address=%"
+                                    PRIu32 " in flight (%" PRIu64 " more refused since the last "
+                                    "warning), answering 429",
+                                    addr, s->max_requests_per_address, n_suppressed);
+                }
+                http_reply_add_header(r, "Retry-After", "1");
+                http_reply_error(r, 429, "too-many-requests",
+                                 "this address has %" PRIu32 " requests in flight "
+                                 "(max-requests-per-address), retry",
+                                 s->max_requests_per_address);
+        } else if (req->entity.len > s->max_body_bytes)
                 http_reply_error(r, 413, "body-too-large",
                                  "request body is larger than %" PRIu64 " bytes (max-body-bytes)",
                                  s->max_body_bytes);
-        else
+        else {
+                if (c)
+                        http_request_count_peer(r, c->peer);
                 http_router_dispatch(&s->router, r);
+        }
 
         /* The request's dispose callback clears s->dispatching, so this also holds if h2o had
          * already freed the request, which it does not do today. */
@@ -191,7 +299,9 @@ int http_server_new(uv_loop_t *loop, const HttpConfig *config, HttpServer **ret)
 
         assert(loop && config && ret);
         if (config->port > UINT16_MAX || config->max_connections == 0 ||
-            config->max_body_bytes >= SIZE_MAX || config->idle_timeout_ms == 0)
+            config->max_body_bytes >= SIZE_MAX || config->idle_timeout_ms == 0 ||
+            !config->tls_certificate_file != !config->tls_key_file ||
+            (config->tls_client_ca_file && !config->tls_certificate_file))
                 return -EINVAL;
 
         s = calloc(1, sizeof(*s));
@@ -202,6 +312,21 @@ int http_server_new(uv_loop_t *loop, const HttpConfig *config, HttpServer **ret)
         s->max_body_bytes = config->max_body_bytes;
         s->max_connections = config->max_connections;
         s->idle_timeout_ms = config->idle_timeout_ms;
+        s->max_buffered_bytes = config->max_buffered_bytes;
+        s->max_connections_per_address = config->max_connections_per_address;
+        s->max_requests_per_address = config->max_requests_per_address;
+        s->header_timeout_ms = config->header_timeout_ms;
+        s->body_timeout_ms = config->body_timeout_ms;
+        if (config->tls_certificate_file) {
+                Error error = {};
+                int k;
+
+                k = http_tls_new(config, &s->ssl_ctx, &error);
+                if (k < 0) {
+                        log_error("cannot set up TLS: %s", error.message);
+                        return k;
+                }
+        }
         s->listen_address = strdup(config->listen_address ? config->listen_address : "127.0.0.1");
         if (!s->listen_address)
                 return -ENOMEM;
@@ -294,7 +419,9 @@ int http_server_start(HttpServer *s) {
         s->accept_ctx = (h2o_accept_ctx_t){
                 .ctx = &s->context,
                 .hosts = s->globalconf.hosts,
+                .ssl_ctx = s->ssl_ctx,
         };
+        http_guard_start(s);
 
         (void)uv_tcp_init(s->loop, &s->listener);
         s->listener.data = s;
@@ -313,10 +440,15 @@ int http_server_start(HttpServer *s) {
         }
         s->is_listening = true;
 
-        log_info("listening address=%s port=%" PRIu16 " max-connections=%" PRIu32
-                 " max-body-bytes=%" PRIu64 " idle-timeout-ms=%" PRIu32,
-                 s->listen_address, s->bound_port, s->max_connections, s->max_body_bytes,
-                 s->idle_timeout_ms);
+        log_info("listening address=%s port=%" PRIu16 " tls=%s mtls=%s max-connections=%" PRIu32
+                 " max-body-bytes=%" PRIu64 " max-buffered-bytes=%" PRIu64
+                 " idle-timeout-ms=%" PRIu32 " header-timeout-ms=%" PRIu32
+                 " body-timeout-ms=%" PRIu32,
+                 s->listen_address, s->bound_port, s->ssl_ctx ? "yes" : "no",
+                 s->ssl_ctx && SSL_CTX_get_verify_mode(s->ssl_ctx) != SSL_VERIFY_NONE ? "yes"
+                                                                                      : "no",
+                 s->max_connections, s->max_body_bytes, s->max_buffered_bytes,
+                 s->idle_timeout_ms, s->header_timeout_ms, s->body_timeout_ms);
         return 0;
 }
 
@@ -417,6 +549,7 @@ void http_server_close(HttpServer *s, void (*done)(void *userdata), void *userda
         s->close_done = done;
         s->close_userdata = userdata;
 
+        http_guard_stop(s);
         if (s->has_context) {
                 http_server_stop_accepting(s);
 
@@ -445,6 +578,8 @@ HttpServer *http_server_free(HttpServer *s) {
         assert(!s->is_started || s->is_closed);
 
         http_router_deinit(&s->router);
+        http_peers_deinit(&s->peers);
+        SSL_CTX_free(s->ssl_ctx);
         if (s->globalconf.hosts)
                 h2o_config_dispose(&s->globalconf);
         free(s->listen_address);

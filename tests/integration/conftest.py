@@ -45,13 +45,13 @@ def peer(*args, env=None):
     return json.loads(out.stdout)
 
 
-def http(method, url, body=None, timeout=120):
-    """Returns (status, headers, parsed JSON or text)."""
+def http(method, url, body=None, timeout=120, context=None):
+    """Returns (status, headers, parsed JSON or text). context: an ssl.SSLContext for https."""
     data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
     req = urllib.request.Request(url, data=data, method=method,
                                  headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as r:
             status, headers, raw = r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
         status, headers, raw = e.code, e.headers, e.read()
@@ -317,9 +317,12 @@ def write_daemon_config(path, catalog_uri, port, settings=None, defaults=None):
 
 
 class Daemon:
-    def __init__(self, catalog_uri, workdir, settings=None):
+    def __init__(self, catalog_uri, workdir, settings=None, ssl_context=None):
+        """ssl_context: the client side of a TLS listener (settings name its certificate):
+        every request of this helper then goes over https with it."""
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.context = ssl_context
+        self.url = f"{'https' if ssl_context else 'http'}://127.0.0.1:{self.port}"
         self.config = os.path.join(workdir, f"icecommitd-{self.port}.conf")
         self.log = os.path.join(workdir, f"icecommitd-{self.port}.log")
         write_daemon_config(self.config, catalog_uri, self.port, settings)
@@ -333,7 +336,7 @@ class Daemon:
             if self.proc.poll() is not None:
                 raise RuntimeError("icecommitd exited: " + open(self.log).read())
             try:
-                if http("GET", self.url + "/readyz", timeout=2)[0] == 200:
+                if http("GET", self.url + "/readyz", timeout=2, context=self.context)[0] == 200:
                     return
             except OSError:
                 pass
@@ -341,7 +344,8 @@ class Daemon:
         raise RuntimeError("icecommitd not ready: " + open(self.log).read())
 
     def commit(self, namespace, table, body):
-        return http("POST", f"{self.url}/v1/namespaces/{namespace}/tables/{table}/commits", body)
+        return http("POST", f"{self.url}/v1/namespaces/{namespace}/tables/{table}/commits", body,
+                    context=self.context)
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)

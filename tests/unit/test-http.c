@@ -11,6 +11,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "http/http-internal.h"
 #include "http/http.h"
 #include "http/router.h"
 #include "test.h"
@@ -21,6 +22,35 @@
 static int match(const char *pattern, const char *path, const char **params, size_t *n_params,
                  char *buf, size_t buf_size) {
         return http_path_match(pattern, slice_from_str(path), buf, buf_size, params, n_params);
+}
+
+/* RFC 9112 section 6.3 on the raw header block, as server_on_req sees it after h2o. */
+TEST(framing_check_refuses_ambiguous_lengths) {
+        static const struct {
+                const char *head;
+                int expected;
+                const char *reason;
+        } cases[] = {
+                { "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", 0, NULL },
+                { "POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n", 0, NULL },
+                { "POST / HTTP/1.1\r\ncontent-length: 2\r\nContent-Length: 2\r\n\r\n", 0, NULL },
+                { "POST / HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n",
+                  -EBADMSG, "both Content-Length and Transfer-Encoding" },
+                { "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\ncontent-length: 4\r\n\r\n",
+                  -EBADMSG, "both Content-Length and Transfer-Encoding" },
+                { "POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 12\r\n\r\n",
+                  -EBADMSG, "two different Content-Length values" },
+                { "POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Len", -EAGAIN, NULL },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                const char *reason = NULL;
+
+                ASSERT_EQ(http_guard_check_framing(cases[i].head, strlen(cases[i].head), &reason),
+                          cases[i].expected);
+                if (cases[i].reason)
+                        ASSERT_STREQ(reason, cases[i].reason);
+        }
 }
 
 TEST(pattern_parse_accepts_literals_and_params_only) {
