@@ -24,7 +24,7 @@
 
 typedef struct Daemon {
         uv_loop_t loop;
-        const Config *config;
+        Config *config;                 /* owned by main(); a reload changes it in place */
         Metrics *metrics;
         Auth *auth;
         Catalog *catalog;
@@ -163,17 +163,43 @@ static void daemon_on_signal(uv_signal_t *s, int signum) {
 /* Rereads what can change while running: each module's reload either applies a whole good
  * new state or keeps the old one, and logs nothing itself; this logs each outcome once.
  * Requests in flight are not touched (they hold copies of what they need). */
+static CommitRequestLimits daemon_request_limits(const Config *c) {
+        return (CommitRequestLimits){
+                .max_manifests = c->commit.max_manifests_per_request,
+                .max_data_files = c->commit.max_data_files_per_request,
+                .max_properties = c->commit.max_snapshot_properties,
+                .max_properties_bytes = c->commit.max_snapshot_properties_bytes,
+        };
+}
+
+/* SIGHUP: the configuration file, then the tokens file. A bad file keeps everything of it as it
+ * was; requests in flight are never dropped (they finish with the settings they started with,
+ * or pick the new ones up at their next step). */
 static void daemon_reload(Daemon *d) {
+        CommitRequestLimits limits;
+        ConfigReload what;
         Error error = {};
         size_t n_tokens = 0;
         int r;
 
+        r = config_reload(d->config, &what, &error);
+        if (r < 0)
+                log_error("reload: keeping the old configuration: %s", error.message);
+        else {
+                log_max_level = d->config->log_level;
+                limits = daemon_request_limits(d->config);
+                writer_api_set_limits(d->writer_api, &limits);
+                log_notice("reload: configuration '%s' loaded, applied=%zu%s%s%s", d->config->path, what.n_applied,
+                           what.n_applied ? " (" : "", what.applied, what.n_applied ? ")" : "");
+                if (what.need_restart[0])
+                        log_warning("reload: changed but applied only by a restart: %s%s", what.need_restart,
+                                    what.is_truncated ? ", ..." : "");
+        }
         r = auth_reload(d->auth, &n_tokens, &error);
         if (r < 0)
                 log_error("reload: keeping the old tokens: %s", error.message);
         else if (r == 0)
                 log_notice("reload: tokens file '%s' loaded, tokens=%zu", d->config->auth.tokens_file, n_tokens);
-        log_notice("reload: other settings are read at start only; restart icecommitd to apply them");
 }
 
 /* SIGHUP (systemd's ExecReload=, operators) reloads; its default action would end the daemon
@@ -184,12 +210,7 @@ static void daemon_on_sighup(uv_signal_t *s, int signum) {
 }
 
 static int daemon_start(Daemon *d) {
-        CommitRequestLimits limits = {
-                .max_manifests = d->config->commit.max_manifests_per_request,
-                .max_data_files = d->config->commit.max_data_files_per_request,
-                .max_properties = d->config->commit.max_snapshot_properties,
-                .max_properties_bytes = d->config->commit.max_snapshot_properties_bytes,
-        };
+        CommitRequestLimits limits = daemon_request_limits(d->config);
         uint64_t watchdog_usec = 0;
         Error error = {};
         int r;
@@ -269,7 +290,7 @@ static int daemon_start(Daemon *d) {
         return 0;
 }
 
-int daemon_run(const Config *config) {
+int daemon_run(Config *config) {
         Daemon d = { .config = config };
         int r;
 

@@ -5,5 +5,6 @@
 
 #include "config/config.h"
 
-/* Runs until SIGTERM/SIGINT. Returns 0 on a clean stop, -errno when startup failed. */
-int daemon_run(const Config *config);
+/* Runs until SIGTERM/SIGINT; SIGHUP reloads config (in place: the options config_reload()
+ * applies) and the tokens file. Returns 0 on a clean stop, -errno when startup failed. */
+int daemon_run(Config *config);

@@ -160,6 +160,20 @@ typedef struct Config {
         int log_level;
 } Config;
 
+/* What a reload changed: comma-separated "section.key" names. */
+typedef struct ConfigReload {
+        char applied[2048];             /* applied to the live Config */
+        char need_restart[2048];        /* changed in the file, left as they were until a restart */
+        size_t n_applied;
+        bool is_truncated;              /* the lists were cut short */
+} ConfigReload;
+
+/* Loads live->path again (checked as at start, credentials included) and applies to `live`,
+ * in place, the options that take effect at run time (config/reload.c lists them and why);
+ * any other option that changed is named in need_restart and keeps its value. On a bad file
+ * nothing changes: returns its error (as config_load()). */
+int config_reload(Config *live, ConfigReload *ret, Error *error);
+
 /* Returns a Config holding every default (the catalog URI is unset). -ENOMEM on failure. */
 int config_new_default(Config **ret_config);
 /* Loads an INI file over the defaults. On a bad file, key or value returns -EINVAL (or -errno

@@ -170,6 +170,10 @@ static void writer_handle_metrics(HttpRequest *r, void *userdata) {
         http_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", buf_slice(&b));
 }
 
+void writer_api_set_limits(WriterApi *api, const CommitRequestLimits *limits) {
+        api->limits = *limits;
+}
+
 int writer_api_new(HttpServer *server, Auth *auth, const CommitRequestLimits *limits, const WriterHooks *hooks,
                    void *userdata, WriterApi **ret_api) {
         static const struct {

@@ -49,6 +49,8 @@ typedef struct WriterApi WriterApi;
  * authentication) checks each request first. Returns 0, -ENOMEM or the router's error. */
 int writer_api_new(HttpServer *server, Auth *auth, const CommitRequestLimits *limits, const WriterHooks *hooks,
                    void *userdata, WriterApi **ret_api);
+/* Replaces the request limits (a configuration reload); requests already parsed keep theirs. */
+void writer_api_set_limits(WriterApi *api, const CommitRequestLimits *limits);
 WriterApi *writer_api_free(WriterApi *api);
 DEFINE_CLEANUP_FUNC(WriterApi, writer_api_free);
 

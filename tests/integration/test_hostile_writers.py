@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Writers that lie or misbehave (issue 10, first part): one staged manifest under several
 spellings in one request, snapshot properties without bound, a request claiming more rows than
-commit.max-rows-per-request, and SIGHUP sent to the daemon. Each is answered with the reason;
+commit.max-rows-per-request, SIGHUP reloading the configuration (a broken file keeps the old one),
+a read-only remount of the table's storage. Each is answered with the reason;
 the table is unchanged (read by Iceberg Java) and the daemon still commits a well-behaved
 writer's request afterwards."""
 import os
@@ -23,6 +24,13 @@ def strict_daemon(catalog):
         yield d
     finally:
         d.stop()
+
+
+def wait_for_log(d, text, timeout=10):
+    deadline = time.time() + timeout
+    while text not in open(d.log).read():
+        assert time.time() < deadline, open(d.log).read()[-2000:]
+        time.sleep(0.05)
 
 
 def unchanged(catalog, ns, name, before):
@@ -62,15 +70,31 @@ def test_lying_writers_are_refused_and_change_nothing(catalog, strict_daemon, ta
     assert "adds 11 rows, above the limit of 10" in answer["error"]["message"]
     unchanged(catalog, ns, name, before)
 
-    # SIGHUP does not end the daemon (its default action would): it keeps serving.
+    # SIGHUP reloads the configuration instead of ending the daemon (its default action would):
+    # a broken file keeps the old settings, a good one applies the run-time limits in place and
+    # names the rest as needing a restart; the daemon keeps serving throughout.
+    good_config = open(d.config).read()
+    with open(d.config, "a") as f:
+        f.write("[commit]\nmax-rows-per-reqest = 20\n")
     d.proc.send_signal(signal.SIGHUP)
-    status, _, receipt = d.commit(ns, name, {"idempotency-key": "good", "staged-manifests": [m],
+    wait_for_log(d, "reload: keeping the old configuration")
+    assert "max-rows-per-reqest" in open(d.log).read()
+    status, _, answer = d.commit(ns, name, {"idempotency-key": "rows-2", "staged-manifests": [big["manifest"]]})
+    assert status == 422 and answer["error"]["type"] == "too-many-rows", answer
+    with open(d.config, "w") as f:
+        f.write(good_config.replace("max-rows-per-request = 10", "max-rows-per-request = 20")
+                .replace("port = ", "max-connections = 77\nport = ", 1))
+    d.proc.send_signal(signal.SIGHUP)
+    wait_for_log(d, "reload: configuration")
+    log = open(d.log).read()
+    assert "applied=1 (commit.max-rows-per-request)" in log, log[-2000:]
+    assert "changed but applied only by a restart: http.max-connections" in log, log[-2000:]
+    status, _, receipt = d.commit(ns, name, {"idempotency-key": "good", "staged-manifests": [big["manifest"]],
                                              "snapshot-properties": {"writer": "well-behaved"}})
     assert status == 200, receipt
     assert d.proc.poll() is None
-    assert "SIGHUP received" in open(d.log).read()
     dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
-    assert sorted((r["id"], r["_row_id"]) for r in dump["rows"]) == [(0, 0), (1, 1), (2, 2)]
+    assert sorted((r["id"], r["_row_id"]) for r in dump["rows"]) == [(100 + i, i) for i in range(11)]
 
 
 def test_one_data_file_is_committed_once(catalog, daemon, table):

@@ -2,6 +2,7 @@
 /* config/: defaults, bounds, errors naming file/line/key, and conf/icecommitd.conf documenting
  * exactly the options of the table. */
 #include <errno.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -215,4 +216,54 @@ TEST(s3_options_are_checked) {
         ASSERT_STREQ(c->storage.s3.region, "eu-west-1");
         ASSERT_STREQ(catalog_config_type(&c->catalog), "filesystem");
         c = config_free(c);
+}
+
+static void rewrite(const char *path, const char *text) {
+        FILE *f = fopen(path, "w");
+
+        ASSERT_TRUE(f != NULL);
+        ASSERT_EQ(fwrite(text, 1, strlen(text), f), strlen(text));
+        ASSERT_OK(fclose(f));
+}
+
+/* A reload applies the options read at run time in place, names the others that changed as
+ * needing a restart (keeping their values), and changes nothing on a bad file. */
+TEST(reload_applies_run_time_options_and_names_the_rest) {
+        const char *base = "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = 5\n";
+        char *path = write_temp(base);
+        Config *c = NULL;
+        ConfigReload what;
+        Error e;
+
+        ASSERT_OK(config_load(path, &c, &e));
+        ASSERT_EQ(c->commit.max_attempts, 5);
+        rewrite(path, "[catalog]\nuri = http://127.0.0.1:9999\n[commit]\nmax-attempts = 7\nmax-rows-per-request = 100\n"
+                      "[http]\nport = 9000\n[log]\nlevel = debug\n");
+        ASSERT_OK(config_reload(c, &what, &e));
+        ASSERT_EQ(c->commit.max_attempts, 7);
+        ASSERT_EQ(c->commit.max_rows_per_request, 100);
+        ASSERT_EQ(c->log_level, LOG_DEBUG);
+        ASSERT_STREQ(c->catalog.uri, "http://127.0.0.1:8181");
+        ASSERT_EQ(c->http.port, 8080);
+        ASSERT_EQ(what.n_applied, 3);
+        ASSERT_CONTAINS(what.applied, "commit.max-attempts");
+        ASSERT_CONTAINS(what.applied, "log.level");
+        ASSERT_CONTAINS(what.need_restart, "catalog.uri");
+        ASSERT_CONTAINS(what.need_restart, "http.port");
+        ASSERT_TRUE(strstr(what.need_restart, "commit.") == NULL);
+
+        /* A bad file: the error names file and line; nothing changed. */
+        rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = 3\nmax-attempts-typo = 1\n");
+        ASSERT_TRUE(config_reload(c, &what, &e) < 0);
+        ASSERT_CONTAINS(e.message, ":5:");
+        ASSERT_EQ(c->commit.max_attempts, 7);
+
+        /* Nothing changed: nothing to report. */
+        rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = 7\nmax-rows-per-request = 100\n"
+                      "[log]\nlevel = debug\n");
+        ASSERT_OK(config_reload(c, &what, &e));
+        ASSERT_EQ(what.n_applied, 0);
+        ASSERT_STREQ(what.need_restart, "");
+        config_free(c);
+        unlink(path);
 }
