@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "auth/tokens.h"
+#include "util/parse.h"
 
 static const struct {
         const char *name;
@@ -88,21 +89,11 @@ static bool fields_next(Fields *f, Slice *ret) {
         return true;
 }
 
-static int hex_digit(uint8_t c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 static int digest_parse(Slice s, uint8_t ret[AUTH_DIGEST_BYTES]) {
         if (s.len != 2 * AUTH_DIGEST_BYTES)
                 return -EINVAL;
         for (size_t i = 0; i < AUTH_DIGEST_BYTES; i++) {
-                int hi = hex_digit(s.ptr[2 * i]), lo = hex_digit(s.ptr[2 * i + 1]);
+                int hi = parse_hex_digit(s.ptr[2 * i]), lo = parse_hex_digit(s.ptr[2 * i + 1]);
 
                 if (hi < 0 || lo < 0)
                         return -EINVAL;

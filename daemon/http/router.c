@@ -11,16 +11,7 @@
 #include "http/http-internal.h"
 #include "http/router.h"
 #include "util/log.h"
-
-static int hex_value(uint8_t c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
+#include "util/parse.h"
 
 int http_percent_decode(Slice in, bool plus_is_space, char *out, size_t *ret_len) {
         size_t n = 0;
@@ -33,8 +24,8 @@ int http_percent_decode(Slice in, bool plus_is_space, char *out, size_t *ret_len
 
                         if (in.len - i < 3)
                                 return -EINVAL;
-                        hi = hex_value(in.ptr[i + 1]);
-                        lo = hex_value(in.ptr[i + 2]);
+                        hi = parse_hex_digit(in.ptr[i + 1]);
+                        lo = parse_hex_digit(in.ptr[i + 2]);
                         if (hi < 0 || lo < 0)
                                 return -EINVAL;
                         c = (uint8_t)(hi << 4 | lo);
@@ -113,8 +104,8 @@ static bool segment_equals_literal(Slice segment, const char *literal, size_t li
 
                         if (segment.len - i < 3)
                                 return false;
-                        hi = hex_value(segment.ptr[i + 1]);
-                        lo = hex_value(segment.ptr[i + 2]);
+                        hi = parse_hex_digit(segment.ptr[i + 1]);
+                        lo = parse_hex_digit(segment.ptr[i + 2]);
                         if (hi < 0 || lo < 0)
                                 return false;
                         c = (uint8_t)(hi << 4 | lo);

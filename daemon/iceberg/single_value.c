@@ -205,22 +205,12 @@ static bool parse_timestamp(const char *s, int digits, bool with_zone, int64_t *
         return true;
 }
 
-static int hex_value(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* Hex digits (either case, an even number of them) -> bytes appended to out. */
 static int append_hex(const char *s, size_t len, Buf *out) {
         if (len % 2)
                 return -EINVAL;
         for (size_t i = 0; i < len; i += 2) {
-                int hi = hex_value(s[i]), lo = hex_value(s[i + 1]), r;
+                int hi = parse_hex_digit(s[i]), lo = parse_hex_digit(s[i + 1]), r;
 
                 if (hi < 0 || lo < 0)
                         return -EINVAL;

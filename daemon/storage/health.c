@@ -18,22 +18,14 @@
 #include "util/uuid.h"
 
 bool storage_health_status_is_storage_fault(int status) {
-        switch (status) {
-        case -EAGAIN:           /* 5xx, SlowDown, resets after the retries */
-        case -ETIMEDOUT:
-        case -EROFS:
-        case -ENOSPC:
-        case -EDQUOT:
-        case -EIO:
-        case -EMFILE:
-        case -ENFILE:
-        case -EBUSY:
-        case -EACCES:           /* a remount with other owners, a bucket policy, revoked keys */
-        case -EPERM:
+        /* A remount with other owners, a bucket policy, revoked keys: permanent for a request,
+         * but the storage refusing writes all the same. */
+        if (status == -EACCES || status == -EPERM)
                 return true;
-        default:
+        /* Transient, but of this process or this one request, not of the storage. */
+        if (status == -ENOMEM || status == -ECANCELED || status == -EKEYEXPIRED || status == -EINTR)
                 return false;
-        }
+        return storage_status_is_transient(status);
 }
 
 void storage_health_init(StorageHealth *h, Storage *storage, uv_loop_t *loop, uint32_t probe_interval_ms) {

@@ -56,3 +56,13 @@ int parse_bool(const char *s, bool *ret) {
         }
         return -EINVAL;
 }
+
+int parse_hex_digit(int c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}

@@ -9,3 +9,5 @@
 int parse_u64(const char *s, uint64_t *ret);
 int parse_i64(const char *s, int64_t *ret);
 int parse_bool(const char *s, bool *ret);
+/* The value of one hexadecimal digit (either case), or -1. */
+int parse_hex_digit(int c);
