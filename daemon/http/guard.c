@@ -3,7 +3,9 @@
  * uv_check sums the request bytes held by every connection and HTTP/2 stream once per loop
  * turn and refuses unfinished bodies over max-buffered-bytes; a timer cuts requests whose
  * headers or body take longer than header-timeout-ms / body-timeout-ms. Also the RFC 9112
- * section 6.3 framing check h2o leaves out. How each maps onto h2o: see server.c. */
+ * section 6.3 framing check h2o leaves out. How each maps onto h2o: see server.c. The same
+ * check, until the last connection is gone, gives h2o the errors of the writes and reads
+ * libuv refused without a callback (http_guard_wake), which h2o 2.2.5 does not notice. */
 #define LOG_MODULE "http"
 #include <assert.h>
 #include <errno.h>
@@ -32,14 +34,20 @@ int phr_parse_request(const char *buf, size_t len, const char **method, size_t *
                       struct phr_header *headers, size_t *num_headers, size_t last_len);
 
 /* The layout of h2o 2.2.5's libuv socket (lib/common/socket/uv-binding.c.h), which is not in
- * its headers: the uv stream follows the generic socket. server_on_connection() checks it
- * against the handle it created for every connection. */
+ * its headers: the uv stream follows the generic socket, then the one write request of the
+ * socket (a union with a connect request, which only client sockets use).
+ * server_on_connection() checks the stream against the handle it created for every
+ * connection. */
 struct GuardUvSocket {
         h2o_socket_t super;
         struct {
                 uv_stream_t *stream;
                 uv_close_cb close_cb;
         } uv;
+        union {
+                uv_connect_t creq;
+                uv_write_t wreq;
+        };
 };
 
 HttpConn *http_guard_conn_of_sock(h2o_socket_t *sock) {
@@ -51,6 +59,103 @@ HttpConn *http_guard_conn_of(h2o_conn_t *conn) {
         if (!conn || !conn->callbacks->get_socket)
                 return NULL;
         return http_guard_conn_of_sock(conn->callbacks->get_socket(conn));
+}
+
+/* h2o 2.2.5's libuv binding ignores what uv_write() and uv_read_start() return (do_write(),
+ * do_read_start()), and libuv 1.44 refuses both on a stream whose read failed: uv__read()
+ * clears UV_HANDLE_READABLE and UV_HANDLE_WRITABLE on any read error but EAGAIN (a reset
+ * peer: ECONNRESET), after which uv_write() returns UV_EPIPE and uv_read_start() UV_ENOTCONN
+ * at once, without a callback. h2o then waits for a callback that never comes, with no timer
+ * left: a TLS connection reset by its client (an HTTP/2 one that never sent a request, an
+ * idle HTTP/1.1 one: a client that closes with unread session tickets resets it) is closed by
+ * h2o through shutdown_ssl(), whose close_notify write is refused, so the socket is never
+ * disposed: it held its connection slot forever and kept http_server_close() from finishing.
+ *
+ * So once per loop turn (after the reads, where a refusal happens) and again at close, every
+ * connection whose h2o socket waits for a write while libuv holds none of it and will accept
+ * no more, or waits for a read libuv is not doing and will not do, gets the error libuv
+ * would have given a request it had queued: the write's through h2o's own completion
+ * (on_do_write_complete, reached through the socket's write request, which keeps it from the
+ * last write libuv took), the read's through h2o's read callback, as on_read_tcp() and
+ * on_read_ssl() report a failed read. h2o handles either by closing the connection through
+ * its usual path (for TLS, shutdown_ssl() with an error disposes the socket at once). A stream
+ * in this state is dead: libuv never accepts a write or a read on it again, so an error
+ * delivered early (a write that completed but whose callback is still pending) only closes a
+ * connection that was closing anyway, and the late completion finds h2o's write callback
+ * cleared (do_dispose_socket) and does nothing. Returns true when it delivered one. */
+static bool guard_wake_refused(HttpConn *c) {
+        struct GuardUvSocket *u = (struct GuardUvSocket *)c->sock;
+        uv_stream_t *stream = (uv_stream_t *)&c->tcp;
+
+        /* Disposed by h2o already: freed in this turn's close callbacks. */
+        if (uv_is_closing((uv_handle_t *)&c->tcp))
+                return false;
+
+        /* libuv keeps write_queue_size above 0 for a failed request until just before its
+         * callback, so 0 means no request of this socket is waiting for one. */
+        if (h2o_socket_is_writing(c->sock) && !uv_is_writable(stream) &&
+            uv_stream_get_write_queue_size(stream) == 0) {
+                if (u->wreq.type == UV_WRITE && u->wreq.cb) {
+                        /* Does what on_write_complete() does: clears the TLS output, then
+                         * calls and clears the socket's write callback. */
+                        u->wreq.cb(&u->wreq, UV_EPIPE);
+                } else {
+                        /* No write ever went through: not a TLS socket (its handshake
+                         * writes first), so on_write_complete() has no output to clear. */
+                        h2o_socket_cb cb = c->sock->_cb.write;
+
+                        c->sock->_cb.write = NULL;
+                        cb(c->sock, h2o_socket_error_io);
+                }
+                return true;
+        }
+        if (h2o_socket_is_reading(c->sock) && !uv_is_readable(stream)) {
+                c->sock->bytes_read = 0;
+                c->sock->_cb.read(c->sock, c->sock->ssl ? h2o_socket_error_io
+                                                        : h2o_socket_error_closed);
+                return true;
+        }
+        return false;
+}
+
+void http_guard_wake(HttpServer *s) {
+        HttpConn *next;
+
+        /* Callbacks only dispose sockets (freed later, in close callbacks), so the list
+         * holds. h2o may answer a delivered error with another refused write (TLS: the
+         * close_notify), hence a few rounds on the same connection. */
+        for (HttpConn *c = s->conns; c; c = next) {
+                next = c->next;
+                for (unsigned i = 0; i < 4 && guard_wake_refused(c); i++)
+                        ;
+        }
+}
+
+static void guard_on_forced_shutdown(uv_shutdown_t *req, int status) {
+        (void)req;
+        (void)status;
+}
+
+void http_guard_force_close(HttpConn *c) {
+        uv_stream_t *stream = (uv_stream_t *)&c->tcp;
+
+        if (uv_is_closing((uv_handle_t *)&c->tcp))
+                return;
+        /* uv_shutdown() makes libuv refuse new writes, as a failed read does; the writes it
+         * holds end with the EPIPE of the shutdown(2) done at close, and their callbacks
+         * come. Refused later: http_guard_wake(). */
+        if (!c->is_shut_down &&
+            uv_shutdown(&c->shutdown_req, stream, guard_on_forced_shutdown) == 0)
+                c->is_shut_down = true;
+        if (h2o_socket_is_reading(c->sock)) {
+                /* libuv stops reading first, so this error is the only read h2o gets. */
+                (void)uv_read_stop(stream);
+                c->sock->bytes_read = 0;
+                c->sock->_cb.read(c->sock, c->sock->ssl ? h2o_socket_error_io
+                                                        : h2o_socket_error_closed);
+        }
+        for (unsigned i = 0; i < 4 && guard_wake_refused(c); i++)
+                ;
 }
 
 static bool guard_header_is(const struct phr_header *h, const char *name) {
@@ -201,7 +306,8 @@ static void guard_refuse_unfinished(HttpServer *s, uint64_t total) {
                 });
         }
         for (HttpConn *c = s->conns; c; c = c->next)
-                if (!c->is_http2 && !c->is_cut && h2o_socket_is_reading(c->sock) &&
+                if (!c->is_http2 && !c->is_cut && !uv_is_closing((uv_handle_t *)&c->tcp) &&
+                    h2o_socket_is_reading(c->sock) &&
                     c->sock->input->size > 0) {
                         guard_cut_http1(c, 503, "server-busy",
                                         "too many request bytes held at once "
@@ -220,6 +326,7 @@ static void guard_refuse_unfinished(HttpServer *s, uint64_t total) {
 static void guard_on_check(uv_check_t *check) {
         HttpServer *s = check->data;
 
+        http_guard_wake(s);
         if (!s->has_context || s->is_closing)
                 return;
         s->n_buffered_bytes = guard_count(s);
@@ -284,6 +391,13 @@ static void guard_timeouts_http2(HttpServer *s, uint64_t now) {
                                 }
                         }
                 });
+                /* As an HTTP/1.1 connection's first request, the first stream's headers
+                 * are due header-timeout-ms after the accept (which covers the TLS
+                 * handshake and the preface): a connection that opens none holds a slot
+                 * under h2o's idle timer alone otherwise. */
+                if (conn->pull_stream_ids.max_open == 0 && c && s->header_timeout_ms > 0 &&
+                    now - c->accepted_ms >= s->header_timeout_ms)
+                        is_headers_late = true;
                 /* A header block cut into CONTINUATION frames holds the whole connection (no
                  * other frame may come in between): it goes. */
                 if (is_headers_late && c && !c->is_cut) {
@@ -365,6 +479,7 @@ static uint64_t guard_interval_ms(const HttpServer *s) {
 
 void http_guard_start(HttpServer *s) {
         s->has_guard = true;
+        s->has_guard_check = true;
         (void)uv_check_init(s->loop, &s->buffer_check);
         s->buffer_check.data = s;
         s->n_handles++;
@@ -384,10 +499,17 @@ static void guard_on_closed(uv_handle_t *handle) {
         http_server_handle_closed(handle->data);
 }
 
-void http_guard_stop(HttpServer *s) {
+void http_guard_stop_limits(HttpServer *s) {
         if (!s->has_guard)
                 return;
         s->has_guard = false;
-        uv_close((uv_handle_t *)&s->buffer_check, guard_on_closed);
         uv_close((uv_handle_t *)&s->guard_timer, guard_on_closed);
+}
+
+void http_guard_stop(HttpServer *s) {
+        http_guard_stop_limits(s);
+        if (!s->has_guard_check)
+                return;
+        s->has_guard_check = false;
+        uv_close((uv_handle_t *)&s->buffer_check, guard_on_closed);
 }

@@ -61,6 +61,9 @@ typedef struct HttpConn {
         h2o_socket_t *sock;     /* h2o's, valid until server_on_conn_closed() */
         HttpPeer *peer;         /* counts this connection */
         uint64_t n_requests;    /* requests h2o handed us on it (server_on_req) */
+        uint64_t accepted_ms;   /* loop time of the accept */
+        uv_shutdown_t shutdown_req; /* http_guard_force_close() */
+        bool is_shut_down;      /* shutdown_req is in use */
         /* guard.c's view, HTTP/1.1 only */
         uint64_t phase_n_requests;
         uint64_t phase_since_ms;
@@ -145,8 +148,10 @@ struct HttpServer {
         HttpRequest *requests;      /* waiting for a reply */
         HttpRequest *dispatching;   /* the request inside its handler right now, or NULL */
         size_t n_handles;           /* uv handles of ours not yet through their close callback */
-        uv_check_t buffer_check;    /* the total buffered bytes, once per loop turn (guard.c) */
+        uv_check_t buffer_check;    /* refused I/O and the total buffered bytes, once per loop
+                                     * turn (guard.c) */
         uv_timer_t guard_timer;     /* header and body timeouts (guard.c) */
+        uv_timer_t close_timer;     /* the close deadline: forces connections still open shut */
         uint64_t n_buffered_bytes;  /* as of the last check */
 
         HttpRateLimit refuse_ratelimit;
@@ -159,7 +164,9 @@ struct HttpServer {
 
         bool is_started;
         bool has_context;
-        bool has_guard;
+        bool has_guard;       /* guard_timer open, limits enforced */
+        bool has_guard_check; /* buffer_check open */
+        bool has_close_timer;
         bool is_listening;
         bool is_stopping; /* stop_accepting() was called */
         bool is_closing;
@@ -210,8 +217,18 @@ void http_peer_format(const HttpPeer *peer, char *buf, size_t len);
 /* guard.c: the limits h2o 2.2.5 has no knob for (see server.c) */
 /* Starts the buffer check and the timeout timer (their handles count in s->n_handles). */
 void http_guard_start(HttpServer *s);
-/* Closes both handles. */
+/* Stops enforcing the limits and closes the timer; the check goes on waking refused I/O. */
+void http_guard_stop_limits(HttpServer *s);
+/* Closes both handles (no connection is left to wake). */
 void http_guard_stop(HttpServer *s);
+/* Gives every connection whose h2o socket waits for a write or read libuv refused (h2o 2.2.5
+ * ignores the refusal; libuv refuses both after a failed read) the error libuv gives a failed
+ * request, so that h2o closes it. Also runs from the check, once per loop turn. */
+void http_guard_wake(HttpServer *s);
+/* The close deadline's last resort: makes libuv refuse further writes (uv_shutdown()) and
+ * gives h2o a failed read if it reads, as a reset peer would: h2o closes the connection
+ * through its own path, whatever it was doing. */
+void http_guard_force_close(HttpConn *c);
 /* The RFC 9112 section 6.3 check on a raw HTTP/1.1 header block: 0, or -EBADMSG when it has
  * both Content-Length and Transfer-Encoding or two different Content-Length values (then
  * *ret_reason says which), -EAGAIN when the block is not complete, -EINVAL when it does not

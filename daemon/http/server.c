@@ -61,7 +61,8 @@
  *   byte; a complete one is the body phase. Over time, 408 request-timeout and shutdown(2).
  *   HTTP/2 streams get the time the guard first saw them receiving stamped into their
  *   request's timestamps (unused by h2o 2.2.5 for HTTP/2); a body over time resets the stream
- *   (CANCEL), a header block over time (CONTINUATION trickled) closes the connection.
+ *   (CANCEL), a header block over time (CONTINUATION trickled) closes the connection, and so
+ *   does a connection that opens no stream within header_timeout_ms of its accept.
  * - max_connections_per_address: counted at accept (peers.c, IPv4-mapped IPv6 folded into
  *   IPv4) and refused like max_connections: closed at once.
  * - max_requests_per_address: counted from server_on_req until h2o disposes the request (the
@@ -79,6 +80,11 @@
  *   over TLS. */
 
 #define SERVER_LISTEN_BACKLOG SOMAXCONN
+
+/* How long http_server_close() leaves h2o to close the connections woken by shutdown(2) and
+ * http_guard_wake() before it forces them (and again at each interval after that). Every
+ * state known takes one loop turn; this is only the bound for the ones not known. */
+#define SERVER_CLOSE_DEADLINE_MS 3000
 
 /* h2o hands our close callback the uv handle, which is where the HttpConn starts. */
 static_assert(offsetof(HttpConn, tcp) == 0, "HttpConn must start with its uv_tcp_t");
@@ -222,7 +228,8 @@ static void server_on_connection(uv_stream_t *listener, int status) {
         /* guard.c finds the connection behind an h2o socket through its layout. */
         assert(http_guard_conn_of_sock(sock) == c);
         c->phase = HTTP_CONN_PHASE_HEADERS;
-        c->phase_since_ms = uv_now(s->loop);
+        c->accepted_ms = uv_now(s->loop);
+        c->phase_since_ms = c->accepted_ms;
         h2o_accept(&s->accept_ctx, sock);
 }
 
@@ -523,6 +530,14 @@ static void server_on_close_idle_closed(uv_handle_t *handle) {
 static void server_maybe_finish(HttpServer *s) {
         if (!s->is_closing || s->is_closed || s->is_close_idle_closing)
                 return;
+        if (s->n_conns == 0) {
+                /* Nothing left to wake or to force. */
+                http_guard_stop(s);
+                if (s->has_close_timer) {
+                        s->has_close_timer = false;
+                        uv_close((uv_handle_t *)&s->close_timer, server_on_handle_closed);
+                }
+        }
         /* Connections, refused connections, watches and the listener go first. */
         if (s->n_handles > 0)
                 return;
@@ -542,6 +557,23 @@ static void server_maybe_finish(HttpServer *s) {
         uv_close((uv_handle_t *)&s->close_idle, server_on_close_idle_closed);
 }
 
+/* A connection still open at the deadline waits for something neither shutdown(2) nor
+ * http_guard_wake() reaches. What is always safe is what a reset peer does to it, which h2o
+ * must handle in any state: libuv refusing writes and the read failing. h2o then closes it
+ * through its own path; nothing of h2o's is freed behind its back. */
+static void server_on_close_deadline(uv_timer_t *timer) {
+        HttpServer *s = timer->data;
+        HttpConn *next;
+
+        log_warning("connections=%zu still open %u ms after the server began to close, "
+                    "forcing them shut",
+                    s->n_conns, (unsigned)SERVER_CLOSE_DEADLINE_MS);
+        for (HttpConn *c = s->conns; c; c = next) {
+                next = c->next;
+                http_guard_force_close(c);
+        }
+}
+
 void http_server_close(HttpServer *s, void (*done)(void *userdata), void *userdata) {
         assert(!s->is_closing);
 
@@ -549,7 +581,7 @@ void http_server_close(HttpServer *s, void (*done)(void *userdata), void *userda
         s->close_done = done;
         s->close_userdata = userdata;
 
-        http_guard_stop(s);
+        http_guard_stop_limits(s);
         if (s->has_context) {
                 http_server_stop_accepting(s);
 
@@ -566,6 +598,15 @@ void http_server_close(HttpServer *s, void (*done)(void *userdata), void *userda
                         if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
                                 (void)shutdown(fd, SHUT_RDWR);
                 }
+                /* Those h2o can no longer hear it on (see guard.c). */
+                http_guard_wake(s);
+
+                (void)uv_timer_init(s->loop, &s->close_timer);
+                s->close_timer.data = s;
+                s->n_handles++;
+                s->has_close_timer = true;
+                (void)uv_timer_start(&s->close_timer, server_on_close_deadline,
+                                     SERVER_CLOSE_DEADLINE_MS, SERVER_CLOSE_DEADLINE_MS);
         }
 
         server_maybe_finish(s);

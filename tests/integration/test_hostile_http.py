@@ -6,6 +6,7 @@ Content-Lengths), and the TLS listener with and without client certificates. Eac
 answer and that a well-behaved client is still served meanwhile. Raw sockets and a minimal
 HTTP/2 framer: the venv has no HTTP/2 client."""
 import os
+import signal
 import socket
 import ssl
 import struct
@@ -392,3 +393,143 @@ def test_bad_certificate_or_key_refuses_to_start(catalog, certs):
     for settings, message in cases:
         with pytest.raises(RuntimeError, match=message):
             Daemon(catalog["uri"], workdir, settings)
+
+
+# ---- connections h2o could no longer hear: reset TLS connections, a stop with every state open ----
+
+def tls_connect(port, certs, alpn):
+    ctx = client_context(certs, False)
+    ctx.set_alpn_protocols([alpn])
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="127.0.0.1")
+    assert s.selected_alpn_protocol() == alpn
+    return s
+
+
+def tls_h2_connect(port, certs):
+    """TLS with ALPN h2, the preface sent and the server's SETTINGS read: h2o's HTTP/2
+    connection is up and reading."""
+    s = tls_connect(port, certs, "h2")
+    s.sendall(PREFACE + frame(SETTINGS, 0, 0))
+    assert any(f[0] == SETTINGS for f in read_frames(s, lambda kind, *_: kind == SETTINGS, timeout=5))
+    return s
+
+
+def tls_handshaken(port, certs, alpn):
+    """TLS with ALPN, nothing sent after the handshake; returns once the server finished it
+    (its session tickets, sent then, were read)."""
+    s = tls_connect(port, certs, alpn)
+    s.settimeout(0.3)
+    try:
+        s.recv(1)
+    except (socket.timeout, ssl.SSLWantReadError):
+        pass
+    s.settimeout(10)
+    return s
+
+
+def reset(s):
+    """Closes with a RST (SO_LINGER 0), as a killed client or one with unread input does."""
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+
+
+def half_client_hello():
+    """The first half of a real TLS ClientHello: a handshake that stops in the middle."""
+    ctx = ssl.create_default_context()
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(incoming, outgoing, server_hostname="127.0.0.1")
+    with pytest.raises(ssl.SSLWantReadError):
+        obj.do_handshake()
+    hello = outgoing.read()
+    assert len(hello) > 100
+    return hello[:len(hello) // 2]
+
+
+def stop_within(d, seconds):
+    """SIGTERM; the daemon must exit 0 within `seconds` (it is killed otherwise)."""
+    start = time.time()
+    d.proc.send_signal(signal.SIGTERM)
+    try:
+        code = d.proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        d.proc.kill()
+        d.proc.wait()
+        raise AssertionError("icecommitd still running %s s after SIGTERM: %s"
+                             % (seconds, open(d.log).read()[-4000:]))
+    assert code == 0, "icecommitd exit status %d: %s" % (code, open(d.log).read()[-4000:])
+    return time.time() - start
+
+
+def test_reset_tls_connections_give_back_their_slots(catalog, certs):
+    # h2o 2.2.5 ignored libuv refusing the close_notify write of a reset TLS connection: the
+    # socket stayed open for good, holding its slot, and kept the daemon from stopping.
+    d = Daemon(catalog["uri"], catalog["dir"], {"http.tls-certificate-file": certs["cert"],
+                                                 "http.tls-key-file": certs["key"],
+                                                 "http.max-connections-per-address": "3",
+                                                 "http.header-timeout-ms": "1000"},
+               ssl_context=client_context(certs, False))
+    try:
+        for _ in range(4):
+            reset(tls_h2_connect(d.port, certs))           # HTTP/2, idle
+            reset(tls_handshaken(d.port, certs, "h2"))     # HTTP/2, no preface yet
+            reset(tls_handshaken(d.port, certs, "http/1.1"))
+            s = tls_h2_connect(d.port, certs)                # HTTP/2, a body on its way
+            s.sendall(frame(HEADERS, END_HEADERS, 1, request_headers("/healthz")) + frame(DATA, 0, 1, b"{"))
+            reset(s)
+        # 16 reset connections against 3 slots: each gave its slot back.
+        deadline = time.time() + 5
+        while not healthy(d):
+            assert time.time() < deadline, "slots not given back"
+            time.sleep(0.1)
+
+        # An HTTP/2 connection that opens no stream is cut by the header timeout, like an
+        # HTTP/1.1 one without a request (h2o's own idle timer alone would keep it 60 s).
+        for s in (tls_handshaken(d.port, certs, "h2"), tls_h2_connect(d.port, certs)):
+            with s:
+                elapsed, _ = connection_closed_within(s, 5)
+                assert elapsed is not None, "idle HTTP/2 connection still open"
+        assert healthy(d)
+        stop_within(d, 5)
+    finally:
+        if d.proc.poll() is None:  # failed before stop_within(): never leave it running
+            d.proc.kill()
+            d.proc.wait()
+
+
+def test_stop_with_connections_in_every_state(catalog, certs):
+    d = Daemon(catalog["uri"], catalog["dir"], {"http.tls-certificate-file": certs["cert"],
+                                                 "http.tls-key-file": certs["key"]},
+               ssl_context=client_context(certs, False))
+    held = []
+    try:
+        assert healthy(d)
+        hello = half_client_hello()
+        for _ in range(3):
+            held.append(tls_handshaken(d.port, certs, "h2"))        # h2, no preface
+            held.append(tls_h2_connect(d.port, certs))              # h2, idle
+            s = tls_h2_connect(d.port, certs)                       # h2, mid-request
+            s.sendall(frame(HEADERS, END_HEADERS, 1, request_headers("/healthz")) + frame(DATA, 0, 1, b"{"))
+            held.append(s)
+            held.append(tls_handshaken(d.port, certs, "http/1.1"))  # HTTP/1.1, idle
+            s = tls_handshaken(d.port, certs, "http/1.1")           # HTTP/1.1, mid-request
+            s.sendall(b"POST /v1/namespaces/ns/tables/t/commits HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
+            held.append(s)
+            s = socket.create_connection(("127.0.0.1", d.port))    # mid-handshake
+            s.sendall(hello)
+            held.append(s)
+            s = socket.create_connection(("127.0.0.1", d.port))    # plaintext to the TLS port
+            s.sendall(b"GET /healthz HTTP/1.1\r\n")
+            held.append(s)
+            held.append(socket.create_connection(("127.0.0.1", d.port)))  # nothing sent
+            reset(tls_h2_connect(d.port, certs))                    # reset, h2
+            reset(tls_handshaken(d.port, certs, "h2"))              # reset, h2 without preface
+            reset(tls_handshaken(d.port, certs, "http/1.1"))        # reset, HTTP/1.1
+        time.sleep(0.3)
+        elapsed = stop_within(d, 10)
+        assert elapsed < 5, "stop took %.1f s" % elapsed
+    finally:
+        for s in held:
+            s.close()
+        if d.proc.poll() is None:  # failed before stop_within(): never leave it running
+            d.proc.kill()
+            d.proc.wait()
