@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The lineage audit's model and checks (table.h). Row-id ranges are half-open [first, end)
  * internally and reported as first-row-id/last-row-id (inclusive), as in commit receipts. The
- * rules checked are those of iceberg-commit-rules.md sections 1.3-1.11 (spec "Row Lineage"). */
+ * rules checked are those of docs/design.md section 4 (spec "Row Lineage"). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>

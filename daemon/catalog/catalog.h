@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The catalog as the commit engine sees it: load a table, commit to it, create namespaces and
- * tables, each answered once with an outcome the commit loop can act on (STYLE §3). Three
- * backends sit behind this small interface: an Iceberg REST catalog (rest_client.c), the
- * embedded filesystem catalog on local disks (filesystem.c) and the same on a bucket
- * (bucket.c). The commit path above is one and the same for
- * both: a filesystem commit that loses the no-replace rename is a CONFLICT exactly like a REST
- * 409. Backends never retry a commit themselves and log no failure above debug. */
+ * tables, each answered once with an outcome the commit loop can act on (docs/design.md
+ * sections 6 and 11). Three backends sit behind this small interface: an Iceberg REST catalog
+ * (rest_client.c), the embedded filesystem catalog on local disks (filesystem.c) and the same on
+ * a bucket (bucket.c). The commit path above is one and the same for all: a filesystem commit
+ * that loses the no-replace rename is a CONFLICT exactly like a REST 409. Backends never retry
+ * a commit themselves and log no failure above debug. */
 #pragma once
 
 #include <jansson.h>

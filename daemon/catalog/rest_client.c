@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The REST catalog client (see client.h): turns each operation into one HTTP request, holds it
+/* The REST catalog client (see rest_client.h): turns each operation into one HTTP request, holds it
  * back until a token (catalog/auth.c) and /v1/config are there, and maps the answer to an
  * outcome. Owns the calls, the token's state and the transport. Never resends a mutation except
  * after a 401/419 (the server did not act on it); logs at debug, and once at info when a

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The Iceberg REST catalog client: /v1/config, OAuth2 client credentials or a static token,
  * load, commit and create calls, each answered once with an outcome the commit loop can act on
- * (STYLE §3). Owns its HTTP transport (net/curl_uv.c) on the daemon's loop. Never retries
- * a commit itself and logs no failure above debug: the caller decides and logs once. */
+ * (docs/design.md sections 6.1 and 11). Owns its HTTP transport (net/curl_uv.c) on the daemon's
+ * loop. Never retries a commit itself and logs no failure above debug: the caller decides and
+ * logs once. */
 #pragma once
 
 #include <jansson.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The commit engine (DESIGN section 1): intake of writer requests on the thread pool, one queue
- * per table and branch, the idempotency-key registry, and shutdown. The attempts of a batch
+/* The commit engine (docs/design.md section 2): intake of writer requests on the thread pool, one
+ * queue per table and branch, the idempotency-key registry, and shutdown. The attempts of a batch
  * (load, rebuild the manifest list, commit, retry) are in batch.c. */
 #define LOG_MODULE "commit"
 #include <errno.h>

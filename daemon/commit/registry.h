@@ -2,7 +2,7 @@
 /* Idempotency-key registry: what icecommitd knows about each key it has seen (pending, committed
  * with its receipt, failed with its error, or unknown), bounded by receipt-cache-size. Keys are
  * scoped by table: one key used on two tables is two requests. Memory only: the table's
- * snapshot summaries are the durable record (DESIGN section 3). */
+ * snapshot summaries are the durable record (docs/design.md sections 3.2, 3.3). */
 #pragma once
 
 #include <jansson.h>

@@ -84,7 +84,7 @@ HttpRequest *http_request_new(HttpServer *s, h2o_req_t *req) {
         size_t path_len;
 
         /* A shared allocation linked to the pool: its dispose callback is how h2o tells us the
-         * request is over (DESIGN.md section 9). h2o aborts on allocation failure. */
+         * request is over (docs/design.md section 10). h2o aborts on allocation failure. */
         r = h2o_mem_alloc_shared(&req->pool, sizeof(*r), request_on_dispose);
         *r = (HttpRequest){
                 .server = s,

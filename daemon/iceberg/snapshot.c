@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Snapshot summary and commit request JSON (iceberg-commit-rules.md sections 3.6, 5.3, 8). */
+/* Snapshot summary and commit request JSON (docs/design.md sections 2.6 and 3.3). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

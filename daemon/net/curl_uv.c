@@ -500,7 +500,8 @@ static int curl_uv_transfer_setup(CurlUvTransfer *t, const CurlUvRequest *req, C
         case CURL_UV_POST:
         case CURL_UV_PUT:
                 /* A PUT sent as a POST with its method renamed: the body is in memory, and
-                 * libcurl's SigV4 hashes POSTFIELDS, never a streamed upload (real-peers §5). */
+                 * libcurl's SigV4 hashes POSTFIELDS, never a streamed upload (docs/design.md
+                 * section 7.2). */
                 EASY_SETOPT(easy, CURLOPT_POST, 1L);
                 EASY_SETOPT(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body.len);
                 EASY_SETOPT(easy, CURLOPT_COPYPOSTFIELDS,

@@ -26,7 +26,8 @@ typedef struct CurlUvOptions {
         const char *user_agent;
 } CurlUvOptions;
 
-/* Transport outcomes of a transfer (CurlUvResponse.status), as STYLE §3 outcome codes. */
+/* Transport outcomes of a transfer (CurlUvResponse.status), as outcome codes (docs/design.md
+ * section 11). */
 enum {
         _CURL_UV_E_SUCCESS,
         CURL_UV_E_NOT_SENT,     /* failed before the request could leave: DNS, connect, TLS */

@@ -2,8 +2,8 @@
 /* S3 operations (see s3.h). Each operation owns its copies of the settings and its retry timer;
  * every HTTP round trip is one curl_uv transfer. What a store answers becomes one storage status
  * with the bucket, the key and the store's own code and message; no secret ever reaches a
- * message. libcurl 7.88's SigV4 needs help (real-peers.md §5): we send x-amz-content-sha256
- * ourselves and build canonical, sorted queries. */
+ * message. libcurl 7.88's SigV4 needs help (docs/design.md section 7.2): we send
+ * x-amz-content-sha256 ourselves and build canonical, sorted queries. */
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The few S3 XML answers icecommitd reads: an error document and a ListObjectsV2 page. Pure,
- * bounded, and fed untrusted bytes (tests/fuzz/fuzz-s3-xml.c): a flat tag scanner, no DTDs,
+ * bounded, and fed untrusted bytes (tests/fuzz/fuzz-s3-response.c): a flat tag scanner, no DTDs,
  * no entities beyond XML's five and numeric references (SeaweedFS writes &#34; in ETags). */
 #pragma once
 

@@ -231,8 +231,8 @@ def _s3_rest_catalog(request, s3_server, vend):
 
 @pytest.fixture(scope="session")
 def s3_rest_catalog(request, _s3_server):
-    """Apache Iceberg's REST catalog whose s3:// tables live in SeaweedFS (real-peers 5b.3
-    variant B): ResolvingFileIO, so tables created without a location stay in the local
+    """Apache Iceberg's REST catalog whose s3:// tables live in SeaweedFS:
+    ResolvingFileIO, so tables created without a location stay in the local
     warehouse and tables created with --location s3://... go to S3; include-credentials=true
     vends the S3 keys in every LoadTableResponse config. Same dict as `rest_catalog`, plus "s3",
     "vends" and "location_prefix" (s3://icecommit/<unique>, a prefix for this session's tables)."""

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Client for the fault-injection control endpoint of the test REST catalog
-(tests/peers/java/.../FaultInjector.java, mounted by LoopbackCatalogServer at /__faults).
+(tests/peers/java/src/main/java/org/apache/iceberg/rest/FaultInjector.java, mounted by
+LoopbackCatalogServer at /__faults).
 
     from faults import set_faults, get_faults, clear_faults
     set_faults(catalog["uri"], commit=["conflict"] * 3)        # next 3 commits get 409, then pass

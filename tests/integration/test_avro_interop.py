@@ -39,7 +39,7 @@ def hexs(b):
     return None if b is None else b.hex()
 
 
-# ---- what Java writes: the v3 manifest_file schema (iceberg-commit-rules.md section 2.1) -------
+# ---- what Java writes: the v3 manifest_file schema (docs/design.md section 4.1) ---------------
 
 V3_LIST_FIELDS = [  # (name, field id, Avro type as Java writes it)
     ("manifest_path", 500, "string"),

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Every rejection of DESIGN section 4 returns its status and a message naming the problem, and
-the table's metadata is unchanged afterwards."""
+"""Every rejection of docs/design.md sections 2.1 and 5.1 returns its status and a message naming
+the problem, and the table's metadata is unchanged afterwards."""
 import json
 import os
 import shutil

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Exactly-once under failure (DESIGN.md sections 1 step 5, 3 and 6; issue 3).
+"""Exactly-once under failure (docs/design.md sections 2.7, 2.8, 3 and 8; issue 3).
 
 Writers that insist (writers.py: POST, and on 503/504/connection errors send the same key again
 until a verdict) drive icecommitd through the real Apache Iceberg REST catalog while things go

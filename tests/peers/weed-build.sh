@@ -10,7 +10,8 @@
 # verify SigV4 strictly (signature and x-amz-content-sha256 payload hash) *and* to make
 # conditional creates (If-None-Match: *) atomic under concurrent writers, which the daemon's
 # commit protocol relies on (s3s-fs lets several racing creators win; moto and s3rver accept bad
-# signatures by default); measured in real-peers §5 and §5b.
+# signatures by default); measured when the test rig was chosen (docs/design.md section 6.3 says
+# why the bucket catalog needs atomic conditional creates).
 # `go install ...@version` does not work (its go.mod has a replace directive), so the module is
 # downloaded and built inside the read-only module-cache copy with -o.
 # The build writes to a .tmp file and renames it, so a killed build never leaves a half binary.

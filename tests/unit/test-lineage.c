@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* iceberg/lineage.c with the exact numbers of the spec and of Java's tests
- * (iceberg-commit-rules.md sections 1.4, 6.1, 6.4). */
+ * (docs/design.md sections 4.2, 4.3). */
 #include <errno.h>
 
 #include "iceberg/lineage.h"

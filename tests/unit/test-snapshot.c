@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* iceberg/table.c and iceberg/snapshot.c: metadata reading, summary rules (Java SnapshotSummary)
- * and the CommitTableRequest shape (iceberg-commit-rules.md sections 3.6, 5.3). */
+ * and the CommitTableRequest shape (docs/design.md section 2.6). */
 #include <errno.h>
 
 #include "iceberg/snapshot.h"
