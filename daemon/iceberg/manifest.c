@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iceberg/fields.h"
-#include "iceberg/manifest_fields.h"
+#include "avro/fields.h"
+#include "avro/ocf.h"
 #include "iceberg/manifest.h"
-#include "iceberg/ocf.h"
-#include "util/utf8.h"
+#include "iceberg/manifest_fields.h"
 #include "util/checked.h"
+#include "util/utf8.h"
 
 /* How a partition field's values compare and serialize (spec Appendix D, single-value
  * binary serialization). Types we do not summarize turn summaries off for the manifest. */

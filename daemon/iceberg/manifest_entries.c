@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iceberg/fields.h"
-#include "iceberg/manifest_fields.h"
+#include "avro/fields.h"
+#include "avro/ocf.h"
 #include "iceberg/manifest_entries.h"
-#include "iceberg/ocf.h"
+#include "iceberg/manifest_fields.h"
 #include "util/checked.h"
 
 typedef struct EntryIndexes {

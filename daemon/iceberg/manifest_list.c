@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iceberg/fields.h"
+#include "avro/fields.h"
+#include "avro/ocf.h"
 #include "iceberg/manifest_list.h"
-#include "iceberg/ocf.h"
+#include "iceberg/schema_json.h"
 #include "proto_schemas.h"
 #include "util/checked.h"
 
@@ -523,7 +524,7 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
                 r = manifest_list_set_meta_i64(w, "format-version", h->format_version);
         /* Avro.java writes the Iceberg schema of every Avro file it produces. */
         if (r >= 0)
-                r = fields_iceberg_schema_json(ocf_writer_schema_json(w), &iceberg_schema);
+                r = schema_json_from_avro(ocf_writer_schema_json(w), &iceberg_schema);
         if (r >= 0)
                 r = ocf_writer_set_meta(w, "iceberg.schema", slice_from_str(iceberg_schema));
         if (r < 0)
