@@ -10,6 +10,7 @@
 
 #include "avro/fields.h"
 #include "avro/ocf.h"
+#include "avro/records.h"
 #include "iceberg/manifest_list.h"
 #include "iceberg/schema_json.h"
 #include "proto_schemas.h"
@@ -275,10 +276,27 @@ ManifestFile *manifest_list_files_free(ManifestFile *files, size_t n) {
         return NULL;
 }
 
+static int manifest_list_read_record(avro_value_t *record, uint64_t index, void *item,
+                                     void *userdata, Error *e) {
+        const ListFields *lf = userdata;
+        int r;
+
+        r = manifest_list_read_entry(lf, record, item, e);
+        if (r < 0)
+                return error_prefix(e, r, "manifest list entry %" PRIu64, index);
+        return 0;
+}
+
 int manifest_list_read(Slice bytes, ManifestFile **ret_files, size_t *ret_n, Error *e) {
         _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
-        ManifestFile *files = NULL;
-        size_t n = 0, cap = 0;
+        /* A list has one entry per manifest of a snapshot; its size bounds their number. */
+        static const RecordsOptions options = {
+                .max_records = UINT64_MAX,
+                .name = "manifest list",
+                .prefix = "manifest list",
+                .item_size = sizeof(ManifestFile),
+        };
+        RecordsArray array = {};
         FieldsRecord rec;
         ListFields lf;
         int r;
@@ -286,47 +304,20 @@ int manifest_list_read(Slice bytes, ManifestFile **ret_files, size_t *ret_n, Err
         r = ocf_reader_open(bytes, &reader, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest list");
-        r = fields_record_init(ocf_reader_schema_json(reader), ocf_reader_schema(reader), &rec, e);
+        r = records_schema(reader, &rec, e);
         if (r >= 0)
                 r = manifest_list_resolve(&rec, &lf, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest list");
 
-        for (;;) {
-                avro_value_t *v;
-
-                r = ocf_reader_read(reader, &v, e);
-                if (r < 0) {
-                        error_prefix(e, r, "manifest list");
-                        break;
-                }
-                if (r == 0)
-                        break;
-                if (n == cap) {
-                        size_t new_cap = cap ? cap * 2 : 16;
-                        ManifestFile *p = reallocarray(files, new_cap, sizeof(*files));
-
-                        if (!p) {
-                                r = error_set(e, -ENOMEM, "out of memory");
-                                break;
-                        }
-                        files = p;
-                        cap = new_cap;
-                }
-                r = manifest_list_read_entry(&lf, v, &files[n], e);
-                n++; /* the entry is freed with the others on failure */
-                if (r < 0) {
-                        error_prefix(e, r, "manifest list entry %zu", n - 1);
-                        break;
-                }
-        }
+        r = records_read(reader, &options, manifest_list_read_record, &lf, &array, e);
         if (r < 0) {
-                manifest_list_files_free(files, n);
+                manifest_list_files_free(array.items, array.n_items);
                 return r;
         }
 
-        *ret_files = files;
-        *ret_n = n;
+        *ret_files = array.items;
+        *ret_n = array.n_items;
         return 0;
 }
 
