@@ -8,12 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iceberg/fields.h"
-#include "iceberg/manifest_fields.h"
+#include "avro/fields.h"
+#include "avro/ocf.h"
+#include "avro/records.h"
 #include "iceberg/manifest.h"
-#include "iceberg/ocf.h"
-#include "util/utf8.h"
+#include "iceberg/manifest_fields.h"
 #include "util/checked.h"
+#include "util/utf8.h"
 
 /* How a partition field's values compare and serialize (spec Appendix D, single-value
  * binary serialization). Types we do not summarize turn summaries off for the manifest. */
@@ -330,10 +331,9 @@ static const char *entry_status_name(int32_t status) {
         error_set(e, (code), "entry %" PRIu64 " (%s): " fmt, idx, info->path, ##__VA_ARGS__)
 #define ENTRY_PREFIX(code) error_prefix(e, (code), "entry %" PRIu64 " (%s)", idx, info->path)
 
-/* Validates one entry against the staging rules and records its data file. */
+/* Validates one entry against the staging rules and records its data file in `info`. */
 static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_value_t *entry,
-                                      uint64_t idx, Error *e) {
-        DataFileInfo *info = &m->files[m->n_files];
+                                      uint64_t idx, DataFileInfo *info, Error *e) {
         const char *path = NULL, *format = NULL, *status_name;
         size_t path_len = 0, format_len = 0;
         int32_t status, content = 0;
@@ -350,11 +350,9 @@ static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_v
                 return error_prefix(e, r, "entry %" PRIu64, idx);
         if (r == 0 || path_len == 0)
                 return error_set(e, -EINVAL, "entry %" PRIu64 ": file_path is empty", idx);
-        *info = (DataFileInfo){};
         info->path = strndup(path, path_len);
         if (!info->path)
                 return error_set(e, -ENOMEM, "out of memory");
-        m->n_files++; /* owned by m from here on */
 
         r = fields_get_int(entry, ef->status, &status, e);
         if (r < 0)
@@ -546,37 +544,37 @@ static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error
         return 0;
 }
 
+/* What staged_manifest_read_record() reads entries into. */
+typedef struct StagedManifestRead {
+        StagedManifest *m;
+        EntryFields *ef;
+} StagedManifestRead;
+
+static int staged_manifest_read_record(avro_value_t *record, uint64_t index, void *item,
+                                       void *userdata, Error *e) {
+        StagedManifestRead *read = userdata;
+
+        return staged_manifest_read_entry(read->m, read->ef, record, index, item, e);
+}
+
 static int staged_manifest_parse_entries(OcfReader *reader, StagedManifest *m, EntryFields *ef,
                                          uint64_t max_entries, Error *e) {
-        size_t cap = 0;
+        /* added_files_count is an int32_t: never more entries than it counts, whatever the limit. */
+        const RecordsOptions options = {
+                .max_records = max_entries < INT32_MAX ? max_entries : INT32_MAX,
+                .name = "manifest",
+                .item_size = sizeof(DataFileInfo),
+        };
+        StagedManifestRead read = { .m = m, .ef = ef };
+        RecordsArray array = {};
         int r;
 
-        for (;;) {
-                avro_value_t *entry;
-
-                r = ocf_reader_read(reader, &entry, e);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        break;
-                if (m->n_files >= max_entries)
-                        return error_set(e, -E2BIG, "manifest has more than %" PRIu64 " entries",
-                                         max_entries);
-                if (m->n_files >= INT32_MAX)
-                        return error_set(e, -E2BIG, "manifest has more than %d entries", INT32_MAX);
-                if (m->n_files == cap) {
-                        size_t new_cap = cap ? cap * 2 : 16;
-                        DataFileInfo *p = reallocarray(m->files, new_cap, sizeof(*m->files));
-
-                        if (!p)
-                                return error_set(e, -ENOMEM, "out of memory");
-                        m->files = p;
-                        cap = new_cap;
-                }
-                r = staged_manifest_read_entry(m, ef, entry, ocf_reader_datum_index(reader), e);
-                if (r < 0)
-                        return r;
-        }
+        r = records_read(reader, &options, staged_manifest_read_record, &read, &array, e);
+        /* m owns every item, also those of a failed read. */
+        m->files = array.items;
+        m->n_files = array.n_items;
+        if (r < 0)
+                return r;
         if (m->n_files == 0)
                 return error_set(e, -EINVAL, "manifest has no entries");
         m->added_files_count = (int32_t)m->n_files;
@@ -600,8 +598,7 @@ int staged_manifest_parse(Slice bytes, const char *location, const ManifestLimit
         if (r >= 0)
                 r = staged_manifest_read_meta(reader, m, e);
         if (r >= 0)
-                r = fields_record_init(ocf_reader_schema_json(reader), ocf_reader_schema(reader),
-                                       &entry, e);
+                r = records_schema(reader, &entry, e);
         if (r >= 0)
                 r = entry_fields_resolve(&entry, &ef, e);
         if (r >= 0)
@@ -616,74 +613,83 @@ int staged_manifest_parse(Slice bytes, const char *location, const ManifestLimit
         return 0;
 }
 
+/* The counts of manifest_count_entries(), by status, and where it reads them. */
+typedef struct ManifestCount {
+        int status_index, data_file_index, record_count_index;
+        int64_t files[3], rows[3];
+} ManifestCount;
+
+static int manifest_count_record(avro_value_t *v, uint64_t index, void *item, void *userdata,
+                                 Error *e) {
+        ManifestCount *c = userdata;
+        avro_value_t df;
+        int32_t status;
+        int64_t count;
+        int r;
+
+        (void)item;
+        r = fields_get_int(v, c->status_index, &status, e);
+        if (r == 0 || (r > 0 && (status < MANIFEST_ENTRY_EXISTING || status > MANIFEST_ENTRY_DELETED)))
+                return error_set(e, -EBADMSG, "entry %" PRIu64 ": status is null or unknown",
+                                 index);
+        if (r > 0)
+                r = fields_get_value(v, c->data_file_index, &df, e);
+        if (r > 0)
+                r = fields_get_long(&df, c->record_count_index, &count, e);
+        if (r < 0)
+                return error_prefix(e, r, "entry %" PRIu64, index);
+        if (r == 0 || count < 0)
+                return error_set(e, -EBADMSG,
+                                 "entry %" PRIu64 ": record_count is null or negative", index);
+        if (checked_add_i64(&c->rows[status], c->rows[status], count) ||
+            c->files[status] >= INT32_MAX)
+                return error_set(e, -EBADMSG, "entry %" PRIu64 ": counts overflow", index);
+        c->files[status]++;
+        return 0;
+}
+
 /* Committed manifests of any format: only status and data_file.record_count matter here, so
  * nothing else is read (v1 data files, delete files and unknown columns all count alike). */
 int manifest_count_entries(Slice bytes, const ManifestLimits *limits, ManifestCounts *ret,
                            Error *e) {
         _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
-        uint64_t max_entries = limits ? limits->max_entries : MANIFEST_DEFAULT_MAX_ENTRIES;
-        int64_t files[3] = {}, rows[3] = {};
+        const RecordsOptions options = {
+                .max_records = limits ? limits->max_entries : MANIFEST_DEFAULT_MAX_ENTRIES,
+                .name = "manifest",
+                .prefix = "manifest",
+        };
+        ManifestCount count = {};
         FieldsRecord entry, data_file;
-        int status_index, data_file_index, record_count_index;
-        uint64_t n = 0;
         int r;
 
         r = ocf_reader_open(bytes, &reader, e);
         if (r >= 0)
-                r = fields_record_init(ocf_reader_schema_json(reader), ocf_reader_schema(reader),
-                                       &entry, e);
+                r = records_schema(reader, &entry, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest");
-        status_index = fields_index(&entry, MANIFEST_FIELD_STATUS);
-        data_file_index = fields_index(&entry, MANIFEST_FIELD_DATA_FILE);
-        if (status_index < 0 || data_file_index < 0)
+        count.status_index = fields_index(&entry, MANIFEST_FIELD_STATUS);
+        count.data_file_index = fields_index(&entry, MANIFEST_FIELD_DATA_FILE);
+        if (count.status_index < 0 || count.data_file_index < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks status (0) or data_file (2)");
-        r = fields_record_nested(&entry, data_file_index, &data_file, e);
+        r = fields_record_nested(&entry, count.data_file_index, &data_file, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest schema");
-        record_count_index = fields_index(&data_file, MANIFEST_FIELD_RECORD_COUNT);
-        if (record_count_index < 0)
+        count.record_count_index = fields_index(&data_file, MANIFEST_FIELD_RECORD_COUNT);
+        if (count.record_count_index < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks field %d (record_count)",
                                  MANIFEST_FIELD_RECORD_COUNT);
 
-        for (;;) {
-                avro_value_t *v, df;
-                int32_t status;
-                int64_t count;
-
-                r = ocf_reader_read(reader, &v, e);
-                if (r < 0)
-                        return error_prefix(e, r, "manifest");
-                if (r == 0)
-                        break;
-                if (++n > max_entries)
-                        return error_set(e, -E2BIG, "manifest has more than %" PRIu64 " entries",
-                                         max_entries);
-                r = fields_get_int(v, status_index, &status, e);
-                if (r == 0 || (r > 0 && (status < MANIFEST_ENTRY_EXISTING || status > MANIFEST_ENTRY_DELETED)))
-                        return error_set(e, -EBADMSG, "entry %" PRIu64 ": status is null or unknown",
-                                         n - 1);
-                if (r > 0)
-                        r = fields_get_value(v, data_file_index, &df, e);
-                if (r > 0)
-                        r = fields_get_long(&df, record_count_index, &count, e);
-                if (r < 0)
-                        return error_prefix(e, r, "entry %" PRIu64, n - 1);
-                if (r == 0 || count < 0)
-                        return error_set(e, -EBADMSG,
-                                         "entry %" PRIu64 ": record_count is null or negative", n - 1);
-                if (checked_add_i64(&rows[status], rows[status], count) || files[status] >= INT32_MAX)
-                        return error_set(e, -EBADMSG, "entry %" PRIu64 ": counts overflow", n - 1);
-                files[status]++;
-        }
+        r = records_read(reader, &options, manifest_count_record, &count, /* array= */ NULL, e);
+        if (r < 0)
+                return r;
 
         *ret = (ManifestCounts){
-                .added_files = (int32_t)files[MANIFEST_ENTRY_ADDED],
-                .existing_files = (int32_t)files[MANIFEST_ENTRY_EXISTING],
-                .deleted_files = (int32_t)files[MANIFEST_ENTRY_DELETED],
-                .added_rows = rows[MANIFEST_ENTRY_ADDED],
-                .existing_rows = rows[MANIFEST_ENTRY_EXISTING],
-                .deleted_rows = rows[MANIFEST_ENTRY_DELETED],
+                .added_files = (int32_t)count.files[MANIFEST_ENTRY_ADDED],
+                .existing_files = (int32_t)count.files[MANIFEST_ENTRY_EXISTING],
+                .deleted_files = (int32_t)count.files[MANIFEST_ENTRY_DELETED],
+                .added_rows = count.rows[MANIFEST_ENTRY_ADDED],
+                .existing_rows = count.rows[MANIFEST_ENTRY_EXISTING],
+                .deleted_rows = count.rows[MANIFEST_ENTRY_DELETED],
         };
         return 0;
 }

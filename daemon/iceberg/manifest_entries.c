@@ -7,10 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iceberg/fields.h"
-#include "iceberg/manifest_fields.h"
+#include "avro/fields.h"
+#include "avro/ocf.h"
+#include "avro/records.h"
 #include "iceberg/manifest_entries.h"
-#include "iceberg/ocf.h"
+#include "iceberg/manifest_fields.h"
 #include "util/checked.h"
 
 typedef struct EntryIndexes {
@@ -105,57 +106,43 @@ static int entry_read(const EntryIndexes *ix, avro_value_t *entry, ManifestEntry
         return 0;
 }
 
+static int entry_read_record(avro_value_t *record, uint64_t index, void *item, void *userdata,
+                             Error *e) {
+        const EntryIndexes *ix = userdata;
+        int r;
+
+        r = entry_read(ix, record, item, e);
+        if (r < 0)
+                return error_prefix(e, r, "entry %" PRIu64, index);
+        return 0;
+}
+
 int manifest_entries_read(Slice bytes, uint64_t max_entries, ManifestEntry **ret_entries,
                           size_t *ret_n, Error *e) {
         _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
-        ManifestEntry *entries = NULL;
-        size_t n = 0, cap = 0;
+        const RecordsOptions options = {
+                .max_records = max_entries,
+                .name = "manifest",
+                .item_size = sizeof(ManifestEntry),
+        };
+        RecordsArray array = {};
         FieldsRecord record;
         EntryIndexes ix;
         int r;
 
         r = ocf_reader_open(bytes, &reader, e);
         if (r >= 0)
-                r = fields_record_init(ocf_reader_schema_json(reader), ocf_reader_schema(reader),
-                                       &record, e);
+                r = records_schema(reader, &record, e);
         if (r >= 0)
                 r = entry_indexes_resolve(&record, &ix, e);
-        while (r >= 0) {
-                avro_value_t *value;
-
-                r = ocf_reader_read(reader, &value, e);
-                if (r <= 0)
-                        break;
-                if (n >= max_entries) {
-                        r = error_set(e, -E2BIG, "manifest has more than %" PRIu64 " entries",
-                                      max_entries);
-                        break;
-                }
-                if (n == cap) {
-                        size_t new_cap = cap ? cap * 2 : 16;
-                        ManifestEntry *p = reallocarray(entries, new_cap, sizeof(*entries));
-
-                        if (!p) {
-                                r = error_set(e, -ENOMEM, "out of memory");
-                                break;
-                        }
-                        entries = p;
-                        cap = new_cap;
-                }
-                r = entry_read(&ix, value, &entries[n], e);
-                if (r < 0) {
-                        free(entries[n].file_path);
-                        r = error_prefix(e, r, "entry %zu", n);
-                        break;
-                }
-                n++;
-        }
+        if (r >= 0)
+                r = records_read(reader, &options, entry_read_record, &ix, &array, e);
         if (r < 0) {
-                manifest_entries_free(entries, n);
+                manifest_entries_free(array.items, array.n_items);
                 return r;
         }
-        *ret_entries = entries;
-        *ret_n = n;
+        *ret_entries = array.items;
+        *ret_n = array.n_items;
         return 0;
 }
 

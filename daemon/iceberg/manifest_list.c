@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iceberg/fields.h"
+#include "avro/fields.h"
+#include "avro/ocf.h"
+#include "avro/records.h"
 #include "iceberg/manifest_list.h"
-#include "iceberg/ocf.h"
+#include "iceberg/schema_json.h"
 #include "proto_schemas.h"
 #include "util/checked.h"
 
@@ -274,10 +276,27 @@ ManifestFile *manifest_list_files_free(ManifestFile *files, size_t n) {
         return NULL;
 }
 
+static int manifest_list_read_record(avro_value_t *record, uint64_t index, void *item,
+                                     void *userdata, Error *e) {
+        const ListFields *lf = userdata;
+        int r;
+
+        r = manifest_list_read_entry(lf, record, item, e);
+        if (r < 0)
+                return error_prefix(e, r, "manifest list entry %" PRIu64, index);
+        return 0;
+}
+
 int manifest_list_read(Slice bytes, ManifestFile **ret_files, size_t *ret_n, Error *e) {
         _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
-        ManifestFile *files = NULL;
-        size_t n = 0, cap = 0;
+        /* A list has one entry per manifest of a snapshot; its size bounds their number. */
+        static const RecordsOptions options = {
+                .max_records = UINT64_MAX,
+                .name = "manifest list",
+                .prefix = "manifest list",
+                .item_size = sizeof(ManifestFile),
+        };
+        RecordsArray array = {};
         FieldsRecord rec;
         ListFields lf;
         int r;
@@ -285,47 +304,20 @@ int manifest_list_read(Slice bytes, ManifestFile **ret_files, size_t *ret_n, Err
         r = ocf_reader_open(bytes, &reader, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest list");
-        r = fields_record_init(ocf_reader_schema_json(reader), ocf_reader_schema(reader), &rec, e);
+        r = records_schema(reader, &rec, e);
         if (r >= 0)
                 r = manifest_list_resolve(&rec, &lf, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest list");
 
-        for (;;) {
-                avro_value_t *v;
-
-                r = ocf_reader_read(reader, &v, e);
-                if (r < 0) {
-                        error_prefix(e, r, "manifest list");
-                        break;
-                }
-                if (r == 0)
-                        break;
-                if (n == cap) {
-                        size_t new_cap = cap ? cap * 2 : 16;
-                        ManifestFile *p = reallocarray(files, new_cap, sizeof(*files));
-
-                        if (!p) {
-                                r = error_set(e, -ENOMEM, "out of memory");
-                                break;
-                        }
-                        files = p;
-                        cap = new_cap;
-                }
-                r = manifest_list_read_entry(&lf, v, &files[n], e);
-                n++; /* the entry is freed with the others on failure */
-                if (r < 0) {
-                        error_prefix(e, r, "manifest list entry %zu", n - 1);
-                        break;
-                }
-        }
+        r = records_read(reader, &options, manifest_list_read_record, &lf, &array, e);
         if (r < 0) {
-                manifest_list_files_free(files, n);
+                manifest_list_files_free(array.items, array.n_items);
                 return r;
         }
 
-        *ret_files = files;
-        *ret_n = n;
+        *ret_files = array.items;
+        *ret_n = array.n_items;
         return 0;
 }
 
@@ -523,7 +515,7 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
                 r = manifest_list_set_meta_i64(w, "format-version", h->format_version);
         /* Avro.java writes the Iceberg schema of every Avro file it produces. */
         if (r >= 0)
-                r = fields_iceberg_schema_json(ocf_writer_schema_json(w), &iceberg_schema);
+                r = schema_json_from_avro(ocf_writer_schema_json(w), &iceberg_schema);
         if (r >= 0)
                 r = ocf_writer_set_meta(w, "iceberg.schema", slice_from_str(iceberg_schema));
         if (r < 0)

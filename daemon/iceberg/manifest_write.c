@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iceberg/fields.h"
+#include "avro/fields.h"
+#include "avro/ocf.h"
 #include "iceberg/manifest_fields.h"
 #include "iceberg/manifest_write.h"
-#include "iceberg/ocf.h"
+#include "iceberg/schema_json.h"
 #include "proto_schemas.h"
 
 /* TypeUtil.decimalRequiredBytes: the fewest bytes whose two's complement holds 10^P - 1; the
@@ -415,7 +416,7 @@ static int write_meta(OcfWriter *w, const ManifestWriteSpec *spec) {
                 r = set_meta_i64(w, "format-version", spec->format_version);
         if (r >= 0)
                 r = ocf_writer_set_meta(w, "content", slice_from_str("data"));
-        if (r >= 0 && fields_iceberg_schema_json(ocf_writer_schema_json(w), &iceberg_schema) >= 0)
+        if (r >= 0 && schema_json_from_avro(ocf_writer_schema_json(w), &iceberg_schema) >= 0)
                 r = ocf_writer_set_meta(w, "iceberg.schema", slice_from_str(iceberg_schema));
         return r;
 }

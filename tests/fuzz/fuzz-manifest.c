@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: staged manifests (iceberg/manifest.c over iceberg/ocf_read.c and avro-c), the Avro
+/* Fuzz target: staged manifests (iceberg/manifest.c over avro/ocf_read.c and avro-c), the Avro
  * files writers hand us, and the same bytes as a committed manifest the lineage audit reads
  * (iceberg/manifest_entries.c, with the reader's inheritance). Any input must end in success or
  * an Error, never a crash, a leak or an over-read; an accepted manifest must satisfy the

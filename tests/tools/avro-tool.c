@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* icecommit-avro-tool: lets the interop tests (tests/integration/test_avro_interop.py) drive
- * iceberg/ocf, manifest_list and manifest from outside: writes a fixed v3 manifest list and
+ * avro/ocf, iceberg/manifest_list and manifest from outside: writes a fixed v3 manifest list and
  * prints, as JSON, what our readers return for any list or staged manifest. Test-only. */
 #include <errno.h>
 #include <inttypes.h>
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "avro/ocf.h"
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_list.h"
-#include "iceberg/ocf.h"
 #include "iceberg-fixture.h"
 #include "util/buf.h"
 

@@ -7,10 +7,10 @@
 #include <jansson.h>
 #include <zlib.h>
 
-#include "iceberg/fields.h"
+#include "avro/fields.h"
+#include "avro/ocf.h"
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_list.h"
-#include "iceberg/ocf.h"
 #include "iceberg-fixture.h"
 #include "test.h"
 #include "util/utf8.h"

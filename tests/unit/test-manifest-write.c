@@ -4,11 +4,11 @@
  * our own OCF reader and the staged-manifest parser, value by value; v2 and v3 layouts. */
 #include <errno.h>
 
+#include "avro/fields.h"
+#include "avro/ocf.h"
 #include "iceberg/data_file.h"
-#include "iceberg/fields.h"
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_write.h"
-#include "iceberg/ocf.h"
 #include "test.h"
 
 /* id long, name string, day date, price decimal(9, 2), n int, tags list<string>. */

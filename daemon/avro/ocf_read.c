@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "iceberg/ocf.h"
+#include "avro/ocf.h"
 #include "util/parse.h"
 
 #define OCF_MAX_SCHEMA_DEPTH 64u

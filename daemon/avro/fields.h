@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Iceberg fields over Avro: finds a record's fields by Iceberg field id in the writer schema
- * JSON (avro-c drops the "field-id" attribute), reads and sets avro-c generic values by field
- * position with unions resolved, and derives the Iceberg schema JSON Java stores in every
- * Avro file as "iceberg.schema". Pure. */
+/* Avro record fields by field id: finds a record's fields by their "field-id" attribute in the
+ * writer schema JSON (avro-c drops it), reads and sets avro-c generic values by field position
+ * with unions resolved. Knows no Iceberg field: the ids come from the caller
+ * (iceberg/manifest_fields.h, iceberg/manifest_list.c). Pure. */
 #pragma once
 
 #include <avro.h>
@@ -65,7 +65,5 @@ int fields_set_null(avro_value_t *rec, int index);
 /* The value to fill in place (record, array), non-null branch selected. */
 int fields_set_value(avro_value_t *rec, int index, avro_value_t *ret_child);
 
-/* Converts an Avro record schema carrying Iceberg ids (field-id, element-id) into the Iceberg
- * schema JSON that Java's SchemaParser writes ({"type":"struct","schema-id":0,"fields":[...]}).
- * Returns a malloc()ed string, -EINVAL for types it does not know, -ENOMEM. */
-int fields_iceberg_schema_json(const json_t *avro_record, char **ret_json);
+/* Whether a schema JSON type ("null" or {"type":"null"}) is Avro's null. */
+bool fields_json_is_null_type(const json_t *type);

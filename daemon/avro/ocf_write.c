@@ -9,7 +9,7 @@
 #include <sys/random.h>
 #include <zlib.h>
 
-#include "iceberg/ocf.h"
+#include "avro/ocf.h"
 
 /* A block is compressed in one call; zlib counts in uInt. */
 static_assert(OCF_MAX_BLOCK_BYTES <= UINT32_MAX && sizeof(uInt) >= 4, "blocks fit zlib's uInt");
