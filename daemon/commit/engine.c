@@ -581,6 +581,13 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         Job *j;
         int rr;
 
+        /* A refused request committed nothing: its answer is replayed for the same body only, and
+         * a corrected body under the key is a new request (else one bad request, or someone's
+         * stray key, would block the key until the entry ages out). */
+        if (entry && entry->state == KEY_FAILED && strcmp(entry->fingerprint, r->fingerprint) != 0) {
+                key_registry_remove(e->keys, entry);
+                entry = NULL;
+        }
         if (entry && strcmp(entry->fingerprint, r->fingerprint) != 0) {
                 writer_request_reply_error(w, 409, "idempotency-key-reused",
                                            "idempotency key '%s' was already used with a different request body",

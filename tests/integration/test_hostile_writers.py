@@ -182,6 +182,26 @@ def test_idempotency_keys_are_scoped_by_table(catalog, daemon):
         status, _, body = http("GET", f"{daemon.url}/v1/commits/shared-key?namespace=ns&table={name}")
         assert status == 200 and body["receipt"]["snapshot-id"] == receipt["snapshot-id"], body
 
+    # A refused request (4xx) is replayed for the same body only: the writer's corrected request
+    # under the same key is committed, not answered 409 idempotency-key-reused.
+    name = names[0]
+    staged = peer("stage", "--uri", catalog["uri"], "--table", f"ns.{name}", "--files", 1, "--rows", 2,
+                  "--start-id", 50)
+    bad = {"idempotency-key": "fixed-later", "staged-manifests": [staged["manifest"] + ".missing"]}
+    status, _, refused = daemon.commit("ns", name, bad)
+    assert status == 422 and refused["error"]["type"] == "invalid-manifest", refused
+    status, _, again = daemon.commit("ns", name, bad)
+    assert (status, again) == (422, refused)
+    status, _, receipt = daemon.commit("ns", name, {"idempotency-key": "fixed-later",
+                                                    "staged-manifests": [staged["manifest"]]})
+    assert status == 200 and receipt["snapshot-first-row-id"] == 1, receipt
+    status, _, again = daemon.commit("ns", name, {"idempotency-key": "fixed-later",
+                                                  "staged-manifests": [staged["manifest"]]})
+    assert status == 200 and again["snapshot-id"] == receipt["snapshot-id"], again
+    # A committed key stays bound to its body.
+    status, _, err = daemon.commit("ns", name, bad)
+    assert status == 409 and err["error"]["type"] == "idempotency-key-reused", err
+
 
 def test_staged_manifests_name_only_the_tables_own_files(catalog, daemon, table):
     """A staged manifest placed in table C's metadata directory but naming table A's data files
