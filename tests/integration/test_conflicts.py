@@ -94,8 +94,9 @@ def test_no_verdict_for_good_is_504_and_a_retry_resolves_it(catalog, table):
     uri = catalog["uri"]
     staged = stage(uri, ns, name)
     body = {"idempotency-key": "stays-unknown", "staged-manifests": [staged["manifest"]]}
-    # The first commit lands but its answer is lost; every later commit and reload fails.
-    set_faults(uri, commit=["lost-response"] + ["error-500"] * 10, load=["pass"] + ["error-503"] * 10,
+    # The first commit lands but its answer is lost; every later commit and reload fails (the
+    # first two loads pass: the request's intake, the first attempt).
+    set_faults(uri, commit=["lost-response"] + ["error-500"] * 10, load=["pass", "pass"] + ["error-503"] * 10,
                table=f"{ns}.{name}")
     d = Daemon(uri, catalog["dir"], {"commit.max-attempts": "3"})
     try:
@@ -141,9 +142,16 @@ def test_load_failures_are_retried(catalog, daemon, table):
     ns, name, _ = table
     uri = catalog["uri"]
     staged = stage(uri, ns, name)
-    set_faults(uri, load=["error-503", "reset-before", "error-500"], table=f"{ns}.{name}")
-    status, _, receipt = daemon.commit(ns, name, {"idempotency-key": "load-1",
-                                                  "staged-manifests": [staged["manifest"]]})
+    body = {"idempotency-key": "load-1", "staged-manifests": [staged["manifest"]]}
+    # The load at intake (for the table's location and storage settings, before anything is
+    # read) failing is a retryable answer, and the key stays free.
+    set_faults(uri, load=["error-503"], table=f"{ns}.{name}")
+    status, headers, answer = daemon.commit(ns, name, body)
+    assert status == 503 and answer["error"]["type"] == "catalog-unavailable", answer
+    assert int(headers["Retry-After"]) >= 1
+    # The attempts' loads are retried by icecommitd itself.
+    set_faults(uri, load=["pass", "error-503", "reset-before", "error-500"], table=f"{ns}.{name}", reset_counters=True)
+    status, _, receipt = daemon.commit(ns, name, body)
     assert status == 200, receipt
     injected = get_faults(uri)["injected"]
     assert injected.get("error-503") == 1 and injected.get("error-500") == 1 and injected.get("reset-before") == 1
