@@ -13,7 +13,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        static const char *const namespaces[] = { "a", "a\x1f" "b", "ab", "sales\x1fraw", "" };
+        static const char *const namespaces[] = { "a", ("a\x1f" "b"), "ab", "sales\x1fraw", "" };
         AuthTokens *t = NULL;
         Slice token;
         Error e = {};
