@@ -62,7 +62,7 @@ static void audit_job_free(AuditJob *j) {
         api->n_running--;
         if (j->http)            /* never left unanswered, whatever ended the job */
                 http_reply_error(j->http, 500, "internal", "the audit ended without an answer");
-        commit_target_deinit(&j->target);
+        request_target_deinit(&j->target);
         audit_table_free(j->table);
         storage_props_free(j->props);
         for (size_t i = 0; i < j->n_chunk; i++)
@@ -129,7 +129,7 @@ static int audit_take_list(AuditJob *j, size_t i, StorageReadItem *item) {
 }
 
 static json_t *audit_target_json(const AuditJob *j) {
-        return json_pack("{s:o, s:s}", "namespace", commit_target_namespace_json(&j->target), "table",
+        return json_pack("{s:o, s:s}", "namespace", request_target_namespace_json(&j->target), "table",
                          j->target.table);
 }
 
@@ -529,7 +529,7 @@ static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
         }
         j->api = api;
         j->is_lookup = is_lookup;
-        rr = commit_target_parse(http_request_param(r, 0), http_request_param(r, 1), &j->target, &error);
+        rr = request_target_parse(http_request_param(r, 0), http_request_param(r, 1), &j->target, &error);
         if (rr >= 0 && is_lookup) {
                 rr = parse_i64(http_request_param(r, 2), &j->row_id);
                 if (rr < 0 || j->row_id < 0)
@@ -537,7 +537,7 @@ static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
                                        http_request_param(r, 2));
         }
         if (rr < 0) {
-                commit_target_deinit(&j->target);
+                request_target_deinit(&j->target);
                 free(j);
                 if (rr == -ENOMEM)
                         http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");

@@ -193,7 +193,7 @@ fail:
 
 static json_t *batch_receipt(const Batch *b, const Job *j) {
         const CommitRequest *r = j->writer->request;
-        json_t *manifests = json_array(), *ns = commit_target_namespace_json(&r->target);
+        json_t *manifests = json_array(), *ns = request_target_namespace_json(&r->target);
 
         if (!manifests || !ns)
                 goto fail;

@@ -681,7 +681,7 @@ static json_t *engine_lookup(const char *key, const char *namespace_param, const
 
         if (namespace_param && table) {
                 /* The caller's right on this table was checked by the handler. */
-                _cleanup_(freep) char *scope = commit_key_scope(caller ? caller->principal : NULL, namespace_param,
+                _cleanup_(freep) char *scope = request_key_scope(caller ? caller->principal : NULL, namespace_param,
                                                                 table);
 
                 if (!scope)
@@ -764,7 +764,7 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
         Error error = {};
         int r;
 
-        r = commit_target_parse(namespace_param, table, &target, &error);
+        r = request_target_parse(namespace_param, table, &target, &error);
         if (r < 0) {
                 writer_request_reply_error(w, r == -ENOMEM ? 503 : 400, r == -ENOMEM ? "out-of-memory" : "bad-request",
                                            "%s", error.message);
@@ -772,14 +772,14 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
                 return;
         }
         l = calloc(1, sizeof(*l));
-        if (!l || !(l->key = strdup(key)) || !(l->recorded_key = commit_key_recorded(principal, key)) ||
+        if (!l || !(l->key = strdup(key)) || !(l->recorded_key = request_key_recorded(principal, key)) ||
             !(l->table = strdup(table))) {
                 if (l) {
                         free(l->key);
                         free(l->recorded_key);
                         free(l);
                 }
-                commit_target_deinit(&target);
+                request_target_deinit(&target);
                 writer_request_reply_error(w, 503, "out-of-memory", "out of memory");
                 writer_request_free(w);
                 return;
@@ -788,7 +788,7 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
         l->writer = w;
         r = catalog_load_table(e->catalog, (const char *const *)target.namespace, target.n_namespace, target.table,
                                engine_on_history_loaded, l);
-        commit_target_deinit(&target);
+        request_target_deinit(&target);
         if (r < 0) {
                 writer_request_reply_error(w, 503, "catalog-unavailable", "cannot load the table: %s", strerror(-r));
                 history_lookup_free(l);

@@ -23,7 +23,7 @@ typedef struct KeyEntry KeyEntry;
 typedef struct KeyRegistry KeyRegistry;
 
 struct KeyEntry {
-        char *scope;                    /* the table, and the principal when auth is on: commit_key_scope() */
+        char *scope;                    /* the table, and the principal when auth is on: request_key_scope() */
         char *key;
         char *fingerprint;
         KeyState state;

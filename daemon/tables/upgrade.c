@@ -43,7 +43,7 @@ typedef struct UpgradeCall {
 static UpgradeCall *upgrade_call_free(UpgradeCall *c) {
         if (!c)
                 return NULL;
-        commit_target_deinit(&c->target);
+        request_target_deinit(&c->target);
         c->branches = upgrade_branches_free(c->branches, c->n_branches);
         c->table = table_metadata_free(c->table);
         json_decref(c->report);
@@ -94,7 +94,7 @@ static void upgrade_reply_catalog_error(UpgradeCall *c, const CatalogResult *res
 
 /* A JSON answer with the table named, over `report` (stolen). */
 static void upgrade_reply(UpgradeCall *c, const char *status, json_t *report) {
-        json_t *ns = commit_target_namespace_json(&c->target);
+        json_t *ns = request_target_namespace_json(&c->target);
 
         if (!report || !ns || json_object_set_new(report, "namespace", ns) < 0 ||
             json_object_set_new(report, "table", json_string(c->target.table)) < 0 ||
@@ -339,7 +339,7 @@ void upgrade_handle(HttpRequest *r, void *userdata) {
         c->ctx = ctx;
         rr = upgrade_request_parse(http_request_body(r), &c->request, &error);
         if (rr >= 0)
-                rr = commit_target_parse(http_request_param(r, 0), http_request_param(r, 1), &c->target, &error);
+                rr = request_target_parse(http_request_param(r, 0), http_request_param(r, 1), &c->target, &error);
         if (rr == -ENOMEM) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 return;
