@@ -165,7 +165,7 @@ static void call_on_catalog(const CatalogResult *result, void *userdata) {
                         call_fail(c, result, "load the existing table");
                         return;
                 }
-                r = table_create_request_matches(c->request, json_object_get(result->body, "metadata"), &error);
+                r = create_table_request_matches(c->request, json_object_get(result->body, "metadata"), &error);
                 if (r < 0) {
                         http_reply_error(c->http, 409, "table-exists",
                                          "table '%s' exists and differs from the request: %s", c->target.table,
@@ -264,7 +264,7 @@ static void tables_handle_create_table(HttpRequest *r, void *userdata) {
 
         if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
                 return;
-        rr = table_create_request_parse(http_request_body(r), &c.request, &name, &error);
+        rr = create_table_request_parse(http_request_body(r), &c.request, &name, &error);
         if (rr >= 0)
                 rr = request_target_parse(http_request_param(r, 0), name, &c.target, &error);
         if (rr >= 0 && auth_check_target(r, caller, AUTH_RIGHT_CREATE, http_request_param(r, 0), c.target.table) < 0) {
@@ -284,7 +284,7 @@ static void tables_handle_create_namespace(HttpRequest *r, void *userdata) {
 
         if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
                 return;
-        rr = namespace_create_request_parse(http_request_body(r), &c.target.namespace, &c.target.n_namespace,
+        rr = create_namespace_request_parse(http_request_body(r), &c.target.namespace, &c.target.n_namespace,
                                             &c.request, &error);
         if (rr >= 0 && caller) {
                 namespace_param = tables_namespace_param(&c.target);

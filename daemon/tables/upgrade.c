@@ -44,7 +44,7 @@ static UpgradeCall *upgrade_call_free(UpgradeCall *c) {
         if (!c)
                 return NULL;
         request_target_deinit(&c->target);
-        c->branches = upgrade_branches_free(c->branches, c->n_branches);
+        c->branches = preflight_branches_free(c->branches, c->n_branches);
         c->table = table_metadata_free(c->table);
         json_decref(c->report);
         storage_props_free(c->props);
@@ -225,7 +225,7 @@ static void upgrade_read_lists_after(uv_work_t *w, int status) {
                 c->http = NULL;
                 return;
         }
-        c->report = upgrade_report_build(c->table, c->branches, c->n_branches, UPGRADE_TARGET_FORMAT_VERSION,
+        c->report = preflight_report_build(c->table, c->branches, c->n_branches, UPGRADE_TARGET_FORMAT_VERSION,
                                          c->ctx->config->upgrade_lookback);
         if (!c->report) {
                 http_reply_error(c->http, 503, "out-of-memory", "out of memory, retry later");
@@ -302,7 +302,7 @@ static void upgrade_on_loaded(const CatalogResult *result, void *userdata) {
                 return;
         }
 
-        r = upgrade_branches_collect(c->table, &c->branches, &c->n_branches, &c->error);
+        r = preflight_branches_collect(c->table, &c->branches, &c->n_branches, &c->error);
         if (r < 0) {
                 http_reply_error(c->http, r == -ENOMEM ? 503 : 502, r == -ENOMEM ? "out-of-memory" : "catalog-bad-metadata",
                                  "%s", r == -ENOMEM ? "out of memory, retry later" : c->error.message);
@@ -337,7 +337,7 @@ void upgrade_handle(HttpRequest *r, void *userdata) {
                 return;
         }
         c->ctx = ctx;
-        rr = upgrade_request_parse(http_request_body(r), &c->request, &error);
+        rr = preflight_request_parse(http_request_body(r), &c->request, &error);
         if (rr >= 0)
                 rr = request_target_parse(http_request_param(r, 0), http_request_param(r, 1), &c->target, &error);
         if (rr == -ENOMEM) {
