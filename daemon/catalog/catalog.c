@@ -41,8 +41,8 @@ int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, 
                 c->impl = bucket;
         } else if (strcmp(type, "filesystem") == 0) {
                 FsCatalog *fs = NULL;
-                r = fs_catalog_new(loop, config, &fs);
-                c->backend = &fs_catalog_backend;
+                r = filesystem_catalog_new(loop, config, &fs);
+                c->backend = &filesystem_catalog_backend;
                 c->impl = fs;
         } else {
                 log_error("catalog.type '%s' is not supported", type);

@@ -758,7 +758,9 @@ static void rest_client_on_timer_closed(uv_handle_t *handle) {
         rest_client_on_handle_closed(handle->data);
 }
 
-void rest_client_close(RestClient *c, void (*done)(void *userdata), void *userdata) {
+static void rest_client_close(void *impl, void (*done)(void *userdata), void *userdata) {
+        RestClient *c = impl;
+
         assert(c && !c->is_closing);
         c->is_closing = true;
         c->close_done = done;
@@ -769,7 +771,9 @@ void rest_client_close(RestClient *c, void (*done)(void *userdata), void *userda
         curl_uv_close(c->curl, rest_client_on_curl_closed, c);
 }
 
-int rest_client_start(RestClient *c, CatalogCallback cb, void *userdata) {
+static int rest_client_start(void *impl, CatalogCallback cb, void *userdata) {
+        RestClient *c = impl;
+
         assert(c && cb);
         if (c->is_closing)
                 return -ESHUTDOWN;
@@ -777,11 +781,15 @@ int rest_client_start(RestClient *c, CatalogCallback cb, void *userdata) {
         return config_call_start(c, cb, userdata);
 }
 
-bool rest_client_is_ready(const RestClient *c) {
+static bool rest_client_is_ready(const void *impl) {
+        const RestClient *c = impl;
+
         return c->is_ready;
 }
 
-bool rest_client_supports_idempotency(const RestClient *c) {
+static bool rest_client_supports_idempotency(const void *impl) {
+        const RestClient *c = impl;
+
         return c->send_idempotency_key || (c->is_ready && c->config.has_idempotency);
 }
 
@@ -867,8 +875,9 @@ static int call_start(CatalogCall **callp) {
         return 0;
 }
 
-int rest_client_load_table(RestClient *c, const char *const *namespace, size_t n_namespace,
-                       const char *table, CatalogCallback cb, void *userdata) {
+static int rest_client_load_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                  const char *table, CatalogCallback cb, void *userdata) {
+        RestClient *c = impl;
         _cleanup_(call_freep) CatalogCall *call = NULL;
         int r;
 
@@ -878,9 +887,10 @@ int rest_client_load_table(RestClient *c, const char *const *namespace, size_t n
         return call_start(&call);
 }
 
-int rest_client_commit_table(RestClient *c, const char *const *namespace, size_t n_namespace,
-                         const char *table, const json_t *request, const char *idempotency_key,
-                         CatalogCallback cb, void *userdata) {
+static int rest_client_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                    const char *table, const json_t *request, const char *idempotency_key,
+                                    CatalogCallback cb, void *userdata) {
+        RestClient *c = impl;
         _cleanup_(call_freep) CatalogCall *call = NULL;
         int r;
 
@@ -902,8 +912,9 @@ int rest_client_commit_table(RestClient *c, const char *const *namespace, size_t
         return call_start(&call);
 }
 
-int rest_client_create_namespace(RestClient *c, const char *const *namespace, size_t n_namespace,
-                             const json_t *properties, CatalogCallback cb, void *userdata) {
+static int rest_client_create_namespace(void *impl, const char *const *namespace, size_t n_namespace,
+                                        const json_t *properties, CatalogCallback cb, void *userdata) {
+        RestClient *c = impl;
         _cleanup_(call_freep) CatalogCall *call = NULL;
         _cleanup_(json_decrefp) json_t *body = NULL;
         json_t *levels;
@@ -931,9 +942,10 @@ int rest_client_create_namespace(RestClient *c, const char *const *namespace, si
         return call_start(&call);
 }
 
-int rest_client_create_table(RestClient *c, const char *const *namespace, size_t n_namespace,
-                         const char *name, const json_t *request, CatalogCallback cb,
-                         void *userdata) {
+static int rest_client_create_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                    const char *name, const json_t *request, CatalogCallback cb,
+                                    void *userdata) {
+        RestClient *c = impl;
         _cleanup_(call_freep) CatalogCall *call = NULL;
         _cleanup_(json_decrefp) json_t *body = NULL;
         int r;
@@ -955,59 +967,20 @@ int rest_client_create_table(RestClient *c, const char *const *namespace, size_t
         return call_start(&call);
 }
 
-/* The REST client as a catalog backend (catalog.h). */
-static int rest_backend_start(void *impl, CatalogCallback cb, void *userdata) {
-        return rest_client_start(impl, cb, userdata);
-}
-
-static bool rest_backend_is_ready(const void *impl) {
-        return rest_client_is_ready(impl);
-}
-
-static bool rest_backend_supports_idempotency(const void *impl) {
-        return rest_client_supports_idempotency(impl);
-}
-
-static int rest_backend_load_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                   const char *table, CatalogCallback cb, void *userdata) {
-        return rest_client_load_table(impl, namespace, n_namespace, table, cb, userdata);
-}
-
-static int rest_backend_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                     const char *table, const json_t *request,
-                                     const char *idempotency_key, CatalogCallback cb, void *userdata) {
-        return rest_client_commit_table(impl, namespace, n_namespace, table, request, idempotency_key,
-                                        cb, userdata);
-}
-
-static int rest_backend_create_namespace(void *impl, const char *const *namespace, size_t n_namespace,
-                                         const json_t *properties, CatalogCallback cb, void *userdata) {
-        return rest_client_create_namespace(impl, namespace, n_namespace, properties, cb, userdata);
-}
-
-static int rest_backend_create_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                     const char *name, const json_t *request, CatalogCallback cb,
-                                     void *userdata) {
-        return rest_client_create_table(impl, namespace, n_namespace, name, request, cb, userdata);
-}
-
-static void rest_backend_close(void *impl, void (*done)(void *userdata), void *userdata) {
-        rest_client_close(impl, done, userdata);
-}
-
-static void rest_backend_free(void *impl) {
+/* The interface's free returns nothing; rest_client_free() returns NULL. */
+static void rest_client_free_impl(void *impl) {
         rest_client_free(impl);
 }
 
 const CatalogBackend rest_catalog_backend = {
         .name = "rest",
-        .start = rest_backend_start,
-        .is_ready = rest_backend_is_ready,
-        .supports_idempotency = rest_backend_supports_idempotency,
-        .load_table = rest_backend_load_table,
-        .commit_table = rest_backend_commit_table,
-        .create_namespace = rest_backend_create_namespace,
-        .create_table = rest_backend_create_table,
-        .close = rest_backend_close,
-        .free = rest_backend_free,
+        .start = rest_client_start,
+        .is_ready = rest_client_is_ready,
+        .supports_idempotency = rest_client_supports_idempotency,
+        .load_table = rest_client_load_table,
+        .commit_table = rest_client_commit_table,
+        .create_namespace = rest_client_create_namespace,
+        .create_table = rest_client_create_table,
+        .close = rest_client_close,
+        .free = rest_client_free_impl,
 };
