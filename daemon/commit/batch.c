@@ -100,7 +100,7 @@ void batch_fail(Batch *b, KeyState state, int status, const char *type, const ch
         va_end(ap);
         log_warning("commit failed queue='%s' status=%d type=%s: %s", b->queue->name, status, type, message);
         for (size_t i = 0; i < b->n_jobs; i++)
-                engine_job_finish(b->jobs[i], state, status, engine_error_body(status, type, message));
+                engine_job_finish(b->jobs[i], state, status, http_error_body(status, type, message, strlen(message)));
         b->n_jobs = 0;
         batch_end(b);
 }

@@ -20,10 +20,6 @@
 #include "util/log.h"
 #include "util/time-util.h"
 
-json_t *engine_error_body(int status, const char *type, const char *message) {
-        return json_pack("{s:{s:i, s:s, s:s}}", "error", "code", status, "type", type, "message", message);
-}
-
 /* Retry-After on a 503, so that writers (and proxies) back off the configured time. */
 static void engine_add_retry_after(CommitEngine *e, WriterRequest *w) {
         char seconds[16];
@@ -92,7 +88,7 @@ void engine_job_fail(Job *j, int status, const char *type, const char *fmt, ...)
         va_start(ap, fmt);
         (void)vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
-        engine_job_finish(j, KEY_FAILED, status, engine_error_body(status, type, message));
+        engine_job_finish(j, KEY_FAILED, status, http_error_body(status, type, message, strlen(message)));
 }
 
 /* --- queues ------------------------------------------------------------------------------ */
@@ -691,15 +687,18 @@ static json_t *engine_lookup(const char *key, const char *namespace_param, const
                 entry = registry_find_any(e->keys, key, caller ? engine_entry_is_visible : NULL, (void *)caller,
                                               &n);
         if (n > 1) {
+                static const char ambiguous[] =
+                        "the key was used on several tables: add ?namespace=NS&table=T to say which";
+
                 *ret_status = 409;
-                return engine_error_body(409, "key-ambiguous",
-                                         "the key was used on several tables: add ?namespace=NS&table=T to say which");
+                return http_error_body(409, "key-ambiguous", ambiguous, sizeof(ambiguous) - 1);
         }
         if (!entry) {
+                static const char unknown[] = "this daemon has no record of the key (never seen, or evicted); add "
+                                              "?namespace=NS&table=T to search that table's history";
+
                 *ret_status = 404;
-                return engine_error_body(404, "unknown-key",
-                                         "this daemon has no record of the key (never seen, or evicted); add "
-                                         "?namespace=NS&table=T to search that table's history");
+                return http_error_body(404, "unknown-key", unknown, sizeof(unknown) - 1);
         }
         *ret_status = 200;
         return registry_entry_status_json(entry);

@@ -157,7 +157,6 @@ struct CommitEngine {
 };
 
 /* engine.c */
-json_t *engine_error_body(int status, const char *type, const char *message);
 void engine_job_free(Job *j);
 /* Answers the job's writer and every waiter on its key, records the outcome, frees the job. */
 void engine_job_finish(Job *j, KeyState state, int status, json_t *body);
