@@ -578,24 +578,20 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         int rr;
 
         if (entry && strcmp(entry->fingerprint, r->fingerprint) != 0) {
-                writer_request_reply_error(w, 409, "idempotency-key-reused",
-                                           "idempotency key '%s' was already used with a different request body",
-                                           r->idempotency_key);
-                writer_request_free(w);
+                writer_request_finish_error(w, 409, "idempotency-key-reused",
+                                            "idempotency key '%s' was already used with a different request body",
+                                            r->idempotency_key);
                 return;
         }
         if (entry && entry->state == KEY_PENDING) {
-                if (registry_wait(entry, w) < 0) {
-                        writer_request_reply_error(w, 503, "out-of-memory", "out of memory");
-                        writer_request_free(w);
-                }
+                if (registry_wait(entry, w) < 0)
+                        writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
                 return;
         }
         if (entry && (entry->state == KEY_COMMITTED || entry->state == KEY_FAILED)) {
                 /* A finished request is answered again, the same way (4xx failures only: a
                  * retryable failure was removed from the registry). */
-                writer_request_reply(w, entry->status, json_deep_copy(entry->body));
-                writer_request_free(w);
+                writer_request_finish(w, entry->status, json_deep_copy(entry->body));
                 return;
         }
         if (entry)      /* KEY_UNKNOWN: resolve by trying again; the history check finds a landed one */
@@ -603,17 +599,15 @@ static void engine_submit(WriterRequest *w, void *userdata) {
 
         if (e->is_stopping) {
                 engine_add_retry_after(e, w);
-                writer_request_reply_error(w, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
-                writer_request_free(w);
+                writer_request_finish_error(w, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
                 return;
         }
         if (e->n_queued >= e->config->max_queue_requests) {
                 engine_add_retry_after(e, w);
-                writer_request_reply_error(w, 503, "queue-full",
-                                           "%zu requests are waiting (commit.max-queue-requests); retry later",
-                                           e->n_queued);
                 metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, "queue-full", 1);
-                writer_request_free(w);
+                writer_request_finish_error(w, 503, "queue-full",
+                                            "%zu requests are waiting (commit.max-queue-requests); retry later",
+                                            e->n_queued);
                 return;
         }
 
@@ -630,8 +624,7 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                         free(j->manifest_lengths);
                 }
                 free(j);
-                writer_request_reply_error(w, 503, "out-of-memory", "out of memory");
-                writer_request_free(w);
+                writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
                 return;
         }
         j->engine = e;
@@ -765,9 +758,8 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
 
         r = request_target_parse(namespace_param, table, &target, &error);
         if (r < 0) {
-                writer_request_reply_error(w, r == -ENOMEM ? 503 : 400, r == -ENOMEM ? "out-of-memory" : "bad-request",
-                                           "%s", error.message);
-                writer_request_free(w);
+                writer_request_finish_error(w, r == -ENOMEM ? 503 : 400, r == -ENOMEM ? "out-of-memory" : "bad-request",
+                                            "%s", error.message);
                 return;
         }
         l = calloc(1, sizeof(*l));
@@ -779,8 +771,7 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
                         free(l);
                 }
                 request_target_deinit(&target);
-                writer_request_reply_error(w, 503, "out-of-memory", "out of memory");
-                writer_request_free(w);
+                writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
                 return;
         }
         l->engine = e;

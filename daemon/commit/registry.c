@@ -157,10 +157,8 @@ void registry_remove(KeyRegistry *r, KeyEntry *e) {
 }
 
 void registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, json_t *body) {
-        for (size_t i = 0; i < e->n_waiters; i++) {
-                writer_request_reply(e->waiters[i], status, json_deep_copy(body));
-                writer_request_free(e->waiters[i]);
-        }
+        for (size_t i = 0; i < e->n_waiters; i++)
+                writer_request_finish(e->waiters[i], status, json_deep_copy(body));
         free(e->waiters);
         e->waiters = NULL;
         e->n_waiters = 0;

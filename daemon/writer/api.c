@@ -216,17 +216,37 @@ void writer_request_reply(WriterRequest *w, int status, json_t *body) {
         w->http = NULL;
 }
 
-void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt, ...) {
+static void writer_request_vreply_error(WriterRequest *w, int status, const char *type, const char *fmt,
+                                        va_list ap) {
         char message[2048];
-        va_list ap;
 
         if (!w->http)
                 return;
-        va_start(ap, fmt);
         (void)vsnprintf(message, sizeof(message), fmt, ap);
-        va_end(ap);
         http_reply_error(w->http, status, type, "%s", message);
         w->http = NULL;
+}
+
+void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        writer_request_vreply_error(w, status, type, fmt, ap);
+        va_end(ap);
+}
+
+WriterRequest *writer_request_finish(WriterRequest *w, int status, json_t *body) {
+        writer_request_reply(w, status, body);
+        return writer_request_free(w);
+}
+
+WriterRequest *writer_request_finish_error(WriterRequest *w, int status, const char *type, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        writer_request_vreply_error(w, status, type, fmt, ap);
+        va_end(ap);
+        return writer_request_free(w);
 }
 
 void writer_request_add_header(WriterRequest *w, const char *name, const char *value) {
