@@ -425,14 +425,12 @@ static void audit_on_table_loaded(const CatalogResult *result, void *userdata) {
                 .max_findings = j->api->config->max_findings,
         };
         TableMetadata *metadata = NULL;
+        const char *type;
         int r;
 
-        if (result->status == CATALOG_E_NOT_FOUND) {
-                audit_job_fail(j, 404, "no-such-table", "%s", result->message);
-                goto done;
-        }
         if (result->status != 0) {
-                audit_job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s", result->message);
+                r = catalog_outcome_http_status(result->status, &type);
+                audit_job_fail(j, r, type, "%s%s", r == 404 ? "" : "cannot load the table: ", result->message);
                 goto done;
         }
         r = table_metadata_parse(result->body, &metadata, &j->error);

@@ -126,6 +126,25 @@ const char *catalog_outcome_to_string(int status) {
         }
 }
 
+int catalog_outcome_http_status(int status, const char **ret_type) {
+        static const struct {
+                int http_status;
+                const char *type;
+        } answers[] = {
+                [_CATALOG_E_SUCCESS] = { 200, "success" },
+                [CATALOG_E_CONFLICT] = { 409, "commit-conflict" },
+                [CATALOG_E_STATE_UNKNOWN] = { 504, "commit-state-unknown" },
+                [CATALOG_E_REJECTED] = { 502, "catalog-rejected" },
+                [CATALOG_E_NOT_FOUND] = { 404, "no-such-table" },
+                [CATALOG_E_UNAVAILABLE] = { 503, "catalog-unavailable" },
+        };
+
+        if (status < 0 || (size_t)status >= ELEMENTSOF(answers))
+                status = CATALOG_E_UNAVAILABLE;
+        *ret_type = answers[status].type;
+        return answers[status].http_status;
+}
+
 void catalog_result_set_message(CatalogResult *result, const char *fmt, ...) {
         char text[2 * sizeof(result->message)];
         va_list ap;

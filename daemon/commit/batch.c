@@ -362,19 +362,19 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 batch_retry_later(b, "unknown", 504, "commit-state-unknown", result->message);
                 return;
 
-        case CATALOG_E_NOT_FOUND:
-                metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "rejected", 1);
-                engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
-                batch_fail(b, KEY_FAILED, 404, "no-such-table", "%s", result->message);
-                return;
+        default: {      /* NOT_FOUND, REJECTED: known not committed, and trying again cannot help */
+                const char *type;
+                int status = catalog_outcome_http_status(result->status, &type);
 
-        default:
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "rejected", 1);
                 engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
-                batch_fail(b, KEY_FAILED, 502, "catalog-rejected",
-                           "the catalog refused the commit (HTTP %ld): %s", result->http_status,
-                           result->message);
+                if (status == 404)
+                        batch_fail(b, KEY_FAILED, status, type, "%s", result->message);
+                else
+                        batch_fail(b, KEY_FAILED, status, type, "the catalog refused the commit (HTTP %ld): %s",
+                                   result->http_status, result->message);
                 return;
+        }
         }
 }
 
@@ -1091,22 +1091,20 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
         Batch *b = userdata;
         CommitEngine *e = b->queue->engine;
         const CommitRequest *first = b->jobs[0]->writer->request;
+        const char *type;
         json_t *list;
         int r;
 
         e->n_in_flight--;
-        switch (result->status) {
-        case 0:
-                break;
-        case CATALOG_E_NOT_FOUND:
-                batch_fail(b, KEY_FAILED, 404, "no-such-table", "%s", result->message);
-                return;
-        case CATALOG_E_REJECTED:
-                batch_fail(b, KEY_FAILED, 502, "catalog-rejected", "loading the table failed (HTTP %ld): %s",
-                           result->http_status, result->message);
-                return;
-        default:
-                batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable", result->message);
+        if (result->status != 0) {
+                r = catalog_outcome_http_status(result->status, &type);
+                if (r == 503)
+                        batch_retry_later(b, "catalog-unavailable", r, type, result->message);
+                else if (r == 404)
+                        batch_fail(b, KEY_FAILED, r, type, "%s", result->message);
+                else
+                        batch_fail(b, KEY_FAILED, r, type, "loading the table failed (HTTP %ld): %s",
+                                   result->http_status, result->message);
                 return;
         }
 

@@ -552,15 +552,15 @@ static void job_intake_fetch(Job *j) {
 static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
         Job *j = userdata;
         CommitEngine *e = j->engine;
+        const char *type;
         int r;
 
         e->n_in_flight--;
-        if (result->status == CATALOG_E_NOT_FOUND)
-                engine_job_fail(j, 404, "no-such-table", "%s", result->message);
-        else if (result->status != 0)
-                engine_job_fail(j, 503, "catalog-unavailable", "cannot load the table to check the request: %s",
-                         result->message);
-        else if ((r = table_metadata_parse(result->body, &j->table, &j->error)) < 0 ||
+        if (result->status != 0) {
+                r = catalog_outcome_http_status(result->status, &type);
+                engine_job_fail(j, r, type, "%s%s", r == 404 ? "" : "cannot load the table to check the request: ",
+                                result->message);
+        } else if ((r = table_metadata_parse(result->body, &j->table, &j->error)) < 0 ||
                  (r = storage_props_new(result->properties, result->body, &j->props, &j->error)) < 0)
                 engine_job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s", j->error.message);
         else if (e->is_stopping)
@@ -722,12 +722,14 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
         json_t *s;
 
         e->n_in_flight--;
-        if (result->status == CATALOG_E_NOT_FOUND)
-                writer_request_reply_error(l->writer, 404, "no-such-table", "%s", result->message);
-        else if (result->status != 0)
-                writer_request_reply_error(l->writer, 503, "catalog-unavailable",
-                                           "cannot load the table to search its history: %s", result->message);
-        else if (table_metadata_parse(result->body, &t, &error) < 0)
+        if (result->status != 0) {
+                const char *type;
+                int status = catalog_outcome_http_status(result->status, &type);
+
+                writer_request_reply_error(l->writer, status, type, "%s%s",
+                                           status == 404 ? "" : "cannot load the table to search its history: ",
+                                           result->message);
+        } else if (table_metadata_parse(result->body, &t, &error) < 0)
                 writer_request_reply_error(l->writer, 502, "catalog-bad-metadata", "%s", error.message);
         else if ((s = snapshot_find_key(t->metadata, l->recorded_key, e->config->history_lookback))) {
                 int64_t id = 0, seq = 0;

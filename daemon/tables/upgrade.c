@@ -64,9 +64,12 @@ static void upgrade_on_gone(HttpRequest *r, void *userdata) {
 }
 
 static void upgrade_reply_catalog_error(UpgradeCall *c, const CatalogResult *result, const char *what) {
+        const char *type;
+        int status = catalog_outcome_http_status(result->status, &type);
+
         switch (result->status) {
         case CATALOG_E_NOT_FOUND:
-                http_reply_error(c->http, 404, "no-such-table", "%s: %s", what, result->message);
+                http_reply_error(c->http, status, type, "%s: %s", what, result->message);
                 break;
         case CATALOG_E_CONFLICT:
                 http_reply_error(c->http, 409, "table-changed",
@@ -74,18 +77,18 @@ static void upgrade_reply_catalog_error(UpgradeCall *c, const CatalogResult *res
                                  "upgraded, run the dry run again", what, result->message);
                 break;
         case CATALOG_E_REJECTED:
-                http_reply_error(c->http, 502, "catalog-rejected", "%s: the catalog refused it (HTTP %ld): %s",
+                http_reply_error(c->http, status, type, "%s: the catalog refused it (HTTP %ld): %s",
                                  what, result->http_status, result->message);
                 break;
         case CATALOG_E_STATE_UNKNOWN:
-                http_reply_error(c->http, 504, "upgrade-state-unknown",
+                http_reply_error(c->http, status, "upgrade-state-unknown",
                                  "%s: no verdict from the catalog (%s); the table may be upgraded: send the "
                                  "request again, an upgraded table answers \"already-upgraded\"",
                                  what, result->message);
                 break;
         default:
                 http_reply_add_header(c->http, "Retry-After", "1");
-                http_reply_error(c->http, 503, "catalog-unavailable", "%s: %s (%s); retry", what,
+                http_reply_error(c->http, status, type, "%s: %s (%s); retry", what,
                                  catalog_outcome_to_string(result->status), result->message);
                 break;
         }
