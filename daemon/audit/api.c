@@ -56,10 +56,10 @@ typedef struct AuditJob {
         uv_work_t work;
 } AuditJob;
 
-static void audit_job_free(AuditJob *j) {
-        AuditApi *api = j->api;
-
-        api->n_running--;
+static AuditJob *audit_job_free(AuditJob *j) {
+        if (!j)
+                return NULL;
+        j->api->n_running--;
         if (j->http)            /* never left unanswered, whatever ended the job */
                 http_reply_error(j->http, 500, "internal", "the audit ended without an answer");
         request_target_deinit(&j->target);
@@ -73,6 +73,7 @@ static void audit_job_free(AuditJob *j) {
         buf_deinit(&j->lookup_item.data);
         json_decref(j->answer);
         free(j);
+        return NULL;
 }
 
 static void audit_job_on_gone(HttpRequest *r, void *userdata) {

@@ -596,9 +596,9 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
         call_finish(call, &result);
 }
 
-static void rest_client_destroy(RestClient *c) {
+static RestClient *rest_client_destroy(RestClient *c) {
         if (!c)
-                return;
+                return NULL;
         catalog_auth_deinit(&c->auth);
         free(c->access_delegation_header);
         free(c->base_uri);
@@ -607,6 +607,7 @@ static void rest_client_destroy(RestClient *c) {
         json_decref(c->client_properties);
         rest_config_deinit(&c->config);
         free(c);
+        return NULL;
 }
 
 DEFINE_CLEANUP_FUNC(RestClient, rest_client_destroy);

@@ -64,7 +64,9 @@ static void batch_free_attempt(Batch *b) {
         live_index_attempt_deinit(&b->live);
 }
 
-static void batch_free(Batch *b) {
+static Batch *batch_free(Batch *b) {
+        if (!b)
+                return NULL;
         for (size_t i = 0; i < b->n_jobs; i++)
                 engine_job_free(b->jobs[i]);
         batch_free_attempt(b);
@@ -73,6 +75,7 @@ static void batch_free(Batch *b) {
         free(b->counted);
         free(b->jobs);
         free(b);
+        return NULL;
 }
 
 /* Ends the batch (every job answered) and lets the next one start. */

@@ -28,9 +28,9 @@ static void engine_add_retry_after(CommitEngine *e, WriterRequest *w) {
         writer_request_add_header(w, "Retry-After", seconds);
 }
 
-void engine_job_free(Job *j) {
+Job *engine_job_free(Job *j) {
         if (!j)
-                return;
+                return NULL;
         for (size_t i = 0; i < j->n_manifests; i++)
                 staged_manifest_free(j->manifests[i]);
         free(j->manifests);
@@ -51,6 +51,7 @@ void engine_job_free(Job *j) {
         free(j->generated_cleanup);
         writer_request_free(j->writer);
         free(j);
+        return NULL;
 }
 
 /* Answers a job's writer, every waiter with the same key, and records the outcome. A retryable
@@ -706,12 +707,15 @@ typedef struct HistoryLookup {
         char *table;
 } HistoryLookup;
 
-static void history_lookup_free(HistoryLookup *l) {
+static HistoryLookup *history_lookup_free(HistoryLookup *l) {
+        if (!l)
+                return NULL;
         writer_request_free(l->writer);
         free(l->key);
         free(l->recorded_key);
         free(l->table);
         free(l);
+        return NULL;
 }
 
 static void engine_on_history_loaded(const CatalogResult *result, void *userdata) {

@@ -157,7 +157,7 @@ struct CommitEngine {
 };
 
 /* engine.c */
-void engine_job_free(Job *j);
+Job *engine_job_free(Job *j);
 /* Answers the job's writer and every waiter on its key, records the outcome, frees the job. */
 void engine_job_finish(Job *j, KeyState state, int status, json_t *body);
 void engine_job_fail(Job *j, int status, const char *type, const char *fmt, ...) _printf_(4, 5);

@@ -41,7 +41,9 @@ int registry_new(size_t max_finished, KeyRegistry **ret) {
         return 0;
 }
 
-static void registry_entry_free(KeyEntry *e) {
+static KeyEntry *registry_entry_free(KeyEntry *e) {
+        if (!e)
+                return NULL;
         for (size_t i = 0; i < e->n_waiters; i++)
                 writer_request_free(e->waiters[i]);
         free(e->waiters);
@@ -50,6 +52,7 @@ static void registry_entry_free(KeyEntry *e) {
         free(e->key);
         free(e->fingerprint);
         free(e);
+        return NULL;
 }
 
 KeyRegistry *registry_free(KeyRegistry *r) {
