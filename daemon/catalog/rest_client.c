@@ -20,6 +20,7 @@
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/queue.h"
 
 static_assert(sizeof(((CatalogResult *)0)->message) == sizeof(((RestError *)0)->message),
               "error messages are copied whole");
@@ -92,15 +93,6 @@ struct RestClient {
 #define CATALOG_RETRY_MAX_MS 60000u
 
 static int call_submit(CatalogCall *call, bool has_fresh_token);
-
-static void queue_push(CallQueue *q, CatalogCall *call) {
-        call->next = NULL;
-        if (q->tail)
-                q->tail->next = call;
-        else
-                q->head = call;
-        q->tail = call;
-}
 
 /* Empties the queue, returning its former head: callers walk a detached list, so calls they
  * requeue cannot make them loop. */
@@ -410,7 +402,7 @@ static int call_submit(CatalogCall *call, bool has_fresh_token) {
                 if (r < 0)
                         return r;
                 if (r == CATALOG_AUTH_E_PENDING) {
-                        queue_push(&c->waiting_token, call);
+                        QUEUE_PUSH(&c->waiting_token, call);
                         return 0;
                 }
         }
@@ -421,7 +413,7 @@ static int call_submit(CatalogCall *call, bool has_fresh_token) {
                         if (r < 0)
                                 return r;
                 }
-                queue_push(&c->waiting_config, call);
+                QUEUE_PUSH(&c->waiting_config, call);
                 return 0;
         }
         return call_send(call);

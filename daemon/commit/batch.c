@@ -20,6 +20,7 @@
 #include "iceberg/snapshot.h"
 #include "storage/storage.h"
 #include "util/log.h"
+#include "util/queue.h"
 #include "util/time-util.h"
 
 static void batch_attempt_start(Batch *b);
@@ -1258,11 +1259,7 @@ void batch_queue_kick(TableQueue *q) {
                         break;
                 (void)json_object_update(props, (json_t *)jp);
                 n_manifests += j->n_manifests;
-                q->head = j->next;
-                if (!q->head)
-                        q->tail = NULL;
-                j->next = NULL;
-                b->jobs[b->n_jobs++] = j;
+                b->jobs[b->n_jobs++] = QUEUE_POP(q);
         }
         json_decref(props);
         b->queue = q;

@@ -18,6 +18,7 @@
 #include "parquet/footer.h"
 #include "storage/storage.h"
 #include "util/log.h"
+#include "util/queue.h"
 #include "util/time-util.h"
 
 /* Retry-After on a 503, so that writers (and proxies) back off the configured time. */
@@ -128,15 +129,6 @@ static TableQueue *queue_get(CommitEngine *e, const char *name) {
         return q;
 }
 
-static void queue_push(TableQueue *q, Job *j) {
-        j->next = NULL;
-        if (q->tail)
-                q->tail->next = j;
-        else
-                q->head = j;
-        q->tail = j;
-}
-
 /* Deletes files whose attempt is known not to be committed; a failure only leaves garbage. */
 static void engine_on_deleted(StorageResult *result, void *userdata) {
         CommitEngine *e = userdata;
@@ -201,7 +193,7 @@ static void job_intake_enqueue(Job *j) {
                 engine_job_fail(j, 503, "out-of-memory", "out of memory");
                 return;
         }
-        queue_push(q, j);
+        QUEUE_PUSH(q, j);
         batch_queue_kick(q);
 }
 
@@ -883,13 +875,8 @@ void commit_engine_stop(CommitEngine *e, void (*done)(void *userdata), void *use
         e->stop_done = done;
         e->stop_userdata = userdata;
         for (TableQueue *q = e->queues; q; q = q->next) {
-                while (q->head) {
-                        Job *j = q->head;
-
-                        q->head = j->next;
+                for (Job *j; (j = QUEUE_POP(q));)
                         engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
-                }
-                q->tail = NULL;
                 /* A batch waiting for its retry timer ends now; one talking to the catalog ends
                  * with its answer (batch_retry_later refuses to go on while stopping). */
                 if (q->batch && uv_is_active((uv_handle_t *)&q->retry_timer)) {
