@@ -56,13 +56,13 @@ typedef struct AuditJob {
         uv_work_t work;
 } AuditJob;
 
-static void audit_job_free(AuditJob *j) {
-        AuditApi *api = j->api;
-
-        api->n_running--;
+static AuditJob *audit_job_free(AuditJob *j) {
+        if (!j)
+                return NULL;
+        j->api->n_running--;
         if (j->http)            /* never left unanswered, whatever ended the job */
                 http_reply_error(j->http, 500, "internal", "the audit ended without an answer");
-        commit_target_deinit(&j->target);
+        request_target_deinit(&j->target);
         audit_table_free(j->table);
         storage_props_free(j->props);
         for (size_t i = 0; i < j->n_chunk; i++)
@@ -73,6 +73,7 @@ static void audit_job_free(AuditJob *j) {
         buf_deinit(&j->lookup_item.data);
         json_decref(j->answer);
         free(j);
+        return NULL;
 }
 
 static void audit_job_on_gone(HttpRequest *r, void *userdata) {
@@ -129,7 +130,7 @@ static int audit_take_list(AuditJob *j, size_t i, StorageReadItem *item) {
 }
 
 static json_t *audit_target_json(const AuditJob *j) {
-        return json_pack("{s:o, s:s}", "namespace", commit_target_namespace_json(&j->target), "table",
+        return json_pack("{s:o, s:s}", "namespace", request_target_namespace_json(&j->target), "table",
                          j->target.table);
 }
 
@@ -425,14 +426,12 @@ static void audit_on_table_loaded(const CatalogResult *result, void *userdata) {
                 .max_findings = j->api->config->max_findings,
         };
         TableMetadata *metadata = NULL;
+        const char *type;
         int r;
 
-        if (result->status == CATALOG_E_NOT_FOUND) {
-                audit_job_fail(j, 404, "no-such-table", "%s", result->message);
-                goto done;
-        }
         if (result->status != 0) {
-                audit_job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s", result->message);
+                r = catalog_outcome_http_status(result->status, &type);
+                audit_job_fail(j, r, type, "%s%s", r == 404 ? "" : "cannot load the table: ", result->message);
                 goto done;
         }
         r = table_metadata_parse(result->body, &metadata, &j->error);
@@ -529,7 +528,7 @@ static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
         }
         j->api = api;
         j->is_lookup = is_lookup;
-        rr = commit_target_parse(http_request_param(r, 0), http_request_param(r, 1), &j->target, &error);
+        rr = request_target_parse(http_request_param(r, 0), http_request_param(r, 1), &j->target, &error);
         if (rr >= 0 && is_lookup) {
                 rr = parse_i64(http_request_param(r, 2), &j->row_id);
                 if (rr < 0 || j->row_id < 0)
@@ -537,7 +536,7 @@ static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
                                        http_request_param(r, 2));
         }
         if (rr < 0) {
-                commit_target_deinit(&j->target);
+                request_target_deinit(&j->target);
                 free(j);
                 if (rr == -ENOMEM)
                         http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");

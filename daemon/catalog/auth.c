@@ -19,11 +19,12 @@
 /* Java's refresh margin: a tenth of the lifetime, at most five minutes. */
 #define CATALOG_AUTH_MAX_REFRESH_MARGIN_MS 300000u
 
-static void wipe_free(char *s) {
+static char *wipe_free(char *s) {
         if (!s)
-                return;
+                return NULL;
         explicit_bzero(s, strlen(s));
         free(s);
+        return NULL;
 }
 
 static char *strdup_or_null(const char *s, int *r) {

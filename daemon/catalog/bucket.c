@@ -72,9 +72,9 @@ typedef struct BucketJob {
         uv_work_t defer;
 } BucketJob;
 
-static void bucket_job_free(BucketJob *j) {
+static BucketJob *bucket_job_free(BucketJob *j) {
         if (!j)
-                return;
+                return NULL;
         free(j->dir);
         free(j->name);
         json_decref(j->request);
@@ -87,6 +87,7 @@ static void bucket_job_free(BucketJob *j) {
         free(j->markers);
         json_decref(j->result.body);
         free(j);
+        return NULL;
 }
 
 DEFINE_CLEANUP_FUNC(BucketJob, bucket_job_free);

@@ -41,8 +41,8 @@ int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, 
                 c->impl = bucket;
         } else if (strcmp(type, "filesystem") == 0) {
                 FsCatalog *fs = NULL;
-                r = fs_catalog_new(loop, config, &fs);
-                c->backend = &fs_catalog_backend;
+                r = filesystem_catalog_new(loop, config, &fs);
+                c->backend = &filesystem_catalog_backend;
                 c->impl = fs;
         } else {
                 log_error("catalog.type '%s' is not supported", type);
@@ -124,6 +124,25 @@ const char *catalog_outcome_to_string(int status) {
         default:
                 return "error";
         }
+}
+
+int catalog_outcome_http_status(int status, const char **ret_type) {
+        static const struct {
+                int http_status;
+                const char *type;
+        } answers[] = {
+                [_CATALOG_E_SUCCESS] = { 200, "success" },
+                [CATALOG_E_CONFLICT] = { 409, "commit-conflict" },
+                [CATALOG_E_STATE_UNKNOWN] = { 504, "commit-state-unknown" },
+                [CATALOG_E_REJECTED] = { 502, "catalog-rejected" },
+                [CATALOG_E_NOT_FOUND] = { 404, "no-such-table" },
+                [CATALOG_E_UNAVAILABLE] = { 503, "catalog-unavailable" },
+        };
+
+        if (status < 0 || (size_t)status >= ELEMENTSOF(answers))
+                status = CATALOG_E_UNAVAILABLE;
+        *ret_type = answers[status].type;
+        return answers[status].http_status;
 }
 
 void catalog_result_set_message(CatalogResult *result, const char *fmt, ...) {

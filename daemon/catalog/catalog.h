@@ -124,5 +124,13 @@ int catalog_create_table(Catalog *c, const char *const *namespace, size_t n_name
 /* "success", "conflict", "state-unknown", "rejected", "not-found", "unavailable", or
  * "error" for -errno, for logs and metric labels. */
 const char *catalog_outcome_to_string(int status);
+/* The HTTP answer to a catalog outcome that ends a request, the one mapping every route starts
+ * from (a route may name a CONFLICT or NOT_FOUND more precisely, e.g. "table-exists"):
+ * 0 200 "success"; NOT_FOUND 404 "no-such-table"; CONFLICT 409 "commit-conflict";
+ * STATE_UNKNOWN 504 "commit-state-unknown" (it may have happened: ask again with the same
+ * request); REJECTED 502 "catalog-rejected" (the catalog refused what we sent: not the
+ * writer's fault, not worth a retry); UNAVAILABLE and -errno 503 "catalog-unavailable"
+ * (retry). Sets *ret_type to a static string. */
+int catalog_outcome_http_status(int status, const char **ret_type);
 /* Formats into result->message, cut at a character boundary to fit. */
 _printf_(2, 3) void catalog_result_set_message(CatalogResult *result, const char *fmt, ...);

@@ -609,7 +609,7 @@ static int job_start(FsCatalog *c, FsOp op, const char *const *namespace, size_t
         return 0;
 }
 
-int fs_catalog_new(uv_loop_t *loop, const CatalogConfig *config, FsCatalog **ret_catalog) {
+int filesystem_catalog_new(uv_loop_t *loop, const CatalogConfig *config, FsCatalog **ret_catalog) {
         _cleanup_(freep) FsCatalog *c = NULL;
         int r;
 
@@ -629,7 +629,8 @@ int fs_catalog_new(uv_loop_t *loop, const CatalogConfig *config, FsCatalog **ret
         return 0;
 }
 
-int fs_catalog_start(FsCatalog *c, CatalogCallback cb, void *userdata) {
+static int fs_catalog_start(void *impl, CatalogCallback cb, void *userdata) {
+        FsCatalog *c = impl;
         _cleanup_(job_freep) FsJob *j = NULL;
         int r;
 
@@ -646,20 +647,26 @@ int fs_catalog_start(FsCatalog *c, CatalogCallback cb, void *userdata) {
         return 0;
 }
 
-bool fs_catalog_is_ready(const FsCatalog *c) {
+static bool fs_catalog_is_ready(const void *impl) {
+        const FsCatalog *c = impl;
+
         return c->is_ready;
 }
 
-int fs_catalog_load_table(FsCatalog *c, const char *const *namespace, size_t n_namespace,
-                          const char *table, CatalogCallback cb, void *userdata) {
+static int fs_catalog_load_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                 const char *table, CatalogCallback cb, void *userdata) {
+        FsCatalog *c = impl;
+
         if (!table)
                 return -EINVAL;
         return job_start(c, FS_OP_LOAD, namespace, n_namespace, table, /* request= */ NULL, cb, userdata);
 }
 
-int fs_catalog_commit_table(FsCatalog *c, const char *const *namespace, size_t n_namespace,
-                            const char *table, const json_t *request, const char *idempotency_key,
-                            CatalogCallback cb, void *userdata) {
+static int fs_catalog_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                   const char *table, const json_t *request, const char *idempotency_key,
+                                   CatalogCallback cb, void *userdata) {
+        FsCatalog *c = impl;
+
         /* No replay cache: a committed request is found again by its snapshot summary. */
         (void)idempotency_key;
         if (!table || !json_is_object(request))
@@ -667,17 +674,20 @@ int fs_catalog_commit_table(FsCatalog *c, const char *const *namespace, size_t n
         return job_start(c, FS_OP_COMMIT, namespace, n_namespace, table, request, cb, userdata);
 }
 
-int fs_catalog_create_namespace(FsCatalog *c, const char *const *namespace, size_t n_namespace,
-                                const json_t *properties, CatalogCallback cb, void *userdata) {
+static int fs_catalog_create_namespace(void *impl, const char *const *namespace, size_t n_namespace,
+                                       const json_t *properties, CatalogCallback cb, void *userdata) {
+        FsCatalog *c = impl;
+
         if (properties && !json_is_object(properties))
                 return -EINVAL;
         return job_start(c, FS_OP_CREATE_NAMESPACE, namespace, n_namespace, /* last= */ NULL,
                          properties, cb, userdata);
 }
 
-int fs_catalog_create_table(FsCatalog *c, const char *const *namespace, size_t n_namespace,
-                            const char *name, const json_t *request, CatalogCallback cb,
-                            void *userdata) {
+static int fs_catalog_create_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                   const char *name, const json_t *request, CatalogCallback cb,
+                                   void *userdata) {
+        FsCatalog *c = impl;
         _cleanup_(json_decrefp) json_t *named = NULL;
 
         if (!name || !json_is_object(request))
@@ -690,7 +700,8 @@ int fs_catalog_create_table(FsCatalog *c, const char *const *namespace, size_t n
         return job_start(c, FS_OP_CREATE_TABLE, namespace, n_namespace, name, named, cb, userdata);
 }
 
-void fs_catalog_close(FsCatalog *c, void (*done)(void *userdata), void *userdata) {
+static void fs_catalog_close(void *impl, void (*done)(void *userdata), void *userdata) {
+        FsCatalog *c = impl;
         FsJob *j = NULL;
 
         if (c->is_closing)
@@ -710,7 +721,7 @@ void fs_catalog_close(FsCatalog *c, void (*done)(void *userdata), void *userdata
         c->is_closing = true;
 }
 
-FsCatalog *fs_catalog_free(FsCatalog *c) {
+FsCatalog *filesystem_catalog_free(FsCatalog *c) {
         if (!c)
                 return NULL;
         assert(c->n_jobs == 0);
@@ -721,60 +732,26 @@ FsCatalog *fs_catalog_free(FsCatalog *c) {
 
 /* ---- as a catalog backend (catalog.h) ------------------------------------------------------ */
 
-static int fs_backend_start(void *impl, CatalogCallback cb, void *userdata) {
-        return fs_catalog_start(impl, cb, userdata);
-}
-
-static bool fs_backend_is_ready(const void *impl) {
-        return fs_catalog_is_ready(impl);
-}
-
 /* Exactly-once rests on the idempotency keys in snapshot summaries: an unknown outcome is
  * resolved by reloading, which a local rename makes cheap. */
-static bool fs_backend_supports_idempotency(const void *impl) {
+static bool fs_catalog_supports_idempotency(const void *impl) {
         return false;
 }
 
-static int fs_backend_load_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                 const char *table, CatalogCallback cb, void *userdata) {
-        return fs_catalog_load_table(impl, namespace, n_namespace, table, cb, userdata);
+/* The interface's free returns nothing; filesystem_catalog_free() returns NULL. */
+static void fs_catalog_free(void *impl) {
+        filesystem_catalog_free(impl);
 }
 
-static int fs_backend_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                   const char *table, const json_t *request, const char *idempotency_key,
-                                   CatalogCallback cb, void *userdata) {
-        return fs_catalog_commit_table(impl, namespace, n_namespace, table, request, idempotency_key, cb,
-                                       userdata);
-}
-
-static int fs_backend_create_namespace(void *impl, const char *const *namespace, size_t n_namespace,
-                                       const json_t *properties, CatalogCallback cb, void *userdata) {
-        return fs_catalog_create_namespace(impl, namespace, n_namespace, properties, cb, userdata);
-}
-
-static int fs_backend_create_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                   const char *name, const json_t *request, CatalogCallback cb,
-                                   void *userdata) {
-        return fs_catalog_create_table(impl, namespace, n_namespace, name, request, cb, userdata);
-}
-
-static void fs_backend_close(void *impl, void (*done)(void *userdata), void *userdata) {
-        fs_catalog_close(impl, done, userdata);
-}
-
-static void fs_backend_free(void *impl) {
-        fs_catalog_free(impl);
-}
-
-const CatalogBackend fs_catalog_backend = {
+const CatalogBackend filesystem_catalog_backend = {
         .name = "filesystem",
-        .start = fs_backend_start,
-        .is_ready = fs_backend_is_ready,
-        .supports_idempotency = fs_backend_supports_idempotency,
-        .load_table = fs_backend_load_table,
-        .commit_table = fs_backend_commit_table,
-        .create_namespace = fs_backend_create_namespace,
-        .create_table = fs_backend_create_table,
-        .close = fs_backend_close,
-        .free = fs_backend_free,
+        .start = fs_catalog_start,
+        .is_ready = fs_catalog_is_ready,
+        .supports_idempotency = fs_catalog_supports_idempotency,
+        .load_table = fs_catalog_load_table,
+        .commit_table = fs_catalog_commit_table,
+        .create_namespace = fs_catalog_create_namespace,
+        .create_table = fs_catalog_create_table,
+        .close = fs_catalog_close,
+        .free = fs_catalog_free,
 };

@@ -14,61 +14,44 @@
 #include "catalog/catalog.h"
 #include "config/config.h"
 
-/* Owned by the daemon: closed by fs_catalog_close(), then freed by fs_catalog_free(). */
+/* Owned by the daemon through Catalog (catalog.h), which reaches it only through
+ * filesystem_catalog_backend; tests may do the same. */
 typedef struct FsCatalog FsCatalog;
 
 /* Creates an idle catalog over catalog_config_warehouse(config) (a local absolute path or file:// URI;
  * config->max_response_bytes bounds the metadata files it reads). Returns 0, -EINVAL (no
  * warehouse, not local or not absolute) or -ENOMEM. */
-int fs_catalog_new(uv_loop_t *loop, const CatalogConfig *config, FsCatalog **ret_catalog);
-
-/* Creates the warehouse directory if needed and checks that it is writable; cb gets success
- * or CATALOG_E_UNAVAILABLE with the reason. Returns <0 (-ESHUTDOWN) without calling cb, or 0. */
-int fs_catalog_start(FsCatalog *c, CatalogCallback cb, void *userdata);
-
-/* True once a start succeeded. */
-bool fs_catalog_is_ready(const FsCatalog *c);
-
-/* Reads the latest metadata: version-hint.text (else the highest v<N>.metadata.json), then
- * steps forward while v<N+1> exists, as HadoopTableOperations does. Body on success:
- * {"metadata-location": path, "metadata": {...}}. CATALOG_E_NOT_FOUND for a missing table,
- * -EBADMSG for unreadable metadata, CATALOG_E_UNAVAILABLE for I/O errors.
- * Every call here returns <0 without calling cb: -EINVAL for an empty namespace or a name
- * that is "", ".", ".." or contains '/', -ESHUTDOWN after close, -ENOMEM; else 0 and cb is
- * called exactly once, from the loop. */
-int fs_catalog_load_table(FsCatalog *c, const char *const *namespace, size_t n_namespace,
-                          const char *table, CatalogCallback cb, void *userdata);
-
-/* Applies a CommitTableRequest (borrowed, copied before returning) to the latest version N and
- * publishes v<N+1> by a no-replace rename. Body on success as for load. CATALOG_E_CONFLICT
- * when a requirement failed or another committer published v<N+1> first (reload, retry);
- * CATALOG_E_REJECTED for an invalid update (message says which); CATALOG_E_NOT_FOUND;
- * CATALOG_E_UNAVAILABLE when nothing was published; CATALOG_E_STATE_UNKNOWN when v<N+1> was
- * renamed into place but could not be made durable. idempotency_key is ignored. */
-int fs_catalog_commit_table(FsCatalog *c, const char *const *namespace, size_t n_namespace,
-                            const char *table, const json_t *request, const char *idempotency_key,
-                            CatalogCallback cb, void *userdata);
-
-/* Creates the namespace directory (and missing parents). An existing one is
- * CATALOG_E_CONFLICT ("Namespace already exists"); non-empty properties are
- * CATALOG_E_REJECTED, as HadoopCatalog does not store them. */
-int fs_catalog_create_namespace(FsCatalog *c, const char *const *namespace, size_t n_namespace,
-                                const json_t *properties, CatalogCallback cb, void *userdata);
-
-/* Writes v1.metadata.json of a new table from a CreateTableRequest (borrowed) named `name`,
- * at <warehouse>/<namespace>/<name>. CATALOG_E_CONFLICT when the table exists,
- * CATALOG_E_NOT_FOUND when the namespace does not, CATALOG_E_REJECTED for an invalid request
- * or a location other than the default one. Body as for load. */
-int fs_catalog_create_table(FsCatalog *c, const char *const *namespace, size_t n_namespace,
-                            const char *name, const json_t *request, CatalogCallback cb,
-                            void *userdata);
-
-/* Refuses new calls (-ESHUTDOWN), waits for the work in flight (whose callbacks still run),
- * then calls done(userdata) from the loop (done may be NULL). */
-void fs_catalog_close(FsCatalog *c, void (*done)(void *userdata), void *userdata);
+int filesystem_catalog_new(uv_loop_t *loop, const CatalogConfig *config, FsCatalog **ret_catalog);
 
 /* Frees a catalog whose close completed, or one never started (or NULL). Returns NULL. */
-FsCatalog *fs_catalog_free(FsCatalog *c);
+FsCatalog *filesystem_catalog_free(FsCatalog *c);
 
-/* This catalog behind the catalog interface (catalog.h). */
-extern const CatalogBackend fs_catalog_backend;
+/* This catalog behind the catalog interface (catalog.h). What each call does here:
+ * - start: creates the warehouse directory if needed and checks that it is writable; cb gets
+ *   success or CATALOG_E_UNAVAILABLE with the reason. is_ready: once a start succeeded.
+ *   supports_idempotency: never.
+ * - load_table reads the latest metadata: version-hint.text (else the highest
+ *   v<N>.metadata.json), then steps forward while v<N+1> exists, as HadoopTableOperations
+ *   does. Body on success: {"metadata-location": path, "metadata": {...}}. CATALOG_E_NOT_FOUND
+ *   for a missing table, -EBADMSG for unreadable metadata, CATALOG_E_UNAVAILABLE for I/O
+ *   errors.
+ * - commit_table applies a CommitTableRequest (borrowed, copied before returning) to the
+ *   latest version N and publishes v<N+1> by a no-replace rename. Body on success as for load.
+ *   CATALOG_E_CONFLICT when a requirement failed or another committer published v<N+1> first
+ *   (reload, retry); CATALOG_E_REJECTED for an invalid update (message says which);
+ *   CATALOG_E_NOT_FOUND; CATALOG_E_UNAVAILABLE when nothing was published;
+ *   CATALOG_E_STATE_UNKNOWN when v<N+1> was renamed into place but could not be made durable.
+ *   idempotency_key is ignored.
+ * - create_namespace creates the namespace directory (and missing parents). An existing one
+ *   is CATALOG_E_CONFLICT ("Namespace already exists"); non-empty properties are
+ *   CATALOG_E_REJECTED, as HadoopCatalog does not store them.
+ * - create_table writes v1.metadata.json of a new table from a CreateTableRequest (borrowed)
+ *   named `name`, at <warehouse>/<namespace>/<name>. CATALOG_E_CONFLICT when the table
+ *   exists, CATALOG_E_NOT_FOUND when the namespace does not, CATALOG_E_REJECTED for an invalid
+ *   request or a location other than the default one. Body as for load.
+ * - close refuses new calls (-ESHUTDOWN), waits for the work in flight (whose callbacks still
+ *   run), then calls done(userdata) from the loop (done may be NULL).
+ * Every call returns <0 without calling cb: -EINVAL for an empty namespace or a name that is
+ * "", ".", ".." or contains '/', -ESHUTDOWN after close, -ENOMEM; else 0 and cb is called
+ * exactly once, from the loop. */
+extern const CatalogBackend filesystem_catalog_backend;

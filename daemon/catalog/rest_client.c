@@ -20,6 +20,7 @@
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/queue.h"
 
 static_assert(sizeof(((CatalogResult *)0)->message) == sizeof(((RestError *)0)->message),
               "error messages are copied whole");
@@ -92,15 +93,6 @@ struct RestClient {
 #define CATALOG_RETRY_MAX_MS 60000u
 
 static int call_submit(CatalogCall *call, bool has_fresh_token);
-
-static void queue_push(CallQueue *q, CatalogCall *call) {
-        call->next = NULL;
-        if (q->tail)
-                q->tail->next = call;
-        else
-                q->head = call;
-        q->tail = call;
-}
 
 /* Empties the queue, returning its former head: callers walk a detached list, so calls they
  * requeue cannot make them loop. */
@@ -410,7 +402,7 @@ static int call_submit(CatalogCall *call, bool has_fresh_token) {
                 if (r < 0)
                         return r;
                 if (r == CATALOG_AUTH_E_PENDING) {
-                        queue_push(&c->waiting_token, call);
+                        QUEUE_PUSH(&c->waiting_token, call);
                         return 0;
                 }
         }
@@ -421,7 +413,7 @@ static int call_submit(CatalogCall *call, bool has_fresh_token) {
                         if (r < 0)
                                 return r;
                 }
-                queue_push(&c->waiting_config, call);
+                QUEUE_PUSH(&c->waiting_config, call);
                 return 0;
         }
         return call_send(call);
@@ -596,9 +588,9 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
         call_finish(call, &result);
 }
 
-static void rest_client_destroy(RestClient *c) {
+static RestClient *rest_client_destroy(RestClient *c) {
         if (!c)
-                return;
+                return NULL;
         catalog_auth_deinit(&c->auth);
         free(c->access_delegation_header);
         free(c->base_uri);
@@ -607,6 +599,7 @@ static void rest_client_destroy(RestClient *c) {
         json_decref(c->client_properties);
         rest_config_deinit(&c->config);
         free(c);
+        return NULL;
 }
 
 DEFINE_CLEANUP_FUNC(RestClient, rest_client_destroy);
@@ -758,7 +751,9 @@ static void rest_client_on_timer_closed(uv_handle_t *handle) {
         rest_client_on_handle_closed(handle->data);
 }
 
-void rest_client_close(RestClient *c, void (*done)(void *userdata), void *userdata) {
+static void rest_client_close(void *impl, void (*done)(void *userdata), void *userdata) {
+        RestClient *c = impl;
+
         assert(c && !c->is_closing);
         c->is_closing = true;
         c->close_done = done;
@@ -769,7 +764,9 @@ void rest_client_close(RestClient *c, void (*done)(void *userdata), void *userda
         curl_uv_close(c->curl, rest_client_on_curl_closed, c);
 }
 
-int rest_client_start(RestClient *c, CatalogCallback cb, void *userdata) {
+static int rest_client_start(void *impl, CatalogCallback cb, void *userdata) {
+        RestClient *c = impl;
+
         assert(c && cb);
         if (c->is_closing)
                 return -ESHUTDOWN;
@@ -777,11 +774,15 @@ int rest_client_start(RestClient *c, CatalogCallback cb, void *userdata) {
         return config_call_start(c, cb, userdata);
 }
 
-bool rest_client_is_ready(const RestClient *c) {
+static bool rest_client_is_ready(const void *impl) {
+        const RestClient *c = impl;
+
         return c->is_ready;
 }
 
-bool rest_client_supports_idempotency(const RestClient *c) {
+static bool rest_client_supports_idempotency(const void *impl) {
+        const RestClient *c = impl;
+
         return c->send_idempotency_key || (c->is_ready && c->config.has_idempotency);
 }
 
@@ -867,8 +868,9 @@ static int call_start(CatalogCall **callp) {
         return 0;
 }
 
-int rest_client_load_table(RestClient *c, const char *const *namespace, size_t n_namespace,
-                       const char *table, CatalogCallback cb, void *userdata) {
+static int rest_client_load_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                  const char *table, CatalogCallback cb, void *userdata) {
+        RestClient *c = impl;
         _cleanup_(call_freep) CatalogCall *call = NULL;
         int r;
 
@@ -878,9 +880,10 @@ int rest_client_load_table(RestClient *c, const char *const *namespace, size_t n
         return call_start(&call);
 }
 
-int rest_client_commit_table(RestClient *c, const char *const *namespace, size_t n_namespace,
-                         const char *table, const json_t *request, const char *idempotency_key,
-                         CatalogCallback cb, void *userdata) {
+static int rest_client_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                    const char *table, const json_t *request, const char *idempotency_key,
+                                    CatalogCallback cb, void *userdata) {
+        RestClient *c = impl;
         _cleanup_(call_freep) CatalogCall *call = NULL;
         int r;
 
@@ -902,8 +905,9 @@ int rest_client_commit_table(RestClient *c, const char *const *namespace, size_t
         return call_start(&call);
 }
 
-int rest_client_create_namespace(RestClient *c, const char *const *namespace, size_t n_namespace,
-                             const json_t *properties, CatalogCallback cb, void *userdata) {
+static int rest_client_create_namespace(void *impl, const char *const *namespace, size_t n_namespace,
+                                        const json_t *properties, CatalogCallback cb, void *userdata) {
+        RestClient *c = impl;
         _cleanup_(call_freep) CatalogCall *call = NULL;
         _cleanup_(json_decrefp) json_t *body = NULL;
         json_t *levels;
@@ -931,9 +935,10 @@ int rest_client_create_namespace(RestClient *c, const char *const *namespace, si
         return call_start(&call);
 }
 
-int rest_client_create_table(RestClient *c, const char *const *namespace, size_t n_namespace,
-                         const char *name, const json_t *request, CatalogCallback cb,
-                         void *userdata) {
+static int rest_client_create_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                    const char *name, const json_t *request, CatalogCallback cb,
+                                    void *userdata) {
+        RestClient *c = impl;
         _cleanup_(call_freep) CatalogCall *call = NULL;
         _cleanup_(json_decrefp) json_t *body = NULL;
         int r;
@@ -955,59 +960,20 @@ int rest_client_create_table(RestClient *c, const char *const *namespace, size_t
         return call_start(&call);
 }
 
-/* The REST client as a catalog backend (catalog.h). */
-static int rest_backend_start(void *impl, CatalogCallback cb, void *userdata) {
-        return rest_client_start(impl, cb, userdata);
-}
-
-static bool rest_backend_is_ready(const void *impl) {
-        return rest_client_is_ready(impl);
-}
-
-static bool rest_backend_supports_idempotency(const void *impl) {
-        return rest_client_supports_idempotency(impl);
-}
-
-static int rest_backend_load_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                   const char *table, CatalogCallback cb, void *userdata) {
-        return rest_client_load_table(impl, namespace, n_namespace, table, cb, userdata);
-}
-
-static int rest_backend_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                     const char *table, const json_t *request,
-                                     const char *idempotency_key, CatalogCallback cb, void *userdata) {
-        return rest_client_commit_table(impl, namespace, n_namespace, table, request, idempotency_key,
-                                        cb, userdata);
-}
-
-static int rest_backend_create_namespace(void *impl, const char *const *namespace, size_t n_namespace,
-                                         const json_t *properties, CatalogCallback cb, void *userdata) {
-        return rest_client_create_namespace(impl, namespace, n_namespace, properties, cb, userdata);
-}
-
-static int rest_backend_create_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                     const char *name, const json_t *request, CatalogCallback cb,
-                                     void *userdata) {
-        return rest_client_create_table(impl, namespace, n_namespace, name, request, cb, userdata);
-}
-
-static void rest_backend_close(void *impl, void (*done)(void *userdata), void *userdata) {
-        rest_client_close(impl, done, userdata);
-}
-
-static void rest_backend_free(void *impl) {
+/* The interface's free returns nothing; rest_client_free() returns NULL. */
+static void rest_client_free_impl(void *impl) {
         rest_client_free(impl);
 }
 
 const CatalogBackend rest_catalog_backend = {
         .name = "rest",
-        .start = rest_backend_start,
-        .is_ready = rest_backend_is_ready,
-        .supports_idempotency = rest_backend_supports_idempotency,
-        .load_table = rest_backend_load_table,
-        .commit_table = rest_backend_commit_table,
-        .create_namespace = rest_backend_create_namespace,
-        .create_table = rest_backend_create_table,
-        .close = rest_backend_close,
-        .free = rest_backend_free,
+        .start = rest_client_start,
+        .is_ready = rest_client_is_ready,
+        .supports_idempotency = rest_client_supports_idempotency,
+        .load_table = rest_client_load_table,
+        .commit_table = rest_client_commit_table,
+        .create_namespace = rest_client_create_namespace,
+        .create_table = rest_client_create_table,
+        .close = rest_client_close,
+        .free = rest_client_free_impl,
 };

@@ -15,37 +15,18 @@
 #include "catalog/catalog.h"
 #include "config/config.h"
 
-/* Owned by the daemon: closed by rest_client_close(), then freed by rest_client_free(). */
+/* Owned by the daemon through Catalog (catalog.h), which reaches it through rest_catalog_backend:
+ * closed by its close, then freed by rest_client_free(). */
 typedef struct RestClient RestClient;
-
 
 /* Creates an idle client; the configuration is copied (secrets included, wiped at free).
  * Returns 0, -EINVAL (no uri, a header with a line break, an unusable token) or -ENOMEM. */
 int rest_client_new(uv_loop_t *loop, const CatalogConfig *config, RestClient **ret_client);
 
-/* Cancels every call (each completes with -ECANCELED, from the loop; a cancelled mutation may
- * have reached the catalog), closes every uv handle, then calls done(userdata) (done may be
- * NULL). Calls started from then on, including from the -ECANCELED callbacks, fail with
- * -ESHUTDOWN. Free the client with rest_client_free() once done was called. */
-void rest_client_close(RestClient *c, void (*done)(void *userdata), void *userdata);
 
 /* Frees a client whose close completed (or NULL). Returns NULL. */
 RestClient *rest_client_free(RestClient *c);
 
-/* Fetches an OAuth2 token when a credential is configured, then GET /v1/config?warehouse=
- * and applies prefix, namespace-separator, endpoints and idempotency-key-lifetime; cb gets the
- * first outcome (body: the CatalogConfig response). If that fails, the client keeps trying in
- * the background (1 s doubling to 60 s) until it is ready. Calling it again reloads the
- * configuration. Calls made before the client is ready wait for the first /v1/config (and
- * fetch it themselves if none is under way). Returns <0 (-ESHUTDOWN, -ENOMEM) without calling
- * cb, or 0. */
-int rest_client_start(RestClient *c, CatalogCallback cb, void *userdata);
-
-/* True once a /v1/config answer was applied. */
-bool rest_client_is_ready(const RestClient *c);
-/* True when /v1/config advertised idempotency-key-lifetime or catalog.send-idempotency-key is
- * set: commits may then carry an Idempotency-Key that a replay will honour. */
-bool rest_client_supports_idempotency(const RestClient *c);
 /* The advertised idempotency-key-lifetime in ms; 0 when none was advertised or readable. */
 uint64_t rest_client_idempotency_lifetime_ms(const RestClient *c);
 /* Whether the catalog offers an endpoint, e.g. "POST /v1/{prefix}/transactions/commit"
@@ -57,38 +38,38 @@ const char *rest_client_namespace_separator(const RestClient *c);
 /* Connections opened so far (keep-alive reuses them), for tests. */
 uint64_t rest_client_connections_opened(const RestClient *c);
 
-/* GET /v1/{prefix}/namespaces/{namespace}/tables/{table}. On success the body is the
- * LoadTableResult (its envelope checked). Returns <0 without calling cb: -EINVAL for an empty
- * namespace, level or name, -ESHUTDOWN, -ENOMEM; else 0. */
-int rest_client_load_table(RestClient *c, const char *const *namespace, size_t n_namespace,
-                       const char *table, CatalogCallback cb, void *userdata);
-
-/* POST /v1/{prefix}/namespaces/{namespace}/tables/{table} with `request`, a CommitTableRequest
- * (borrowed; serialized before returning). idempotency_key (NULL: none) is sent as the
- * Idempotency-Key header, unchanged on the one retry after a 401/419 token refresh. A 200 is
- * success even if its body cannot be read (body NULL, message says why): the verdict is the
- * status. Returns <0 without calling cb (-EINVAL, -ESHUTDOWN, -ENOMEM), else 0. */
-int rest_client_commit_table(RestClient *c, const char *const *namespace, size_t n_namespace,
-                         const char *table, const json_t *request, const char *idempotency_key,
-                         CatalogCallback cb, void *userdata);
-
-/* POST /v1/{prefix}/namespaces {"namespace": [...], "properties": properties (may be NULL)}.
- * An existing namespace is CATALOG_E_CONFLICT (409 AlreadyExistsException). */
-int rest_client_create_namespace(RestClient *c, const char *const *namespace, size_t n_namespace,
-                             const json_t *properties, CatalogCallback cb, void *userdata);
-
-/* POST /v1/{prefix}/namespaces/{namespace}/tables with `request`, a CreateTableRequest
- * (borrowed) whose "name" is set to `name`. An existing table is CATALOG_E_CONFLICT. */
-int rest_client_create_table(RestClient *c, const char *const *namespace, size_t n_namespace,
-                         const char *name, const json_t *request, CatalogCallback cb,
-                         void *userdata);
-
 /* The outcome of an HTTP answer (pure, the table tests check): 2xx success; 404 NOT_FOUND;
  * 409 CONFLICT; on a mutation the pre-1.11 stale-lineage 400 (recognized by `message`, may be
  * NULL) CONFLICT, 408/500/502/503/504 and unknown 5xx STATE_UNKNOWN; on a read 408 and 5xx
  * UNAVAILABLE; 429 UNAVAILABLE; 501, 3xx, 1xx and other 4xx REJECTED. */
 int catalog_outcome_from_http(bool is_mutation, long http_status, const char *message);
 
-
-/* This client behind the catalog interface (catalog.h). */
+/* This client behind the catalog interface (catalog.h). What each call does here:
+ * - start fetches an OAuth2 token when a credential is configured, then GET
+ *   /v1/config?warehouse= and applies prefix, namespace-separator, endpoints and
+ *   idempotency-key-lifetime; cb gets the first outcome (body: the CatalogConfig response). If
+ *   that fails, the client keeps trying in the background (1 s doubling to 60 s) until it is
+ *   ready. Calling it again reloads the configuration. Calls made before the client is ready
+ *   wait for the first /v1/config (and fetch it themselves if none is under way). Returns <0
+ *   (-ESHUTDOWN, -ENOMEM) without calling cb, or 0.
+ * - is_ready: once a /v1/config answer was applied. supports_idempotency: when /v1/config
+ *   advertised idempotency-key-lifetime or catalog.send-idempotency-key is set.
+ * - load_table: GET /v1/{prefix}/namespaces/{namespace}/tables/{table}. On success the body is
+ *   the LoadTableResult (its envelope checked). Returns <0 without calling cb: -EINVAL for an
+ *   empty namespace, level or name, -ESHUTDOWN, -ENOMEM; else 0.
+ * - commit_table: POST /v1/{prefix}/namespaces/{namespace}/tables/{table} with `request`, a
+ *   CommitTableRequest (borrowed; serialized before returning). idempotency_key (NULL: none)
+ *   is sent as the Idempotency-Key header, unchanged on the one retry after a 401/419 token
+ *   refresh. A 200 is success even if its body cannot be read (body NULL, message says why):
+ *   the verdict is the status. Returns <0 without calling cb (-EINVAL, -ESHUTDOWN, -ENOMEM).
+ * - create_namespace: POST /v1/{prefix}/namespaces {"namespace": [...], "properties":
+ *   properties (may be NULL)}. An existing namespace is CATALOG_E_CONFLICT (409
+ *   AlreadyExistsException).
+ * - create_table: POST /v1/{prefix}/namespaces/{namespace}/tables with `request`, a
+ *   CreateTableRequest (borrowed) whose "name" is set to `name`. An existing table is
+ *   CATALOG_E_CONFLICT.
+ * - close cancels every call (each completes with -ECANCELED, from the loop; a cancelled
+ *   mutation may have reached the catalog), closes every uv handle, then calls done(userdata)
+ *   (done may be NULL). Calls started from then on, including from the -ECANCELED callbacks,
+ *   fail with -ESHUTDOWN. Free the client with rest_client_free() once done was called. */
 extern const CatalogBackend rest_catalog_backend;

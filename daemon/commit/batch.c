@@ -20,6 +20,7 @@
 #include "iceberg/snapshot.h"
 #include "storage/storage.h"
 #include "util/log.h"
+#include "util/queue.h"
 #include "util/time-util.h"
 
 static void batch_attempt_start(Batch *b);
@@ -64,15 +65,18 @@ static void batch_free_attempt(Batch *b) {
         live_index_attempt_deinit(&b->live);
 }
 
-static void batch_free(Batch *b) {
+static Batch *batch_free(Batch *b) {
+        if (!b)
+                return NULL;
         for (size_t i = 0; i < b->n_jobs; i++)
-                job_free(b->jobs[i]);
+                engine_job_free(b->jobs[i]);
         batch_free_attempt(b);
         for (size_t i = 0; i < b->n_counted; i++)
                 free(b->counted[i].path);
         free(b->counted);
         free(b->jobs);
         free(b);
+        return NULL;
 }
 
 /* Ends the batch (every job answered) and lets the next one start. */
@@ -100,7 +104,7 @@ void batch_fail(Batch *b, KeyState state, int status, const char *type, const ch
         va_end(ap);
         log_warning("commit failed queue='%s' status=%d type=%s: %s", b->queue->name, status, type, message);
         for (size_t i = 0; i < b->n_jobs; i++)
-                job_finish(b->jobs[i], state, status, engine_error_body(status, type, message));
+                engine_job_finish(b->jobs[i], state, status, http_error_body(status, type, message, strlen(message)));
         b->n_jobs = 0;
         batch_end(b);
 }
@@ -193,7 +197,7 @@ fail:
 
 static json_t *batch_receipt(const Batch *b, const Job *j) {
         const CommitRequest *r = j->writer->request;
-        json_t *manifests = json_array(), *ns = commit_target_namespace_json(&r->target);
+        json_t *manifests = json_array(), *ns = request_target_namespace_json(&r->target);
 
         if (!manifests || !ns)
                 goto fail;
@@ -319,7 +323,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                         if (!receipt)
                                 receipt = json_pack("{s:s, s:I}", "status", "committed", "snapshot-id",
                                                     (json_int_t)b->snapshot_id);
-                        job_finish(b->jobs[i], KEY_COMMITTED, 200, receipt);
+                        engine_job_finish(b->jobs[i], KEY_COMMITTED, 200, receipt);
                 }
                 b->n_jobs = 0;
                 batch_end(b);
@@ -362,19 +366,19 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 batch_retry_later(b, "unknown", 504, "commit-state-unknown", result->message);
                 return;
 
-        case CATALOG_E_NOT_FOUND:
-                metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "rejected", 1);
-                engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
-                batch_fail(b, KEY_FAILED, 404, "no-such-table", "%s", result->message);
-                return;
+        default: {      /* NOT_FOUND, REJECTED: known not committed, and trying again cannot help */
+                const char *type;
+                int status = catalog_outcome_http_status(result->status, &type);
 
-        default:
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "rejected", 1);
                 engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
-                batch_fail(b, KEY_FAILED, 502, "catalog-rejected",
-                           "the catalog refused the commit (HTTP %ld): %s", result->http_status,
-                           result->message);
+                if (status == 404)
+                        batch_fail(b, KEY_FAILED, status, type, "%s", result->message);
+                else
+                        batch_fail(b, KEY_FAILED, status, type, "the catalog refused the commit (HTTP %ld): %s",
+                                   result->http_status, result->message);
                 return;
+        }
         }
 }
 
@@ -487,7 +491,7 @@ static int batch_assemble_list(Batch *b) {
 
                 j->list_offset = n;
                 for (size_t k = 0; k < j->n_manifests; k++) {
-                        r = manifest_file_from_staged(j->manifests[k], job_manifest_location(j, k),
+                        r = manifest_file_from_staged(j->manifests[k], data_files_manifest_location(j, k),
                                                       j->manifest_lengths[k], &b->list[n]);
                         if (r < 0) {
                                 b->n_list = n;
@@ -531,7 +535,7 @@ static int batch_assemble_list(Batch *b) {
 /* Where a job's k-th manifest's entry e stands, for messages. */
 static void batch_describe(const Job *j, size_t k, char *out, size_t size) {
         if (k < j->writer->request->n_manifests)
-                (void)snprintf(out, size, "staged-manifests[%zu] '%s'", k, job_manifest_location(j, k));
+                (void)snprintf(out, size, "staged-manifests[%zu] '%s'", k, data_files_manifest_location(j, k));
         else
                 (void)snprintf(out, size, "'data-files'");
 }
@@ -551,7 +555,7 @@ static int batch_find_repeats(Batch *b) {
                 r = duplicates_add(&manifests, b->list[i].path, 0, i, 0);
         for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
                 for (size_t k = 0; r == 0 && k < b->jobs[i]->writer->request->n_manifests; k++)
-                        r = duplicates_add(&manifests, job_manifest_location(b->jobs[i], k), i + 1, k, 0);
+                        r = duplicates_add(&manifests, data_files_manifest_location(b->jobs[i], k), i + 1, k, 0);
         /* Data files: each request's against the others' (within one request: at intake). */
         for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
                 for (size_t k = 0; r == 0 && k < b->jobs[i]->n_manifests; k++)
@@ -769,7 +773,7 @@ void batch_refuse_flagged(Batch *b) {
                 }
                 batch_remove_job(b, i);
                 log_warning("key='%s' refused: %s", j->writer->request->idempotency_key, j->error.message);
-                job_fail(j, 422, j->refusal_type, "%s", j->error.message);
+                engine_job_fail(j, 422, j->refusal_type, "%s", j->error.message);
         }
         batch_free_attempt(b);         /* nothing of this attempt was written */
         if (b->n_jobs == 0) {
@@ -950,19 +954,19 @@ static bool batch_file_is_confined(const TableMetadata *t, const char *path) {
  * returns false. */
 static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
         const StagedManifest *m = j->manifests[k];
-        const char *location = job_manifest_location(j, k);
+        const char *location = data_files_manifest_location(j, k);
         json_t *current;
         bool allow;
 
         /* Ours (written for data-files, after the staged ones) lives in the metadata directory,
          * which write.metadata.path may put elsewhere. */
         if (k < j->writer->request->n_manifests && !storage_location_is_within(location, b->table->location)) {
-                job_fail(j, 422, "invalid-manifest", "staged-manifests[%zu] '%s' is outside the table location '%s'", k,
+                engine_job_fail(j, 422, "invalid-manifest", "staged-manifests[%zu] '%s' is outside the table location '%s'", k,
                          location, b->table->location);
                 return false;
         }
         if (!table_has_partition_spec(b->table, m->partition_spec_id)) {
-                job_fail(j, 422, "invalid-manifest",
+                engine_job_fail(j, 422, "invalid-manifest",
                          "staged-manifests[%zu] '%s' uses partition spec %d, which the table does not have", k,
                          location, m->partition_spec_id);
                 return false;
@@ -970,14 +974,14 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
         if (m->format_version == 1 && b->table->format_version != 1) {
                 /* Format 1 entries carry no sequence numbers: v2+ writers must write v2+
                  * manifests (spec "Writer requirements"). */
-                job_fail(j, 422, "invalid-manifest",
+                engine_job_fail(j, 422, "invalid-manifest",
                          "staged-manifests[%zu] '%s' is a format-version 1 manifest; the table is version %d and "
                          "takes version 2 or 3 manifests",
                          k, location, b->table->format_version);
                 return false;
         }
         if (m->format_version > b->table->format_version) {
-                job_fail(j, 422, "invalid-manifest",
+                engine_job_fail(j, 422, "invalid-manifest",
                          "staged-manifests[%zu] '%s' is a format-version %d manifest; the table is version %d", k,
                          location, m->format_version, b->table->format_version);
                 return false;
@@ -986,7 +990,7 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
         for (size_t e = 0; e < m->n_files; e++)
                 if (!batch_file_is_confined(b->table, m->files[e].path)) {
                         /* Said without asking storage anything about the file. */
-                        job_fail(j, 422, "invalid-manifest",
+                        engine_job_fail(j, 422, "invalid-manifest",
                                  "staged-manifests[%zu] '%s' entry %zu '%s' is outside the table location '%s' (and "
                                  "write.data.path and the table property %s)",
                                  k, location, e, m->files[e].path, b->table->location, TABLE_PROPERTY_ALLOWED_PREFIXES);
@@ -1001,24 +1005,24 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
                 int r;
 
                 if (!written) {
-                        job_fail(j, 422, "invalid-manifest", "staged-manifests[%zu] '%s': its schema metadata is not JSON",
+                        engine_job_fail(j, 422, "invalid-manifest", "staged-manifests[%zu] '%s': its schema metadata is not JSON",
                                  k, location);
                         return false;
                 }
                 if (!current) {
-                        job_fail(j, 502, "catalog-bad-metadata", "the table metadata has no current schema");
+                        engine_job_fail(j, 502, "catalog-bad-metadata", "the table metadata has no current schema");
                         return false;
                 }
                 r = schema_compat_check(written, current, b->table->format_version, &error);
                 if (r == SCHEMA_COMPAT_E_INCOMPATIBLE) {
-                        job_fail(j, 422, "schema-mismatch",
+                        engine_job_fail(j, 422, "schema-mismatch",
                                  "staged-manifests[%zu] '%s' was written with a schema the table's current schema "
                                  "(id %d) no longer matches: %s",
                                  k, location, b->table->current_schema_id, error.message);
                         return false;
                 }
                 if (r < 0) {
-                        job_fail(j, r == -ENOMEM ? 503 : 422, r == -ENOMEM ? "out-of-memory" : "invalid-manifest",
+                        engine_job_fail(j, r == -ENOMEM ? 503 : 422, r == -ENOMEM ? "out-of-memory" : "invalid-manifest",
                                  "staged-manifests[%zu] '%s': cannot compare schemas: %s", k, location, error.message);
                         return false;
                 }
@@ -1028,7 +1032,7 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
         if (m->content != MANIFEST_CONTENT_DELETES || b->table->format_version < 3)
                 return true;
         if (batch_equality_delete_policy(b, &allow) < 0) {
-                job_fail(j, 422, "lineage-guardrail",
+                engine_job_fail(j, 422, "lineage-guardrail",
                          "staged-manifests[%zu] '%s' holds equality deletes and the table property '%s' is '%s', "
                          "expected 'reject' or 'allow'",
                          k, location, TABLE_PROPERTY_EQUALITY_DELETES,
@@ -1036,7 +1040,7 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
                 return false;
         }
         if (!allow) {
-                job_fail(j, 422, "lineage-guardrail",
+                engine_job_fail(j, 422, "lineage-guardrail",
                          "staged-manifests[%zu] '%s' holds %" PRId32 " equality delete file(s); on a format-version 3 "
                          "table equality deletes cannot keep row lineage, and the policy is reject (table property "
                          "'%s' or [lineage] equality-deletes)",
@@ -1070,7 +1074,7 @@ static void batch_check_jobs(Batch *b) {
                          * no snapshot unless an attempt of ours may have landed. */
                         if (!j->may_be_committed)
                                 engine_delete_file_async(b->queue->engine, j->props ? j->props : b->props, TAKE_PTR(j->generated_cleanup));
-                        job_finish(j, KEY_COMMITTED, 200,
+                        engine_job_finish(j, KEY_COMMITTED, 200,
                                    json_pack("{s:s, s:s, s:I, s:I, s:b}", "idempotency-key", r->idempotency_key,
                                              "status", "committed", "snapshot-id", (json_int_t)id,
                                              "sequence-number", (json_int_t)seq, "found-in-history", 1));
@@ -1091,22 +1095,20 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
         Batch *b = userdata;
         CommitEngine *e = b->queue->engine;
         const CommitRequest *first = b->jobs[0]->writer->request;
+        const char *type;
         json_t *list;
         int r;
 
         e->n_in_flight--;
-        switch (result->status) {
-        case 0:
-                break;
-        case CATALOG_E_NOT_FOUND:
-                batch_fail(b, KEY_FAILED, 404, "no-such-table", "%s", result->message);
-                return;
-        case CATALOG_E_REJECTED:
-                batch_fail(b, KEY_FAILED, 502, "catalog-rejected", "loading the table failed (HTTP %ld): %s",
-                           result->http_status, result->message);
-                return;
-        default:
-                batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable", result->message);
+        if (result->status != 0) {
+                r = catalog_outcome_http_status(result->status, &type);
+                if (r == 503)
+                        batch_retry_later(b, "catalog-unavailable", r, type, result->message);
+                else if (r == 404)
+                        batch_fail(b, KEY_FAILED, r, type, "%s", result->message);
+                else
+                        batch_fail(b, KEY_FAILED, r, type, "loading the table failed (HTTP %ld): %s",
+                                   result->http_status, result->message);
                 return;
         }
 
@@ -1257,11 +1259,7 @@ void batch_queue_kick(TableQueue *q) {
                         break;
                 (void)json_object_update(props, (json_t *)jp);
                 n_manifests += j->n_manifests;
-                q->head = j->next;
-                if (!q->head)
-                        q->tail = NULL;
-                j->next = NULL;
-                b->jobs[b->n_jobs++] = j;
+                b->jobs[b->n_jobs++] = QUEUE_POP(q);
         }
         json_decref(props);
         b->queue = q;

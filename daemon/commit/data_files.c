@@ -15,7 +15,7 @@
 #include "iceberg/manifest_write.h"
 #include "storage/storage.h"
 
-const char *job_manifest_location(const Job *j, size_t k) {
+const char *data_files_manifest_location(const Job *j, size_t k) {
         const CommitRequest *r = j->writer->request;
 
         return k < r->n_manifests ? r->manifests[k] : j->generated_location;
@@ -44,7 +44,7 @@ static int job_location_check(Job *j, const char *what, size_t i, const char *lo
         return 0;
 }
 
-int job_intake_check_locations(Job *j) {
+int data_files_check_locations(Job *j) {
         const CommitRequest *r = j->writer->request;
         const TableMetadata *t = j->table;
         int rr;
@@ -95,7 +95,7 @@ static int check_file(Job *j, DataFile *f, size_t i, const json_t *schema, const
         return 0;
 }
 
-int job_intake_data_files(Job *j, uint64_t max_manifest_bytes) {
+int data_files_intake(Job *j, uint64_t max_manifest_bytes) {
         CommitRequest *r = j->writer->request;
         const TableMetadata *t = j->table;
         _cleanup_(buf_deinitp) Buf out;

@@ -18,11 +18,8 @@
 #include "parquet/footer.h"
 #include "storage/storage.h"
 #include "util/log.h"
+#include "util/queue.h"
 #include "util/time-util.h"
-
-json_t *engine_error_body(int status, const char *type, const char *message) {
-        return json_pack("{s:{s:i, s:s, s:s}}", "error", "code", status, "type", type, "message", message);
-}
 
 /* Retry-After on a 503, so that writers (and proxies) back off the configured time. */
 static void engine_add_retry_after(CommitEngine *e, WriterRequest *w) {
@@ -32,9 +29,9 @@ static void engine_add_retry_after(CommitEngine *e, WriterRequest *w) {
         writer_request_add_header(w, "Retry-After", seconds);
 }
 
-void job_free(Job *j) {
+Job *engine_job_free(Job *j) {
         if (!j)
-                return;
+                return NULL;
         for (size_t i = 0; i < j->n_manifests; i++)
                 staged_manifest_free(j->manifests[i]);
         free(j->manifests);
@@ -55,11 +52,12 @@ void job_free(Job *j) {
         free(j->generated_cleanup);
         writer_request_free(j->writer);
         free(j);
+        return NULL;
 }
 
 /* Answers a job's writer, every waiter with the same key, and records the outcome. A retryable
  * outcome (5xx other than "unknown") drops the key so that a retry is a fresh request. */
-void job_finish(Job *j, KeyState state, int status, json_t *body) {
+void engine_job_finish(Job *j, KeyState state, int status, json_t *body) {
         CommitEngine *e = j->engine;
         const char *outcome;
 
@@ -78,21 +76,21 @@ void job_finish(Job *j, KeyState state, int status, json_t *body) {
          * not to have happened it goes; an attempt without a verdict may have committed it. */
         if (state == KEY_FAILED && !j->may_be_committed)
                 engine_delete_file_async(e, j->props, TAKE_PTR(j->generated_cleanup));
-        key_registry_finish(e->keys, j->entry, state, status, body);
+        registry_finish(e->keys, j->entry, state, status, body);
         j->entry = NULL;
         e->n_queued--;
         metrics_set(e->metrics, METRIC_QUEUE_REQUESTS, NULL, (double)e->n_queued);
-        job_free(j);
+        engine_job_free(j);
 }
 
-void job_fail(Job *j, int status, const char *type, const char *fmt, ...) {
+void engine_job_fail(Job *j, int status, const char *type, const char *fmt, ...) {
         char message[2048];
         va_list ap;
 
         va_start(ap, fmt);
         (void)vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
-        job_finish(j, KEY_FAILED, status, engine_error_body(status, type, message));
+        engine_job_finish(j, KEY_FAILED, status, http_error_body(status, type, message, strlen(message)));
 }
 
 /* --- queues ------------------------------------------------------------------------------ */
@@ -129,15 +127,6 @@ static TableQueue *queue_get(CommitEngine *e, const char *name) {
         e->queues = q;
         e->n_open_handles++;
         return q;
-}
-
-static void queue_push(TableQueue *q, Job *j) {
-        j->next = NULL;
-        if (q->tail)
-                q->tail->next = j;
-        else
-                q->head = j;
-        q->tail = j;
 }
 
 /* Deletes files whose attempt is known not to be committed; a failure only leaves garbage. */
@@ -196,15 +185,15 @@ static void job_intake_enqueue(Job *j) {
         TableQueue *q;
 
         if (e->is_stopping) {
-                job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
                 return;
         }
         q = queue_get(e, j->writer->request->queue_name);
         if (!q) {
-                job_fail(j, 503, "out-of-memory", "out of memory");
+                engine_job_fail(j, 503, "out-of-memory", "out of memory");
                 return;
         }
-        queue_push(q, j);
+        QUEUE_PUSH(q, j);
         batch_queue_kick(q);
 }
 
@@ -297,7 +286,7 @@ static void job_intake_work(uv_work_t *w) {
                 buf_deinit(&j->manifest_bytes[i]);
                 j->n_manifests = i + 1;
         }
-        if (r->n_data_files > 0 && job_intake_data_files(j, storage->max_manifest_bytes) < 0)
+        if (r->n_data_files > 0 && data_files_intake(j, storage->max_manifest_bytes) < 0)
                 return;
         if (job_intake_check_repeats(j) < 0)
                 return;
@@ -319,7 +308,7 @@ static void job_on_generated_written(StorageResult *result, void *userdata) {
                 if (result->status != -EEXIST)
                         engine_delete_file_async(e, j->props, TAKE_PTR(j->generated_cleanup));
                 status = engine_storage_http_status(result->status, &type, "invalid-data-file");
-                job_fail(j, status == 422 ? 503 : status, status == 422 ? "storage-unavailable" : type,
+                engine_job_fail(j, status == 422 ? 503 : status, status == 422 ? "storage-unavailable" : type,
                          "'data-files': cannot write their manifest: %s", result->error.message);
         } else
                 job_intake_enqueue(j);
@@ -338,14 +327,14 @@ static void job_intake_write_generated(Job *j) {
         }
         j->generated_cleanup = strdup(j->generated_location);
         if (!j->generated_cleanup) {
-                job_fail(j, 503, "out-of-memory", "out of memory");
+                engine_job_fail(j, 503, "out-of-memory", "out of memory");
                 return;
         }
         r = storage_write(e->storage, &ctx, j->generated_location, buf_slice(&j->generated_bytes),
                           STORAGE_WRITE_IF_ABSENT, job_on_generated_written, j, &j->error);
         if (r < 0) {
                 free(TAKE_PTR(j->generated_cleanup));
-                job_fail(j, 503, "storage-unavailable", "'data-files': cannot write their manifest: %s",
+                engine_job_fail(j, 503, "storage-unavailable", "'data-files': cannot write their manifest: %s",
                          j->error.message);
                 return;
         }
@@ -358,14 +347,14 @@ static void job_intake_after(uv_work_t *w, int status) {
 
         e->n_in_flight--;
         if (status < 0 || j->intake_status) {
-                job_fail(j, status < 0 ? 503 : j->intake_status,
+                engine_job_fail(j, status < 0 ? 503 : j->intake_status,
                          status < 0 ? "shutting-down" : j->intake_type ? j->intake_type : "invalid-manifest", "%s",
                          status < 0 ? "the request was cancelled" : j->error.message);
                 engine_maybe_stopped(e);
                 return;
         }
         if (e->is_stopping)
-                job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
         else
                 /* The staged manifests' data files exist with their sizes before anything is
                  * written or queued. */
@@ -379,7 +368,7 @@ static void job_intake_queue(Job *j) {
 
         r = uv_queue_work(e->loop, &j->work, job_intake_work, job_intake_after);
         if (r < 0) {
-                job_fail(j, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+                engine_job_fail(j, 503, "internal", "cannot queue work: %s", uv_strerror(r));
                 return;
         }
         e->n_in_flight++;
@@ -419,7 +408,7 @@ static void job_io_failed(Job *j, size_t i, int status, const char *why) {
 
 /* Starts intake read i: a staged manifest's bytes, a data file's size, or (for a described
  * Parquet file) the last tail_bytes of it, which give its size too. Beneath the table location,
- * which both must lie in (job_intake_check_locations). */
+ * which both must lie in (data_files_check_locations). */
 static int job_io_start(Job *j, size_t i, uint64_t tail_bytes, Error *error) {
         CommitEngine *e = j->engine;
         const CommitRequest *r = j->writer->request;
@@ -523,11 +512,11 @@ static void job_io_pump(Job *j) {
         if (j->n_io_done < j->n_io_started)
                 return;         /* the last answer comes back here */
         if (e->is_stopping && j->io_status == 0) {
-                job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
                 return;
         }
         if (j->io_status != 0) {
-                job_fail(j, j->intake_status, j->intake_type, "%s", j->error.message);
+                engine_job_fail(j, j->intake_status, j->intake_type, "%s", j->error.message);
                 return;
         }
         job_intake_queue(j);
@@ -537,8 +526,8 @@ static void job_io_pump(Job *j) {
 static void job_intake_fetch(Job *j) {
         const CommitRequest *r = j->writer->request;
 
-        if (job_intake_check_locations(j) < 0) {
-                job_fail(j, j->intake_status, j->intake_type, "%s", j->error.message);
+        if (data_files_check_locations(j) < 0) {
+                engine_job_fail(j, j->intake_status, j->intake_type, "%s", j->error.message);
                 return;
         }
         j->n_io = r->n_manifests + r->n_data_files;
@@ -547,7 +536,7 @@ static void job_intake_fetch(Job *j) {
         j->file_reads = calloc(r->n_data_files + 1, sizeof(*j->file_reads));
         j->io = calloc(j->n_io + 1, sizeof(*j->io));
         if (!j->manifest_bytes || !j->file_sizes || !j->file_reads || !j->io) {
-                job_fail(j, 503, "out-of-memory", "out of memory");
+                engine_job_fail(j, 503, "out-of-memory", "out of memory");
                 return;
         }
         job_io_pump(j);
@@ -556,19 +545,19 @@ static void job_intake_fetch(Job *j) {
 static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
         Job *j = userdata;
         CommitEngine *e = j->engine;
+        const char *type;
         int r;
 
         e->n_in_flight--;
-        if (result->status == CATALOG_E_NOT_FOUND)
-                job_fail(j, 404, "no-such-table", "%s", result->message);
-        else if (result->status != 0)
-                job_fail(j, 503, "catalog-unavailable", "cannot load the table to check the request: %s",
-                         result->message);
-        else if ((r = table_metadata_parse(result->body, &j->table, &j->error)) < 0 ||
+        if (result->status != 0) {
+                r = catalog_outcome_http_status(result->status, &type);
+                engine_job_fail(j, r, type, "%s%s", r == 404 ? "" : "cannot load the table to check the request: ",
+                                result->message);
+        } else if ((r = table_metadata_parse(result->body, &j->table, &j->error)) < 0 ||
                  (r = storage_props_new(result->properties, result->body, &j->props, &j->error)) < 0)
-                job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s", j->error.message);
+                engine_job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s", j->error.message);
         else if (e->is_stopping)
-                job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
         else
                 job_intake_fetch(j);
         engine_maybe_stopped(e);
@@ -577,7 +566,7 @@ static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
 static void engine_submit(WriterRequest *w, void *userdata) {
         CommitEngine *e = userdata;
         const CommitRequest *r = w->request;
-        KeyEntry *entry = key_registry_get(e->keys, r->key_scope, r->idempotency_key);
+        KeyEntry *entry = registry_get(e->keys, r->key_scope, r->idempotency_key);
         Job *j;
         int rr;
 
@@ -589,42 +578,36 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                 entry = NULL;
         }
         if (entry && strcmp(entry->fingerprint, r->fingerprint) != 0) {
-                writer_request_reply_error(w, 409, "idempotency-key-reused",
-                                           "idempotency key '%s' was already used with a different request body",
-                                           r->idempotency_key);
-                writer_request_free(w);
+                writer_request_finish_error(w, 409, "idempotency-key-reused",
+                                            "idempotency key '%s' was already used with a different request body",
+                                            r->idempotency_key);
                 return;
         }
         if (entry && entry->state == KEY_PENDING) {
-                if (key_registry_wait(entry, w) < 0) {
-                        writer_request_reply_error(w, 503, "out-of-memory", "out of memory");
-                        writer_request_free(w);
-                }
+                if (registry_wait(entry, w) < 0)
+                        writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
                 return;
         }
         if (entry && (entry->state == KEY_COMMITTED || entry->state == KEY_FAILED)) {
                 /* A finished request is answered again, the same way (4xx failures only: a
                  * retryable failure was removed from the registry). */
-                writer_request_reply(w, entry->status, json_deep_copy(entry->body));
-                writer_request_free(w);
+                writer_request_finish(w, entry->status, json_deep_copy(entry->body));
                 return;
         }
         if (entry)      /* KEY_UNKNOWN: resolve by trying again; the history check finds a landed one */
-                key_registry_remove(e->keys, entry);
+                registry_remove(e->keys, entry);
 
         if (e->is_stopping) {
                 engine_add_retry_after(e, w);
-                writer_request_reply_error(w, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
-                writer_request_free(w);
+                writer_request_finish_error(w, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
                 return;
         }
         if (e->n_queued >= e->config->max_queue_requests) {
                 engine_add_retry_after(e, w);
-                writer_request_reply_error(w, 503, "queue-full",
-                                           "%zu requests are waiting (commit.max-queue-requests); retry later",
-                                           e->n_queued);
                 metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, "queue-full", 1);
-                writer_request_free(w);
+                writer_request_finish_error(w, 503, "queue-full",
+                                            "%zu requests are waiting (commit.max-queue-requests); retry later",
+                                            e->n_queued);
                 return;
         }
 
@@ -635,14 +618,13 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                 j->manifest_lengths = calloc(r->n_manifests + 1, sizeof(*j->manifest_lengths));
         }
         if (!j || !j->manifests || !j->manifest_lengths ||
-            key_registry_add(e->keys, r->key_scope, r->idempotency_key, r->fingerprint, &entry) < 0) {
+            registry_add(e->keys, r->key_scope, r->idempotency_key, r->fingerprint, &entry) < 0) {
                 if (j) {
                         free(j->manifests);
                         free(j->manifest_lengths);
                 }
                 free(j);
-                writer_request_reply_error(w, 503, "out-of-memory", "out of memory");
-                writer_request_free(w);
+                writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
                 return;
         }
         j->engine = e;
@@ -657,7 +639,7 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         rr = catalog_load_table(e->catalog, (const char *const *)r->target.namespace, r->target.n_namespace,
                                 r->target.table, job_on_intake_loaded, j);
         if (rr < 0) {
-                job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s", strerror(-rr));
+                engine_job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s", strerror(-rr));
                 return;
         }
         e->n_in_flight++;
@@ -688,28 +670,31 @@ static json_t *engine_lookup(const char *key, const char *namespace_param, const
 
         if (namespace_param && table) {
                 /* The caller's right on this table was checked by the handler. */
-                _cleanup_(freep) char *scope = commit_key_scope(caller ? caller->principal : NULL, namespace_param,
+                _cleanup_(freep) char *scope = request_key_scope(caller ? caller->principal : NULL, namespace_param,
                                                                 table);
 
                 if (!scope)
                         return NULL;
-                entry = key_registry_get(e->keys, scope, key);
+                entry = registry_get(e->keys, scope, key);
         } else
-                entry = key_registry_find_any(e->keys, key, caller ? engine_entry_is_visible : NULL, (void *)caller,
+                entry = registry_find_any(e->keys, key, caller ? engine_entry_is_visible : NULL, (void *)caller,
                                               &n);
         if (n > 1) {
+                static const char ambiguous[] =
+                        "the key was used on several tables: add ?namespace=NS&table=T to say which";
+
                 *ret_status = 409;
-                return engine_error_body(409, "key-ambiguous",
-                                         "the key was used on several tables: add ?namespace=NS&table=T to say which");
+                return http_error_body(409, "key-ambiguous", ambiguous, sizeof(ambiguous) - 1);
         }
         if (!entry) {
+                static const char unknown[] = "this daemon has no record of the key (never seen, or evicted); add "
+                                              "?namespace=NS&table=T to search that table's history";
+
                 *ret_status = 404;
-                return engine_error_body(404, "unknown-key",
-                                         "this daemon has no record of the key (never seen, or evicted); add "
-                                         "?namespace=NS&table=T to search that table's history");
+                return http_error_body(404, "unknown-key", unknown, sizeof(unknown) - 1);
         }
         *ret_status = 200;
-        return key_entry_status_json(entry);
+        return registry_entry_status_json(entry);
 }
 
 /* One GET /v1/commits/{key}?namespace=&table= waiting for its table. */
@@ -721,12 +706,15 @@ typedef struct HistoryLookup {
         char *table;
 } HistoryLookup;
 
-static void history_lookup_free(HistoryLookup *l) {
+static HistoryLookup *history_lookup_free(HistoryLookup *l) {
+        if (!l)
+                return NULL;
         writer_request_free(l->writer);
         free(l->key);
         free(l->recorded_key);
         free(l->table);
         free(l);
+        return NULL;
 }
 
 static void engine_on_history_loaded(const CatalogResult *result, void *userdata) {
@@ -737,12 +725,14 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
         json_t *s;
 
         e->n_in_flight--;
-        if (result->status == CATALOG_E_NOT_FOUND)
-                writer_request_reply_error(l->writer, 404, "no-such-table", "%s", result->message);
-        else if (result->status != 0)
-                writer_request_reply_error(l->writer, 503, "catalog-unavailable",
-                                           "cannot load the table to search its history: %s", result->message);
-        else if (table_metadata_parse(result->body, &t, &error) < 0)
+        if (result->status != 0) {
+                const char *type;
+                int status = catalog_outcome_http_status(result->status, &type);
+
+                writer_request_reply_error(l->writer, status, type, "%s%s",
+                                           status == 404 ? "" : "cannot load the table to search its history: ",
+                                           result->message);
+        } else if (table_metadata_parse(result->body, &t, &error) < 0)
                 writer_request_reply_error(l->writer, 502, "catalog-bad-metadata", "%s", error.message);
         else if ((s = snapshot_find_key(t->metadata, l->recorded_key, e->config->history_lookback))) {
                 int64_t id = 0, seq = 0;
@@ -771,31 +761,29 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
         Error error = {};
         int r;
 
-        r = commit_target_parse(namespace_param, table, &target, &error);
+        r = request_target_parse(namespace_param, table, &target, &error);
         if (r < 0) {
-                writer_request_reply_error(w, r == -ENOMEM ? 503 : 400, r == -ENOMEM ? "out-of-memory" : "bad-request",
-                                           "%s", error.message);
-                writer_request_free(w);
+                writer_request_finish_error(w, r == -ENOMEM ? 503 : 400, r == -ENOMEM ? "out-of-memory" : "bad-request",
+                                            "%s", error.message);
                 return;
         }
         l = calloc(1, sizeof(*l));
-        if (!l || !(l->key = strdup(key)) || !(l->recorded_key = commit_key_recorded(principal, key)) ||
+        if (!l || !(l->key = strdup(key)) || !(l->recorded_key = request_key_recorded(principal, key)) ||
             !(l->table = strdup(table))) {
                 if (l) {
                         free(l->key);
                         free(l->recorded_key);
                         free(l);
                 }
-                commit_target_deinit(&target);
-                writer_request_reply_error(w, 503, "out-of-memory", "out of memory");
-                writer_request_free(w);
+                request_target_deinit(&target);
+                writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
                 return;
         }
         l->engine = e;
         l->writer = w;
         r = catalog_load_table(e->catalog, (const char *const *)target.namespace, target.n_namespace, target.table,
                                engine_on_history_loaded, l);
-        commit_target_deinit(&target);
+        request_target_deinit(&target);
         if (r < 0) {
                 writer_request_reply_error(w, 503, "catalog-unavailable", "cannot load the table: %s", strerror(-r));
                 history_lookup_free(l);
@@ -852,7 +840,7 @@ int commit_engine_new(uv_loop_t *loop, const CommitConfig *config, const Storage
         e->storage = storage;
         e->catalog = catalog;
         e->metrics = metrics;
-        r = key_registry_new(config->receipt_cache_size, &e->keys);
+        r = registry_new(config->receipt_cache_size, &e->keys);
         if (r < 0) {
                 free(e);
                 return r;
@@ -894,13 +882,8 @@ void commit_engine_stop(CommitEngine *e, void (*done)(void *userdata), void *use
         e->stop_done = done;
         e->stop_userdata = userdata;
         for (TableQueue *q = e->queues; q; q = q->next) {
-                while (q->head) {
-                        Job *j = q->head;
-
-                        q->head = j->next;
-                        job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
-                }
-                q->tail = NULL;
+                for (Job *j; (j = QUEUE_POP(q));)
+                        engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
                 /* A batch waiting for its retry timer ends now; one talking to the catalog ends
                  * with its answer (batch_retry_later refuses to go on while stopping). */
                 if (q->batch && uv_is_active((uv_handle_t *)&q->retry_timer)) {
@@ -923,7 +906,7 @@ void commit_engine_stop(CommitEngine *e, void (*done)(void *userdata), void *use
 CommitEngine *commit_engine_free(CommitEngine *e) {
         if (!e)
                 return NULL;
-        key_registry_free(e->keys);
+        registry_free(e->keys);
         free(e);
         return NULL;
 }

@@ -157,11 +157,10 @@ struct CommitEngine {
 };
 
 /* engine.c */
-json_t *engine_error_body(int status, const char *type, const char *message);
-void job_free(Job *j);
+Job *engine_job_free(Job *j);
 /* Answers the job's writer and every waiter on its key, records the outcome, frees the job. */
-void job_finish(Job *j, KeyState state, int status, json_t *body);
-void job_fail(Job *j, int status, const char *type, const char *fmt, ...) _printf_(4, 5);
+void engine_job_finish(Job *j, KeyState state, int status, json_t *body);
+void engine_job_fail(Job *j, int status, const char *type, const char *fmt, ...) _printf_(4, 5);
 /* Deletes a file known not to be committed (location stolen; NULL is ignored), in the
  * background; props (borrowed for the call) sign an object-store delete. */
 void engine_delete_file_async(CommitEngine *e, const StorageProps *props, char *location);
@@ -176,14 +175,14 @@ void engine_maybe_stopped(CommitEngine *e);
 
 /* data_files.c */
 /* Location of the job's k-th manifest: a staged one, or the one written for its data-files. */
-const char *job_manifest_location(const Job *j, size_t k);
+const char *data_files_manifest_location(const Job *j, size_t k);
 /* Before the intake reads: refuses data-files outside the table location (nothing is asked of
  * storage for them). On failure sets intake_status/_type and j->error. */
-int job_intake_check_locations(Job *j);
+int data_files_check_locations(Job *j);
 /* Thread pool: checks the request's data-files against j->table and their sizes on storage
  * (j->file_sizes), builds their manifest into j->generated_bytes (written by the loop after)
  * and appends it, parsed, to j->manifests. On failure sets intake_status/_type and j->error. */
-int job_intake_data_files(Job *j, uint64_t max_manifest_bytes);
+int data_files_intake(Job *j, uint64_t max_manifest_bytes);
 
 /* probe.c */
 /* The root of the table a data file lies under: its location, write.data.path (or the older

@@ -211,7 +211,7 @@ static int live_index_lookup(Batch *b) {
                                 holder = live_files_find_manifest(ix->files, *h);
                                 if (k < j->writer->request->n_manifests)
                                         (void)snprintf(where, sizeof(where), "staged-manifests[%zu] '%s' entry %zu",
-                                                       k, job_manifest_location(j, k), e);
+                                                       k, data_files_manifest_location(j, k), e);
                                 else
                                         (void)snprintf(where, sizeof(where), "'data-files'[%zu]", e);
                                 j->refusal_type = "data-file-already-committed";

@@ -47,7 +47,7 @@ void probe_outside_message(const Job *j, size_t k, size_t e, char *out, size_t s
         (void)snprintf(out, size,
                        "staged-manifests[%zu] '%s' entry %zu '%s' is outside the table location '%s' (and "
                        "write.data.path and the table property %s)",
-                       k, job_manifest_location(j, k), e, m->files[e].path, j->table->location,
+                       k, data_files_manifest_location(j, k), e, m->files[e].path, j->table->location,
                        TABLE_PROPERTY_ALLOWED_PREFIXES);
 }
 
@@ -117,7 +117,7 @@ static void probe_pump(Job *j);
 /* Records the first failure of a probe as the job's answer. */
 static void probe_fail(Job *j, const Probe *p, int status, const char *why) {
         const StagedManifest *m = j->manifests[p->manifest];
-        const char *path = m->files[p->entry].path, *location = job_manifest_location(j, p->manifest);
+        const char *path = m->files[p->entry].path, *location = data_files_manifest_location(j, p->manifest);
         char message[2048];
         const char *type;
         int http;
@@ -168,7 +168,7 @@ static void probe_on_size(StorageResult *result, void *userdata) {
                 (void)error_set(&j->error, -EBADMSG,
                                 "staged-manifests[%zu] '%s' entry %zu: data file '%s' has %" PRIu64
                                 " bytes, the manifest says %" PRId64,
-                                p->manifest, job_manifest_location(j, p->manifest), p->entry,
+                                p->manifest, data_files_manifest_location(j, p->manifest), p->entry,
                                 m->files[p->entry].path, result->size, p->size);
         }
         probe_pump(j);
@@ -202,11 +202,11 @@ static void probe_pump(Job *j) {
         if (j->n_probes_done < j->n_probes_started)
                 return;         /* the last answer comes back here */
         if (j->probe_status == 0 && e->is_stopping) {
-                job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
                 return;
         }
         if (j->probe_status != 0) {
-                job_fail(j, j->intake_status, j->intake_type, "%s", j->error.message);
+                engine_job_fail(j, j->intake_status, j->intake_type, "%s", j->error.message);
                 return;
         }
         probe_list_free(j);
@@ -221,7 +221,7 @@ void probe_start(Job *j, void (*done)(Job *j)) {
         }
         j->probe_io = calloc(j->n_probes, sizeof(*j->probe_io));
         if (!j->probe_io) {
-                job_fail(j, 503, "out-of-memory", "out of memory");
+                engine_job_fail(j, 503, "out-of-memory", "out of memory");
                 return;
         }
         probe_pump(j);

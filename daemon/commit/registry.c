@@ -25,7 +25,7 @@ static uint64_t key_hash(const char *s) {
         return h;
 }
 
-int key_registry_new(size_t max_finished, KeyRegistry **ret) {
+int registry_new(size_t max_finished, KeyRegistry **ret) {
         KeyRegistry *r = calloc(1, sizeof(*r));
 
         if (!r)
@@ -41,7 +41,9 @@ int key_registry_new(size_t max_finished, KeyRegistry **ret) {
         return 0;
 }
 
-static void key_entry_free(KeyEntry *e) {
+static KeyEntry *registry_entry_free(KeyEntry *e) {
+        if (!e)
+                return NULL;
         for (size_t i = 0; i < e->n_waiters; i++)
                 writer_request_free(e->waiters[i]);
         free(e->waiters);
@@ -50,22 +52,23 @@ static void key_entry_free(KeyEntry *e) {
         free(e->key);
         free(e->fingerprint);
         free(e);
+        return NULL;
 }
 
-KeyRegistry *key_registry_free(KeyRegistry *r) {
+KeyRegistry *registry_free(KeyRegistry *r) {
         if (!r)
                 return NULL;
         for (size_t i = 0; i < r->n_buckets; i++)
                 for (KeyEntry *e = r->buckets[i], *next; e; e = next) {
                         next = e->hash_next;
-                        key_entry_free(e);
+                        registry_entry_free(e);
                 }
         free(r->buckets);
         free(r);
         return NULL;
 }
 
-static void key_registry_grow(KeyRegistry *r) {
+static void registry_grow(KeyRegistry *r) {
         size_t n = r->n_buckets * 2;
         KeyEntry **buckets = calloc(n, sizeof(*buckets));
 
@@ -85,14 +88,14 @@ static void key_registry_grow(KeyRegistry *r) {
 }
 
 /* Hashed by the key alone, so that every table's entry of one key shares a chain. */
-KeyEntry *key_registry_get(KeyRegistry *r, const char *scope, const char *key) {
+KeyEntry *registry_get(KeyRegistry *r, const char *scope, const char *key) {
         for (KeyEntry *e = r->buckets[key_hash(key) & (r->n_buckets - 1)]; e; e = e->hash_next)
                 if (strcmp(e->key, key) == 0 && strcmp(e->scope, scope) == 0)
                         return e;
         return NULL;
 }
 
-KeyEntry *key_registry_find_any(KeyRegistry *r, const char *key, bool (*accept)(const KeyEntry *e, void *userdata),
+KeyEntry *registry_find_any(KeyRegistry *r, const char *key, bool (*accept)(const KeyEntry *e, void *userdata),
                                 void *userdata, size_t *ret_n) {
         KeyEntry *first = NULL;
         size_t n = 0;
@@ -107,7 +110,7 @@ KeyEntry *key_registry_find_any(KeyRegistry *r, const char *key, bool (*accept)(
         return first;
 }
 
-int key_registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint, KeyEntry **ret) {
+int registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint, KeyEntry **ret) {
         KeyEntry *e = calloc(1, sizeof(*e));
         size_t b;
 
@@ -117,11 +120,11 @@ int key_registry_add(KeyRegistry *r, const char *scope, const char *key, const c
         e->key = strdup(key);
         e->fingerprint = strdup(fingerprint);
         if (!e->scope || !e->key || !e->fingerprint) {
-                key_entry_free(e);
+                registry_entry_free(e);
                 return -ENOMEM;
         }
         if (r->n_entries >= r->n_buckets)
-                key_registry_grow(r);
+                registry_grow(r);
         b = key_hash(key) & (r->n_buckets - 1);
         e->hash_next = r->buckets[b];
         r->buckets[b] = e;
@@ -130,7 +133,7 @@ int key_registry_add(KeyRegistry *r, const char *scope, const char *key, const c
         return 0;
 }
 
-static void key_registry_unlink(KeyRegistry *r, KeyEntry *e) {
+static void registry_unlink(KeyRegistry *r, KeyEntry *e) {
         KeyEntry **p = &r->buckets[key_hash(e->key) & (r->n_buckets - 1)];
 
         while (*p && *p != e)
@@ -151,16 +154,14 @@ static void key_registry_unlink(KeyRegistry *r, KeyEntry *e) {
         }
 }
 
-void key_registry_remove(KeyRegistry *r, KeyEntry *e) {
-        key_registry_unlink(r, e);
-        key_entry_free(e);
+void registry_remove(KeyRegistry *r, KeyEntry *e) {
+        registry_unlink(r, e);
+        registry_entry_free(e);
 }
 
-void key_registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, json_t *body) {
-        for (size_t i = 0; i < e->n_waiters; i++) {
-                writer_request_reply(e->waiters[i], status, json_deep_copy(body));
-                writer_request_free(e->waiters[i]);
-        }
+void registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, json_t *body) {
+        for (size_t i = 0; i < e->n_waiters; i++)
+                writer_request_finish(e->waiters[i], status, json_deep_copy(body));
         free(e->waiters);
         e->waiters = NULL;
         e->n_waiters = 0;
@@ -168,7 +169,7 @@ void key_registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status
         /* A retryable failure is forgotten: the writer's retry with the key is a new request. */
         if (state == KEY_FAILED && status >= 500) {
                 json_decref(body);
-                key_registry_remove(r, e);
+                registry_remove(r, e);
                 return;
         }
 
@@ -189,12 +190,12 @@ void key_registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status
         while (r->n_finished > r->max_finished && r->done_head) {
                 KeyEntry *old = r->done_head;
 
-                key_registry_unlink(r, old);
-                key_entry_free(old);
+                registry_unlink(r, old);
+                registry_entry_free(old);
         }
 }
 
-int key_registry_wait(KeyEntry *e, WriterRequest *w) {
+int registry_wait(KeyEntry *e, WriterRequest *w) {
         WriterRequest **waiters = reallocarray(e->waiters, e->n_waiters + 1, sizeof(*waiters));
 
         if (!waiters)
@@ -204,7 +205,7 @@ int key_registry_wait(KeyEntry *e, WriterRequest *w) {
         return 0;
 }
 
-json_t *key_entry_status_json(const KeyEntry *e) {
+json_t *registry_entry_status_json(const KeyEntry *e) {
         static const char *const state_name[] = { "pending", "committed", "failed", "unknown" };
         json_t *o = json_pack("{s:s, s:s}", "idempotency-key", e->key, "status", state_name[e->state]);
 
@@ -218,6 +219,6 @@ json_t *key_entry_status_json(const KeyEntry *e) {
         return o;
 }
 
-size_t key_registry_size(const KeyRegistry *r) {
+size_t registry_size(const KeyRegistry *r) {
         return r->n_entries;
 }

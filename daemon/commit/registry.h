@@ -23,7 +23,7 @@ typedef struct KeyEntry KeyEntry;
 typedef struct KeyRegistry KeyRegistry;
 
 struct KeyEntry {
-        char *scope;                    /* the table, and the principal when auth is on: commit_key_scope() */
+        char *scope;                    /* the table, and the principal when auth is on: request_key_scope() */
         char *key;
         char *fingerprint;
         KeyState state;
@@ -35,27 +35,27 @@ struct KeyEntry {
         KeyEntry *done_prev, *done_next; /* finished entries, oldest first, for eviction */
 };
 
-int key_registry_new(size_t max_finished, KeyRegistry **ret);
-KeyRegistry *key_registry_free(KeyRegistry *r);
-DEFINE_CLEANUP_FUNC(KeyRegistry, key_registry_free);
+int registry_new(size_t max_finished, KeyRegistry **ret);
+KeyRegistry *registry_free(KeyRegistry *r);
+DEFINE_CLEANUP_FUNC(KeyRegistry, registry_free);
 
 /* The entry of `key` on the table `scope`, or NULL. */
-KeyEntry *key_registry_get(KeyRegistry *r, const char *scope, const char *key);
+KeyEntry *registry_get(KeyRegistry *r, const char *scope, const char *key);
 /* The entries of `key` on any table that `accept` (NULL: every entry) lets through: the first
  * found, and how many there are. */
-KeyEntry *key_registry_find_any(KeyRegistry *r, const char *key, bool (*accept)(const KeyEntry *e, void *userdata),
+KeyEntry *registry_find_any(KeyRegistry *r, const char *key, bool (*accept)(const KeyEntry *e, void *userdata),
                                 void *userdata, size_t *ret_n);
 /* Adds a pending entry for a key that has none on that table. */
-int key_registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint, KeyEntry **ret);
+int registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint, KeyEntry **ret);
 /* Records the final answer (body stolen), answers every waiter with a copy, and makes the entry
  * evictable. A retryable failure (KEY_FAILED with a 5xx) removes the entry instead. The entry
  * may be gone afterwards either way (eviction): do not use it again. */
-void key_registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, json_t *body);
+void registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, json_t *body);
 /* Drops an entry (a retryable failure: the writer may send the key again). Waiters must have
  * been answered. */
-void key_registry_remove(KeyRegistry *r, KeyEntry *e);
+void registry_remove(KeyRegistry *r, KeyEntry *e);
 /* Adds a waiter to a pending entry; takes ownership of w. */
-int key_registry_wait(KeyEntry *e, WriterRequest *w);
+int registry_wait(KeyEntry *e, WriterRequest *w);
 /* The GET /v1/commits/{key} body for an entry (owned). */
-json_t *key_entry_status_json(const KeyEntry *e);
-size_t key_registry_size(const KeyRegistry *r);
+json_t *registry_entry_status_json(const KeyEntry *e);
+size_t registry_size(const KeyRegistry *r);

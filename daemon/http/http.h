@@ -103,6 +103,10 @@ void http_reply_json(HttpRequest *r, int status, json_t *body);
  * "body-too-large" (413) and, while closing, "shutting-down" (503). */
 void http_reply_error(HttpRequest *r, int status, const char *type, const char *fmt, ...)
         _printf_(4, 5);
+/* The error document http_reply_error() sends, for answers built before they are sent (the
+ * commit engine's, which also go to every waiter on the key): message bytes that are not
+ * UTF-8 become '?'. New reference; NULL when out of memory. */
+json_t *http_error_body(int status, const char *type, const char *message, size_t message_len);
 /* Sends `body` (copied) with the given Content-Type. */
 void http_reply_text(HttpRequest *r, int status, const char *content_type, Slice body);
 /* Adds a response header (copied), before the reply, e.g. Retry-After. A name or value holding

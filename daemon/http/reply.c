@@ -74,19 +74,28 @@ static json_t *message_string(const char *msg, size_t len) {
         return json_stringn(copy, len);
 }
 
-/* Returns the error document as a malloc'd string, or NULL when out of memory. */
-static char *error_body(int status, const char *type, const char *msg, size_t msg_len,
-                        size_t *ret_len) {
-        _cleanup_(json_decrefp) json_t *root = NULL;
+json_t *http_error_body(int status, const char *type, const char *message, size_t message_len) {
         _cleanup_(json_decrefp) json_t *error = NULL;
-        char *s;
+        json_t *root;
 
         error = json_object();
         root = json_object();
         if (!error || !root || json_object_set_new(error, "code", json_integer(status)) < 0 ||
             json_object_set_new(error, "type", json_string(type)) < 0 ||
-            json_object_set_new(error, "message", message_string(msg, msg_len)) < 0 ||
-            json_object_set(root, "error", error) < 0)
+            json_object_set_new(error, "message", message_string(message, message_len)) < 0 ||
+            json_object_set(root, "error", error) < 0) {
+                json_decref(root);
+                return NULL;
+        }
+        return root;
+}
+
+/* Returns the error document as a malloc'd string, or NULL when out of memory. */
+static char *error_body(int status, const char *type, const char *msg, size_t msg_len, size_t *ret_len) {
+        _cleanup_(json_decrefp) json_t *root = http_error_body(status, type, msg, msg_len);
+        char *s;
+
+        if (!root)
                 return NULL;
         s = json_dumps(root, JSON_COMPACT);
         if (s)

@@ -132,9 +132,9 @@ static void transfer_list_append(CurlUvTransfer **head, CurlUvTransfer *t) {
         t->prev = last;
 }
 
-static void curl_uv_free(CurlUv *cu) {
+static CurlUv *curl_uv_free(CurlUv *cu) {
         if (!cu)
-                return;
+                return NULL;
         assert(!cu->sockets && !cu->transfers && !cu->cancelled && cu->n_open_handles == 0);
         /* Order from libcurl's docs: easy handles out of the multi (done), multi cleanup (closes
          * the cached connections), then the easy handles. */
@@ -148,16 +148,17 @@ static void curl_uv_free(CurlUv *cu) {
         if (cu->is_global_initialized)
                 curl_global_cleanup();
         free(cu);
+        return NULL;
 }
 
 DEFINE_CLEANUP_FUNC(CurlUv, curl_uv_free);
 
 /* Gives the easy handle back to the idle pool and frees the rest. */
-static void curl_uv_transfer_free(CurlUvTransfer *t) {
+static CurlUvTransfer *curl_uv_transfer_free(CurlUvTransfer *t) {
         CurlUv *cu;
 
         if (!t)
-                return;
+                return NULL;
         cu = t->owner;
         if (t->easy) {
                 if (cu->n_idle < cu->max_idle) {
@@ -170,6 +171,7 @@ static void curl_uv_transfer_free(CurlUvTransfer *t) {
         curl_slist_free_all(t->headers);
         buf_deinit(&t->body);
         free(t);
+        return NULL;
 }
 
 DEFINE_CLEANUP_FUNC(CurlUvTransfer, curl_uv_transfer_free);

@@ -67,16 +67,17 @@ static const char *const s3_op_names[] = {
         [S3_OP_LIST] = "list", [S3_OP_GET_TAIL] = "get",
 };
 
-static void s3_secret_free(char *s) {
-        if (s) {
-                explicit_bzero(s, strlen(s));
-                free(s);
-        }
+static char *s3_secret_free(char *s) {
+        if (!s)
+                return NULL;
+        explicit_bzero(s, strlen(s));
+        free(s);
+        return NULL;
 }
 
-static void s3_op_free(S3Op *op) {
+static S3Op *s3_op_free(S3Op *op) {
         if (!op)
-                return;
+                return NULL;
         free(op->location);
         free(op->bucket);
         free(op->key);
@@ -92,6 +93,7 @@ static void s3_op_free(S3Op *op) {
                 free(op->result.names[i]);
         free(op->result.names);
         free(op);
+        return NULL;
 }
 
 DEFINE_CLEANUP_FUNC(S3Op, s3_op_free);

@@ -373,7 +373,9 @@ struct StorageReadMany {
         void *userdata;
 };
 
-static void storage_read_many_free(StorageReadMany *m) {
+static StorageReadMany *storage_read_many_free(StorageReadMany *m) {
+        if (!m)
+                return NULL;
         for (size_t i = 0; i < m->n; i++) {
                 free(m->locations[i]);
                 buf_deinit(&m->items[i].data);
@@ -383,6 +385,7 @@ static void storage_read_many_free(StorageReadMany *m) {
         free(m->items);
         free(m->slots);
         free(m);
+        return NULL;
 }
 
 static void storage_read_many_finish(StorageReadMany *m) {

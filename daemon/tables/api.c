@@ -39,7 +39,7 @@ typedef struct TablesCall {
 static TablesCall *call_free(TablesCall *c) {
         if (!c)
                 return NULL;
-        commit_target_deinit(&c->target);
+        request_target_deinit(&c->target);
         json_decref(c->request);
         free(c);
         return NULL;
@@ -92,7 +92,7 @@ static json_t *table_answer(const TablesCall *c, bool created, const json_t *loa
                 if (json_equal(json_object_get(s, "spec-id"), json_object_get(metadata, "default-spec-id")))
                         spec = s;
         return json_pack("{s:b, s:o, s:s, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
-                         "created", created, "namespace", commit_target_namespace_json(&c->target),
+                         "created", created, "namespace", request_target_namespace_json(&c->target),
                          "name", c->target.table,
                          "metadata-location", json_object_get(load_result, "metadata-location"),
                          "table-uuid", json_object_get(metadata, "table-uuid"),
@@ -165,7 +165,7 @@ static void call_on_catalog(const CatalogResult *result, void *userdata) {
                         call_fail(c, result, "load the existing table");
                         return;
                 }
-                r = table_create_request_matches(c->request, json_object_get(result->body, "metadata"), &error);
+                r = create_table_request_matches(c->request, json_object_get(result->body, "metadata"), &error);
                 if (r < 0) {
                         http_reply_error(c->http, 409, "table-exists",
                                          "table '%s' exists and differs from the request: %s", c->target.table,
@@ -182,7 +182,7 @@ static void call_on_catalog(const CatalogResult *result, void *userdata) {
                         return;
                 }
                 http_reply_json(c->http, result->status == 0 ? 201 : 200,
-                                json_pack("{s:o, s:b}", "namespace", commit_target_namespace_json(&c->target),
+                                json_pack("{s:o, s:b}", "namespace", request_target_namespace_json(&c->target),
                                           "created", result->status == 0));
                 c->http = NULL;
                 return;
@@ -211,7 +211,7 @@ static void tables_start(HttpRequest *r, TablesCall parsed, int parse_result, co
                         *c = parsed;
         }
         if (!c) {
-                commit_target_deinit(&parsed.target);
+                request_target_deinit(&parsed.target);
                 json_decref(parsed.request);
                 if (parse_result == -ENOMEM || parse_result >= 0)
                         http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
@@ -264,11 +264,11 @@ static void tables_handle_create_table(HttpRequest *r, void *userdata) {
 
         if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
                 return;
-        rr = table_create_request_parse(http_request_body(r), &c.request, &name, &error);
+        rr = create_table_request_parse(http_request_body(r), &c.request, &name, &error);
         if (rr >= 0)
-                rr = commit_target_parse(http_request_param(r, 0), name, &c.target, &error);
+                rr = request_target_parse(http_request_param(r, 0), name, &c.target, &error);
         if (rr >= 0 && auth_check_target(r, caller, AUTH_RIGHT_CREATE, http_request_param(r, 0), c.target.table) < 0) {
-                commit_target_deinit(&c.target);
+                request_target_deinit(&c.target);
                 json_decref(c.request);
                 return;
         }
@@ -284,14 +284,14 @@ static void tables_handle_create_namespace(HttpRequest *r, void *userdata) {
 
         if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
                 return;
-        rr = namespace_create_request_parse(http_request_body(r), &c.target.namespace, &c.target.n_namespace,
+        rr = create_namespace_request_parse(http_request_body(r), &c.target.namespace, &c.target.n_namespace,
                                             &c.request, &error);
         if (rr >= 0 && caller) {
                 namespace_param = tables_namespace_param(&c.target);
                 if (!namespace_param)
                         rr = -ENOMEM;
                 else if (auth_check_target(r, caller, AUTH_RIGHT_CREATE, namespace_param, /* table= */ NULL) < 0) {
-                        commit_target_deinit(&c.target);
+                        request_target_deinit(&c.target);
                         json_decref(c.request);
                         return;
                 }

@@ -21,7 +21,7 @@ static bool name_is_valid(const char *s) {
         return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
-int table_create_request_parse(Slice body, json_t **ret_request, const char **ret_name, Error *error) {
+int create_table_request_parse(Slice body, json_t **ret_request, const char **ret_name, Error *error) {
         _cleanup_(json_decrefp) json_t *in = NULL, *out = NULL, *properties = NULL;
         json_error_t jerr;
         const json_t *name, *schema, *v;
@@ -111,7 +111,7 @@ int table_create_request_parse(Slice body, json_t **ret_request, const char **re
         return 0;
 }
 
-int namespace_create_request_parse(Slice body, char ***ret_levels, size_t *ret_n_levels,
+int create_namespace_request_parse(Slice body, char ***ret_levels, size_t *ret_n_levels,
                                    json_t **ret_properties, Error *error) {
         _cleanup_(json_decrefp) json_t *in = NULL;
         json_error_t jerr;
@@ -285,7 +285,7 @@ static const json_t *metadata_default_spec(const json_t *metadata) {
         return NULL;
 }
 
-int table_create_request_matches(const json_t *request, const json_t *metadata, Error *error) {
+int create_table_request_matches(const json_t *request, const json_t *metadata, Error *error) {
         const json_t *schema = metadata_current_schema(metadata), *spec = metadata_default_spec(metadata);
         const json_t *want_spec = json_object_get(request, "partition-spec");
         const json_t *want_fields = json_object_get(want_spec, "fields"), *have_fields = json_object_get(spec, "fields");

@@ -20,18 +20,18 @@
  * "properties" (string values), "format-version" (1, 2 or 3; default 3). Returns the
  * CreateTableRequest to send to the catalog (format version as the "format-version" property,
  * as the REST spec carries it) and the name, or -EINVAL with the reason. */
-int table_create_request_parse(Slice body, json_t **ret_request, const char **ret_name, Error *error);
+int create_table_request_parse(Slice body, json_t **ret_request, const char **ret_name, Error *error);
 
 /* Parses the body of POST /v1/namespaces: {"namespace": ["level", ...], "properties": {...}}.
  * Returns the levels (owned, NULL-terminated) and the properties (owned, may be NULL), or
  * -EINVAL with the reason. */
-int namespace_create_request_parse(Slice body, char ***ret_levels, size_t *ret_n_levels,
+int create_namespace_request_parse(Slice body, char ***ret_levels, size_t *ret_n_levels,
                                    json_t **ret_properties, Error *error);
 
 /* Whether `metadata` (an existing table's metadata object) is what `request` (from
- * table_create_request_parse) asks for: the same format version, the same schema (names, types,
+ * create_table_request_parse) asks for: the same format version, the same schema (names, types,
  * nullability and nesting; field ids are the catalog's to assign), the same partition fields
  * (source column, transform and name) and every requested property with the same value.
  * Returns 0 when it is, -EEXIST with the first difference in `error` when not, or -EINVAL for
  * metadata that cannot be read. */
-int table_create_request_matches(const json_t *request, const json_t *metadata, Error *error);
+int create_table_request_matches(const json_t *request, const json_t *metadata, Error *error);

@@ -20,7 +20,7 @@ static const char *const writer_keys[] = {
         "engine-name", "engine-version", "iceberg-version", "app-id", "spark.app.id", "flink.job-id",
 };
 
-int upgrade_request_parse(Slice body, UpgradeRequest *ret, Error *error) {
+int preflight_request_parse(Slice body, UpgradeRequest *ret, Error *error) {
         json_t *root, *v;
         json_error_t je;
         const char *key;
@@ -65,7 +65,7 @@ out:
         return r;
 }
 
-UpgradeBranch *upgrade_branches_free(UpgradeBranch *branches, size_t n) {
+UpgradeBranch *preflight_branches_free(UpgradeBranch *branches, size_t n) {
         for (size_t i = 0; branches && i < n; i++) {
                 free(branches[i].list_location);
                 manifest_list_files_free(branches[i].files, branches[i].n_files);
@@ -83,7 +83,7 @@ static int branch_compare(const void *a, const void *b) {
         return strcmp(x->name, y->name);
 }
 
-int upgrade_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branches, size_t *ret_n,
+int preflight_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branches, size_t *ret_n,
                              Error *error) {
         json_t *refs = json_object_get(t->metadata, "refs"), *ref;
         UpgradeBranch *branches;
@@ -104,7 +104,7 @@ int upgrade_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branche
                 b->name = name;
                 if (json_get_i64(ref, "snapshot-id", &b->snapshot_id) < 0) {
                         error_set(error, -EINVAL, "branch '%s' has no snapshot-id", name);
-                        upgrade_branches_free(branches, n);
+                        preflight_branches_free(branches, n);
                         return -EINVAL;
                 }
                 b->snapshot = table_snapshot(t, b->snapshot_id);
@@ -113,12 +113,12 @@ int upgrade_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branche
                         error_set(error, -EINVAL,
                                   "branch '%s': snapshot %" PRId64 " is missing or has no manifest-list",
                                   name, b->snapshot_id);
-                        upgrade_branches_free(branches, n);
+                        preflight_branches_free(branches, n);
                         return -EINVAL;
                 }
                 b->list_location = strdup(list);
                 if (!b->list_location) {
-                        upgrade_branches_free(branches, n);
+                        preflight_branches_free(branches, n);
                         return -ENOMEM;
                 }
         }
@@ -256,7 +256,7 @@ static json_t *report_branch(const UpgradeBranch *b, json_t *unknown, json_t *eq
         return o;
 }
 
-json_t *upgrade_report_build(const TableMetadata *t, const UpgradeBranch *branches, size_t n,
+json_t *preflight_report_build(const TableMetadata *t, const UpgradeBranch *branches, size_t n,
                              int target_format_version, uint32_t lookback) {
         json_t *report = NULL, *writers, *list = json_array(), *unknown = json_array(),
                *equality = json_array(), *warnings = json_array(), *w;

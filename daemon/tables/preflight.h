@@ -32,17 +32,17 @@ typedef struct UpgradeBranch {
 
 /* Parses the body: {"format-version": 3, "dry-run": true|false}, both required, nothing else.
  * Returns 0 or -EINVAL with the reason. */
-int upgrade_request_parse(Slice body, UpgradeRequest *ret, Error *error);
+int preflight_request_parse(Slice body, UpgradeRequest *ret, Error *error);
 
 /* The branches of the table ("refs" of type branch), "main" first, then by name. Tags are left
  * out: nothing commits to them. Returns 0, -EINVAL (a branch whose head is not a snapshot of
  * the table, or whose snapshot has no manifest-list), -ENOMEM. */
-int upgrade_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branches, size_t *ret_n,
+int preflight_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branches, size_t *ret_n,
                              Error *error);
-UpgradeBranch *upgrade_branches_free(UpgradeBranch *branches, size_t n);
+UpgradeBranch *preflight_branches_free(UpgradeBranch *branches, size_t n);
 
 /* Builds the report (proto/openapi.yaml UpgradeReport) from the metadata, the branches with
  * their lists read, and the newest `lookback` snapshots' summaries. "status" is set by the
  * caller. NULL on allocation failure. */
-json_t *upgrade_report_build(const TableMetadata *t, const UpgradeBranch *branches, size_t n,
+json_t *preflight_report_build(const TableMetadata *t, const UpgradeBranch *branches, size_t n,
                              int target_format_version, uint32_t lookback);

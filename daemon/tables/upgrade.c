@@ -43,8 +43,8 @@ typedef struct UpgradeCall {
 static UpgradeCall *upgrade_call_free(UpgradeCall *c) {
         if (!c)
                 return NULL;
-        commit_target_deinit(&c->target);
-        c->branches = upgrade_branches_free(c->branches, c->n_branches);
+        request_target_deinit(&c->target);
+        c->branches = preflight_branches_free(c->branches, c->n_branches);
         c->table = table_metadata_free(c->table);
         json_decref(c->report);
         storage_props_free(c->props);
@@ -64,9 +64,12 @@ static void upgrade_on_gone(HttpRequest *r, void *userdata) {
 }
 
 static void upgrade_reply_catalog_error(UpgradeCall *c, const CatalogResult *result, const char *what) {
+        const char *type;
+        int status = catalog_outcome_http_status(result->status, &type);
+
         switch (result->status) {
         case CATALOG_E_NOT_FOUND:
-                http_reply_error(c->http, 404, "no-such-table", "%s: %s", what, result->message);
+                http_reply_error(c->http, status, type, "%s: %s", what, result->message);
                 break;
         case CATALOG_E_CONFLICT:
                 http_reply_error(c->http, 409, "table-changed",
@@ -74,18 +77,18 @@ static void upgrade_reply_catalog_error(UpgradeCall *c, const CatalogResult *res
                                  "upgraded, run the dry run again", what, result->message);
                 break;
         case CATALOG_E_REJECTED:
-                http_reply_error(c->http, 502, "catalog-rejected", "%s: the catalog refused it (HTTP %ld): %s",
+                http_reply_error(c->http, status, type, "%s: the catalog refused it (HTTP %ld): %s",
                                  what, result->http_status, result->message);
                 break;
         case CATALOG_E_STATE_UNKNOWN:
-                http_reply_error(c->http, 504, "upgrade-state-unknown",
+                http_reply_error(c->http, status, "upgrade-state-unknown",
                                  "%s: no verdict from the catalog (%s); the table may be upgraded: send the "
                                  "request again, an upgraded table answers \"already-upgraded\"",
                                  what, result->message);
                 break;
         default:
                 http_reply_add_header(c->http, "Retry-After", "1");
-                http_reply_error(c->http, 503, "catalog-unavailable", "%s: %s (%s); retry", what,
+                http_reply_error(c->http, status, type, "%s: %s (%s); retry", what,
                                  catalog_outcome_to_string(result->status), result->message);
                 break;
         }
@@ -94,7 +97,7 @@ static void upgrade_reply_catalog_error(UpgradeCall *c, const CatalogResult *res
 
 /* A JSON answer with the table named, over `report` (stolen). */
 static void upgrade_reply(UpgradeCall *c, const char *status, json_t *report) {
-        json_t *ns = commit_target_namespace_json(&c->target);
+        json_t *ns = request_target_namespace_json(&c->target);
 
         if (!report || !ns || json_object_set_new(report, "namespace", ns) < 0 ||
             json_object_set_new(report, "table", json_string(c->target.table)) < 0 ||
@@ -225,7 +228,7 @@ static void upgrade_read_lists_after(uv_work_t *w, int status) {
                 c->http = NULL;
                 return;
         }
-        c->report = upgrade_report_build(c->table, c->branches, c->n_branches, UPGRADE_TARGET_FORMAT_VERSION,
+        c->report = preflight_report_build(c->table, c->branches, c->n_branches, UPGRADE_TARGET_FORMAT_VERSION,
                                          c->ctx->config->upgrade_lookback);
         if (!c->report) {
                 http_reply_error(c->http, 503, "out-of-memory", "out of memory, retry later");
@@ -302,7 +305,7 @@ static void upgrade_on_loaded(const CatalogResult *result, void *userdata) {
                 return;
         }
 
-        r = upgrade_branches_collect(c->table, &c->branches, &c->n_branches, &c->error);
+        r = preflight_branches_collect(c->table, &c->branches, &c->n_branches, &c->error);
         if (r < 0) {
                 http_reply_error(c->http, r == -ENOMEM ? 503 : 502, r == -ENOMEM ? "out-of-memory" : "catalog-bad-metadata",
                                  "%s", r == -ENOMEM ? "out of memory, retry later" : c->error.message);
@@ -337,9 +340,9 @@ void upgrade_handle(HttpRequest *r, void *userdata) {
                 return;
         }
         c->ctx = ctx;
-        rr = upgrade_request_parse(http_request_body(r), &c->request, &error);
+        rr = preflight_request_parse(http_request_body(r), &c->request, &error);
         if (rr >= 0)
-                rr = commit_target_parse(http_request_param(r, 0), http_request_param(r, 1), &c->target, &error);
+                rr = request_target_parse(http_request_param(r, 0), http_request_param(r, 1), &c->target, &error);
         if (rr == -ENOMEM) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 return;

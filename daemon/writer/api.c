@@ -34,7 +34,7 @@ static void writer_on_gone(HttpRequest *r, void *userdata) {
 
 static void writer_handle_commit(HttpRequest *r, void *userdata) {
         WriterApi *api = userdata;
-        _cleanup_(commit_request_freep) CommitRequest *request = NULL;
+        _cleanup_(request_freep) CommitRequest *request = NULL;
         const AuthToken *caller;
         WriterRequest *w;
         Error error = {};
@@ -43,10 +43,10 @@ static void writer_handle_commit(HttpRequest *r, void *userdata) {
         if (auth_check(api->auth, r, AUTH_RIGHT_COMMIT, http_request_param(r, 0), http_request_param(r, 1),
                        &caller) < 0)
                 return;
-        rr = commit_request_parse(http_request_param(r, 0), http_request_param(r, 1),
+        rr = request_parse(http_request_param(r, 0), http_request_param(r, 1),
                                   http_request_body(r), &api->limits, &request, &error);
         if (rr == 0 && caller)
-                rr = commit_request_set_principal(request, caller->principal);
+                rr = request_set_principal(request, caller->principal);
         if (rr == -ENOMEM) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 return;
@@ -105,7 +105,7 @@ static void writer_handle_status(HttpRequest *r, void *userdata) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 return;
         }
-        if (!commit_key_is_valid(key)) {
+        if (!request_key_is_valid(key)) {
                 http_reply_error(r, 400, "bad-request",
                                  "idempotency key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -");
                 return;
@@ -216,17 +216,37 @@ void writer_request_reply(WriterRequest *w, int status, json_t *body) {
         w->http = NULL;
 }
 
-void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt, ...) {
+static void writer_request_vreply_error(WriterRequest *w, int status, const char *type, const char *fmt,
+                                        va_list ap) {
         char message[2048];
-        va_list ap;
 
         if (!w->http)
                 return;
-        va_start(ap, fmt);
         (void)vsnprintf(message, sizeof(message), fmt, ap);
-        va_end(ap);
         http_reply_error(w->http, status, type, "%s", message);
         w->http = NULL;
+}
+
+void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        writer_request_vreply_error(w, status, type, fmt, ap);
+        va_end(ap);
+}
+
+WriterRequest *writer_request_finish(WriterRequest *w, int status, json_t *body) {
+        writer_request_reply(w, status, body);
+        return writer_request_free(w);
+}
+
+WriterRequest *writer_request_finish_error(WriterRequest *w, int status, const char *type, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        writer_request_vreply_error(w, status, type, fmt, ap);
+        va_end(ap);
+        return writer_request_free(w);
 }
 
 void writer_request_add_header(WriterRequest *w, const char *name, const char *value) {
@@ -242,7 +262,7 @@ WriterRequest *writer_request_free(WriterRequest *w) {
                 http_reply_error(w->http, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
                 w->http = NULL;
         }
-        commit_request_free(w->request);
+        request_free(w->request);
         free(w);
         return NULL;
 }

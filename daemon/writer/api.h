@@ -61,4 +61,9 @@ void writer_request_reply_error(WriterRequest *w, int status, const char *type, 
 /* Adds a header (e.g. Retry-After) to the pending answer. */
 void writer_request_add_header(WriterRequest *w, const char *name, const char *value);
 WriterRequest *writer_request_free(WriterRequest *w);
+/* Answers the writer as writer_request_reply*() do, then frees w: the end of a request the
+ * engine does not keep. Return NULL. */
+WriterRequest *writer_request_finish(WriterRequest *w, int status, json_t *body);
+WriterRequest *writer_request_finish_error(WriterRequest *w, int status, const char *type, const char *fmt, ...)
+        _printf_(4, 5);
 DEFINE_CLEANUP_FUNC(WriterRequest, writer_request_free);

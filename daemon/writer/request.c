@@ -12,7 +12,7 @@
 #include "writer/data_files.h"
 #include "writer/request.h"
 
-bool commit_key_is_valid(const char *key) {
+bool request_key_is_valid(const char *key) {
         size_t n = 0;
 
         for (const char *p = key; *p; p++, n++) {
@@ -36,7 +36,7 @@ static bool text_is_valid(const char *s, size_t len, size_t max) {
         return true;
 }
 
-int commit_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error) {
+int request_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error) {
         const char *p = namespace_param;
         CommitTarget t = {};
         int r;
@@ -85,11 +85,11 @@ int commit_target_parse(const char *namespace_param, const char *table, CommitTa
         *ret = t;
         return 0;
 fail:
-        commit_target_deinit(&t);
+        request_target_deinit(&t);
         return r;
 }
 
-void commit_target_deinit(CommitTarget *t) {
+void request_target_deinit(CommitTarget *t) {
         for (size_t i = 0; i < t->n_namespace; i++)
                 free(t->namespace[i]);
         free(t->namespace);
@@ -97,7 +97,7 @@ void commit_target_deinit(CommitTarget *t) {
         *t = (CommitTarget){};
 }
 
-json_t *commit_target_namespace_json(const CommitTarget *t) {
+json_t *request_target_namespace_json(const CommitTarget *t) {
         json_t *levels = json_array();
 
         for (size_t i = 0; levels && i < t->n_namespace; i++)
@@ -196,7 +196,7 @@ static int request_parse_properties(CommitRequest *r, json_t *object, const Comm
 }
 
 static int request_fingerprint(CommitRequest *r) {
-        json_t *ns = commit_target_namespace_json(&r->target), *manifests = json_array(), *canonical;
+        json_t *ns = request_target_namespace_json(&r->target), *manifests = json_array(), *canonical;
         int rr = 0;
 
         if (!ns || !manifests) {
@@ -222,17 +222,17 @@ static int request_fingerprint(CommitRequest *r) {
         return r->fingerprint ? 0 : -ENOMEM;
 }
 
-char *commit_key_scope(const char *principal, const char *namespace_param, const char *table) {
+char *request_key_scope(const char *principal, const char *namespace_param, const char *table) {
         char *scope;
 
-        /* Levels and names hold no control characters (commit_target_parse), principals none
+        /* Levels and names hold no control characters (request_target_parse), principals none
          * at all: 0x1D and 0x1E separate. */
         if (principal)
                 return asprintf(&scope, "%s\x1d%s\x1e%s", principal, namespace_param, table) < 0 ? NULL : scope;
         return asprintf(&scope, "%s\x1e%s", namespace_param, table) < 0 ? NULL : scope;
 }
 
-char *commit_key_recorded(const char *principal, const char *key) {
+char *request_key_recorded(const char *principal, const char *key) {
         char *recorded;
 
         if (!principal)
@@ -240,12 +240,12 @@ char *commit_key_recorded(const char *principal, const char *key) {
         return asprintf(&recorded, "%s/%s", principal, key) < 0 ? NULL : recorded;
 }
 
-int commit_request_set_principal(CommitRequest *r, const char *principal) {
+int request_set_principal(CommitRequest *r, const char *principal) {
         _cleanup_(freep) char *p = NULL, *scope = NULL, *recorded = NULL;
 
         assert(!r->principal);
         p = strdup(principal);
-        recorded = commit_key_recorded(principal, r->idempotency_key);
+        recorded = request_key_recorded(principal, r->idempotency_key);
         if (!p || !recorded)
                 return -ENOMEM;
         if (asprintf(&scope, "%s\x1d%s", principal, r->key_scope) < 0) {
@@ -260,9 +260,9 @@ int commit_request_set_principal(CommitRequest *r, const char *principal) {
         return 0;
 }
 
-int commit_request_parse(const char *namespace_param, const char *table, Slice body,
+int request_parse(const char *namespace_param, const char *table, Slice body,
                          const CommitRequestLimits *limits, CommitRequest **ret, Error *error) {
-        _cleanup_(commit_request_freep) CommitRequest *r = NULL;
+        _cleanup_(request_freep) CommitRequest *r = NULL;
         json_error_t json_error;
         json_t *root, *v;
         const char *key, *branch;
@@ -271,7 +271,7 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
         r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
-        rr = commit_target_parse(namespace_param, table, &r->target, error);
+        rr = request_target_parse(namespace_param, table, &r->target, error);
         if (rr < 0)
                 return rr;
 
@@ -294,7 +294,7 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
                 }
         if (rr == 0) {
                 key = json_string_value(json_object_get(root, "idempotency-key"));
-                if (!key || !commit_key_is_valid(key))
+                if (!key || !request_key_is_valid(key))
                         rr = error_set(error, -EINVAL,
                                        "'idempotency-key' is required: 1 to 128 characters of A-Z a-z 0-9 . _ : -");
                 else if (!(r->idempotency_key = strdup(key)))
@@ -333,7 +333,7 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
                 return rr;
         {
                 /* Queue identity: the namespace as sent (0x1F-joined), the table and the branch. */
-                r->key_scope = commit_key_scope(/* principal= */ NULL, namespace_param, r->target.table);
+                r->key_scope = request_key_scope(/* principal= */ NULL, namespace_param, r->target.table);
                 r->recorded_key = strdup(r->idempotency_key);
                 if (!r->key_scope || !r->recorded_key)
                         return -ENOMEM;
@@ -346,10 +346,10 @@ int commit_request_parse(const char *namespace_param, const char *table, Slice b
         return 0;
 }
 
-CommitRequest *commit_request_free(CommitRequest *r) {
+CommitRequest *request_free(CommitRequest *r) {
         if (!r)
                 return NULL;
-        commit_target_deinit(&r->target);
+        request_target_deinit(&r->target);
         free(r->idempotency_key);
         free(r->branch);
         for (size_t i = 0; i < r->n_manifests; i++)

@@ -47,26 +47,26 @@ typedef struct CommitRequest {
 /* Parses and checks a request body for table `table` in `namespace_param` (levels separated
  * by 0x1F). It needs `staged-manifests`, `data-files` or both. Returns -EINVAL with a message
  * naming the field and rule, -E2BIG above a limit. */
-int commit_request_parse(const char *namespace_param, const char *table, Slice body,
+int request_parse(const char *namespace_param, const char *table, Slice body,
                          const CommitRequestLimits *limits, CommitRequest **ret, Error *error);
-CommitRequest *commit_request_free(CommitRequest *r);
+CommitRequest *request_free(CommitRequest *r);
 /* Makes the request `principal`'s (copied): its key then counts for that principal only, in
  * memory (key_scope) and in table history (recorded_key). Returns 0 or -ENOMEM. */
-int commit_request_set_principal(CommitRequest *r, const char *principal);
+int request_set_principal(CommitRequest *r, const char *principal);
 /* The scope of idempotency keys on a table: "<namespace_param>\x1e<table>", prefixed by
  * "<principal>\x1d" when `principal` is not NULL (malloc'ed; NULL when out of memory). */
-char *commit_key_scope(const char *principal, const char *namespace_param, const char *table);
+char *request_key_scope(const char *principal, const char *namespace_param, const char *table);
 /* The key as a snapshot summary records it: "<principal>/<key>", or the key alone when
  * `principal` is NULL ('/' is in neither a key nor a principal). Malloc'ed; NULL: no memory. */
-char *commit_key_recorded(const char *principal, const char *key);
+char *request_key_recorded(const char *principal, const char *key);
 /* Parses a namespace path parameter (levels separated by 0x1F) and a table name: each 1 to 255
  * bytes of UTF-8 without control characters. Returns -EINVAL with the reason, or -ENOMEM. */
-int commit_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error);
-void commit_target_deinit(CommitTarget *t);
+int request_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error);
+void request_target_deinit(CommitTarget *t);
 /* The namespace levels as a JSON array of strings (new reference), NULL when out of memory. */
-json_t *commit_target_namespace_json(const CommitTarget *t);
-DEFINE_CLEANUP_FUNC(CommitRequest, commit_request_free);
+json_t *request_target_namespace_json(const CommitTarget *t);
+DEFINE_CLEANUP_FUNC(CommitRequest, request_free);
 
 /* Whether a string is a valid idempotency key: 1 to 128 of [A-Za-z0-9._:-]. Keys are stored
  * comma-separated in snapshot summaries, so commas are excluded. */
-bool commit_key_is_valid(const char *key);
+bool request_key_is_valid(const char *key);

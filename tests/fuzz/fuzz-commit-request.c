@@ -28,12 +28,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         table = strndup((const char *)nl1 + 1, (size_t)(nl2 - nl1 - 1));
         if (!ns || !table)
                 abort();
-        if (commit_request_parse(ns, table, slice_make(nl2 + 1, size - (size_t)(nl2 + 1 - data)), &limits, &r,
+        if (request_parse(ns, table, slice_make(nl2 + 1, size - (size_t)(nl2 + 1 - data)), &limits, &r,
                                  &e) == 0) {
                 if (!r->idempotency_key || !r->branch || r->n_manifests == 0 || !r->fingerprint ||
-                    !commit_key_is_valid(r->idempotency_key))
+                    !request_key_is_valid(r->idempotency_key))
                         abort();
-                commit_request_free(r);
+                request_free(r);
         } else if (e.message[0] == 0)
                 abort();
         free(ns);

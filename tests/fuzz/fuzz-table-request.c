@@ -23,9 +23,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t n_levels = 0;
         Error e = {};
 
-        if (upgrade_request_parse(body, &upgrade, &e) == 0 && upgrade.format_version < 1)
+        if (preflight_request_parse(body, &upgrade, &e) == 0 && upgrade.format_version < 1)
                 abort();
-        if (namespace_create_request_parse(body, &levels, &n_levels, &properties, &e) == 0) {
+        if (create_namespace_request_parse(body, &levels, &n_levels, &properties, &e) == 0) {
                 if (n_levels == 0 || !levels[0])
                         abort();
                 for (size_t i = 0; i < n_levels; i++)
@@ -33,14 +33,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 free(levels);
                 json_decref(properties);
         }
-        if (table_create_request_parse(body, &request, &name, &e) < 0)
+        if (create_table_request_parse(body, &request, &name, &e) < 0)
                 return 0;
         if (!name || !json_is_object(json_object_get(request, "properties")))
                 abort();
         if (table_metadata_create(request, "/warehouse/ns/t", 1700000000000, "00000000-0000-4000-8000-000000000000",
                                   &metadata, &e) == 0) {
                 /* The table just made from the request is the one it asks for. */
-                if (table_create_request_matches(request, metadata, &e) != 0)
+                if (create_table_request_matches(request, metadata, &e) != 0)
                         abort();
                 json_decref(metadata);
         }

@@ -91,7 +91,7 @@ static void on_closed(void *userdata) {
 static void client_finish(uv_loop_t *loop, RestClient *c) {
         bool is_closed = false;
 
-        rest_client_close(c, on_closed, &is_closed);
+        rest_catalog_backend.close(c, on_closed, &is_closed);
         run_until(loop, &is_closed);
         ASSERT_TRUE(rest_client_free(c) == NULL);
 }
@@ -592,9 +592,9 @@ TEST(closed_port_is_unavailable) {
         ASSERT_OK(rest_client_new(&loop, &config, &c));
         /* The load and commit wait for the /v1/config that start sends: nothing is sent, so
          * even the commit is safe to retry. */
-        ASSERT_OK(rest_client_start(c, outcome_record, &start));
-        ASSERT_OK(rest_client_load_table(c, one_ns, 1, "t", outcome_record, &load));
-        ASSERT_OK(rest_client_commit_table(c, one_ns, 1, "t", request, "key-1", outcome_record, &commit));
+        ASSERT_OK(rest_catalog_backend.start(c, outcome_record, &start));
+        ASSERT_OK(rest_catalog_backend.load_table(c, one_ns, 1, "t", outcome_record, &load));
+        ASSERT_OK(rest_catalog_backend.commit_table(c, one_ns, 1, "t", request, "key-1", outcome_record, &commit));
         run_until(&loop, &commit.is_done);
         ASSERT_TRUE(start.is_done && load.is_done);
         ASSERT_OUTCOME(start, CATALOG_E_UNAVAILABLE);
@@ -603,12 +603,12 @@ TEST(closed_port_is_unavailable) {
         ASSERT_OUTCOME(load, CATALOG_E_UNAVAILABLE);
         ASSERT_CONTAINS(load.message, "catalog configuration unavailable");
         ASSERT_OUTCOME(commit, CATALOG_E_UNAVAILABLE);
-        ASSERT_TRUE(!rest_client_is_ready(c));
-        ASSERT_TRUE(!rest_client_supports_idempotency(c));
+        ASSERT_TRUE(!rest_catalog_backend.is_ready(c));
+        ASSERT_TRUE(!rest_catalog_backend.supports_idempotency(c));
 
         /* Without a start, a load fetches /v1/config on its own, with the same outcome. */
         outcome_reset(&load);
-        ASSERT_OK(rest_client_load_table(c, one_ns, 1, "t", outcome_record, &load));
+        ASSERT_OK(rest_catalog_backend.load_table(c, one_ns, 1, "t", outcome_record, &load));
         run_until(&loop, &load.is_done);
         ASSERT_OUTCOME(load, CATALOG_E_UNAVAILABLE);
 
@@ -655,11 +655,11 @@ static void start_client(uv_loop_t *loop, const CatalogConfig *config, RestClien
         Outcome start = {};
 
         ASSERT_OK(rest_client_new(loop, config, ret));
-        ASSERT_OK(rest_client_start(*ret, outcome_record, &start));
+        ASSERT_OK(rest_catalog_backend.start(*ret, outcome_record, &start));
         run_until(loop, &start.is_done);
         ASSERT_OUTCOME(start, 0);
         ASSERT_TRUE(json_is_object(start.body));
-        ASSERT_TRUE(rest_client_is_ready(*ret));
+        ASSERT_TRUE(rest_catalog_backend.is_ready(*ret));
         outcome_reset(&start);
 }
 
@@ -797,28 +797,28 @@ typedef struct RestCase {
 /* Each waits for its call to end, with the outcome in `o` (reset first). */
 static void namespace_create_wait(RestCase *t, const char *const *ns, size_t n_ns, Outcome *o) {
         outcome_reset(o);
-        ASSERT_OK(rest_client_create_namespace(t->c, ns, n_ns, NULL, outcome_record, o));
+        ASSERT_OK(rest_catalog_backend.create_namespace(t->c, ns, n_ns, NULL, outcome_record, o));
         run_until(&t->loop, &o->is_done);
 }
 
 static void table_create_wait(RestCase *t, const char *const *ns, size_t n_ns, const char *name,
                               const json_t *request, Outcome *o) {
         outcome_reset(o);
-        ASSERT_OK(rest_client_create_table(t->c, ns, n_ns, name, request, outcome_record, o));
+        ASSERT_OK(rest_catalog_backend.create_table(t->c, ns, n_ns, name, request, outcome_record, o));
         run_until(&t->loop, &o->is_done);
 }
 
 static void table_load_wait(RestCase *t, const char *const *ns, size_t n_ns, const char *table,
                             Outcome *o) {
         outcome_reset(o);
-        ASSERT_OK(rest_client_load_table(t->c, ns, n_ns, table, outcome_record, o));
+        ASSERT_OK(rest_catalog_backend.load_table(t->c, ns, n_ns, table, outcome_record, o));
         run_until(&t->loop, &o->is_done);
 }
 
 static void table_commit_wait(RestCase *t, const char *const *ns, size_t n_ns, const char *table,
                               const json_t *request, const char *idempotency_key, Outcome *o) {
         outcome_reset(o);
-        ASSERT_OK(rest_client_commit_table(t->c, ns, n_ns, table, request, idempotency_key,
+        ASSERT_OK(rest_catalog_backend.commit_table(t->c, ns, n_ns, table, request, idempotency_key,
                                        outcome_record, o));
         run_until(&t->loop, &o->is_done);
 }
@@ -919,7 +919,7 @@ TEST(rest_catalog_round_trip) {
         printf("catalog at %s: prefix='%s' separator='%s' idempotency=%s\n", t.uri,
                rest_client_prefix(t.c) ? rest_client_prefix(t.c) : "",
                rest_client_namespace_separator(t.c),
-               rest_client_supports_idempotency(t.c) ? "yes" : "no");
+               rest_catalog_backend.supports_idempotency(t.c) ? "yes" : "no");
         ASSERT_TRUE(rest_client_supports_endpoint(
                 t.c, "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
 
@@ -999,7 +999,7 @@ TEST(rest_catalog_idempotency_key) {
         config.send_idempotency_key = true;
         if (!rest_case_begin(&t, &config, "ik"))
                 return;
-        ASSERT_TRUE(rest_client_supports_idempotency(t.c));
+        ASSERT_TRUE(rest_catalog_backend.supports_idempotency(t.c));
 
         unique_name(key, sizeof(key), "key");
         request = commit_request(t.uuid);
@@ -1035,7 +1035,7 @@ TEST(rest_catalog_oauth2_client_credentials) {
         config.oauth2_server_uri = (char *)"http://127.0.0.1:1/token";
         ASSERT_OK(rest_client_new(&t.loop, &config, &t.c));
         outcome_reset(&o);
-        ASSERT_OK(rest_client_start(t.c, outcome_record, &o));
+        ASSERT_OK(rest_catalog_backend.start(t.c, outcome_record, &o));
         run_until(&t.loop, &o.is_done);
         ASSERT_OUTCOME(o, CATALOG_E_UNAVAILABLE);
         ASSERT_CONTAINS(o.message, "oauth2 token request to 'http://127.0.0.1:1/token'");
@@ -1079,7 +1079,7 @@ TEST(rest_catalog_lost_answer) {
         ASSERT_OUTCOME(t.commit, CATALOG_E_STATE_UNKNOWN);
         ASSERT_EQ(t.commit.http_status, 0);
         ASSERT_CONTAINS(t.commit.message, "no answer from the catalog");
-        ASSERT_TRUE(rest_client_is_ready(t.c));
+        ASSERT_TRUE(rest_catalog_backend.is_ready(t.c));
         events = faults_events(t.uri, t.filter);
         ASSERT_TRUE(json_array_size(events) >= 1);
         json_array_foreach(events, i, event) {
@@ -1099,7 +1099,7 @@ TEST(rest_catalog_lost_answer) {
         ASSERT_OUTCOME(t.load, CATALOG_E_UNAVAILABLE);
         ASSERT_EQ(t.load.http_status, 0);
         ASSERT_CONTAINS(t.load.message, "no answer from the catalog");
-        ASSERT_TRUE(rest_client_is_ready(t.c));
+        ASSERT_TRUE(rest_catalog_backend.is_ready(t.c));
 
         json_decref(request);
         rest_case_end(&t);
@@ -1261,9 +1261,9 @@ TEST(rest_catalog_timeout_after_send) {
         faults_set(t.uri, t.filter, "[\"delay-3000\"]", "[\"delay-3000\"]");
         uv_update_time(&t.loop);
         t0 = uv_now(&t.loop);
-        ASSERT_OK(rest_client_commit_table(t.c, t.ns, 1, t.table, request, "k", outcome_record,
+        ASSERT_OK(rest_catalog_backend.commit_table(t.c, t.ns, 1, t.table, request, "k", outcome_record,
                                        &t.commit));
-        ASSERT_OK(rest_client_load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load));
+        ASSERT_OK(rest_catalog_backend.load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load));
         run_until(&t.loop, &t.commit.is_done);
         run_until(&t.loop, &t.load.is_done);
         ASSERT_TRUE(uv_now(&t.loop) - t0 >= 900 && uv_now(&t.loop) - t0 < 2900);
@@ -1288,20 +1288,20 @@ TEST(rest_catalog_close_cancels_in_flight) {
         request = commit_request_set(t.uuid, "icecommit.close", "maybe");
 
         faults_set(t.uri, t.filter, "[\"delay-2000\"]", "[\"delay-2000\"]");
-        ASSERT_OK(rest_client_load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load));
+        ASSERT_OK(rest_catalog_backend.load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load));
         /* Until the load reached the catalog (which holds it for 2 s). */
         while (faults_matched(t.uri, "load") < 1) {
                 (void)uv_run(&t.loop, UV_RUN_NOWAIT);
                 ASSERT_TRUE(!t.load.is_done);
                 (void)usleep(10000);
         }
-        ASSERT_OK(rest_client_commit_table(t.c, t.ns, 1, t.table, request, NULL, outcome_record,
+        ASSERT_OK(rest_catalog_backend.commit_table(t.c, t.ns, 1, t.table, request, NULL, outcome_record,
                                        &t.commit));
 
-        rest_client_close(t.c, on_closed, &is_closed);
+        rest_catalog_backend.close(t.c, on_closed, &is_closed);
         /* Never from inside the close call. */
         ASSERT_TRUE(!t.load.is_done && !t.commit.is_done && !is_closed);
-        ASSERT_EQ(rest_client_load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load), -ESHUTDOWN);
+        ASSERT_EQ(rest_catalog_backend.load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load), -ESHUTDOWN);
         run_until(&t.loop, &is_closed);
         ASSERT_TRUE(t.load.is_done && t.commit.is_done);
         ASSERT_OUTCOME(t.load, -ECANCELED);
@@ -1391,7 +1391,7 @@ TEST(rest_catalog_headers_keepalive) {
         config.send_idempotency_key = true;
         if (!rest_case_begin(&t, &config, "keepalive"))
                 return;
-        ASSERT_TRUE(rest_client_supports_idempotency(t.c));
+        ASSERT_TRUE(rest_catalog_backend.supports_idempotency(t.c));
         ASSERT_STREQ(rest_client_namespace_separator(t.c), "%2E");
         ASSERT_TRUE(rest_client_prefix(t.c) == NULL);
         ASSERT_TRUE(rest_client_supports_endpoint(
@@ -1532,12 +1532,12 @@ TEST(rest_catalog_start_retries_in_background) {
         ASSERT_OK(uv_loop_init(&loop));
         config = test_config(uri);
         ASSERT_OK(rest_client_new(&loop, &config, &c));
-        ASSERT_OK(rest_client_start(c, outcome_record, &start));
+        ASSERT_OK(rest_catalog_backend.start(c, outcome_record, &start));
         run_until(&loop, &start.is_done);
         ASSERT_OUTCOME(start, CATALOG_E_UNAVAILABLE);
         ASSERT_EQ(start.http_status, 0);
         ASSERT_CONTAINS(start.message, "catalog unreachable");
-        ASSERT_TRUE(!rest_client_is_ready(c));
+        ASSERT_TRUE(!rest_catalog_backend.is_ready(c));
 
         /* The catalog starts while the loop runs; nobody calls the client meanwhile. */
         ASSERT_EQ(posix_spawn(&pid, script, NULL, NULL,
@@ -1545,8 +1545,8 @@ TEST(rest_catalog_start_retries_in_background) {
                               environ), 0);
         uv_update_time(&loop);
         t0 = uv_now(&loop);
-        while (!rest_client_is_ready(c)) {
-                ASSERT_TRUE(uv_run(&loop, UV_RUN_ONCE) != 0 || rest_client_is_ready(c));
+        while (!rest_catalog_backend.is_ready(c)) {
+                ASSERT_TRUE(uv_run(&loop, UV_RUN_ONCE) != 0 || rest_catalog_backend.is_ready(c));
                 if (uv_now(&loop) - t0 > 120000)
                         TEST_FAIL("client not ready 120 s after the catalog was started at %s", uri);
         }
@@ -1554,7 +1554,7 @@ TEST(rest_catalog_start_retries_in_background) {
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
         ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
-        ASSERT_OK(rest_client_load_table(c, one_ns, 1, "icecommit_no_such_table", outcome_record, &load));
+        ASSERT_OK(rest_catalog_backend.load_table(c, one_ns, 1, "icecommit_no_such_table", outcome_record, &load));
         run_until(&loop, &load.is_done);
         ASSERT_OUTCOME(load, CATALOG_E_NOT_FOUND);
         ASSERT_EQ(load.http_status, 404);

@@ -66,13 +66,13 @@ static void fixture_init(Fixture *f) {
         f->config.warehouse = f->warehouse;
         f->config.max_response_bytes = 1 << 20;
         ASSERT_OK(uv_loop_init(&f->loop));
-        ASSERT_OK(fs_catalog_new(&f->loop, &f->config, &f->catalog));
-        ASSERT_TRUE(!fs_catalog_is_ready(f->catalog));
-        ASSERT_OK(fs_catalog_start(f->catalog, on_result, &o));
+        ASSERT_OK(filesystem_catalog_new(&f->loop, &f->config, &f->catalog));
+        ASSERT_TRUE(!filesystem_catalog_backend.is_ready(f->catalog));
+        ASSERT_OK(filesystem_catalog_backend.start(f->catalog, on_result, &o));
         ASSERT_TRUE(!o.done);         /* never from inside the call */
         wait_for(f, &o);
         ASSERT_EQ(o.status, 0);
-        ASSERT_TRUE(fs_catalog_is_ready(f->catalog));
+        ASSERT_TRUE(filesystem_catalog_backend.is_ready(f->catalog));
         outcome_reset(&o);
 }
 
@@ -80,11 +80,11 @@ static void fixture_done(Fixture *f) {
         unsigned closed = 0;
         char cmd[256];
 
-        fs_catalog_close(f->catalog, on_closed, &closed);
+        filesystem_catalog_backend.close(f->catalog, on_closed, &closed);
         ASSERT_EQ(closed, 0);
         (void)uv_run(&f->loop, UV_RUN_DEFAULT);
         ASSERT_EQ(closed, 1);
-        f->catalog = fs_catalog_free(f->catalog);
+        f->catalog = filesystem_catalog_free(f->catalog);
         ASSERT_EQ(uv_loop_close(&f->loop), 0);
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
         ASSERT_EQ(system(cmd), 0);
@@ -110,11 +110,11 @@ static void create_db_and_table(Fixture *f) {
         _cleanup_(json_decrefp) json_t *req = J(CREATE);
         Outcome o = {};
 
-        ASSERT_OK(fs_catalog_create_namespace(f->catalog, NS, 1, /* properties= */ NULL, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.create_namespace(f->catalog, NS, 1, /* properties= */ NULL, on_result, &o));
         wait_for(f, &o);
         ASSERT_EQ(o.status, 0);
         outcome_reset(&o);
-        ASSERT_OK(fs_catalog_create_table(f->catalog, NS, 1, "t", req, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.create_table(f->catalog, NS, 1, "t", req, on_result, &o));
         wait_for(f, &o);
         ASSERT_EQ(o.status, 0);
         outcome_reset(&o);
@@ -186,7 +186,7 @@ static json_t *load(Fixture *f, const char *table, int expected_status) {
         Outcome o = {};
         json_t *body;
 
-        ASSERT_OK(fs_catalog_load_table(f->catalog, NS, 1, table, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.load_table(f->catalog, NS, 1, table, on_result, &o));
         wait_for(f, &o);
         ASSERT_EQ(o.status, expected_status);
         body = TAKE_PTR(o.body);
@@ -219,7 +219,7 @@ TEST(create_load_commit) {
 
         req = append_request(v1, 11, 25);
         ASSERT_TRUE(req);
-        ASSERT_OK(fs_catalog_commit_table(f.catalog, NS, 1, "t", req, "key-ignored", on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", req, "key-ignored", on_result, &o));
         ASSERT_TRUE(!o.done);
         wait_for(&f, &o);
         ASSERT_EQ(o.status, 0);
@@ -262,10 +262,10 @@ TEST(concurrent_commits_on_one_base_conflict) {
         v1 = load(&f, "t", 0);
         a = append_request(v1, 21, 10);
         b = append_request(v1, 22, 7);
-        ASSERT_OK(fs_catalog_commit_table(f.catalog, NS, 1, "t", a, NULL, on_result, &oa));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", a, NULL, on_result, &oa));
         wait_for(&f, &oa);
         ASSERT_EQ(oa.status, 0);
-        ASSERT_OK(fs_catalog_commit_table(f.catalog, NS, 1, "t", b, NULL, on_result, &ob));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", b, NULL, on_result, &ob));
         wait_for(&f, &ob);
         ASSERT_EQ(ob.status, CATALOG_E_CONFLICT);
         ASSERT_CONTAINS(ob.message, "Requirement failed: branch main was created concurrently");
@@ -279,8 +279,8 @@ TEST(concurrent_commits_on_one_base_conflict) {
 
                 c = append_request(v2, 31, 1);
                 d = append_request(v2, 32, 2);
-                ASSERT_OK(fs_catalog_commit_table(f.catalog, NS, 1, "t", c, NULL, on_result, &oa));
-                ASSERT_OK(fs_catalog_commit_table(f.catalog, NS, 1, "t", d, NULL, on_result, &ob));
+                ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", c, NULL, on_result, &oa));
+                ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", d, NULL, on_result, &ob));
                 wait_for(&f, &oa);
                 wait_for(&f, &ob);
                 ASSERT_TRUE((oa.status == 0 && ob.status == CATALOG_E_CONFLICT) ||
@@ -302,7 +302,7 @@ TEST(lagging_or_missing_hint) {
         create_db_and_table(&f);
         v1 = load(&f, "t", 0);
         req = append_request(v1, 41, 3);
-        ASSERT_OK(fs_catalog_commit_table(f.catalog, NS, 1, "t", req, NULL, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", req, NULL, on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, 0);
         outcome_reset(&o);
@@ -326,7 +326,7 @@ TEST(lagging_or_missing_hint) {
                 _cleanup_(json_decrefp) json_t *next = append_request(scanned, 42, 4);
 
                 write_text(&f, "db/t/metadata/version-hint.text", "1");
-                ASSERT_OK(fs_catalog_commit_table(f.catalog, NS, 1, "t", next, NULL, on_result, &o));
+                ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", next, NULL, on_result, &o));
                 wait_for(&f, &o);
                 ASSERT_EQ(o.status, 0);
                 ASSERT_CONTAINS(json_string_value(json_object_get(o.body, "metadata-location")), "/v3.metadata.json");
@@ -339,7 +339,7 @@ TEST(lagging_or_missing_hint) {
         {
                 Outcome bad = {};
 
-                ASSERT_OK(fs_catalog_load_table(f.catalog, NS, 1, "t", on_result, &bad));
+                ASSERT_OK(filesystem_catalog_backend.load_table(f.catalog, NS, 1, "t", on_result, &bad));
                 wait_for(&f, &bad);
                 ASSERT_EQ(bad.status, -EBADMSG);
                 ASSERT_CONTAINS(bad.message, "v4.metadata.json' is not table metadata");
@@ -360,43 +360,43 @@ TEST(not_found_conflicts_and_rejections) {
         missing = load(&f, "t", CATALOG_E_NOT_FOUND);
         ASSERT_TRUE(missing == NULL);
 
-        ASSERT_OK(fs_catalog_load_table(f.catalog, NS, 1, "t", on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.load_table(f.catalog, NS, 1, "t", on_result, &o));
         wait_for(&f, &o);
         ASSERT_STREQ(o.message, "Table does not exist: db.t");
         outcome_reset(&o);
 
-        ASSERT_OK(fs_catalog_create_table(f.catalog, NOPE, 1, "t", create, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NOPE, 1, "t", create, on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_NOT_FOUND);
         ASSERT_STREQ(o.message, "Namespace does not exist: nope");
         outcome_reset(&o);
 
         create_db_and_table(&f);
-        ASSERT_OK(fs_catalog_create_namespace(f.catalog, NS, 1, NULL, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.create_namespace(f.catalog, NS, 1, NULL, on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_CONFLICT);
         ASSERT_STREQ(o.message, "Namespace already exists: db");
         outcome_reset(&o);
-        ASSERT_OK(fs_catalog_create_table(f.catalog, NS, 1, "t", create, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NS, 1, "t", create, on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_CONFLICT);
         ASSERT_STREQ(o.message, "Table already exists: db.t");
         outcome_reset(&o);
-        ASSERT_OK(fs_catalog_create_table(f.catalog, NS, 1, "u", elsewhere, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NS, 1, "u", elsewhere, on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_REJECTED);
         ASSERT_CONTAINS(o.message, "Cannot set a custom location for a path-based table");
         ASSERT_TRUE(!exists(&f, "db/u"));
         outcome_reset(&o);
 
-        ASSERT_OK(fs_catalog_commit_table(f.catalog, NS, 1, "t", bad_update, NULL, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", bad_update, NULL, on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_REJECTED);
         ASSERT_STREQ(o.message, "set-location: no location");
         ASSERT_TRUE(!exists(&f, "db/t/metadata/v2.metadata.json"));
         outcome_reset(&o);
 
-        ASSERT_OK(fs_catalog_commit_table(f.catalog, NS, 1, "missing", bad_update, NULL, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "missing", bad_update, NULL, on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_NOT_FOUND);
         outcome_reset(&o);
@@ -405,7 +405,7 @@ TEST(not_found_conflicts_and_rejections) {
         {
                 static const char *const NESTED[] = { "a", "b", "c" };
 
-                ASSERT_OK(fs_catalog_create_namespace(f.catalog, NESTED, 3, NULL, on_result, &o));
+                ASSERT_OK(filesystem_catalog_backend.create_namespace(f.catalog, NESTED, 3, NULL, on_result, &o));
                 wait_for(&f, &o);
                 ASSERT_EQ(o.status, 0);
                 ASSERT_TRUE(exists(&f, "a/b/c"));
@@ -424,14 +424,14 @@ TEST(bad_names_fail_at_call_time) {
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 const char *ns[] = { bad[i] };
 
-                ASSERT_EQ(fs_catalog_load_table(f.catalog, NS, 1, bad[i], on_result, &o), -EINVAL);
-                ASSERT_EQ(fs_catalog_load_table(f.catalog, ns, 1, "t", on_result, &o), -EINVAL);
-                ASSERT_EQ(fs_catalog_create_namespace(f.catalog, ns, 1, NULL, on_result, &o), -EINVAL);
-                ASSERT_EQ(fs_catalog_create_table(f.catalog, NS, 1, bad[i], req, on_result, &o), -EINVAL);
-                ASSERT_EQ(fs_catalog_commit_table(f.catalog, NS, 1, bad[i], req, NULL, on_result, &o), -EINVAL);
+                ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, NS, 1, bad[i], on_result, &o), -EINVAL);
+                ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, ns, 1, "t", on_result, &o), -EINVAL);
+                ASSERT_EQ(filesystem_catalog_backend.create_namespace(f.catalog, ns, 1, NULL, on_result, &o), -EINVAL);
+                ASSERT_EQ(filesystem_catalog_backend.create_table(f.catalog, NS, 1, bad[i], req, on_result, &o), -EINVAL);
+                ASSERT_EQ(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, bad[i], req, NULL, on_result, &o), -EINVAL);
         }
-        ASSERT_EQ(fs_catalog_load_table(f.catalog, NS, 0, "t", on_result, &o), -EINVAL);
-        ASSERT_EQ(fs_catalog_create_namespace(f.catalog, NS, 0, NULL, on_result, &o), -EINVAL);
+        ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, NS, 0, "t", on_result, &o), -EINVAL);
+        ASSERT_EQ(filesystem_catalog_backend.create_namespace(f.catalog, NS, 0, NULL, on_result, &o), -EINVAL);
         (void)uv_run(&f.loop, UV_RUN_NOWAIT);
         ASSERT_EQ(o.calls, 0);
         fixture_done(&f);
@@ -444,11 +444,11 @@ TEST(close_waits_for_work_in_flight) {
         unsigned closed = 0;
 
         fixture_init(&f);
-        ASSERT_OK(fs_catalog_create_namespace(f.catalog, NS, 1, NULL, on_result, &o[0]));
-        ASSERT_OK(fs_catalog_create_table(f.catalog, NS, 1, "t", req, on_result, &o[1]));
-        ASSERT_OK(fs_catalog_load_table(f.catalog, NS, 1, "t", on_result, &o[2]));
-        fs_catalog_close(f.catalog, on_closed, &closed);
-        ASSERT_EQ(fs_catalog_load_table(f.catalog, NS, 1, "t", on_result, &o[3]), -ESHUTDOWN);
+        ASSERT_OK(filesystem_catalog_backend.create_namespace(f.catalog, NS, 1, NULL, on_result, &o[0]));
+        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NS, 1, "t", req, on_result, &o[1]));
+        ASSERT_OK(filesystem_catalog_backend.load_table(f.catalog, NS, 1, "t", on_result, &o[2]));
+        filesystem_catalog_backend.close(f.catalog, on_closed, &closed);
+        ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, NS, 1, "t", on_result, &o[3]), -ESHUTDOWN);
         ASSERT_EQ(closed, 0);
         (void)uv_run(&f.loop, UV_RUN_DEFAULT);
         ASSERT_EQ(closed, 1);
@@ -459,10 +459,10 @@ TEST(close_waits_for_work_in_flight) {
         for (size_t i = 0; i < 4; i++)
                 outcome_reset(&o[i]);
         /* Closing again is harmless; done is not called twice. */
-        fs_catalog_close(f.catalog, on_closed, &closed);
+        filesystem_catalog_backend.close(f.catalog, on_closed, &closed);
         (void)uv_run(&f.loop, UV_RUN_DEFAULT);
         ASSERT_EQ(closed, 1);
-        f.catalog = fs_catalog_free(f.catalog);
+        f.catalog = filesystem_catalog_free(f.catalog);
         ASSERT_EQ(uv_loop_close(&f.loop), 0);
         {
                 char cmd[256];
@@ -478,16 +478,16 @@ TEST(new_refuses_non_local_warehouses) {
         uv_loop_t loop;
 
         ASSERT_OK(uv_loop_init(&loop));
-        ASSERT_EQ(fs_catalog_new(&loop, &config, &c), -EINVAL);
+        ASSERT_EQ(filesystem_catalog_new(&loop, &config, &c), -EINVAL);
         config.warehouse = (char *)"relative/wh";
-        ASSERT_EQ(fs_catalog_new(&loop, &config, &c), -EINVAL);
+        ASSERT_EQ(filesystem_catalog_new(&loop, &config, &c), -EINVAL);
         config.warehouse = (char *)"";
-        ASSERT_EQ(fs_catalog_new(&loop, &config, &c), -EINVAL);
+        ASSERT_EQ(filesystem_catalog_new(&loop, &config, &c), -EINVAL);
         ASSERT_TRUE(c == NULL);
         /* No warehouse set: the default one (not created until start). */
         config.warehouse = NULL;
-        ASSERT_OK(fs_catalog_new(&loop, &config, &c));
+        ASSERT_OK(filesystem_catalog_new(&loop, &config, &c));
         ASSERT_TRUE(c != NULL);
-        c = fs_catalog_free(c);
+        c = filesystem_catalog_free(c);
         ASSERT_EQ(uv_loop_close(&loop), 0);
 }

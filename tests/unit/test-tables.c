@@ -35,7 +35,7 @@ TEST(create_request_defaults_to_v3_and_carries_the_version_as_a_property) {
         const char *name = NULL;
         Error e = {};
 
-        ASSERT_OK(table_create_request_parse(text("{\"name\": \"events\", \"schema\": " SCHEMA
+        ASSERT_OK(create_table_request_parse(text("{\"name\": \"events\", \"schema\": " SCHEMA
                                                   ", \"properties\": {\"owner\": \"etl\"}}"),
                                              &req, &name, &e));
         ASSERT_STREQ(name, "events");
@@ -44,13 +44,13 @@ TEST(create_request_defaults_to_v3_and_carries_the_version_as_a_property) {
         ASSERT_TRUE(json_object_get(req, "format-version") == NULL);
         json_decref(TAKE_PTR(req));
 
-        ASSERT_OK(table_create_request_parse(text("{\"name\": \"e2\", \"format-version\": 2, \"schema\": " SCHEMA "}"),
+        ASSERT_OK(create_table_request_parse(text("{\"name\": \"e2\", \"format-version\": 2, \"schema\": " SCHEMA "}"),
                                              &req, &name, &e));
         ASSERT_STREQ(json_string_value(json_object_get(json_object_get(req, "properties"), "format-version")), "2");
         json_decref(TAKE_PTR(req));
 
         /* Every kind of type the spec names passes our shape check. */
-        ASSERT_OK(table_create_request_parse(text(
+        ASSERT_OK(create_table_request_parse(text(
                 "{\"name\": \"all\", \"partition-spec\": {\"fields\": []}, \"schema\": {\"type\": \"struct\", \"fields\": ["
                 " {\"id\": 1, \"name\": \"d\", \"required\": true, \"type\": \"decimal(10, 2)\"},"
                 " {\"id\": 2, \"name\": \"f\", \"required\": true, \"type\": \"fixed[16]\"},"
@@ -95,7 +95,7 @@ TEST(create_request_errors_say_what_is_wrong) {
                 const char *name = NULL;
                 Error e = {};
 
-                ASSERT_EQ(table_create_request_parse(text(cases[i].body), &req, &name, &e), -EINVAL);
+                ASSERT_EQ(create_table_request_parse(text(cases[i].body), &req, &name, &e), -EINVAL);
                 ASSERT_CONTAINS(e.message, cases[i].message);
                 ASSERT_TRUE(req == NULL);
         }
@@ -141,12 +141,12 @@ TEST(an_existing_table_matches_only_when_it_is_the_one_asked_for) {
                 const char *name = NULL;
                 Error e = {};
 
-                ASSERT_OK(table_create_request_parse(text(cases[i].body), &req, &name, &e));
+                ASSERT_OK(create_table_request_parse(text(cases[i].body), &req, &name, &e));
                 if (!cases[i].difference) {
-                        ASSERT_OK(table_create_request_matches(req, metadata, &e));
+                        ASSERT_OK(create_table_request_matches(req, metadata, &e));
                         continue;
                 }
-                ASSERT_EQ(table_create_request_matches(req, metadata, &e), -EEXIST);
+                ASSERT_EQ(create_table_request_matches(req, metadata, &e), -EEXIST);
                 ASSERT_CONTAINS(e.message, cases[i].difference);
         }
 }
@@ -157,7 +157,7 @@ TEST(namespace_requests) {
         json_t *properties = NULL;
         Error e = {};
 
-        ASSERT_OK(namespace_create_request_parse(text("{\"namespace\": [\"a\", \"b\"], \"properties\": {\"k\": \"v\"}}"),
+        ASSERT_OK(create_namespace_request_parse(text("{\"namespace\": [\"a\", \"b\"], \"properties\": {\"k\": \"v\"}}"),
                                                  &levels, &n, &properties, &e));
         ASSERT_EQ(n, 2);
         ASSERT_STREQ(levels[0], "a");
@@ -168,9 +168,9 @@ TEST(namespace_requests) {
         free(levels);
         json_decref(properties);
 
-        ASSERT_EQ(namespace_create_request_parse(text("{\"namespace\": []}"), &levels, &n, &properties, &e), -EINVAL);
+        ASSERT_EQ(create_namespace_request_parse(text("{\"namespace\": []}"), &levels, &n, &properties, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "\"namespace\" must be an array of 1 to 16 names");
-        ASSERT_EQ(namespace_create_request_parse(text("{\"namespace\": [\"..\"]}"), &levels, &n, &properties, &e), -EINVAL);
+        ASSERT_EQ(create_namespace_request_parse(text("{\"namespace\": [\"..\"]}"), &levels, &n, &properties, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "namespace level 0 must be");
 }
 

@@ -27,17 +27,17 @@ TEST(upgrade_request_parse_requires_both_fields) {
         UpgradeRequest req;
         Error e = {};
 
-        ASSERT_OK(upgrade_request_parse(text("{\"format-version\": 3, \"dry-run\": false}"), &req, &e));
+        ASSERT_OK(preflight_request_parse(text("{\"format-version\": 3, \"dry-run\": false}"), &req, &e));
         ASSERT_EQ(req.format_version, 3);
         ASSERT_TRUE(!req.dry_run);
-        ASSERT_OK(upgrade_request_parse(text("{\"dry-run\": true, \"format-version\": 2}"), &req, &e));
+        ASSERT_OK(preflight_request_parse(text("{\"dry-run\": true, \"format-version\": 2}"), &req, &e));
         ASSERT_EQ(req.format_version, 2);
         ASSERT_TRUE(req.dry_run);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                ASSERT_EQ(upgrade_request_parse(text(bad[i].body), &req, &e), -EINVAL);
+                ASSERT_EQ(preflight_request_parse(text(bad[i].body), &req, &e), -EINVAL);
                 ASSERT_STREQ(e.message, bad[i].message);
         }
-        ASSERT_EQ(upgrade_request_parse(text("{"), &req, &e), -EINVAL);
+        ASSERT_EQ(preflight_request_parse(text("{"), &req, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "body is not JSON");
 }
 
@@ -72,7 +72,7 @@ TEST(upgrade_report_lists_writers_branches_deletes_and_unknown_counts) {
         root = json_loads(metadata_json, 0, NULL);
         ASSERT_TRUE(root);
         ASSERT_OK(table_metadata_parse(root, &t, &e));
-        ASSERT_OK(upgrade_branches_collect(t, &branches, &n, &e));
+        ASSERT_OK(preflight_branches_collect(t, &branches, &n, &e));
         ASSERT_EQ(n, 2);
         ASSERT_STREQ(branches[0].name, "main");
         ASSERT_STREQ(branches[0].list_location, "/wh/t/metadata/l4.avro");
@@ -94,7 +94,7 @@ TEST(upgrade_report_lists_writers_branches_deletes_and_unknown_counts) {
         branches[1].files[1] = (ManifestFile){ .path = strdup("/m/c"), .has_counts = true, .added_rows_count = 2 };
 
         /* lookback 3: snapshots 4, 3, 2; snapshot 1 is not inspected. */
-        report = upgrade_report_build(t, branches, n, 3, 3);
+        report = preflight_report_build(t, branches, n, 3, 3);
         ASSERT_TRUE(report);
         want = json_loads(
                 "{\"format-version\": 2, \"target-format-version\": 3, \"next-row-id\": 0,"
@@ -138,7 +138,7 @@ TEST(upgrade_report_lists_writers_branches_deletes_and_unknown_counts) {
 
                 TEST_FAIL("report differs: %s", got);
         }
-        upgrade_branches_free(branches, n);
+        preflight_branches_free(branches, n);
 }
 
 TEST(upgrade_branches_collect_refuses_a_branch_without_its_snapshot) {
@@ -152,6 +152,6 @@ TEST(upgrade_branches_collect_refuses_a_branch_without_its_snapshot) {
                           " \"snapshots\": [], \"refs\": {\"main\": {\"type\": \"branch\", \"snapshot-id\": 9}}}",
                           0, NULL);
         ASSERT_OK(table_metadata_parse(root, &t, &e));
-        ASSERT_EQ(upgrade_branches_collect(t, &branches, &n, &e), -EINVAL);
+        ASSERT_EQ(preflight_branches_collect(t, &branches, &n, &e), -EINVAL);
         ASSERT_STREQ(e.message, "branch 'main': snapshot 9 is missing or has no manifest-list");
 }

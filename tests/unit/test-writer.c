@@ -10,11 +10,11 @@ static const CommitRequestLimits limits = { .max_manifests = 3, .max_data_files 
                                            .max_properties_bytes = 64 };
 
 static int parse(const char *ns, const char *body, CommitRequest **ret, Error *e) {
-        return commit_request_parse(ns, "events", slice_from_str(body), &limits, ret, e);
+        return request_parse(ns, "events", slice_from_str(body), &limits, ret, e);
 }
 
 TEST(valid_request) {
-        _cleanup_(commit_request_freep) CommitRequest *r = NULL;
+        _cleanup_(request_freep) CommitRequest *r = NULL;
         Error e;
 
         ASSERT_OK(parse("analytics\x1fweb", "{\"idempotency-key\": \"job-1:part.2_x\", "
@@ -30,7 +30,7 @@ TEST(valid_request) {
 }
 
 TEST(fingerprint_is_canonical) {
-        _cleanup_(commit_request_freep) CommitRequest *a = NULL, *b = NULL, *c = NULL;
+        _cleanup_(request_freep) CommitRequest *a = NULL, *b = NULL, *c = NULL;
 
         ASSERT_OK(parse("ns", "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/m\"], "
                         "\"snapshot-properties\": {\"a\": \"1\", \"b\": \"2\"}}", &a, NULL));
@@ -86,13 +86,13 @@ TEST(namespace_levels_are_checked) {
 
         ASSERT_EQ(parse("a\x1f\x1f" "b", "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/m\"]}", &r, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "namespace level 1 is empty");
-        ASSERT_TRUE(commit_key_is_valid("A-z_0.9:x"));
-        ASSERT_TRUE(!commit_key_is_valid(""));
-        ASSERT_TRUE(!commit_key_is_valid("has space"));
+        ASSERT_TRUE(request_key_is_valid("A-z_0.9:x"));
+        ASSERT_TRUE(!request_key_is_valid(""));
+        ASSERT_TRUE(!request_key_is_valid("has space"));
 }
 
 TEST(locations_may_be_long_names_must_be_utf8) {
-        _cleanup_(commit_request_freep) CommitRequest *r = NULL;
+        _cleanup_(request_freep) CommitRequest *r = NULL;
         char body[1024], location[301];
         CommitRequest *bad = NULL;
         Error e;
@@ -104,7 +104,7 @@ TEST(locations_may_be_long_names_must_be_utf8) {
         ASSERT_OK(parse("ns", body, &r, &e));
         ASSERT_STREQ(r->manifests[0], location);
 
-        ASSERT_EQ(commit_request_parse("ns", "e\xba" "vents", slice_from_str("{}"), &limits, &bad, &e), -EINVAL);
+        ASSERT_EQ(request_parse("ns", "e\xba" "vents", slice_from_str("{}"), &limits, &bad, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "not UTF-8");
         ASSERT_EQ(parse("n\xc3", "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/m\"]}", &bad, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "namespace level 0 is not UTF-8");
@@ -131,7 +131,7 @@ static char *data_files_body(const char *change) {
 }
 
 TEST(data_files_are_parsed) {
-        _cleanup_(commit_request_freep) CommitRequest *r = NULL, *other = NULL;
+        _cleanup_(request_freep) CommitRequest *r = NULL, *other = NULL;
         const DataFile *f;
         Error e = {};
 
