@@ -92,20 +92,9 @@ done
 # <file>_* (manifest_list.c: manifest_list_writer_new), <module>_* (http/reply.c:
 # http_reply_error, which also covers <module>_<file>_*), or <file> itself. daemon.c and main.c
 # sit above the modules and are not checked. Exceptions, each with its reason; a trailing '*'
-# matches a prefix. The "pending" ones are iceberg/ names whose files issue 11's Avro move
-# (item 5) rewrites: rename them there, then drop the line.
+# matches a prefix.
 prefix_exceptions='
 util/siphash.c siphash128            the algorithm is called SipHash-2-4-128
-iceberg/ocf_read.c ocf_reader_*      pending: moves to daemon/avro/
-iceberg/ocf_write.c ocf_writer_*     pending: moves to daemon/avro/
-iceberg/manifest.c staged_manifest_* pending: iceberg/ is being reorganised
-iceberg/table.c json_*               pending: iceberg/ is being reorganised (a dependency prefix, STYLE section 2)
-iceberg/table_schema.c schema_field_ids_* pending: iceberg/ is being reorganised
-iceberg/table_schema.c metadata_*    pending: iceberg/ is being reorganised
-iceberg/table_schema.c partition_spec_fresh pending: iceberg/ is being reorganised
-iceberg/table_schema.c sort_order_validate pending: iceberg/ is being reorganised
-iceberg/table_update.c table_metadata_create pending: iceberg/ is being reorganised
-util/utf8.c ascii_is_printable       pending: called from iceberg/manifest.c (rename with it)
 '
 if ! hits=$(PREFIX_EXCEPTIONS="$prefix_exceptions" python3 - <<'PY'
 import glob, os, re, sys

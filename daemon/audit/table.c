@@ -45,20 +45,20 @@ static int audit_snapshot_parse(json_t *o, AuditSnapshot *s, Error *e) {
         int64_t v;
 
         *s = (AuditSnapshot){};
-        if (json_get_i64(o, "snapshot-id", &s->snapshot_id) < 0)
+        if (table_json_get_i64(o, "snapshot-id", &s->snapshot_id) < 0)
                 return error_set(e, -EINVAL, "a snapshot lacks a valid snapshot-id");
         /* v1 metadata may omit sequence numbers: they read as 0. */
-        if (json_get_i64(o, "sequence-number", &s->sequence_number) < 0)
+        if (table_json_get_i64(o, "sequence-number", &s->sequence_number) < 0)
                 s->sequence_number = 0;
-        if (json_get_i64(o, "timestamp-ms", &s->timestamp_ms) < 0)
+        if (table_json_get_i64(o, "timestamp-ms", &s->timestamp_ms) < 0)
                 s->timestamp_ms = 0;
-        if (json_get_i64(o, "parent-snapshot-id", &s->parent_id) == 0)
+        if (table_json_get_i64(o, "parent-snapshot-id", &s->parent_id) == 0)
                 s->has_parent_id = true;
         s->operation = json_string_value(json_object_get(summary, "operation"));
         s->manifest_list = json_string_value(json_object_get(o, "manifest-list"));
-        if (json_get_i64(o, "first-row-id", &s->first_row_id) == 0) {
+        if (table_json_get_i64(o, "first-row-id", &s->first_row_id) == 0) {
                 s->has_first_row_id = true;
-                if (json_get_i64(o, "added-rows", &v) < 0 || v < 0 || s->first_row_id < 0 ||
+                if (table_json_get_i64(o, "added-rows", &v) < 0 || v < 0 || s->first_row_id < 0 ||
                     checked_add_i64(&v, v, s->first_row_id))
                         return error_set(e, -EINVAL,
                                          "snapshot %" PRId64 " has a first-row-id but no valid added-rows",
@@ -111,7 +111,7 @@ int audit_table_new(TableMetadata *table, const AuditLimits *limits, AuditTable 
         json_object_foreach(refs, name, value) {
                 AuditRef *ref = &t->refs[t->n_refs];
 
-                if (json_get_i64(value, "snapshot-id", &ref->snapshot_id) < 0)
+                if (table_json_get_i64(value, "snapshot-id", &ref->snapshot_id) < 0)
                         return error_set(e, -EINVAL, "ref '%s' lacks a valid snapshot-id", name);
                 ref->name = name;
                 ref->is_branch = !json_is_string(json_object_get(value, "type")) ||

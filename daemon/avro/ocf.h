@@ -3,7 +3,7 @@
  * (magic, metadata map, sync marker) and block framing are ours, because avro-c has no API
  * for container metadata; datums are encoded and decoded by avro-c. Codecs: null, deflate.
  * Pure: no I/O. Every length read from input is checked before it is used. The reader is
- * ocf_read.c, the writer ocf_write.c. */
+ * ocf_reader.c, the writer ocf_writer.c. */
 #pragma once
 
 #include <avro.h>
@@ -30,7 +30,7 @@ typedef enum OcfCodec {
 /* Block size at which the writer starts a new block (Java's DataFileWriter default). */
 #define OCF_WRITER_BLOCK_BYTES 64000u
 
-/* The container framing both ocf_read.c and ocf_write.c follow; nothing for other modules. */
+/* The container framing both ocf_reader.c and ocf_writer.c follow; nothing for other modules. */
 #define OCF_MAGIC     "Obj\x01"
 #define OCF_MAGIC_LEN 4
 #define OCF_SYNC_LEN  16

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The records of an Object Container File, read in file order by one loop: datums decoded by the
- * reader (ocf_read.c: blocks, codecs, inflated bytes bounded), a bound on how many there may be,
+ * reader (ocf_reader.c: blocks, codecs, inflated bytes bounded), a bound on how many there may be,
  * and an array of one item per record that grows as they come. Every reader of a file of records
  * (manifests, manifest lists, manifest entries) goes through it. Pure. */
 #pragma once

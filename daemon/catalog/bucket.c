@@ -481,7 +481,7 @@ static void bucket_on_table_listed(StorageResult *r, void *userdata) {
                 return;
         }
         uuid_v4_string(uuid);
-        rr = table_metadata_create(j->request, j->dir, j->now_ms, uuid, &md, &e);
+        rr = table_update_metadata_create(j->request, j->dir, j->now_ms, uuid, &md, &e);
         if (rr == -EINVAL) {
                 bucket_job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
                 return;

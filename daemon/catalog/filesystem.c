@@ -500,7 +500,7 @@ static void do_create_table(FsJob *j) {
                                         j->dir, location);
         }
         uuid_v4_string(uuid);
-        r = table_metadata_create(j->request, j->dir, j->now_ms, uuid, &md, &e);
+        r = table_update_metadata_create(j->request, j->dir, j->now_ms, uuid, &md, &e);
         if (r == -EINVAL)
                 return job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
         if (r < 0)

@@ -1064,8 +1064,8 @@ static void batch_check_jobs(Batch *b) {
                 if (done) {
                         int64_t id = 0, seq = 0;
 
-                        (void)json_get_i64(done, "snapshot-id", &id);
-                        (void)json_get_i64(done, "sequence-number", &seq);
+                        (void)table_json_get_i64(done, "snapshot-id", &id);
+                        (void)table_json_get_i64(done, "sequence-number", &seq);
                         log_notice("key='%s' already committed in snapshot %" PRId64 ", not committing it again",
                                    r->idempotency_key, id);
                         batch_remove_job(b, i);

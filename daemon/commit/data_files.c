@@ -147,7 +147,7 @@ int data_files_intake(Job *j, uint64_t max_manifest_bytes) {
         if (rr < 0)
                 return intake_refuse(j, error_prefix(&j->error, rr, "'data-files'"),
                                      rr == -E2BIG ? 413 : 422);
-        rr = staged_manifest_parse(buf_slice(&out), /* location= */ NULL, /* limits= */ NULL, &m, &j->error);
+        rr = manifest_staged_parse(buf_slice(&out), /* location= */ NULL, /* limits= */ NULL, &m, &j->error);
         if (rr < 0)
                 return intake_refuse(j, error_prefix(&j->error, rr, "'data-files': the manifest written for them"),
                                      422);
@@ -156,7 +156,7 @@ int data_files_intake(Job *j, uint64_t max_manifest_bytes) {
         uuid_v4_string(uuid);
         if (asprintf(&location, "%s/%s-m0.avro", t->metadata_dir, uuid) < 0) {
                 location = NULL;
-                staged_manifest_free(m);
+                manifest_staged_free(m);
                 return intake_refuse(j, error_set(&j->error, -ENOMEM, "out of memory"), 503);
         }
         j->manifests[j->n_manifests] = m;

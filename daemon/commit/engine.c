@@ -33,7 +33,7 @@ Job *engine_job_free(Job *j) {
         if (!j)
                 return NULL;
         for (size_t i = 0; i < j->n_manifests; i++)
-                staged_manifest_free(j->manifests[i]);
+                manifest_staged_free(j->manifests[i]);
         free(j->manifests);
         free(j->manifest_lengths);
         table_metadata_free(j->table);
@@ -275,7 +275,7 @@ static void job_intake_work(uv_work_t *w) {
         for (size_t i = 0; i < r->n_manifests; i++) {
                 int rr;
 
-                rr = staged_manifest_parse(buf_slice(&j->manifest_bytes[i]), r->manifests[i], &limits,
+                rr = manifest_staged_parse(buf_slice(&j->manifest_bytes[i]), r->manifests[i], &limits,
                                            &j->manifests[i], &j->error);
                 if (rr < 0) {
                         (void)error_prefix(&j->error, rr, "staged-manifests[%zu] '%s'", i, r->manifests[i]);
@@ -574,7 +574,7 @@ static void engine_submit(WriterRequest *w, void *userdata) {
          * a corrected body under the key is a new request (else one bad request, or someone's
          * stray key, would block the key until the entry ages out). */
         if (entry && entry->state == KEY_FAILED && strcmp(entry->fingerprint, r->fingerprint) != 0) {
-                key_registry_remove(e->keys, entry);
+                registry_remove(e->keys, entry);
                 entry = NULL;
         }
         if (entry && strcmp(entry->fingerprint, r->fingerprint) != 0) {
@@ -737,8 +737,8 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
         else if ((s = snapshot_find_key(t->metadata, l->recorded_key, e->config->history_lookback))) {
                 int64_t id = 0, seq = 0;
 
-                (void)json_get_i64(s, "snapshot-id", &id);
-                (void)json_get_i64(s, "sequence-number", &seq);
+                (void)table_json_get_i64(s, "snapshot-id", &id);
+                (void)table_json_get_i64(s, "sequence-number", &seq);
                 writer_request_reply(l->writer, 200,
                                      json_pack("{s:s, s:s, s:{s:s, s:s, s:I, s:I, s:b}}", "idempotency-key", l->key,
                                                "status", "committed", "receipt", "idempotency-key", l->key,

@@ -70,7 +70,7 @@ int probe_plan(Job *j) {
         size_t n_staged = j->writer->request->n_manifests, n = 0;
         char message[2048];
 
-        /* Staged manifests hold ADDED entries only (staged_manifest_parse refuses EXISTING
+        /* Staged manifests hold ADDED entries only (manifest_staged_parse refuses EXISTING
          * and DELETED ones): every entry is a file this request brings. */
         for (size_t k = 0; k < n_staged; k++)
                 n += j->manifests[k]->n_files;

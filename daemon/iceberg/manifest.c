@@ -45,7 +45,7 @@ typedef struct EntryFields {
         size_t n_stats;
 } EntryFields;
 
-StagedManifest *staged_manifest_free(StagedManifest *m) {
+StagedManifest *manifest_staged_free(StagedManifest *m) {
         if (!m)
                 return NULL;
         free(m->schema_json);
@@ -276,7 +276,7 @@ static int bound_serialize(const PartitionStats *st, int64_t v, const Buf *bytes
         return buf_append(out, le, n);
 }
 
-static int staged_manifest_summarize(StagedManifest *m, const EntryFields *ef, Error *e) {
+static int manifest_staged_summarize(StagedManifest *m, const EntryFields *ef, Error *e) {
         if (!ef->summaries_supported)
                 return 0;
         m->has_partitions = true;
@@ -332,7 +332,7 @@ static const char *entry_status_name(int32_t status) {
 #define ENTRY_PREFIX(code) error_prefix(e, (code), "entry %" PRIu64 " (%s)", idx, info->path)
 
 /* Validates one entry against the staging rules and records its data file in `info`. */
-static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_value_t *entry,
+static int manifest_staged_read_entry(StagedManifest *m, EntryFields *ef, avro_value_t *entry,
                                       uint64_t idx, DataFileInfo *info, Error *e) {
         const char *path = NULL, *format = NULL, *status_name;
         size_t path_len = 0, format_len = 0;
@@ -487,7 +487,7 @@ static int staged_manifest_read_entry(StagedManifest *m, EntryFields *ef, avro_v
 #undef ENTRY_ERROR
 #undef ENTRY_PREFIX
 
-static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error *e) {
+static int manifest_staged_read_meta(OcfReader *reader, StagedManifest *m, Error *e) {
         Slice content;
         int64_t v;
         int r;
@@ -514,7 +514,7 @@ static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error
                 m->content = MANIFEST_CONTENT_DELETES;
         else if (slice_eq_str(content, "data"))
                 m->content = MANIFEST_CONTENT_DATA;
-        else if (content.len <= 64 && ascii_is_printable(content.ptr, content.len))
+        else if (content.len <= 64 && utf8_ascii_is_printable(content.ptr, content.len))
                 return error_set(e, -EINVAL, "manifest content '%.*s' is neither 'data' nor 'deletes'",
                                  (int)content.len, (const char *)content.ptr);
         else
@@ -544,20 +544,20 @@ static int staged_manifest_read_meta(OcfReader *reader, StagedManifest *m, Error
         return 0;
 }
 
-/* What staged_manifest_read_record() reads entries into. */
+/* What manifest_staged_read_record() reads entries into. */
 typedef struct StagedManifestRead {
         StagedManifest *m;
         EntryFields *ef;
 } StagedManifestRead;
 
-static int staged_manifest_read_record(avro_value_t *record, uint64_t index, void *item,
+static int manifest_staged_read_record(avro_value_t *record, uint64_t index, void *item,
                                        void *userdata, Error *e) {
         StagedManifestRead *read = userdata;
 
-        return staged_manifest_read_entry(read->m, read->ef, record, index, item, e);
+        return manifest_staged_read_entry(read->m, read->ef, record, index, item, e);
 }
 
-static int staged_manifest_parse_entries(OcfReader *reader, StagedManifest *m, EntryFields *ef,
+static int manifest_staged_parse_entries(OcfReader *reader, StagedManifest *m, EntryFields *ef,
                                          uint64_t max_entries, Error *e) {
         /* added_files_count is an int32_t: never more entries than it counts, whatever the limit. */
         const RecordsOptions options = {
@@ -569,7 +569,7 @@ static int staged_manifest_parse_entries(OcfReader *reader, StagedManifest *m, E
         RecordsArray array = {};
         int r;
 
-        r = records_read(reader, &options, staged_manifest_read_record, &read, &array, e);
+        r = records_read(reader, &options, manifest_staged_read_record, &read, &array, e);
         /* m owns every item, also those of a failed read. */
         m->files = array.items;
         m->n_files = array.n_items;
@@ -581,10 +581,10 @@ static int staged_manifest_parse_entries(OcfReader *reader, StagedManifest *m, E
         return 0;
 }
 
-int staged_manifest_parse(Slice bytes, const char *location, const ManifestLimits *limits,
+int manifest_staged_parse(Slice bytes, const char *location, const ManifestLimits *limits,
                           StagedManifest **ret_manifest, Error *e) {
         _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
-        _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
+        _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         uint64_t max_entries = limits ? limits->max_entries : MANIFEST_DEFAULT_MAX_ENTRIES;
         EntryFields ef = {};
         FieldsRecord entry;
@@ -596,15 +596,15 @@ int staged_manifest_parse(Slice bytes, const char *location, const ManifestLimit
 
         r = ocf_reader_open(bytes, &reader, e);
         if (r >= 0)
-                r = staged_manifest_read_meta(reader, m, e);
+                r = manifest_staged_read_meta(reader, m, e);
         if (r >= 0)
                 r = records_schema(reader, &entry, e);
         if (r >= 0)
                 r = entry_fields_resolve(&entry, &ef, e);
         if (r >= 0)
-                r = staged_manifest_parse_entries(reader, m, &ef, max_entries, e);
+                r = manifest_staged_parse_entries(reader, m, &ef, max_entries, e);
         if (r >= 0)
-                r = staged_manifest_summarize(m, &ef, e);
+                r = manifest_staged_summarize(m, &ef, e);
         entry_fields_deinit(&ef);
         if (r < 0)
                 return location ? error_prefix(e, r, "manifest '%s'", location) : r;

@@ -33,7 +33,7 @@ typedef struct ManifestLimits {
         uint64_t max_entries; /* more entries than this: -E2BIG */
 } ManifestLimits;
 
-/* Owned by the caller of staged_manifest_parse(); every pointer member is owned. */
+/* Owned by the caller of manifest_staged_parse(); every pointer member is owned. */
 typedef struct StagedManifest {
         int format_version;        /* metadata "format-version": 1, 2 or 3 */
         int32_t content;           /* metadata "content": MANIFEST_CONTENT_DATA or _DELETES */
@@ -65,10 +65,10 @@ typedef struct StagedManifest {
  * decision (guardrails). Also -EBADMSG (not a readable Avro manifest),
  * -EOPNOTSUPP (codec), -E2BIG (more than limits->max_entries, or other limits), -ENOMEM.
  * limits may be NULL for the defaults. */
-int staged_manifest_parse(Slice bytes, const char *location, const ManifestLimits *limits,
+int manifest_staged_parse(Slice bytes, const char *location, const ManifestLimits *limits,
                           StagedManifest **ret_manifest, Error *e);
-StagedManifest *staged_manifest_free(StagedManifest *m);
-DEFINE_CLEANUP_FUNC(StagedManifest, staged_manifest_free);
+StagedManifest *manifest_staged_free(StagedManifest *m);
+DEFINE_CLEANUP_FUNC(StagedManifest, manifest_staged_free);
 
 /* What a committed manifest holds, by entry status: the file and row counts of its
  * manifest-list entry (field ids 504-506, 512-514). */

@@ -10,7 +10,7 @@
 
 #include "iceberg/table.h"
 
-int json_get_i64(const json_t *object, const char *key, int64_t *ret) {
+int table_json_get_i64(const json_t *object, const char *key, int64_t *ret) {
         json_t *v = json_object_get(object, key);
 
         if (!json_is_integer(v))
@@ -41,22 +41,22 @@ int table_metadata_parse(json_t *load_result, TableMetadata **ret_table, Error *
                 return -ENOMEM;
         t->metadata = json_incref(metadata);
 
-        if (json_get_i64(metadata, "format-version", &v) < 0 || v < 1 || v > 3)
+        if (table_json_get_i64(metadata, "format-version", &v) < 0 || v < 1 || v > 3)
                 return error_set(error, -EINVAL, "table metadata has no supported format-version (1 to 3)");
         t->format_version = (int)v;
         t->uuid = json_get_str(metadata, "table-uuid");
         t->location = json_get_str(metadata, "location");
         if (!t->uuid || !t->location || t->location[0] == '\0')
                 return error_set(error, -EINVAL, "table metadata lacks table-uuid or location");
-        if (json_get_i64(metadata, "last-sequence-number", &t->last_sequence_number) < 0)
+        if (table_json_get_i64(metadata, "last-sequence-number", &t->last_sequence_number) < 0)
                 t->last_sequence_number = 0;    /* v1 metadata may omit it */
         if (t->last_sequence_number < 0)
                 return error_set(error, -EINVAL, "table metadata has a negative last-sequence-number");
         if (t->format_version >= 3) {
-                if (json_get_i64(metadata, "next-row-id", &t->next_row_id) < 0 || t->next_row_id < 0)
+                if (table_json_get_i64(metadata, "next-row-id", &t->next_row_id) < 0 || t->next_row_id < 0)
                         return error_set(error, -EINVAL, "v3 table metadata lacks a valid next-row-id");
         }
-        if (json_get_i64(metadata, "current-schema-id", &v) == 0 && v >= INT32_MIN && v <= INT32_MAX) {
+        if (table_json_get_i64(metadata, "current-schema-id", &v) == 0 && v >= INT32_MIN && v <= INT32_MAX) {
                 t->current_schema_id = (int32_t)v;
                 t->has_current_schema_id = true;
         }
@@ -95,7 +95,7 @@ static json_t *json_array_find_id(const json_t *array, const char *key, int64_t 
         json_array_foreach((json_t *)array, i, o) {
                 int64_t v;
 
-                if (json_get_i64(o, key, &v) == 0 && v == id)
+                if (table_json_get_i64(o, key, &v) == 0 && v == id)
                         return o;
         }
         return NULL;
@@ -113,7 +113,7 @@ int table_branch(const TableMetadata *t, const char *branch, TableBranch *ret_br
 
         if (!ref && strcmp(branch, "main") == 0) {
                 /* Old metadata without refs: main is current-snapshot-id (-1 or null = none). */
-                if (json_get_i64(t->metadata, "current-snapshot-id", &id) == 0 && id >= 0) {
+                if (table_json_get_i64(t->metadata, "current-snapshot-id", &id) == 0 && id >= 0) {
                         *ret_branch = (TableBranch){ .exists = true, .snapshot_id = id,
                                                      .snapshot = table_snapshot(t, id) };
                         return 0;
@@ -126,7 +126,7 @@ int table_branch(const TableMetadata *t, const char *branch, TableBranch *ret_br
         type = json_string_value(json_object_get(ref, "type"));
         if (type && strcmp(type, "branch") != 0)
                 return error_set(error, -EINVAL, "ref '%s' is a %s, not a branch", branch, type);
-        if (json_get_i64(ref, "snapshot-id", &id) < 0)
+        if (table_json_get_i64(ref, "snapshot-id", &id) < 0)
                 return error_set(error, -EINVAL, "ref '%s' has no snapshot-id", branch);
         *ret_branch = (TableBranch){ .exists = true, .snapshot_id = id, .ref = ref,
                                      .snapshot = table_snapshot(t, id) };
@@ -157,7 +157,7 @@ const char *table_property(const TableMetadata *t, const char *key) {
 int table_default_spec_id(const TableMetadata *t, int32_t *ret) {
         int64_t v;
 
-        if (json_get_i64(t->metadata, "default-spec-id", &v) < 0) {
+        if (table_json_get_i64(t->metadata, "default-spec-id", &v) < 0) {
                 if (json_object_get(t->metadata, "partition-specs"))
                         return -EINVAL;
                 v = 0;
@@ -180,16 +180,16 @@ bool table_inherits_snapshot_ids(const TableMetadata *t) {
         return t->format_version > 1 || (v && strcasecmp(v, "true") == 0);
 }
 
-int json_get_i32(const json_t *o, const char *key, int32_t *ret) {
+int table_json_get_i32(const json_t *o, const char *key, int32_t *ret) {
         int64_t v;
 
-        if (json_get_i64(o, key, &v) < 0 || v < INT32_MIN || v > INT32_MAX)
+        if (table_json_get_i64(o, key, &v) < 0 || v < INT32_MIN || v > INT32_MAX)
                 return -EINVAL;
         *ret = (int32_t)v;
         return 0;
 }
 
-bool json_int_array_has(const json_t *array, int64_t v) {
+bool table_json_int_array_has(const json_t *array, int64_t v) {
         size_t i;
         json_t *x;
 
@@ -199,6 +199,6 @@ bool json_int_array_has(const json_t *array, int64_t v) {
         return false;
 }
 
-int json_array_append_int(json_t *array, int64_t v) {
+int table_json_array_append_int(json_t *array, int64_t v) {
         return json_array_append_new(array, json_integer(v)) < 0 ? -ENOMEM : 0;
 }

@@ -65,10 +65,10 @@ json_t *table_partition_spec(const TableMetadata *t, int32_t spec_id);
 bool table_inherits_snapshot_ids(const TableMetadata *t);
 
 /* Reads an int64 member strictly; -EINVAL when absent or not an integer. */
-int json_get_i64(const json_t *object, const char *key, int64_t *ret);
+int table_json_get_i64(const json_t *object, const char *key, int64_t *ret);
 /* The same for an int32 member; -EINVAL when absent, not an integer or out of range. */
-int json_get_i32(const json_t *object, const char *key, int32_t *ret);
+int table_json_get_i32(const json_t *object, const char *key, int32_t *ret);
 /* Whether a JSON array holds the integer v. */
-bool json_int_array_has(const json_t *array, int64_t v);
+bool table_json_int_array_has(const json_t *array, int64_t v);
 /* Appends an integer; -ENOMEM. */
-int json_array_append_int(json_t *array, int64_t v);
+int table_json_array_append_int(json_t *array, int64_t v);

@@ -16,12 +16,12 @@
 /* ---- schemas ---------------------------------------------------------------------------- */
 
 
-void schema_field_ids_deinit(SchemaFieldIds *s) {
+void table_schema_field_ids_deinit(SchemaFieldIds *s) {
         free(s->ids);
         *s = (SchemaFieldIds){};
 }
 
-static int schema_field_ids_add(SchemaFieldIds *s, const json_t *v, const char *what, const char *path,
+static int table_schema_field_ids_add(SchemaFieldIds *s, const json_t *v, const char *what, const char *path,
                          Error *error) {
         json_int_t id;
 
@@ -51,7 +51,7 @@ static int compare_i32(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
-bool schema_field_ids_has(const SchemaFieldIds *s, int64_t id) {
+bool table_schema_field_ids_has(const SchemaFieldIds *s, int64_t id) {
         int32_t key;
 
         if (id < INT32_MIN || id > INT32_MAX || s->n == 0)
@@ -158,7 +158,7 @@ static int schema_validate_struct(const json_t *type, int format_version, Schema
                                                                            "name"))) == 0)
                                 return error_set(error, -EINVAL, "schema: duplicate field name '%s'",
                                                  child);
-                r = schema_field_ids_add(ids, json_object_get(f, "id"), "field id", child, error);
+                r = table_schema_field_ids_add(ids, json_object_get(f, "id"), "field id", child, error);
                 if (r < 0)
                         return r;
                 if (!json_is_boolean(json_object_get(f, "required")))
@@ -201,7 +201,7 @@ static int schema_validate_type(const json_t *type, int format_version, SchemaFi
                 return schema_validate_struct(type, format_version, ids, path, depth, error);
         if (strcmp(kind, "list") == 0) {
                 snprintf(child, sizeof(child), "%s.element", path);
-                r = schema_field_ids_add(ids, json_object_get(type, "element-id"), "element-id", path, error);
+                r = table_schema_field_ids_add(ids, json_object_get(type, "element-id"), "element-id", path, error);
                 if (r < 0)
                         return r;
                 if (!json_is_boolean(json_object_get(type, "element-required")))
@@ -211,10 +211,10 @@ static int schema_validate_type(const json_t *type, int format_version, SchemaFi
                                             child, depth + 1, error);
         }
         if (strcmp(kind, "map") == 0) {
-                r = schema_field_ids_add(ids, json_object_get(type, "key-id"), "key-id", path, error);
+                r = table_schema_field_ids_add(ids, json_object_get(type, "key-id"), "key-id", path, error);
                 if (r < 0)
                         return r;
-                r = schema_field_ids_add(ids, json_object_get(type, "value-id"), "value-id", path, error);
+                r = table_schema_field_ids_add(ids, json_object_get(type, "value-id"), "value-id", path, error);
                 if (r < 0)
                         return r;
                 if (!json_is_boolean(json_object_get(type, "value-required")))
@@ -233,7 +233,7 @@ static int schema_validate_type(const json_t *type, int format_version, SchemaFi
 }
 
 /* Validates and returns the sorted field ids of `schema` (caller deinits ids). */
-int schema_field_ids_collect(const json_t *schema, int format_version, SchemaFieldIds *ids,
+int table_schema_field_ids_collect(const json_t *schema, int format_version, SchemaFieldIds *ids,
                               Error *error) {
         const json_t *identifiers;
         size_t i;
@@ -256,7 +256,7 @@ int schema_field_ids_collect(const json_t *schema, int format_version, SchemaFie
         if (identifiers && !json_is_array(identifiers))
                 return error_set(error, -EINVAL, "schema: identifier-field-ids is not an array");
         json_array_foreach(identifiers, i, v)
-                if (!json_is_integer(v) || !schema_field_ids_has(ids, json_integer_value(v)))
+                if (!json_is_integer(v) || !table_schema_field_ids_has(ids, json_integer_value(v)))
                         return error_set(error, -EINVAL,
                                          "schema: identifier-field-ids[%zu] is not a field id of the schema",
                                          i);
@@ -265,10 +265,10 @@ int schema_field_ids_collect(const json_t *schema, int format_version, SchemaFie
 
 int table_schema_validate(const json_t *schema, int format_version, int32_t *ret_highest_id,
                           Error *error) {
-        _cleanup_(schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
         int r;
 
-        r = schema_field_ids_collect(schema, format_version, &ids, error);
+        r = table_schema_field_ids_collect(schema, format_version, &ids, error);
         if (r < 0)
                 return r;
         *ret_highest_id = ids.n > 0 ? ids.ids[ids.n - 1] : 0;
@@ -297,25 +297,25 @@ static bool transform_is_known(const char *t) {
         return false;
 }
 
-const json_t *metadata_schema_by_id(const json_t *md, int64_t schema_id) {
+const json_t *table_schema_by_id(const json_t *md, int64_t schema_id) {
         size_t i;
         json_t *s;
 
         json_array_foreach(json_object_get(md, "schemas"), i, s) {
                 int64_t id;
 
-                if (json_get_i64(s, "schema-id", &id) == 0 && id == schema_id)
+                if (table_json_get_i64(s, "schema-id", &id) == 0 && id == schema_id)
                         return s;
         }
         return NULL;
 }
 
-const json_t *metadata_schema_current(const json_t *md) {
+const json_t *table_schema_current(const json_t *md) {
         int64_t id;
 
-        if (json_get_i64(md, "current-schema-id", &id) < 0)
+        if (table_json_get_i64(md, "current-schema-id", &id) < 0)
                 return NULL;
-        return metadata_schema_by_id(md, id);
+        return table_schema_by_id(md, id);
 }
 
 /* The field with this id when it is reachable from the top through structs only (never inside a
@@ -346,7 +346,7 @@ static const json_t *struct_field_by_id(const json_t *type, int64_t id) {
  * given; else the id an existing spec uses for the same source and transform, as Java's
  * freshSpec does in v2+; else *last_partition_id + 1), validated against `ids` and `schema`
  * (sources are primitive fields outside lists and maps). */
-int partition_spec_fresh(const json_t *spec, const json_t *existing_specs, int format_version,
+int table_schema_partition_spec_fresh(const json_t *spec, const json_t *existing_specs, int format_version,
                       int32_t spec_id, const SchemaFieldIds *ids, const json_t *schema, int32_t *last_partition_id,
                       json_t **ret_spec, Error *error) {
         _cleanup_(json_decrefp) json_t *out = NULL;
@@ -378,10 +378,10 @@ int partition_spec_fresh(const json_t *spec, const json_t *existing_specs, int f
                                                                            "name"))) == 0)
                                 return error_set(error, -EINVAL,
                                                  "partition spec: duplicate field name '%s'", name);
-                if (json_get_i64(f, "source-id", &source_id) < 0)
+                if (table_json_get_i64(f, "source-id", &source_id) < 0)
                         return error_set(error, -EINVAL,
                                          "partition spec: field '%s' has no integer source-id", name);
-                if (!schema_field_ids_has(ids, source_id))
+                if (!table_schema_field_ids_has(ids, source_id))
                         return error_set(error, -EINVAL,
                                          "partition spec: field '%s' has source-id %" PRId64
                                          ", which is not a field of the current schema",
@@ -405,7 +405,7 @@ int partition_spec_fresh(const json_t *spec, const json_t *existing_specs, int f
                                          "partition spec: field '%s' has unknown transform '%s'", name,
                                          transform ?: "(none)");
                 if (json_object_get(f, "field-id")) {
-                        if (json_get_i32(f, "field-id", &field_id) < 0 ||
+                        if (table_json_get_i32(f, "field-id", &field_id) < 0 ||
                             field_id < PARTITION_FIELD_ID_START)
                                 return error_set(error, -EINVAL,
                                                  "partition spec: field '%s' has a field-id below %d",
@@ -420,11 +420,11 @@ int partition_spec_fresh(const json_t *spec, const json_t *existing_specs, int f
                                         json_array_foreach(json_object_get(s, "fields"), m, g) {
                                                 int64_t sid;
 
-                                                if (json_get_i64(g, "source-id", &sid) == 0 &&
+                                                if (table_json_get_i64(g, "source-id", &sid) == 0 &&
                                                     sid == source_id &&
                                                     json_equal(json_object_get(g, "transform"),
                                                                json_object_get(f, "transform")) &&
-                                                    json_get_i32(g, "field-id", &field_id) == 0) {
+                                                    table_json_get_i32(g, "field-id", &field_id) == 0) {
                                                         found = true;
                                                         break;
                                                 }
@@ -450,7 +450,7 @@ int partition_spec_fresh(const json_t *spec, const json_t *existing_specs, int f
         return 0;
 }
 
-int sort_order_validate(const json_t *order, const SchemaFieldIds *ids, Error *error) {
+int table_schema_sort_order_validate(const json_t *order, const SchemaFieldIds *ids, Error *error) {
         const json_t *fields = json_object_get(order, "fields");
         size_t i;
         json_t *f;
@@ -463,7 +463,7 @@ int sort_order_validate(const json_t *order, const SchemaFieldIds *ids, Error *e
                 const char *null_order = json_string_value(json_object_get(f, "null-order"));
                 int64_t source_id;
 
-                if (json_get_i64(f, "source-id", &source_id) < 0 || !schema_field_ids_has(ids, source_id))
+                if (table_json_get_i64(f, "source-id", &source_id) < 0 || !table_schema_field_ids_has(ids, source_id))
                         return error_set(error, -EINVAL,
                                          "sort order: field %zu has a source-id that is not a field of the current schema",
                                          i);
@@ -483,11 +483,11 @@ int sort_order_validate(const json_t *order, const SchemaFieldIds *ids, Error *e
         return 0;
 }
 
-int metadata_current_schema_ids(const json_t *md, int format_version, SchemaFieldIds *ids,
+int table_schema_current_ids(const json_t *md, int format_version, SchemaFieldIds *ids,
                               const char *what, Error *error) {
-        const json_t *schema = metadata_schema_current(md);
+        const json_t *schema = table_schema_current(md);
 
         if (!schema)
                 return error_set(error, -EINVAL, "%s: the table has no current schema", what);
-        return schema_field_ids_collect(schema, format_version, ids, error);
+        return table_schema_field_ids_collect(schema, format_version, ids, error);
 }

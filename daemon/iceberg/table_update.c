@@ -47,7 +47,7 @@ static json_t *snapshot_by_id(const json_t *md, int64_t snapshot_id) {
         json_array_foreach(json_object_get(md, "snapshots"), i, s) {
                 int64_t id;
 
-                if (json_get_i64(s, "snapshot-id", &id) == 0 && id == snapshot_id)
+                if (table_json_get_i64(s, "snapshot-id", &id) == 0 && id == snapshot_id)
                         return s;
         }
         return NULL;
@@ -70,7 +70,7 @@ static int update_assign_uuid(Apply *a, const json_t *u) {
 static int update_upgrade_format_version(Apply *a, const json_t *u) {
         int64_t v;
 
-        if (json_get_i64(u, "format-version", &v) < 0)
+        if (table_json_get_i64(u, "format-version", &v) < 0)
                 return error_set(a->error, -EINVAL, "upgrade-format-version: no integer format-version");
         if (v > TABLE_FORMAT_VERSION_MAX)
                 return error_set(a->error, -EINVAL,
@@ -98,7 +98,7 @@ static int update_upgrade_format_version(Apply *a, const json_t *u) {
 
 static int update_add_schema(Apply *a, const json_t *u) {
         const json_t *schema = json_object_get(u, "schema");
-        _cleanup_(schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
         json_t *schemas, *s, *copy;
         int64_t last_column_id = 0, current_id = 0, new_id;
         int32_t highest;
@@ -106,12 +106,12 @@ static int update_add_schema(Apply *a, const json_t *u) {
         size_t i;
         int r;
 
-        r = schema_field_ids_collect(schema, a->format_version, &ids, a->error);
+        r = table_schema_field_ids_collect(schema, a->format_version, &ids, a->error);
         if (r < 0)
                 return error_prefix(a->error, r, "add-schema");
         highest = ids.n > 0 ? ids.ids[ids.n - 1] : 0;
-        (void)json_get_i64(a->md, "last-column-id", &last_column_id);
-        (void)json_get_i64(a->md, "current-schema-id", &current_id);
+        (void)table_json_get_i64(a->md, "last-column-id", &last_column_id);
+        (void)table_json_get_i64(a->md, "current-schema-id", &current_id);
 
         /* Reuse the id of an identical schema, else one above the highest (Java's
          * reuseOrCreateNewSchemaId). */
@@ -127,7 +127,7 @@ static int update_add_schema(Apply *a, const json_t *u) {
                 json_t *a_ids = json_object_get(s, "identifier-field-ids"),
                        *b_ids = json_object_get(schema, "identifier-field-ids");
 
-                if (json_get_i64(s, "schema-id", &id) < 0)
+                if (table_json_get_i64(s, "schema-id", &id) < 0)
                         continue;
                 if (json_equal(json_object_get(s, "fields"), json_object_get(schema, "fields")) &&
                     (json_array_size(a_ids) == 0 ? json_array_size(b_ids) == 0 : json_equal(a_ids, b_ids))) {
@@ -139,7 +139,7 @@ static int update_add_schema(Apply *a, const json_t *u) {
                         new_id = id + 1;
         }
         if (found && highest <= last_column_id) {
-                a->last_added_schema = json_int_array_has(a->added_schemas, new_id) ? new_id : -1;
+                a->last_added_schema = table_json_int_array_has(a->added_schemas, new_id) ? new_id : -1;
                 return 0;
         }
         if (highest > last_column_id &&
@@ -152,13 +152,13 @@ static int update_add_schema(Apply *a, const json_t *u) {
                         return -ENOMEM;
         }
         a->last_added_schema = new_id;
-        return json_array_append_int(a->added_schemas, new_id);
+        return table_json_array_append_int(a->added_schemas, new_id);
 }
 
 static int update_set_current_schema(Apply *a, const json_t *u) {
         int64_t id;
 
-        if (json_get_i64(u, "schema-id", &id) < 0)
+        if (table_json_get_i64(u, "schema-id", &id) < 0)
                 return error_set(a->error, -EINVAL, "set-current-schema: no integer schema-id");
         if (id == -1) {
                 if (a->last_added_schema < 0)
@@ -166,7 +166,7 @@ static int update_set_current_schema(Apply *a, const json_t *u) {
                                          "set-current-schema: Cannot set last added schema: no schema has been added");
                 id = a->last_added_schema;
         }
-        if (!metadata_schema_by_id(a->md, id))
+        if (!table_schema_by_id(a->md, id))
                 return error_set(a->error, -EINVAL,
                                  "set-current-schema: Cannot set current schema to unknown schema: %" PRId64, id);
         return json_object_set_new(a->md, "current-schema-id", json_integer(id)) < 0 ? -ENOMEM : 0;
@@ -191,7 +191,7 @@ static bool spec_compatible(const json_t *a, const json_t *b) {
 
 static int update_add_spec(Apply *a, const json_t *u) {
         const json_t *spec = json_object_get(u, "spec");
-        _cleanup_(schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
         _cleanup_(json_decrefp) json_t *fresh = NULL;
         json_t *specs, *s;
         int64_t new_id = 0;
@@ -210,20 +210,20 @@ static int update_add_spec(Apply *a, const json_t *u) {
         json_array_foreach(specs, i, s) {
                 int64_t id;
 
-                if (json_get_i64(s, "spec-id", &id) < 0)
+                if (table_json_get_i64(s, "spec-id", &id) < 0)
                         continue;
                 if (spec_compatible(spec, s)) {
-                        a->last_added_spec = json_int_array_has(a->added_specs, id) ? id : -1;
+                        a->last_added_spec = table_json_int_array_has(a->added_specs, id) ? id : -1;
                         return 0;
                 }
                 if (id >= new_id)
                         new_id = id + 1;
         }
-        r = metadata_current_schema_ids(a->md, a->format_version, &ids, "add-spec", a->error);
+        r = table_schema_current_ids(a->md, a->format_version, &ids, "add-spec", a->error);
         if (r < 0)
                 return r;
-        (void)json_get_i32(a->md, "last-partition-id", &last_partition_id);
-        r = partition_spec_fresh(spec, specs, a->format_version, (int32_t)new_id, &ids, metadata_schema_current(a->md), &last_partition_id,
+        (void)table_json_get_i32(a->md, "last-partition-id", &last_partition_id);
+        r = table_schema_partition_spec_fresh(spec, specs, a->format_version, (int32_t)new_id, &ids, table_schema_current(a->md), &last_partition_id,
                        &fresh, a->error);
         if (r < 0)
                 return error_prefix(a->error, r, "add-spec");
@@ -231,7 +231,7 @@ static int update_add_spec(Apply *a, const json_t *u) {
             json_object_set_new(a->md, "last-partition-id", json_integer(last_partition_id)) < 0)
                 return -ENOMEM;
         a->last_added_spec = new_id;
-        return json_array_append_int(a->added_specs, new_id);
+        return table_json_array_append_int(a->added_specs, new_id);
 }
 
 static int update_set_default_spec(Apply *a, const json_t *u) {
@@ -240,7 +240,7 @@ static int update_set_default_spec(Apply *a, const json_t *u) {
         size_t i;
         json_t *s;
 
-        if (json_get_i64(u, "spec-id", &id) < 0)
+        if (table_json_get_i64(u, "spec-id", &id) < 0)
                 return error_set(a->error, -EINVAL, "set-default-spec: no integer spec-id");
         if (id == -1) {
                 if (a->last_added_spec < 0)
@@ -251,7 +251,7 @@ static int update_set_default_spec(Apply *a, const json_t *u) {
         json_array_foreach(json_object_get(a->md, "partition-specs"), i, s) {
                 int64_t sid;
 
-                if (json_get_i64(s, "spec-id", &sid) == 0 && sid == id)
+                if (table_json_get_i64(s, "spec-id", &sid) == 0 && sid == id)
                         found = true;
         }
         if (!found)
@@ -261,7 +261,7 @@ static int update_set_default_spec(Apply *a, const json_t *u) {
 
 static int update_add_sort_order(Apply *a, const json_t *u) {
         const json_t *order = json_object_get(u, "sort-order");
-        _cleanup_(schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
         json_t *orders, *o, *copy;
         int64_t new_id = 1;     /* SortOrder.INITIAL_SORT_ORDER_ID; 0 is unsorted */
         size_t i;
@@ -273,10 +273,10 @@ static int update_add_sort_order(Apply *a, const json_t *u) {
                 if (!orders || json_object_set_new(a->md, "sort-orders", orders) < 0)
                         return -ENOMEM;
         }
-        r = metadata_current_schema_ids(a->md, a->format_version, &ids, "add-sort-order", a->error);
+        r = table_schema_current_ids(a->md, a->format_version, &ids, "add-sort-order", a->error);
         if (r < 0)
                 return r;
-        r = sort_order_validate(order, &ids, a->error);
+        r = table_schema_sort_order_validate(order, &ids, a->error);
         if (r < 0)
                 return error_prefix(a->error, r, "add-sort-order");
         if (json_array_size(json_object_get(order, "fields")) == 0)
@@ -284,10 +284,10 @@ static int update_add_sort_order(Apply *a, const json_t *u) {
         json_array_foreach(orders, i, o) {
                 int64_t id;
 
-                if (json_get_i64(o, "order-id", &id) < 0)
+                if (table_json_get_i64(o, "order-id", &id) < 0)
                         continue;
                 if (json_equal(json_object_get(o, "fields"), json_object_get(order, "fields"))) {
-                        a->last_added_order = json_int_array_has(a->added_orders, id) ? id : -1;
+                        a->last_added_order = table_json_int_array_has(a->added_orders, id) ? id : -1;
                         return 0;
                 }
                 if (new_id != 0 && id >= new_id)
@@ -298,7 +298,7 @@ static int update_add_sort_order(Apply *a, const json_t *u) {
         if (!copy || json_array_append_new(orders, copy) < 0)
                 return -ENOMEM;
         a->last_added_order = new_id;
-        return json_array_append_int(a->added_orders, new_id);
+        return table_json_array_append_int(a->added_orders, new_id);
 }
 
 static int update_set_default_sort_order(Apply *a, const json_t *u) {
@@ -307,7 +307,7 @@ static int update_set_default_sort_order(Apply *a, const json_t *u) {
         size_t i;
         json_t *o;
 
-        if (json_get_i64(u, "sort-order-id", &id) < 0)
+        if (table_json_get_i64(u, "sort-order-id", &id) < 0)
                 return error_set(a->error, -EINVAL, "set-default-sort-order: no integer sort-order-id");
         if (id == -1) {
                 if (a->last_added_order < 0)
@@ -318,7 +318,7 @@ static int update_set_default_sort_order(Apply *a, const json_t *u) {
         json_array_foreach(json_object_get(a->md, "sort-orders"), i, o) {
                 int64_t oid;
 
-                if (json_get_i64(o, "order-id", &oid) == 0 && oid == id)
+                if (table_json_get_i64(o, "order-id", &oid) == 0 && oid == id)
                         found = true;
         }
         if (!found)
@@ -331,7 +331,7 @@ static int update_add_snapshot(Apply *a, const json_t *u) {
         int64_t id, seq = 0, last_seq = 0, first_row_id, added_rows, next_row_id = 0, next;
         json_t *snapshots;
 
-        if (!json_is_object(snap) || json_get_i64(snap, "snapshot-id", &id) < 0)
+        if (!json_is_object(snap) || table_json_get_i64(snap, "snapshot-id", &id) < 0)
                 return error_set(a->error, -EINVAL, "add-snapshot: no snapshot with an integer snapshot-id");
         if (!json_is_integer(json_object_get(snap, "timestamp-ms")))
                 return error_set(a->error, -EINVAL, "add-snapshot: snapshot %" PRId64 " has no timestamp-ms", id);
@@ -345,9 +345,9 @@ static int update_add_snapshot(Apply *a, const json_t *u) {
                                  "add-snapshot: Attempting to add a snapshot before a sort order is added");
         if (snapshot_by_id(a->md, id))
                 return error_set(a->error, -EINVAL, "add-snapshot: Snapshot already exists for id: %" PRId64, id);
-        if (json_object_get(snap, "sequence-number") && json_get_i64(snap, "sequence-number", &seq) < 0)
+        if (json_object_get(snap, "sequence-number") && table_json_get_i64(snap, "sequence-number", &seq) < 0)
                 return error_set(a->error, -EINVAL, "add-snapshot: sequence-number is not an integer");
-        (void)json_get_i64(a->md, "last-sequence-number", &last_seq);
+        (void)table_json_get_i64(a->md, "last-sequence-number", &last_seq);
 
         /* A stale sequence number means the writer built on an older table: retryable. */
         if (a->format_version > 1 && seq <= last_seq &&
@@ -358,13 +358,13 @@ static int update_add_snapshot(Apply *a, const json_t *u) {
                                  seq, last_seq);
 
         if (a->format_version >= 3) {
-                if (json_get_i64(snap, "first-row-id", &first_row_id) < 0)
+                if (table_json_get_i64(snap, "first-row-id", &first_row_id) < 0)
                         return error_set(a->error, -EINVAL, "add-snapshot: Cannot add a snapshot: first-row-id is null");
-                if (json_get_i64(snap, "added-rows", &added_rows) < 0 || added_rows < 0)
+                if (table_json_get_i64(snap, "added-rows", &added_rows) < 0 || added_rows < 0)
                         return error_set(a->error, -EINVAL,
                                          "add-snapshot: snapshot %" PRId64 " has first-row-id but no added-rows",
                                          id);
-                (void)json_get_i64(a->md, "next-row-id", &next_row_id);
+                (void)table_json_get_i64(a->md, "next-row-id", &next_row_id);
                 if (first_row_id < next_row_id)
                         return error_set(a->error, -ESTALE,
                                          "add-snapshot: Cannot add a snapshot, first-row-id is behind table next-row-id: %" PRId64
@@ -385,7 +385,7 @@ static int update_add_snapshot(Apply *a, const json_t *u) {
         }
         if (json_array_append_new(snapshots, json_deep_copy(snap)) < 0)
                 return -ENOMEM;
-        return json_array_append_int(a->added_snapshots, id);
+        return table_json_array_append_int(a->added_snapshots, id);
 }
 
 static int optional_positive(Apply *a, const json_t *u, const char *key, json_t *ref, bool is_tag) {
@@ -413,7 +413,7 @@ static int update_set_snapshot_ref(Apply *a, const json_t *u) {
 
         if (!name || name[0] == '\0')
                 return error_set(a->error, -EINVAL, "set-snapshot-ref: no ref-name");
-        if (json_get_i64(u, "snapshot-id", &id) < 0)
+        if (table_json_get_i64(u, "snapshot-id", &id) < 0)
                 return error_set(a->error, -EINVAL, "set-snapshot-ref: no integer snapshot-id for '%s'", name);
         if (!type || (strcasecmp(type, "branch") != 0 && strcasecmp(type, "tag") != 0))
                 return error_set(a->error, -EINVAL, "set-snapshot-ref: type of '%s' is not \"branch\" or \"tag\"",
@@ -442,8 +442,8 @@ static int update_set_snapshot_ref(Apply *a, const json_t *u) {
                 if (json_object_set_new(a->md, "current-snapshot-id", json_integer(id)) < 0)
                         return -ENOMEM;
                 /* A rollback to an older snapshot is logged at the time of the change. */
-                if (!json_int_array_has(a->added_snapshots, id) ||
-                    json_get_i64(snap, "timestamp-ms", &time_of_change) < 0)
+                if (!table_json_int_array_has(a->added_snapshots, id) ||
+                    table_json_get_i64(snap, "timestamp-ms", &time_of_change) < 0)
                         time_of_change = a->last_updated_ms;
                 log = json_object_get(a->md, "snapshot-log");
                 entry = json_pack("{s:I, s:I}", "timestamp-ms", (json_int_t)time_of_change,
@@ -537,10 +537,10 @@ static int requirement_int(const json_t *md, const json_t *req, const char *req_
                            const char *md_key, const char *what, Error *error) {
         int64_t expected, actual = -1;
 
-        if (json_get_i64(req, req_key, &expected) < 0)
+        if (table_json_get_i64(req, req_key, &expected) < 0)
                 return error_set(error, -EINVAL, "requirement %s: no integer %s",
                                  json_string_value(json_object_get(req, "type")), req_key);
-        (void)json_get_i64(md, md_key, &actual);
+        (void)table_json_get_i64(md, md_key, &actual);
         if (expected != actual)
                 return error_set(error, -ESTALE, "Requirement failed: %s changed: expected id %" PRId64 " != %" PRId64,
                                  what, expected, actual);
@@ -580,7 +580,7 @@ static int requirement_check(const json_t *md, const json_t *req, Error *error) 
                 if (ref) {
                         const char *kind = json_string_value(json_object_get(ref, "type")) ?: "branch";
 
-                        (void)json_get_i64(ref, "snapshot-id", &have);
+                        (void)table_json_get_i64(ref, "snapshot-id", &have);
                         if (!json_is_integer(want))
                                 return error_set(error, -ESTALE, "Requirement failed: %s %s was created concurrently",
                                                  kind, name);
@@ -632,7 +632,7 @@ static int metadata_normalize(json_t *md) {
 
                 if (!refs || json_object_set_new(md, "refs", refs) < 0)
                         return -ENOMEM;
-                if (json_get_i64(md, "current-snapshot-id", &current) == 0 && current >= 0 &&
+                if (table_json_get_i64(md, "current-snapshot-id", &current) == 0 && current >= 0 &&
                     json_object_set_new(refs, "main", json_pack("{s:I, s:s}", "snapshot-id",
                                                                 (json_int_t)current, "type", "branch")) < 0)
                         return -ENOMEM;
@@ -646,12 +646,12 @@ static int snapshot_log_drop_intermediate(Apply *a) {
         json_t *log = json_object_get(a->md, "snapshot-log");
         int64_t current = -1;
 
-        (void)json_get_i64(a->md, "current-snapshot-id", &current);
+        (void)table_json_get_i64(a->md, "current-snapshot-id", &current);
         for (size_t i = json_array_size(log); i > 0; i--) {
                 int64_t id;
 
-                if (json_get_i64(json_array_get(log, i - 1), "snapshot-id", &id) == 0 && id != current &&
-                    json_int_array_has(a->added_snapshots, id) && json_array_remove(log, i - 1) < 0)
+                if (table_json_get_i64(json_array_get(log, i - 1), "snapshot-id", &id) == 0 && id != current &&
+                    table_json_int_array_has(a->added_snapshots, id) && json_array_remove(log, i - 1) < 0)
                         return -ENOMEM;
         }
         return 0;
@@ -695,7 +695,7 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
         updates = json_object_get(commit_request, "updates");
         if ((requirements && !json_is_array(requirements)) || !json_is_array(updates))
                 return error_set(error, -EINVAL, "commit request needs \"updates\" (and \"requirements\") arrays");
-        if (json_get_i64(metadata, "format-version", &format_version) < 0 || format_version < 1 ||
+        if (table_json_get_i64(metadata, "format-version", &format_version) < 0 || format_version < 1 ||
             format_version > TABLE_FORMAT_VERSION_MAX)
                 return error_set(error, -EINVAL, "table metadata has no supported format-version (1 to %d)",
                                  TABLE_FORMAT_VERSION_MAX);
@@ -723,7 +723,7 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
         if (r < 0)
                 return r;
         a.format_version = (int)format_version;
-        (void)json_get_i64(metadata, "last-updated-ms", &previous_updated_ms);
+        (void)table_json_get_i64(metadata, "last-updated-ms", &previous_updated_ms);
         a.last_updated_ms = now_ms > previous_updated_ms ? now_ms : previous_updated_ms;
 
         json_array_foreach(requirements, i, x) {
@@ -766,9 +766,9 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
 
 /* ---- create ------------------------------------------------------------------------------- */
 
-int table_metadata_create(const json_t *create_request, const char *location, int64_t now_ms,
+int table_update_metadata_create(const json_t *create_request, const char *location, int64_t now_ms,
                           const char *uuid, json_t **ret_metadata, Error *error) {
-        _cleanup_(schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
         _cleanup_(json_decrefp) json_t *md = NULL, *properties = NULL, *spec = NULL, *schema = NULL,
                                        *order = NULL;
         const json_t *req_schema, *req_spec, *req_order, *req_properties;
@@ -814,7 +814,7 @@ int table_metadata_create(const json_t *create_request, const char *location, in
         req_schema = json_object_get(create_request, "schema");
         if (!req_schema)
                 return error_set(error, -EINVAL, "create table request has no schema");
-        r = schema_field_ids_collect(req_schema, (int)format_version, &ids, error);
+        r = table_schema_field_ids_collect(req_schema, (int)format_version, &ids, error);
         if (r < 0)
                 return r;
         highest = ids.n > 0 ? ids.ids[ids.n - 1] : 0;
@@ -824,7 +824,7 @@ int table_metadata_create(const json_t *create_request, const char *location, in
 
         req_spec = json_object_get(create_request, "partition-spec");
         if (req_spec && !json_is_null(req_spec)) {
-                r = partition_spec_fresh(req_spec, /* existing_specs= */ NULL, (int)format_version, 0, &ids, req_schema,
+                r = table_schema_partition_spec_fresh(req_spec, /* existing_specs= */ NULL, (int)format_version, 0, &ids, req_schema,
                                &last_partition_id, &spec, error);
                 if (r < 0)
                         return r;
@@ -836,7 +836,7 @@ int table_metadata_create(const json_t *create_request, const char *location, in
 
         req_order = json_object_get(create_request, "write-order");
         if (req_order && !json_is_null(req_order)) {
-                r = sort_order_validate(req_order, &ids, error);
+                r = table_schema_sort_order_validate(req_order, &ids, error);
                 if (r < 0)
                         return r;
         }

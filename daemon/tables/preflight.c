@@ -102,7 +102,7 @@ int preflight_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branc
                         continue;
                 n++;
                 b->name = name;
-                if (json_get_i64(ref, "snapshot-id", &b->snapshot_id) < 0) {
+                if (table_json_get_i64(ref, "snapshot-id", &b->snapshot_id) < 0) {
                         error_set(error, -EINVAL, "branch '%s' has no snapshot-id", name);
                         preflight_branches_free(branches, n);
                         return -EINVAL;

@@ -40,7 +40,7 @@ bool utf8_is_valid(const void *p, size_t len) {
         return true;
 }
 
-bool ascii_is_printable(const void *p, size_t len) {
+bool utf8_ascii_is_printable(const void *p, size_t len) {
         const uint8_t *s = p;
 
         for (size_t i = 0; i < len; i++)

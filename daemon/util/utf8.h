@@ -8,4 +8,4 @@
 /* Whether p[0..len) is valid UTF-8: no overlong forms, surrogates or code points past U+10FFFF. */
 bool utf8_is_valid(const void *p, size_t len);
 /* Whether p[0..len) is printable ASCII (0x20-0x7e), safe to quote in any message or log. */
-bool ascii_is_printable(const void *p, size_t len);
+bool utf8_ascii_is_printable(const void *p, size_t len);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: manifest lists (iceberg/manifest_list.c over avro/ocf_read.c and avro-c), which
+/* Fuzz target: manifest lists (iceberg/manifest_list.c over avro/ocf_reader.c and avro-c), which
  * we read back from the catalog's table. Whatever reads must also write (v2, and v3 when the
  * lineage rules allow) and read back to the same entries. */
 #include <stdint.h>

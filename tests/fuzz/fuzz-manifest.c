@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: staged manifests (iceberg/manifest.c over avro/ocf_read.c and avro-c), the Avro
+/* Fuzz target: staged manifests (iceberg/manifest.c over avro/ocf_reader.c and avro-c), the Avro
  * files writers hand us, and the same bytes as a committed manifest the lineage audit reads
  * (iceberg/manifest_entries.c, with the reader's inheritance). Any input must end in success or
  * an Error, never a crash, a leak or an over-read; an accepted manifest must satisfy the
@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 manifest_entries_free(entries, n_entries);
         }
 
-        if (staged_manifest_parse(slice_make(data, size), "fuzz.avro", &limits, &m, &e) < 0)
+        if (manifest_staged_parse(slice_make(data, size), "fuzz.avro", &limits, &m, &e) < 0)
                 return 0;
         if (m->n_files == 0 || m->added_files_count != (int32_t)m->n_files ||
             (m->content != MANIFEST_CONTENT_DATA && m->content != MANIFEST_CONTENT_DELETES) ||
@@ -49,6 +49,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (rows != m->added_rows_count)
                 abort();
-        staged_manifest_free(m);
+        manifest_staged_free(m);
         return 0;
 }

@@ -2,7 +2,7 @@
 /* Fuzz target: the table management bodies writers send (tables/create.c: POST /v1/namespaces,
  * POST .../tables; tables/preflight.c: POST .../upgrade), and what the embedded filesystem
  * catalog builds from an accepted CreateTableRequest (iceberg/table_update.c
- * table_metadata_create) and then compares with it (create idempotence). Any input ends in
+ * table_update_metadata_create) and then compares with it (create idempotence). Any input ends in
  * success or an Error, never a crash or a leak. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         if (!name || !json_is_object(json_object_get(request, "properties")))
                 abort();
-        if (table_metadata_create(request, "/warehouse/ns/t", 1700000000000, "00000000-0000-4000-8000-000000000000",
+        if (table_update_metadata_create(request, "/warehouse/ns/t", 1700000000000, "00000000-0000-4000-8000-000000000000",
                                   &metadata, &e) == 0) {
                 /* The table just made from the request is the one it asks for. */
                 if (create_table_request_matches(request, metadata, &e) != 0)

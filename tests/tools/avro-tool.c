@@ -205,7 +205,7 @@ static int cmd_read_list(const char *path) {
 
 static int cmd_read_manifest(const char *path, const char *location) {
         _cleanup_(buf_deinitp) Buf file;
-        _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
+        _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         json_t *out, *files;
         Error e = {};
         int r;
@@ -213,9 +213,9 @@ static int cmd_read_manifest(const char *path, const char *location) {
         r = read_file(path, &file);
         if (r < 0)
                 return io_failed(path, r);
-        r = staged_manifest_parse(buf_slice(&file), location, /* limits= */ NULL, &m, &e);
+        r = manifest_staged_parse(buf_slice(&file), location, /* limits= */ NULL, &m, &e);
         if (r < 0)
-                return fail_json("staged_manifest_parse", r, &e);
+                return fail_json("manifest_staged_parse", r, &e);
 
         files = json_array();
         for (size_t i = 0; i < m->n_files; i++)

@@ -240,7 +240,7 @@ static StagedManifest *parse_built_ok(const TestManifest *tm, const char *locati
         Error e = {};
 
         build_manifest(tm, ret_file);
-        if (staged_manifest_parse(slice_of(ret_file), location, /* limits= */ NULL, &m, &e) < 0)
+        if (manifest_staged_parse(slice_of(ret_file), location, /* limits= */ NULL, &m, &e) < 0)
                 TEST_FAIL("%s", e.message);
         return m;
 }
@@ -253,10 +253,10 @@ static int parse_built(const TestManifest *tm, const char *location, const Manif
         int r;
 
         build_manifest(tm, &file);
-        r = staged_manifest_parse(slice_of(&file), location, limits, &m, e);
+        r = manifest_staged_parse(slice_of(&file), location, limits, &m, e);
         if (r < 0)
                 ASSERT_TRUE(!m);
-        staged_manifest_free(m);
+        manifest_staged_free(m);
         return r;
 }
 
@@ -1041,9 +1041,9 @@ TEST(manifest_list_read_rejects_bad_files) {
 
 /* ---- staged manifests ------------------------------------------------------------------- */
 
-TEST(staged_manifest_v3_unpartitioned) {
+TEST(manifest_staged_v3_unpartitioned) {
         _cleanup_(buf_deinitp) Buf file;
-        _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
+        _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         TestEntry entries[3] = { good_entry, good_entry, good_entry };
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
 
@@ -1072,9 +1072,9 @@ TEST(staged_manifest_v3_unpartitioned) {
         ASSERT_EQ(m->files[2].file_size_in_bytes, 1);
 }
 
-TEST(staged_manifest_v2_null_codec) {
+TEST(manifest_staged_v2_null_codec) {
         _cleanup_(buf_deinitp) Buf file;
-        _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
+        _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         TestManifest tm = {
                 .version = 2,
                 .format_version = "2",
@@ -1098,9 +1098,9 @@ static void assert_bound(const PartitionFieldSummary *s, const char *lower, size
         ASSERT_TRUE(memcmp(s->upper_bound.data, upper, upper_len) == 0);
 }
 
-TEST(staged_manifest_partition_summaries) {
+TEST(manifest_staged_partition_summaries) {
         _cleanup_(buf_deinitp) Buf file;
-        _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
+        _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         /* identity(int), day(ts) -> date, identity(string), hour -> int, identity(timestamptz),
          * in Java's Avro shapes: optional fields, field ids from 1000. */
         static const char parts[] =
@@ -1179,9 +1179,9 @@ TEST(staged_manifest_partition_summaries) {
         }
 }
 
-TEST(staged_manifest_unsupported_partition_type_gives_null_summaries) {
+TEST(manifest_staged_unsupported_partition_type_gives_null_summaries) {
         _cleanup_(buf_deinitp) Buf file;
-        _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
+        _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         static const char parts[] =
                 "[{\"name\":\"a\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":1000},"
                 "{\"name\":\"score\",\"type\":[\"null\",\"double\"],"
@@ -1208,7 +1208,7 @@ TEST(staged_manifest_unsupported_partition_type_gives_null_summaries) {
                 expect_entry_rejected(&_te, want);                                                \
         } while (0)
 
-TEST(staged_manifest_rejects_each_entry_rule) {
+TEST(manifest_staged_rejects_each_entry_rule) {
         EXPECT_ENTRY_REJECTED(status, 0, "status EXISTING, only ADDED entries can be staged");
         EXPECT_ENTRY_REJECTED(status, 2, "status DELETED, only ADDED entries can be staged");
         EXPECT_ENTRY_REJECTED(status, 7, "unknown status 7");
@@ -1253,7 +1253,7 @@ TEST(staged_delete_manifest_entry_rules) {
         }
 }
 
-TEST(staged_manifest_rejects_null_record_count) {
+TEST(manifest_staged_rejects_null_record_count) {
         TestEntry entry = good_entry;
         TestManifest tm = v3_manifest(&entry, 1);
         Error e = {};
@@ -1265,7 +1265,7 @@ TEST(staged_manifest_rejects_null_record_count) {
                      "entry 0 (s3://b/t/data/a.parquet): record_count is null, it must be known");
 }
 
-TEST(staged_manifest_rejects_bad_metadata_and_sizes) {
+TEST(manifest_staged_rejects_bad_metadata_and_sizes) {
         static const struct {
                 const char *format_version, *content;
                 size_t n_entries;
@@ -1304,7 +1304,7 @@ TEST(staged_manifest_rejects_bad_metadata_and_sizes) {
                 assert_message(&e, cases[i].message, cases[i].contains);
         }
 
-        ASSERT_EQ(staged_manifest_parse(slice_from_str("PAR1 not avro"), "x.parquet", NULL, &m, &e),
+        ASSERT_EQ(manifest_staged_parse(slice_from_str("PAR1 not avro"), "x.parquet", NULL, &m, &e),
                   -EBADMSG);
         ASSERT_STREQ(e.message, "manifest 'x.parquet': not an Avro container file (bad magic)");
         ASSERT_TRUE(!m);
@@ -1316,12 +1316,12 @@ TEST(staged_manifest_rejects_bad_metadata_and_sizes) {
 
                 buf_init(&list, MAX_FILE_BYTES);
                 ASSERT_OK(manifest_list_write(&h, NULL, 0, &list, &e));
-                ASSERT_EQ(staged_manifest_parse(slice_of(&list), NULL, NULL, &m, &e), -EINVAL);
+                ASSERT_EQ(manifest_staged_parse(slice_of(&list), NULL, NULL, &m, &e), -EINVAL);
                 ASSERT_CONTAINS(e.message, "no content metadata");
         }
 }
 
-TEST(staged_manifest_truncations_are_errors) {
+TEST(manifest_staged_truncations_are_errors) {
         _cleanup_(buf_deinitp) Buf file;
         TestEntry entries[2] = { good_entry, good_entry };
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
@@ -1332,7 +1332,7 @@ TEST(staged_manifest_truncations_are_errors) {
         for (size_t cut = 1; cut < file.len; cut += 5) {
                 StagedManifest *m = NULL;
 
-                ASSERT_TRUE(staged_manifest_parse(slice_make(file.data, file.len - cut), NULL, NULL,
+                ASSERT_TRUE(manifest_staged_parse(slice_make(file.data, file.len - cut), NULL, NULL,
                                                   &m, &e) < 0);
                 ASSERT_TRUE(!m);
         }
@@ -1433,12 +1433,12 @@ TEST(java_manifest_list_v3_reads_back) {
 
 TEST(java_staged_manifest_v3_reads_back) {
         _cleanup_(buf_deinitp) Buf file = read_data_file("java-staged-manifest-v3.avro");
-        _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
+        _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         Error e = {};
 
         /* tests/peers `stage --files 2 --rows 5 --bucket 3` on a table partitioned by
          * identity(bucket int): ManifestFiles.write(3, spec, out, null). */
-        if (staged_manifest_parse(slice_of(&file), NULL, NULL, &m, &e) < 0)
+        if (manifest_staged_parse(slice_of(&file), NULL, NULL, &m, &e) < 0)
                 TEST_FAIL("%s", e.message);
         ASSERT_EQ(m->format_version, 3);
         ASSERT_EQ(m->content, 0);
@@ -1468,7 +1468,7 @@ TEST(java_committed_manifest_is_not_a_staged_one) {
         Error e = {};
 
         /* A manifest Java wrote while committing carries its snapshot id on ADDED entries. */
-        ASSERT_EQ(staged_manifest_parse(slice_of(&file), "m0.avro", NULL, &m, &e), -EINVAL);
+        ASSERT_EQ(manifest_staged_parse(slice_of(&file), "m0.avro", NULL, &m, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "manifest 'm0.avro': entry 0 (");
         ASSERT_CONTAINS(e.message,
                         "): snapshot_id is 1658810095336783773, staged entries must leave it null");
@@ -1567,11 +1567,11 @@ TEST(fields_utf8_validation) {
                 ASSERT_TRUE(utf8_is_valid(good[i], strlen(good[i])));
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 ASSERT_TRUE(!utf8_is_valid(bad[i], strlen(bad[i])));
-        ASSERT_TRUE(ascii_is_printable("deflate", 7));
-        ASSERT_TRUE(!ascii_is_printable("a\nb", 3));
+        ASSERT_TRUE(utf8_ascii_is_printable("deflate", 7));
+        ASSERT_TRUE(!utf8_ascii_is_printable("a\nb", 3));
 }
 
-TEST(staged_manifest_rejects_paths_that_are_not_utf8) {
+TEST(manifest_staged_rejects_paths_that_are_not_utf8) {
         TestEntry entry = good_entry;
         TestManifest tm = v3_manifest(&entry, 1);
         Error e = {};

@@ -162,7 +162,7 @@ static void expect_bytes(const void *p, size_t len, const char *hex) {
 
 TEST(manifest_round_trip_v3) {
         _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
-        _cleanup_(staged_manifest_freep) StagedManifest *m = NULL;
+        _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         _cleanup_(buf_deinitp) Buf out;
         FieldsRecord entry, df, part;
         avro_value_t *value, dfv, tuple, v, array, element, key, val;
@@ -269,7 +269,7 @@ TEST(manifest_round_trip_v3) {
         ASSERT_EQ(ocf_reader_read(reader, &value, &e), 0);
 
         /* The staged-manifest parser accepts it and sums it up: the checks both paths share. */
-        if (staged_manifest_parse(buf_slice(&out), "ours", NULL, &m, &e) < 0)
+        if (manifest_staged_parse(buf_slice(&out), "ours", NULL, &m, &e) < 0)
                 TEST_FAIL("%s", e.message);
         ASSERT_EQ(m->format_version, 3);
         ASSERT_EQ(m->partition_spec_id, 2);

@@ -41,7 +41,7 @@ static json_t *create_table(const char *format_version) {
                  " \"properties\": {\"format-version\": \"%s\", \"owner\": \"me\"}}",
                  format_version);
         _cleanup_(json_decrefp) json_t *req = J(text);
-        ASSERT_OK(table_metadata_create(req, "/wh/db/t", 1000, UUID, &md, &e));
+        ASSERT_OK(table_update_metadata_create(req, "/wh/db/t", 1000, UUID, &md, &e));
         return md;
 }
 
@@ -115,7 +115,7 @@ TEST(create_default_v2_sorted) {
         _cleanup_(json_decrefp) json_t *md = NULL;
         Error e;
 
-        ASSERT_OK(table_metadata_create(req, "/wh/db/t", 5, UUID, &md, &e));
+        ASSERT_OK(table_update_metadata_create(req, "/wh/db/t", 5, UUID, &md, &e));
         ASSERT_EQ(I(md, "format-version"), 2);
         ASSERT_STREQ(json_string_value(json_object_get(md, "location")), "/elsewhere/t");
         ASSERT_EQ(I(md, "current-snapshot-id"), -1);
@@ -202,7 +202,7 @@ TEST(create_bad_inputs) {
                 json_t *md = NULL;
                 Error e = {};
 
-                ASSERT_EQ(table_metadata_create(req, "/wh/db/t", 1, UUID, &md, &e), -EINVAL);
+                ASSERT_EQ(table_update_metadata_create(req, "/wh/db/t", 1, UUID, &md, &e), -EINVAL);
                 ASSERT_CONTAINS(e.message, bad[i].message);
                 ASSERT_TRUE(md == NULL);
         }
@@ -222,7 +222,7 @@ TEST(create_accepts_nested_and_v3_types) {
         _cleanup_(json_decrefp) json_t *md = NULL;
         Error e;
 
-        ASSERT_OK(table_metadata_create(req, "/wh/db/t", 1, UUID, &md, &e));
+        ASSERT_OK(table_update_metadata_create(req, "/wh/db/t", 1, UUID, &md, &e));
         ASSERT_EQ(I(md, "last-column-id"), 9);
 }
 
