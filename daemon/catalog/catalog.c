@@ -56,6 +56,18 @@ int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, 
         return 0;
 }
 
+int catalog_new_backend(const CatalogBackend *backend, void *impl, Catalog **ret_catalog) {
+        Catalog *c;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->backend = backend;
+        c->impl = impl;
+        *ret_catalog = c;
+        return 0;
+}
+
 Catalog *catalog_free(Catalog *c) {
         if (!c)
                 return NULL;

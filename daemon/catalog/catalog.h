@@ -86,6 +86,10 @@ const char *catalog_type_resolve(const CatalogConfig *config);
  * outlive the catalog). Returns 0, -EINVAL (a setting the backend cannot use, logged) or
  * -ENOMEM. */
 int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, Catalog **ret_catalog);
+/* A catalog on a backend of the caller's (an in-process test double): the catalog owns `impl`
+ * from then on and frees it with backend->free; `backend` (static) must outlive it. Returns 0
+ * or -ENOMEM (then impl is the caller's still). */
+int catalog_new_backend(const CatalogBackend *backend, void *impl, Catalog **ret_catalog);
 /* Frees a catalog whose close completed (or NULL). Returns NULL. */
 Catalog *catalog_free(Catalog *c);
 

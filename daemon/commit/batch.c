@@ -117,19 +117,22 @@ static void batch_on_retry_timer(uv_timer_t *t) {
 }
 
 /* Java's Tasks backoff: min * 2^(n-1) capped at max, plus up to 10% jitter. */
-static uint64_t batch_backoff_ms(const Batch *b) {
-        const CommitConfig *config = b->queue->engine->config;
-        uint64_t delay = config->min_backoff_ms, jitter = 0;
+uint64_t commit_engine_backoff_ms(const CommitConfig *config, unsigned attempt, uint64_t random) {
+        uint64_t delay = config->min_backoff_ms;
 
-        for (unsigned i = 1; i < b->attempt && delay < config->max_backoff_ms; i++)
+        for (unsigned i = 1; i < attempt && delay < config->max_backoff_ms; i++)
                 delay *= 2;
         if (delay > config->max_backoff_ms)
                 delay = config->max_backoff_ms;
-        if (delay >= 10 && getrandom(&jitter, sizeof(jitter), 0) == (ssize_t)sizeof(jitter))
-                jitter %= delay / 10;
-        else
-                jitter = 0;
-        return delay + jitter;
+        return delay + (delay >= 10 ? random % (delay / 10) : 0);
+}
+
+static uint64_t batch_backoff_ms(const Batch *b) {
+        uint64_t random = 0;
+
+        if (getrandom(&random, sizeof(random), 0) != (ssize_t)sizeof(random))
+                random = 0;
+        return commit_engine_backoff_ms(b->queue->engine->config, b->attempt, random);
 }
 
 /* Another attempt after a backoff, or the end: after max_attempts, or past the total timeout

@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "catalog/catalog.h"
@@ -24,4 +25,8 @@ const WriterHooks *commit_engine_hooks(void);
  * done once nothing is in flight (or at once). */
 void commit_engine_stop(CommitEngine *e, void (*done)(void *userdata), void *userdata);
 CommitEngine *commit_engine_free(CommitEngine *e);
+/* The wait after attempt `attempt` (from 1) failed: commit.min-backoff-ms * 2^(attempt-1)
+ * capped at commit.max-backoff-ms, plus up to 10% jitter drawn from `random`. Pure; public so
+ * that its bounds are tested without a clock. */
+uint64_t commit_engine_backoff_ms(const CommitConfig *config, unsigned attempt, uint64_t random);
 DEFINE_CLEANUP_FUNC(CommitEngine, commit_engine_free);

@@ -207,7 +207,32 @@ WriterApi *writer_api_free(WriterApi *api) {
         return NULL;
 }
 
+int writer_request_new_take(CommitRequest *request, const WriterReplySink *sink, void *userdata,
+                            WriterRequest **ret) {
+        WriterRequest *w;
+
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                request_free(request);
+                return -ENOMEM;
+        }
+        *w = (WriterRequest){ .sink = sink, .sink_userdata = userdata, .request = request, .accepted_ns = now_ns() };
+        *ret = w;
+        return 0;
+}
+
+/* The error document http_reply_error() sends, for a sink. */
+static void writer_sink_reply_error(WriterRequest *w, int status, const char *type, const char *message) {
+        const WriterReplySink *sink = TAKE_PTR(w->sink);
+
+        sink->reply(status, http_error_body(status, type, message, strlen(message)), w->sink_userdata);
+}
+
 void writer_request_reply(WriterRequest *w, int status, json_t *body) {
+        if (w->sink) {
+                TAKE_PTR(w->sink)->reply(status, body, w->sink_userdata);
+                return;
+        }
         if (!w->http) {
                 json_decref(body);
                 return;
@@ -220,9 +245,13 @@ static void writer_request_vreply_error(WriterRequest *w, int status, const char
                                         va_list ap) {
         char message[2048];
 
-        if (!w->http)
+        if (!w->http && !w->sink)
                 return;
         (void)vsnprintf(message, sizeof(message), fmt, ap);
+        if (w->sink) {
+                writer_sink_reply_error(w, status, type, message);
+                return;
+        }
         http_reply_error(w->http, status, type, "%s", message);
         w->http = NULL;
 }
@@ -250,7 +279,9 @@ WriterRequest *writer_request_finish_error(WriterRequest *w, int status, const c
 }
 
 void writer_request_add_header(WriterRequest *w, const char *name, const char *value) {
-        if (w->http)
+        if (w->sink)
+                w->sink->add_header(name, value, w->sink_userdata);
+        else if (w->http)
                 http_reply_add_header(w->http, name, value);
 }
 
@@ -262,6 +293,8 @@ WriterRequest *writer_request_free(WriterRequest *w) {
                 http_reply_error(w->http, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
                 w->http = NULL;
         }
+        if (w->sink)
+                writer_sink_reply_error(w, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
         request_free(w->request);
         free(w);
         return NULL;

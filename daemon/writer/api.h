@@ -12,9 +12,19 @@
 #include "util/buf.h"
 #include "writer/request.h"
 
+/* Where the answer to a request that did not come over HTTP goes (the engine's unit tests):
+ * the same headers, status and body an HTTP writer would get. */
+typedef struct WriterReplySink {
+        void (*add_header)(const char *name, const char *value, void *userdata);
+        /* Called at most once; the body (NULL when out of memory) is the sink's. */
+        void (*reply)(int status, json_t *body, void *userdata);
+} WriterReplySink;
+
 /* One writer call waiting for its commit. Owned by the commit engine once submitted. */
 typedef struct WriterRequest {
         HttpRequest *http;              /* NULL once answered or once the client went away */
+        const WriterReplySink *sink;    /* instead of http: NULL once answered */
+        void *sink_userdata;
         CommitRequest *request;
         uint64_t accepted_ns;           /* CLOCK_MONOTONIC when the request arrived */
 } WriterRequest;
@@ -54,6 +64,10 @@ void writer_api_set_limits(WriterApi *api, const CommitRequestLimits *limits);
 WriterApi *writer_api_free(WriterApi *api);
 DEFINE_CLEANUP_FUNC(WriterApi, writer_api_free);
 
+/* A request that answers through `sink` (static) instead of HTTP, accepted now: takes
+ * `request` (freed on failure too). Returns 0 or -ENOMEM. */
+int writer_request_new_take(CommitRequest *request, const WriterReplySink *sink, void *userdata,
+                            WriterRequest **ret);
 /* Answers the writer (when still connected). The body is stolen. Safe to call once. */
 void writer_request_reply(WriterRequest *w, int status, json_t *body);
 void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt, ...)

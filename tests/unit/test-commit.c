@@ -1,0 +1,1339 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* commit/engine.c and batch.c on a real loop, real local storage and real manifests, against an
+ * in-process double of the CatalogBackend interface that answers from a script (success, 409,
+ * no verdict, held until the test lets it go): conflicts, unknown outcomes, shutdown in every
+ * state, backoff bounds, group-commit limits, queue overflow. No sleeps: the loop runs until a
+ * condition holds, a bounded number of turns. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "catalog/catalog.h"
+#include "commit/engine.h"
+#include "config/config.h"
+#include "iceberg-fixture.h"
+#include "iceberg/data_file.h"
+#include "iceberg/manifest_list.h"
+#include "iceberg/manifest_write.h"
+#include "iceberg/snapshot.h"
+#include "iceberg/table_update.h"
+#include "metrics/metrics.h"
+#include "storage/storage.h"
+#include "writer/api.h"
+#include "writer/request.h"
+#include "test.h"
+
+/* ---- the catalog double ------------------------------------------------------------------ */
+
+/* How the double answers one call. */
+typedef enum Step {
+        STEP_SUCCESS,                   /* applied (table_update_apply, as a catalog would) */
+        STEP_CONFLICT,                  /* 409, nothing applied */
+        STEP_UNKNOWN,                   /* 504, nothing applied */
+        STEP_UNKNOWN_LANDED,            /* applied, then a 504: the answer was lost */
+        STEP_HOLD,                      /* parked until double_release() */
+} Step;
+
+#define DOUBLE_MAX_CALLS 32
+
+typedef struct CatalogDouble CatalogDouble;
+
+/* One accepted call: answered from its timer, never inside the call (catalog.h). */
+typedef struct DoubleCall {
+        uv_timer_t timer;
+        CatalogDouble *d;
+        bool is_commit;
+        json_t *request;                /* commit: a copy of what was sent */
+        char key[64];                   /* its Idempotency-Key, "" when none */
+        CatalogCallback cb;
+        void *userdata;
+        Step step;
+        int forced_status;              /* -ECANCELED when the catalog closed first */
+        struct DoubleCall *next;        /* held calls */
+} DoubleCall;
+
+struct CatalogDouble {
+        uv_loop_t *loop;
+        json_t *metadata;               /* the table as the double keeps it */
+        unsigned version;
+        char metadata_location[256];
+        bool supports_idempotency;
+        Step load_script[DOUBLE_MAX_CALLS];     /* by load number; unset: success */
+        Step commit_script[DOUBLE_MAX_CALLS];   /* by commit number; unset: success */
+        unsigned n_loads, n_commits, n_commit_answers, n_rejected;
+        uint64_t commit_answer_ms[DOUBLE_MAX_CALLS];    /* loop clock at each commit's answer */
+        uint64_t load_ms[DOUBLE_MAX_CALLS];             /* loop clock at each load call */
+        json_t *commits;                /* every commit request, in order */
+        json_t *keys;                   /* their Idempotency-Keys (null when none) */
+        json_t *landed_keys;            /* keys of commits applied: a replay answers 200 */
+        DoubleCall *held;
+        unsigned n_open;                /* call timers not closed yet */
+        bool is_closed;
+        uv_timer_t close_timer;
+        void (*close_done)(void *userdata);
+        void *close_userdata;
+};
+
+static void double_on_call_closed(uv_handle_t *h) {
+        DoubleCall *c = h->data;
+
+        c->d->n_open--;
+        json_decref(c->request);
+        free(c);
+}
+
+static void double_commit(CatalogDouble *d, DoubleCall *c, CatalogResult *result) {
+        _cleanup_(json_decrefp) json_t *applied = NULL;
+        Error e = {};
+        int r;
+
+        /* A replay of a commit that landed gets the original outcome (REST Idempotency-Key). */
+        if (d->supports_idempotency && c->key[0] && json_object_get(d->landed_keys, c->key)) {
+                result->status = 0;
+                result->http_status = 200;
+                return;
+        }
+        switch (c->step) {
+        case STEP_CONFLICT:
+                result->status = CATALOG_E_CONFLICT;
+                result->http_status = 409;
+                catalog_result_set_message(result, "Requirement failed: the table moved on (scripted)");
+                return;
+        case STEP_UNKNOWN:
+                result->status = CATALOG_E_STATE_UNKNOWN;
+                result->http_status = 504;
+                catalog_result_set_message(result, "gateway timeout (scripted)");
+                return;
+        default:
+                break;
+        }
+        r = table_update_apply(d->metadata, c->request, 1700000000000 + d->version, d->metadata_location, &applied,
+                               &e);
+        if (r == -ESTALE) {
+                result->status = CATALOG_E_CONFLICT;
+                result->http_status = 409;
+                catalog_result_set_message(result, "%s", e.message);
+                return;
+        }
+        if (r < 0) {
+                d->n_rejected++;
+                result->status = CATALOG_E_REJECTED;
+                result->http_status = 400;
+                catalog_result_set_message(result, "%s", e.message);
+                return;
+        }
+        json_decref(d->metadata);
+        d->metadata = TAKE_PTR(applied);
+        (void)snprintf(d->metadata_location, sizeof(d->metadata_location), "/double/v%u.metadata.json", ++d->version);
+        if (c->key[0])
+                ASSERT_OK(json_object_set_new(d->landed_keys, c->key, json_true()));
+        if (c->step == STEP_UNKNOWN_LANDED) {
+                result->status = CATALOG_E_STATE_UNKNOWN;
+                result->http_status = 502;
+                catalog_result_set_message(result, "bad gateway after the commit (scripted)");
+        } else
+                result->http_status = 200;
+}
+
+static void double_on_call_timer(uv_timer_t *t) {
+        DoubleCall *c = t->data;
+        CatalogDouble *d = c->d;
+        _cleanup_(json_decrefp) json_t *body = NULL;
+        CatalogResult result = {};
+
+        if (c->forced_status) {
+                result.status = c->forced_status;
+                catalog_result_set_message(&result, "cancelled: the catalog is closing");
+        } else if (c->is_commit) {
+                double_commit(d, c, &result);
+                d->commit_answer_ms[d->n_commit_answers++ % DOUBLE_MAX_CALLS] = uv_now(d->loop);
+        } else {
+                body = json_pack("{s:s, s:o}", "metadata-location", d->metadata_location, "metadata",
+                                 json_deep_copy(d->metadata));
+                ASSERT_TRUE(body);
+                result.http_status = 200;
+                result.body = body;
+        }
+        uv_close((uv_handle_t *)&c->timer, double_on_call_closed);
+        c->cb(&result, c->userdata);
+}
+
+static int double_call_new(CatalogDouble *d, bool is_commit, Step step, CatalogCallback cb, void *userdata,
+                           DoubleCall **ret) {
+        DoubleCall *c;
+
+        if (d->is_closed)
+                return -ESHUTDOWN;
+        c = calloc(1, sizeof(*c));
+        ASSERT_TRUE(c);
+        *c = (DoubleCall){ .d = d, .is_commit = is_commit, .cb = cb, .userdata = userdata, .step = step };
+        ASSERT_OK(uv_timer_init(d->loop, &c->timer));
+        c->timer.data = c;
+        d->n_open++;
+        if (step == STEP_HOLD) {
+                c->next = d->held;
+                d->held = c;
+        } else
+                ASSERT_OK(uv_timer_start(&c->timer, double_on_call_timer, 0, 0));
+        *ret = c;
+        return 0;
+}
+
+static unsigned double_n_held(const CatalogDouble *d) {
+        unsigned n = 0;
+
+        for (const DoubleCall *c = d->held; c; c = c->next)
+                n++;
+        return n;
+}
+
+/* Answers the (only) held call as `step`, from the loop. */
+static void double_release(CatalogDouble *d, Step step) {
+        DoubleCall *c = d->held;
+
+        ASSERT_TRUE(c && !c->next);
+        d->held = NULL;
+        c->step = step;
+        ASSERT_OK(uv_timer_start(&c->timer, double_on_call_timer, 0, 0));
+}
+
+static int double_start(void *impl, CatalogCallback cb, void *userdata) {
+        return -EOPNOTSUPP;
+}
+
+static bool double_is_ready(const void *impl) {
+        return true;
+}
+
+static bool double_supports_idempotency(const void *impl) {
+        const CatalogDouble *d = impl;
+
+        return d->supports_idempotency;
+}
+
+static int double_load_table(void *impl, const char *const *namespace, size_t n_namespace, const char *table,
+                             CatalogCallback cb, void *userdata) {
+        CatalogDouble *d = impl;
+        DoubleCall *c;
+        Step step;
+
+        ASSERT_EQ(n_namespace, 1);
+        ASSERT_STREQ(namespace[0], "db");
+        ASSERT_STREQ(table, "t");
+        step = d->n_loads < DOUBLE_MAX_CALLS ? d->load_script[d->n_loads] : STEP_SUCCESS;
+        if (d->n_loads < DOUBLE_MAX_CALLS)
+                d->load_ms[d->n_loads] = uv_now(d->loop);
+        d->n_loads++;
+        return double_call_new(d, /* is_commit= */ false, step == STEP_HOLD ? STEP_HOLD : STEP_SUCCESS, cb, userdata,
+                               &c);
+}
+
+static int double_commit_table(void *impl, const char *const *namespace, size_t n_namespace, const char *table,
+                               const json_t *request, const char *idempotency_key, CatalogCallback cb,
+                               void *userdata) {
+        CatalogDouble *d = impl;
+        DoubleCall *c;
+        Step step;
+        int r;
+
+        ASSERT_STREQ(table, "t");
+        step = d->n_commits < DOUBLE_MAX_CALLS ? d->commit_script[d->n_commits] : STEP_SUCCESS;
+        r = double_call_new(d, /* is_commit= */ true, step, cb, userdata, &c);
+        if (r < 0)
+                return r;
+        d->n_commits++;
+        c->request = json_deep_copy(request);
+        ASSERT_TRUE(c->request);
+        ASSERT_OK(json_array_append(d->commits, c->request));
+        ASSERT_OK(json_array_append_new(d->keys, idempotency_key ? json_string(idempotency_key) : json_null()));
+        if (idempotency_key)
+                (void)snprintf(c->key, sizeof(c->key), "%s", idempotency_key);
+        return 0;
+}
+
+static int double_create_namespace(void *impl, const char *const *namespace, size_t n_namespace,
+                                   const json_t *properties, CatalogCallback cb, void *userdata) {
+        return -EOPNOTSUPP;
+}
+
+static int double_create_table(void *impl, const char *const *namespace, size_t n_namespace, const char *name,
+                               const json_t *request, CatalogCallback cb, void *userdata) {
+        return -EOPNOTSUPP;
+}
+
+static void double_on_close_timer_closed(uv_handle_t *h) {
+        CatalogDouble *d = h->data;
+
+        if (d->close_done)
+                d->close_done(d->close_userdata);
+}
+
+static void double_on_close_timer(uv_timer_t *t) {
+        CatalogDouble *d = t->data;
+
+        if (d->n_open > 0) {
+                ASSERT_OK(uv_timer_start(&d->close_timer, double_on_close_timer, 1, 0));
+                return;
+        }
+        uv_close((uv_handle_t *)&d->close_timer, double_on_close_timer_closed);
+}
+
+/* Cancels every held call (-ECANCELED, as the real backends do), then calls done. */
+static void double_close(void *impl, void (*done)(void *userdata), void *userdata) {
+        CatalogDouble *d = impl;
+
+        d->is_closed = true;
+        d->close_done = done;
+        d->close_userdata = userdata;
+        while (d->held) {
+                DoubleCall *c = d->held;
+
+                d->held = c->next;
+                c->forced_status = -ECANCELED;
+                ASSERT_OK(uv_timer_start(&c->timer, double_on_call_timer, 0, 0));
+        }
+        ASSERT_OK(uv_timer_start(&d->close_timer, double_on_close_timer, 0, 0));
+}
+
+static void double_free(void *impl) {
+        CatalogDouble *d = impl;
+
+        if (!d)
+                return;
+        json_decref(d->metadata);
+        json_decref(d->commits);
+        json_decref(d->keys);
+        json_decref(d->landed_keys);
+        free(d);
+}
+
+static const CatalogBackend double_backend = {
+        .name = "double",
+        .start = double_start,
+        .is_ready = double_is_ready,
+        .supports_idempotency = double_supports_idempotency,
+        .load_table = double_load_table,
+        .commit_table = double_commit_table,
+        .create_namespace = double_create_namespace,
+        .create_table = double_create_table,
+        .close = double_close,
+        .free = double_free,
+};
+
+/* ---- the fixture: a v3 table in a temporary directory, the engine on a real loop ---------- */
+
+typedef struct Fixture {
+        uv_loop_t loop;
+        char dir[64];
+        char table_location[128];
+        Config *config;
+        Metrics *metrics;
+        Storage *storage;
+        Catalog *catalog;
+        CatalogDouble *cat;             /* owned by catalog */
+        CommitEngine *engine;
+        bool is_stopping, is_stopped, is_catalog_closed;
+        unsigned n_foreign;
+        /* Every foreign snapshot's manifest, newest first: what its lists hold. */
+        char foreign_paths[8][256];
+        IcebergFixtureManifest foreign[8];
+} Fixture;
+
+/* A writer's answer, captured through the WriterReplySink seam. */
+typedef struct Answer {
+        bool done;
+        int status;
+        json_t *body;
+        char retry_after[32];
+        uint64_t at_ms;                 /* loop clock */
+        uv_loop_t *loop;
+} Answer;
+
+static void answer_add_header(const char *name, const char *value, void *userdata) {
+        Answer *a = userdata;
+
+        ASSERT_TRUE(!a->done);
+        if (strcmp(name, "Retry-After") == 0)
+                (void)snprintf(a->retry_after, sizeof(a->retry_after), "%s", value);
+}
+
+static void answer_reply(int status, json_t *body, void *userdata) {
+        Answer *a = userdata;
+
+        ASSERT_TRUE(!a->done);
+        ASSERT_TRUE(body);
+        a->done = true;
+        a->status = status;
+        a->body = body;
+        a->at_ms = uv_now(a->loop);
+}
+
+static const WriterReplySink answer_sink = { .add_header = answer_add_header, .reply = answer_reply };
+
+static void answer_deinit(Answer *a) {
+        json_decref(a->body);
+        *a = (Answer){};
+}
+
+static const char *answer_error_type(const Answer *a) {
+        return json_string_value(json_object_get(json_object_get(a->body, "error"), "type"));
+}
+
+static const char *answer_error_message(const Answer *a) {
+        return json_string_value(json_object_get(json_object_get(a->body, "error"), "message"));
+}
+
+static int64_t json_i64_at(const json_t *o, const char *key) {
+        const json_t *v = json_object_get(o, key);
+
+        if (!json_is_integer(v)) {
+                char *text = json_dumps(o, JSON_COMPACT);
+
+                TEST_FAIL("'%s' is not an integer in %s", key, text ? text : "?");
+        }
+        return json_integer_value(v);
+}
+
+/* Runs the loop until cond holds, at most a bounded number of turns; a loop that runs dry
+ * before is a failure (the engine is waiting for nothing). */
+#define RUN_UNTIL(f, cond)                                                                        \
+        do {                                                                                      \
+                unsigned _turns = 0;                                                              \
+                while (!(cond)) {                                                                 \
+                        int _alive;                                                               \
+                        if (_turns++ > 100000)                                                    \
+                                TEST_FAIL("still not %s after %u loop turns", #cond, _turns);     \
+                        _alive = uv_run(&(f)->loop, UV_RUN_ONCE);                                 \
+                        if (!_alive && !(cond))                                                   \
+                                TEST_FAIL("the loop ran dry before %s", #cond);                   \
+                }                                                                                 \
+        } while (0)
+
+/* Runs the loop until nothing is left to do but what the double holds. */
+static void settle(Fixture *f) {
+        for (unsigned turns = 0; uv_run(&f->loop, UV_RUN_ONCE) != 0; turns++)
+                if (turns > 100000)
+                        TEST_FAIL("the loop does not settle");
+}
+
+static void write_file(const char *path, const void *data, size_t len) {
+        FILE *fp = fopen(path, "we");
+
+        ASSERT_TRUE(fp);
+        ASSERT_EQ(fwrite(data, 1, len, fp), len);
+        ASSERT_EQ(fclose(fp), 0);
+}
+
+static bool file_exists(const char *path) {
+        return access(path, F_OK) == 0;
+}
+
+static json_t *J(const char *text) {
+        json_error_t e;
+        json_t *j = json_loads(text, 0, &e);
+
+        if (!j)
+                TEST_FAIL("bad test JSON: %s", e.text);
+        return j;
+}
+
+static const char *SCHEMA = "{\"type\": \"struct\", \"schema-id\": 0, \"fields\": ["
+                            "{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"}]}";
+
+/* A snapshot of another writer on main: a manifest list (written for real, the parent's
+ * manifests after its own) adding `rows` rows at the table's next-row-id. Returns its id. */
+static int64_t fixture_advance(Fixture *f, int64_t rows) {
+        CatalogDouble *d = f->cat;
+        const json_t *md = d->metadata;
+        int64_t id = 1000 + f->n_foreign, next = json_i64_at(md, "next-row-id");
+        int64_t seq = json_i64_at(md, "last-sequence-number") + 1;
+        const json_t *main_ref = json_object_get(json_object_get(md, "refs"), "main");
+        int64_t parent = main_ref ? json_i64_at(main_ref, "snapshot-id") : -1;
+        char list_path[256];
+        _cleanup_(buf_deinitp) Buf list;
+        _cleanup_(json_decrefp) json_t *request = NULL, *applied = NULL;
+        ManifestFile *files;
+        IcebergFixtureManifest *m;
+        Error e = {};
+
+        ASSERT_TRUE(f->n_foreign < ELEMENTSOF(f->foreign));
+        memmove(&f->foreign[1], &f->foreign[0], f->n_foreign * sizeof(f->foreign[0]));
+        memmove(&f->foreign_paths[1], &f->foreign_paths[0], f->n_foreign * sizeof(f->foreign_paths[0]));
+        (void)snprintf(f->foreign_paths[0], sizeof(f->foreign_paths[0]), "%s/metadata/foreign-m-%" PRId64 ".avro",
+                       f->table_location, id);
+        for (unsigned i = 1; i <= f->n_foreign; i++)
+                f->foreign[i].path = f->foreign_paths[i];
+        m = &f->foreign[0];
+        *m = (IcebergFixtureManifest){
+                .path = f->foreign_paths[0],
+                .length = 4096,
+                .sequence_number = seq,
+                .min_sequence_number = seq,
+                .added_snapshot_id = id,
+                .file_counts = { 1, 0, 0 },
+                .row_counts = { rows, 0, 0 },
+                .has_first_row_id = true,
+                .first_row_id = next,
+        };
+        f->n_foreign++;
+        files = iceberg_fixture_manifest_files_new(f->foreign, f->n_foreign);
+        buf_init(&list, 1 << 20);
+        if (manifest_list_write(&(ManifestListHeader){ .format_version = 3,
+                                                       .snapshot_id = id,
+                                                       .has_parent_snapshot_id = main_ref != NULL,
+                                                       .parent_snapshot_id = parent,
+                                                       .sequence_number = seq,
+                                                       .has_first_row_id = true,
+                                                       .first_row_id = next },
+                                files, f->n_foreign, &list, &e) < 0)
+                TEST_FAIL("foreign manifest list: %s", e.message);
+        files = manifest_list_files_free(files, f->n_foreign);
+        (void)snprintf(list_path, sizeof(list_path), "%s/metadata/foreign-list-%" PRId64 ".avro", f->table_location,
+                       id);
+        write_file(list_path, list.data, list.len);
+
+        request = json_pack("{s:[], s:[{s:s, s:{s:I, s:I, s:I, s:s, s:{s:s}, s:i, s:I, s:I}},"
+                            " {s:s, s:s, s:s, s:I}]}",
+                            "requirements", "updates", "action", "add-snapshot", "snapshot", "snapshot-id",
+                            (json_int_t)id, "sequence-number", (json_int_t)seq, "timestamp-ms",
+                            (json_int_t)1700000000000, "manifest-list", list_path, "summary", "operation",
+                            "append", "schema-id", 0, "first-row-id", (json_int_t)next, "added-rows",
+                            (json_int_t)rows, "action", "set-snapshot-ref", "ref-name", "main", "type", "branch",
+                            "snapshot-id", (json_int_t)id);
+        ASSERT_TRUE(request);
+        if (main_ref)
+                ASSERT_OK(json_object_set_new(json_object_get(json_array_get(json_object_get(request, "updates"), 0),
+                                                              "snapshot"),
+                                              "parent-snapshot-id", json_integer(parent)));
+        if (table_update_apply(md, request, 1700000000000, d->metadata_location, &applied, &e) < 0)
+                TEST_FAIL("foreign commit: %s", e.message);
+        json_decref(d->metadata);
+        d->metadata = TAKE_PTR(applied);
+        (void)snprintf(d->metadata_location, sizeof(d->metadata_location), "/double/v%u.metadata.json", ++d->version);
+        return id;
+}
+
+static void fixture_on_closed(void *userdata) {
+        (*(unsigned *)userdata)++;
+}
+
+static void fixture_on_stopped(void *userdata) {
+        Fixture *f = userdata;
+
+        ASSERT_TRUE(!f->is_stopped);
+        f->is_stopped = true;
+}
+
+static void fixture_init(Fixture *f) {
+        _cleanup_(json_decrefp) json_t *create = NULL;
+        CatalogDouble *d;
+        char path[256];
+        Error e = {};
+
+        *f = (Fixture){};
+        (void)snprintf(f->dir, sizeof(f->dir), "/tmp/icecommit-test-commit-XXXXXX");
+        ASSERT_TRUE(mkdtemp(f->dir));
+        (void)snprintf(f->table_location, sizeof(f->table_location), "%s/wh/db/t", f->dir);
+        (void)snprintf(path, sizeof(path), "%s/wh", f->dir);
+        ASSERT_OK(mkdir(path, 0755));
+        (void)snprintf(path, sizeof(path), "%s/wh/db", f->dir);
+        ASSERT_OK(mkdir(path, 0755));
+        ASSERT_OK(mkdir(f->table_location, 0755));
+        (void)snprintf(path, sizeof(path), "%s/metadata", f->table_location);
+        ASSERT_OK(mkdir(path, 0755));
+        (void)snprintf(path, sizeof(path), "%s/staged", f->table_location);
+        ASSERT_OK(mkdir(path, 0755));
+
+        ASSERT_OK(uv_loop_init(&f->loop));
+        ASSERT_OK(config_new_default(&f->config));
+        /* Small, test-sized limits; files are not sized on storage (their own tests do that)
+         * and the live-file index is off: the attempts are what is tested here. */
+        f->config->commit.verify_data_files = false;
+        f->config->commit.live_file_index = false;
+        f->config->commit.min_backoff_ms = 1;
+        f->config->commit.max_backoff_ms = 2;
+        f->config->commit.max_attempts = 5;
+        f->config->commit.total_timeout_ms = 60000;
+        f->config->commit.retry_after_s = 7;
+        ASSERT_OK(metrics_new(&f->metrics));
+        ASSERT_OK(storage_new(&f->loop, &f->config->storage, f->metrics, &f->storage));
+
+        d = calloc(1, sizeof(*d));
+        ASSERT_TRUE(d);
+        d->loop = &f->loop;
+        d->commits = json_array();
+        d->keys = json_array();
+        d->landed_keys = json_object();
+        ASSERT_TRUE(d->commits && d->keys && d->landed_keys);
+        ASSERT_OK(uv_timer_init(&f->loop, &d->close_timer));
+        d->close_timer.data = d;
+        (void)snprintf(d->metadata_location, sizeof(d->metadata_location), "/double/v0.metadata.json");
+        create = json_pack("{s:s, s:o, s:{s:s}}", "name", "t", "schema", J(SCHEMA), "properties", "format-version",
+                           "3");
+        ASSERT_TRUE(create);
+        if (table_update_metadata_create(create, f->table_location, 1700000000000, "9a3a4b7e-0c55-4b7e-9e4d-6a1f1d1e2c3b",
+                                  &d->metadata, &e) < 0)
+                TEST_FAIL("create: %s", e.message);
+        ASSERT_OK(catalog_new_backend(&double_backend, d, &f->catalog));
+        f->cat = d;
+
+        ASSERT_OK(commit_engine_new(&f->loop, &f->config->commit, &f->config->storage, f->storage, f->catalog,
+                                    f->metrics, &f->engine));
+}
+
+static void fixture_stop(Fixture *f) {
+        ASSERT_TRUE(!f->is_stopping);
+        f->is_stopping = true;
+        commit_engine_stop(f->engine, fixture_on_stopped, f);
+}
+
+/* What the daemon's shutdown timeout does: closes the catalog, cancelling its calls. */
+static void fixture_close_catalog(Fixture *f) {
+        ASSERT_TRUE(!f->is_catalog_closed);
+        f->is_catalog_closed = true;
+        catalog_close(f->catalog, NULL, NULL);
+}
+
+static void fixture_done(Fixture *f) {
+        unsigned closed = 0;
+        char cmd[128];
+
+        if (!f->is_stopping)
+                fixture_stop(f);
+        RUN_UNTIL(f, f->is_stopped);
+        if (!f->is_catalog_closed)
+                catalog_close(f->catalog, fixture_on_closed, &closed);
+        else
+                closed++;
+        storage_close(f->storage, fixture_on_closed, &closed);
+        (void)uv_run(&f->loop, UV_RUN_DEFAULT);
+        ASSERT_EQ(closed, 2);
+        ASSERT_EQ(f->cat->n_rejected, 0);
+        f->engine = commit_engine_free(f->engine);
+        f->catalog = catalog_free(f->catalog);
+        f->storage = storage_free(f->storage);
+        f->metrics = metrics_free(f->metrics);
+        f->config = config_free(f->config);
+        ASSERT_EQ(uv_loop_close(&f->loop), 0);
+        (void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+        ASSERT_EQ(system(cmd), 0);
+}
+
+/* Writes a staged manifest (as a writer would: ADDED entries, nothing inherited set) of data
+ * files with these record counts; returns its location in `ret` (size 256). */
+static void fixture_stage(Fixture *f, const char *name, const int64_t *rows, size_t n, char *ret) {
+        const json_t *md = f->cat->metadata;
+        const json_t *schema = json_array_get(json_object_get(md, "schemas"), 0);
+        const json_t *spec = json_array_get(json_object_get(md, "partition-specs"), 0);
+        _cleanup_(buf_deinitp) Buf out;
+        DataFile files[4] = {};
+        Error e = {};
+
+        ASSERT_TRUE(n <= ELEMENTSOF(files) && schema && spec);
+        for (size_t i = 0; i < n; i++) {
+                char location[256];
+
+                (void)snprintf(location, sizeof(location), "%s/data/%s-%zu.parquet", f->table_location, name, i);
+                files[i] = (DataFile){ .location = strdup(location), .format = DATA_FILE_FORMAT_PARQUET,
+                                       .record_count = rows[i], .file_size_in_bytes = 1000 + (int64_t)i };
+                ASSERT_TRUE(files[i].location);
+                if (data_file_resolve(&files[i], schema, spec, &e) < 0)
+                        TEST_FAIL("resolve: %s", e.message);
+        }
+        buf_init(&out, 1 << 20);
+        if (manifest_write(&(ManifestWriteSpec){ .format_version = 3, .schema = schema, .partition_spec = spec },
+                           files, n, &out, &e) < 0)
+                TEST_FAIL("manifest_write: %s", e.message);
+        for (size_t i = 0; i < n; i++)
+                data_file_deinit(&files[i]);
+        (void)snprintf(ret, 256, "%s/staged/%s.avro", f->table_location, name);
+        write_file(ret, out.data, out.len);
+}
+
+/* Submits a request with these staged manifests, as writer/api.c would after parsing. */
+static void fixture_submit(Fixture *f, Answer *a, const char *key, const char *const *manifests, size_t n) {
+        const CommitConfig *c = &f->config->commit;
+        const CommitRequestLimits limits = { .max_manifests = c->max_manifests_per_request,
+                                             .max_data_files = c->max_data_files_per_request,
+                                             .max_properties = c->max_snapshot_properties,
+                                             .max_properties_bytes = c->max_snapshot_properties_bytes };
+        _cleanup_(json_decrefp) json_t *body = NULL;
+        _cleanup_(freep) char *text = NULL;
+        CommitRequest *request = NULL;
+        WriterRequest *w = NULL;
+        json_t *list;
+        Error e = {};
+
+        *a = (Answer){ .loop = &f->loop };
+        list = json_array();
+        for (size_t i = 0; list && i < n; i++)
+                ASSERT_OK(json_array_append_new(list, json_string(manifests[i])));
+        body = json_pack("{s:s, s:o}", "idempotency-key", key, "staged-manifests", list);
+        ASSERT_TRUE(body && (text = json_dumps(body, JSON_COMPACT)));
+        if (request_parse("db", "t", slice_from_str(text), &limits, &request, &e) < 0)
+                TEST_FAIL("parse: %s", e.message);
+        ASSERT_OK(writer_request_new_take(request, &answer_sink, a, &w));
+        commit_engine_hooks()->submit(w, f->engine);
+}
+
+/* The element of an array of objects whose `field` is `value`. */
+static json_t *find_by(const json_t *array, const char *field, const char *value) {
+        size_t i;
+        json_t *o;
+
+        json_array_foreach(array, i, o) {
+                const char *v = json_string_value(json_object_get(o, field));
+
+                if (v && strcmp(v, value) == 0)
+                        return o;
+        }
+        TEST_FAIL("no element with %s=%s", field, value);
+}
+
+static json_t *commit_at(const Fixture *f, size_t i) {
+        json_t *c = json_array_get(f->cat->commits, i);
+
+        ASSERT_TRUE(c);
+        return c;
+}
+
+static json_t *commit_snapshot(const Fixture *f, size_t i) {
+        return json_object_get(find_by(json_object_get(commit_at(f, i), "updates"), "action", "add-snapshot"),
+                               "snapshot");
+}
+
+static int64_t commit_asserted_head(const Fixture *f, size_t i) {
+        return json_i64_at(find_by(json_object_get(commit_at(f, i), "requirements"), "type", "assert-ref-snapshot-id"),
+                           "snapshot-id");
+}
+
+static const char *commit_keys(const Fixture *f, size_t i) {
+        return json_string_value(json_object_get(json_object_get(commit_snapshot(f, i), "summary"), SNAPSHOT_SUMMARY_KEYS));
+}
+
+/* Reads a manifest list the engine wrote. */
+static ManifestFile *read_list(const char *path, size_t *ret_n) {
+        _cleanup_(freep) char *text = NULL;
+        ManifestFile *files = NULL;
+        Error e = {};
+        long len;
+        FILE *fp;
+
+        fp = fopen(path, "re");
+        if (!fp)
+                TEST_FAIL("cannot open '%s'", path);
+        ASSERT_EQ(fseek(fp, 0, SEEK_END), 0);
+        len = ftell(fp);
+        ASSERT_TRUE(len > 0);
+        rewind(fp);
+        text = malloc((size_t)len);
+        ASSERT_TRUE(text);
+        ASSERT_EQ(fread(text, 1, (size_t)len, fp), (size_t)len);
+        fclose(fp);
+        if (manifest_list_read(slice_make((const uint8_t *)text, (size_t)len), &files, ret_n, &e) < 0)
+                TEST_FAIL("manifest list '%s': %s", path, e.message);
+        return files;
+}
+
+/* ---- tests --------------------------------------------------------------------------------- */
+
+TEST(conflict_then_success_rebuilds_only_the_manifest_list) {
+        static const int64_t rows[] = { 3, 4 };
+        int64_t s1, s2, snapshot_id;
+        char staged[256];
+        const char *l1, *l2;
+        ManifestFile *list;
+        json_t *receipt, *m, *df;
+        size_t n;
+        Fixture f;
+        Answer a;
+
+        fixture_init(&f);
+        s1 = fixture_advance(&f, 100);          /* row ids 0..99 */
+        fixture_stage(&f, "a", rows, 2, staged);
+        f.cat->commit_script[0] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+
+        /* Another writer lands 50 rows while ours is in flight; ours then gets the 409. */
+        s2 = fixture_advance(&f, 50);           /* row ids 100..149 */
+        double_release(f.cat, STEP_CONFLICT);
+        RUN_UNTIL(&f, a.done);
+
+        ASSERT_EQ(a.status, 200);
+        receipt = a.body;
+        ASSERT_STREQ(json_string_value(json_object_get(receipt, "status")), "committed");
+        ASSERT_EQ(json_i64_at(receipt, "attempts"), 2);
+        ASSERT_EQ(json_i64_at(receipt, "batch-requests"), 1);
+        ASSERT_EQ(json_i64_at(receipt, "sequence-number"), 3);
+        /* Lineage from the new parent's next-row-id, not the first attempt's. */
+        ASSERT_EQ(json_i64_at(receipt, "snapshot-first-row-id"), 150);
+        m = json_array_get(json_object_get(receipt, "manifests"), 0);
+        ASSERT_STREQ(json_string_value(json_object_get(m, "location")), staged);
+        ASSERT_EQ(json_i64_at(m, "added-rows"), 7);
+        ASSERT_EQ(json_i64_at(m, "first-row-id"), 150);
+        ASSERT_EQ(json_i64_at(m, "last-row-id"), 156);
+        df = json_object_get(m, "data-files");
+        ASSERT_EQ(json_array_size(df), 2);
+        ASSERT_EQ(json_i64_at(json_array_get(df, 0), "first-row-id"), 150);
+        ASSERT_EQ(json_i64_at(json_array_get(df, 0), "last-row-id"), 152);
+        ASSERT_EQ(json_i64_at(json_array_get(df, 1), "first-row-id"), 153);
+        ASSERT_EQ(json_i64_at(json_array_get(df, 1), "last-row-id"), 156);
+        ASSERT_EQ(json_i64_at(json_array_get(df, 1), "last-updated-sequence-number"), 3);
+
+        /* One load at intake, one per attempt; two commits of one snapshot id. */
+        ASSERT_EQ(f.cat->n_loads, 3);
+        ASSERT_EQ(f.cat->n_commits, 2);
+        snapshot_id = json_i64_at(receipt, "snapshot-id");
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 0), "snapshot-id"), snapshot_id);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 1), "snapshot-id"), snapshot_id);
+        ASSERT_EQ(commit_asserted_head(&f, 0), s1);
+        ASSERT_EQ(commit_asserted_head(&f, 1), s2);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 0), "parent-snapshot-id"), s1);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 1), "parent-snapshot-id"), s2);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 0), "first-row-id"), 100);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 1), "first-row-id"), 150);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 0), "added-rows"), 7);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 1), "added-rows"), 7);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 1), "sequence-number"), 3);
+        ASSERT_STREQ(commit_keys(&f, 1), "job-a");
+        {
+                json_t *ref = find_by(json_object_get(commit_at(&f, 1), "updates"), "action", "set-snapshot-ref");
+
+                ASSERT_STREQ(json_string_value(json_object_get(ref, "ref-name")), "main");
+                ASSERT_STREQ(json_string_value(json_object_get(ref, "type")), "branch");
+                ASSERT_EQ(json_i64_at(ref, "snapshot-id"), snapshot_id);
+        }
+        ASSERT_TRUE(json_is_null(json_array_get(f.cat->keys, 0)));     /* no Idempotency-Key support */
+
+        /* A new list, the same staged manifest first, then both foreign ones; the conflicted
+         * attempt's list is deleted (known not committed), the staged manifest is not. */
+        l1 = json_string_value(json_object_get(commit_snapshot(&f, 0), "manifest-list"));
+        l2 = json_string_value(json_object_get(commit_snapshot(&f, 1), "manifest-list"));
+        ASSERT_TRUE(l1 && l2 && strcmp(l1, l2) != 0);
+        settle(&f);
+        ASSERT_TRUE(!file_exists(l1));
+        ASSERT_TRUE(file_exists(staged));
+        list = read_list(l2, &n);
+        ASSERT_EQ(n, 3);
+        ASSERT_STREQ(list[0].path, staged);
+        ASSERT_TRUE(list[0].has_first_row_id);
+        ASSERT_EQ(list[0].first_row_id, 150);
+        ASSERT_EQ(list[0].added_snapshot_id, snapshot_id);
+        ASSERT_EQ(list[0].sequence_number, 3);
+        ASSERT_STREQ(list[1].path, f.foreign_paths[0]);
+        ASSERT_EQ(list[1].first_row_id, 100);
+        ASSERT_STREQ(list[2].path, f.foreign_paths[1]);
+        ASSERT_EQ(list[2].first_row_id, 0);
+        list = manifest_list_files_free(list, n);
+        ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), 157);
+
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+TEST(unknown_outcome_resolved_by_history) {
+        static const int64_t rows[] = { 5 };
+        char staged[256];
+        Fixture f;
+        Answer a;
+
+        fixture_init(&f);
+        (void)fixture_advance(&f, 10);
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->commit_script[0] = STEP_UNKNOWN_LANDED;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, a.done);
+
+        /* The reload shows our key: answered from history, never committed twice. */
+        ASSERT_EQ(a.status, 200);
+        ASSERT_STREQ(json_string_value(json_object_get(a.body, "status")), "committed");
+        ASSERT_TRUE(json_is_true(json_object_get(a.body, "found-in-history")));
+        ASSERT_EQ(json_i64_at(a.body, "snapshot-id"), json_i64_at(commit_snapshot(&f, 0), "snapshot-id"));
+        ASSERT_EQ(json_i64_at(a.body, "sequence-number"), 2);
+        ASSERT_EQ(f.cat->n_commits, 1);
+        ASSERT_EQ(f.cat->n_loads, 3);
+        ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), 15);
+        /* The attempt without a verdict keeps its list: it is the committed one. */
+        settle(&f);
+        ASSERT_TRUE(file_exists(json_string_value(json_object_get(commit_snapshot(&f, 0), "manifest-list"))));
+
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+TEST(unknown_outcome_not_landed_is_committed_again_once) {
+        static const int64_t rows[] = { 5 };
+        int64_t s1;
+        char staged[256];
+        Fixture f;
+        Answer a;
+
+        fixture_init(&f);
+        s1 = fixture_advance(&f, 10);
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->commit_script[0] = STEP_UNKNOWN;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, a.done);
+
+        ASSERT_EQ(a.status, 200);
+        ASSERT_TRUE(!json_object_get(a.body, "found-in-history"));
+        ASSERT_EQ(json_i64_at(a.body, "attempts"), 2);
+        ASSERT_EQ(json_i64_at(a.body, "snapshot-first-row-id"), 10);
+        ASSERT_EQ(f.cat->n_loads, 3);
+        ASSERT_EQ(f.cat->n_commits, 2);
+        /* The same snapshot id on the same head: a landing of the first would fail the second's
+         * requirement instead of committing twice. */
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 1), "snapshot-id"), json_i64_at(commit_snapshot(&f, 0), "snapshot-id"));
+        ASSERT_EQ(commit_asserted_head(&f, 0), s1);
+        ASSERT_EQ(commit_asserted_head(&f, 1), s1);
+        ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), 15);
+        settle(&f);
+        /* The unknown attempt's list is never deleted. */
+        ASSERT_TRUE(file_exists(json_string_value(json_object_get(commit_snapshot(&f, 0), "manifest-list"))));
+
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+TEST(unknown_outcome_replayed_with_the_same_idempotency_key) {
+        static const int64_t rows[] = { 5 };
+        char staged[256];
+        Fixture f;
+        Answer a;
+
+        fixture_init(&f);
+        f.cat->supports_idempotency = true;
+        (void)fixture_advance(&f, 10);
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->commit_script[0] = STEP_UNKNOWN_LANDED;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, a.done);
+
+        /* Replayed without a reload; the catalog answers the landed commit 200 again. */
+        ASSERT_EQ(a.status, 200);
+        ASSERT_EQ(json_i64_at(a.body, "snapshot-first-row-id"), 10);
+        ASSERT_EQ(f.cat->n_loads, 2);
+        ASSERT_EQ(f.cat->n_commits, 2);
+        ASSERT_TRUE(json_is_string(json_array_get(f.cat->keys, 0)));
+        ASSERT_TRUE(json_equal(json_array_get(f.cat->keys, 0), json_array_get(f.cat->keys, 1)));
+        ASSERT_TRUE(json_equal(commit_at(&f, 0), commit_at(&f, 1)));
+        ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), 15);
+
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+/* ---- shutdown ------------------------------------------------------------------------------ */
+
+TEST(shutdown_answers_queued_requests_503_and_commits_nothing_of_them) {
+        static const int64_t rows[] = { 1 };
+        char sa[256], sb[256];
+        Fixture f;
+        Answer a, b;
+
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, sa);
+        fixture_stage(&f, "b", rows, 1, sb);
+        f.cat->commit_script[0] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ sb }, 1);
+        settle(&f);                     /* b is through intake, queued behind a's batch */
+        ASSERT_TRUE(!b.done);
+
+        fixture_stop(&f);
+        ASSERT_TRUE(b.done);
+        ASSERT_EQ(b.status, 503);
+        ASSERT_STREQ(answer_error_type(&b), "shutting-down");
+        ASSERT_STREQ(b.retry_after, "7");
+        ASSERT_TRUE(!a.done && !f.is_stopped);
+
+        /* The commit in flight finishes, then the engine is stopped; b never went out. */
+        double_release(f.cat, STEP_SUCCESS);
+        RUN_UNTIL(&f, f.is_stopped);
+        ASSERT_EQ(a.status, 200);
+        ASSERT_EQ(f.cat->n_commits, 1);
+        ASSERT_STREQ(commit_keys(&f, 0), "job-a");
+
+        /* Nothing new is taken while stopping. */
+        {
+                Answer c;
+
+                fixture_submit(&f, &c, "job-c", (const char *const[]){ sb }, 1);
+                ASSERT_TRUE(c.done);
+                ASSERT_EQ(c.status, 503);
+                ASSERT_STREQ(answer_error_type(&c), "shutting-down");
+                answer_deinit(&c);
+        }
+        answer_deinit(&a);
+        answer_deinit(&b);
+        fixture_done(&f);
+}
+
+TEST(shutdown_while_a_load_is_in_flight) {
+        static const int64_t rows[] = { 1 };
+        char staged[256];
+        Fixture f;
+        Answer a;
+
+        /* Finished by its answer: the attempt goes on and commits. */
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->load_script[1] = STEP_HOLD;      /* the attempt's load (0 is intake's) */
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        fixture_stop(&f);
+        ASSERT_TRUE(!a.done && !f.is_stopped);
+        double_release(f.cat, STEP_SUCCESS);
+        RUN_UNTIL(&f, f.is_stopped);
+        ASSERT_EQ(a.status, 200);
+        ASSERT_EQ(f.cat->n_commits, 1);
+        answer_deinit(&a);
+        fixture_done(&f);
+
+        /* Cancelled by the shutdown timeout: nothing was sent, a definite 503. */
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->load_script[1] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        fixture_stop(&f);
+        fixture_close_catalog(&f);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 503);
+        ASSERT_STREQ(answer_error_type(&a), "catalog-unavailable");
+        ASSERT_CONTAINS(answer_error_message(&a), "nothing was committed");
+        ASSERT_STREQ(a.retry_after, "7");
+        ASSERT_EQ(f.cat->n_commits, 0);
+        answer_deinit(&a);
+        fixture_done(&f);
+
+        /* An intake load in flight: the request was not queued yet. */
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->load_script[0] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        fixture_stop(&f);
+        ASSERT_TRUE(!a.done);
+        double_release(f.cat, STEP_SUCCESS);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 503);
+        ASSERT_STREQ(answer_error_type(&a), "shutting-down");
+        ASSERT_EQ(f.cat->n_loads, 1);
+        ASSERT_EQ(f.cat->n_commits, 0);
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+TEST(shutdown_while_a_commit_is_in_flight_is_504_when_it_gets_no_verdict) {
+        static const int64_t rows[] = { 1 };
+        char staged[256];
+        Fixture f;
+        Answer a;
+
+        /* Cancelled by the shutdown timeout: it may have landed. */
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->commit_script[0] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        fixture_stop(&f);
+        ASSERT_TRUE(!a.done);
+        fixture_close_catalog(&f);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 504);
+        ASSERT_STREQ(answer_error_type(&a), "commit-state-unknown");
+        ASSERT_STREQ(a.retry_after, "");
+        ASSERT_EQ(f.cat->n_commits, 1);
+        answer_deinit(&a);
+        fixture_done(&f);
+
+        /* A 5xx while stopping: no replay, no reload, 504. */
+        fixture_init(&f);
+        f.cat->supports_idempotency = true;
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->commit_script[0] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        fixture_stop(&f);
+        double_release(f.cat, STEP_UNKNOWN);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 504);
+        ASSERT_STREQ(answer_error_type(&a), "commit-state-unknown");
+        ASSERT_EQ(f.cat->n_commits, 1);
+        ASSERT_EQ(f.cat->n_loads, 2);
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+/* Stops the engine while a batch waits out the backoff after its first commit answered `step`;
+ * returns the answer's status and type. */
+static void stop_during_backoff(bool idempotency, Step step, int want_status, const char *want_type) {
+        static const int64_t rows[] = { 1 };
+        char staged[256];
+        Fixture f;
+        Answer a;
+
+        fixture_init(&f);
+        /* Long enough that the timer cannot fire first: nothing waits for it. */
+        f.config->commit.min_backoff_ms = 600000;
+        f.config->commit.max_backoff_ms = 600000;
+        f.cat->supports_idempotency = idempotency;
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->commit_script[0] = step;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, f.cat->n_commit_answers == 1);
+        ASSERT_TRUE(!a.done);
+        fixture_stop(&f);
+        ASSERT_TRUE(a.done);
+        ASSERT_EQ(a.status, want_status);
+        ASSERT_STREQ(answer_error_type(&a), want_type);
+        ASSERT_STREQ(a.retry_after, want_status == 503 ? "7" : "");
+        ASSERT_EQ(f.cat->n_commits, 1);
+        ASSERT_EQ(f.cat->n_loads, 2);
+        RUN_UNTIL(&f, f.is_stopped);
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+TEST(shutdown_during_a_conflict_backoff_is_503) {
+        stop_during_backoff(false, STEP_CONFLICT, 503, "shutting-down");
+        stop_during_backoff(true, STEP_CONFLICT, 503, "shutting-down");
+}
+
+TEST(shutdown_during_an_unknown_outcome_backoff_is_504) {
+        /* The reload that would resolve it (no Idempotency-Key support). */
+        stop_during_backoff(false, STEP_UNKNOWN, 504, "commit-state-unknown");
+        stop_during_backoff(false, STEP_UNKNOWN_LANDED, 504, "commit-state-unknown");
+        /* The replay with the same key (issue 11: this was answered 503). */
+        stop_during_backoff(true, STEP_UNKNOWN, 504, "commit-state-unknown");
+        stop_during_backoff(true, STEP_UNKNOWN_LANDED, 504, "commit-state-unknown");
+}
+
+/* ---- backoff and attempt bounds ------------------------------------------------------------ */
+
+TEST(backoff_delays_stay_within_min_and_max_and_attempts_within_max_attempts) {
+        static const int64_t rows[] = { 1 };
+        const uint64_t min = 8, max = 20;
+        char staged[256];
+        Fixture f;
+        Answer a;
+
+        fixture_init(&f);
+        f.config->commit.min_backoff_ms = min;
+        f.config->commit.max_backoff_ms = max;
+        f.config->commit.max_attempts = 5;
+        fixture_stage(&f, "a", rows, 1, staged);
+        for (unsigned i = 0; i < DOUBLE_MAX_CALLS; i++)
+                f.cat->commit_script[i] = STEP_CONFLICT;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, a.done);
+
+        ASSERT_EQ(a.status, 503);
+        ASSERT_STREQ(answer_error_type(&a), "commit-conflict");
+        ASSERT_CONTAINS(answer_error_message(&a), "after 5 attempts");
+        ASSERT_CONTAINS(answer_error_message(&a), "nothing was committed");
+        ASSERT_STREQ(a.retry_after, "7");
+        ASSERT_EQ(f.cat->n_commits, 5);
+        ASSERT_EQ(f.cat->n_loads, 6);
+        /* Attempt k + 1 loads at least min * 2^(k-1) (capped at max) after attempt k's 409, on
+         * the loop's clock, which the timer runs on. The exact upper bound (max + 10% jitter)
+         * is tested without a clock above; here a busy machine may run the timer late, never
+         * early, so it only gets a generous margin. */
+        for (unsigned k = 1; k < 5; k++) {
+                uint64_t want = min << (k - 1), delay;
+
+                if (want > max)
+                        want = max;
+                delay = f.cat->load_ms[k + 1] - f.cat->commit_answer_ms[k - 1];
+                if (delay < want || delay > max + max / 10 + 2000)
+                        TEST_FAIL("delay before attempt %u: %" PRIu64 " ms, expected %" PRIu64 " to %" PRIu64, k + 1,
+                                  delay, want, max + max / 10);
+        }
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+TEST(backoff_is_exponential_within_min_and_max_plus_jitter) {
+        static const uint64_t randoms[] = { 0, 1, 7, 12345, UINT64_MAX / 3, UINT64_MAX };
+        CommitConfig c = { .min_backoff_ms = 100, .max_backoff_ms = 1000 };
+
+        for (unsigned attempt = 1; attempt <= 40; attempt++) {
+                uint64_t base = attempt <= 4 ? 100u << (attempt - 1) : 1000;
+
+                for (size_t i = 0; i < ELEMENTSOF(randoms); i++) {
+                        uint64_t d = commit_engine_backoff_ms(&c, attempt, randoms[i]);
+
+                        if (d < base || d >= base + base / 10 || d < c.min_backoff_ms ||
+                            d >= c.max_backoff_ms + c.max_backoff_ms / 10)
+                                TEST_FAIL("attempt %u random %" PRIu64 ": %" PRIu64 " ms, expected %" PRIu64
+                                          " to %" PRIu64, attempt, randoms[i], d, base, base + base / 10 - 1);
+                }
+        }
+        ASSERT_EQ(commit_engine_backoff_ms(&c, 1, 0), 100);
+        ASSERT_EQ(commit_engine_backoff_ms(&c, 3, 0), 400);
+        ASSERT_EQ(commit_engine_backoff_ms(&c, 3, 39), 439);
+        ASSERT_EQ(commit_engine_backoff_ms(&c, 3, 40), 400);
+        ASSERT_EQ(commit_engine_backoff_ms(&c, 9, 99), 1099);
+        /* Below 10 ms there is no jitter: the bounds are exact. */
+        c = (CommitConfig){ .min_backoff_ms = 1, .max_backoff_ms = 4 };
+        ASSERT_EQ(commit_engine_backoff_ms(&c, 1, UINT64_MAX), 1);
+        ASSERT_EQ(commit_engine_backoff_ms(&c, 2, UINT64_MAX), 2);
+        ASSERT_EQ(commit_engine_backoff_ms(&c, 3, UINT64_MAX), 4);
+        ASSERT_EQ(commit_engine_backoff_ms(&c, 30, UINT64_MAX), 4);
+        /* min == max: a constant wait. */
+        c = (CommitConfig){ .min_backoff_ms = 50, .max_backoff_ms = 50 };
+        ASSERT_EQ(commit_engine_backoff_ms(&c, 1, 0), 50);
+        ASSERT_EQ(commit_engine_backoff_ms(&c, 7, 4), 54);
+}
+
+TEST(attempts_end_at_the_total_timeout) {
+        static const int64_t rows[] = { 1 };
+        char staged[256];
+        Fixture f;
+        Answer a;
+        uint64_t submitted;
+
+        fixture_init(&f);
+        f.config->commit.min_backoff_ms = 30;
+        f.config->commit.max_backoff_ms = 60;
+        f.config->commit.max_attempts = 100;
+        f.config->commit.total_timeout_ms = 100;
+        fixture_stage(&f, "a", rows, 1, staged);
+        for (unsigned i = 0; i < DOUBLE_MAX_CALLS; i++)
+                f.cat->commit_script[i] = STEP_CONFLICT;
+        uv_update_time(&f.loop);
+        submitted = uv_now(&f.loop);
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, a.done);
+
+        /* At least two attempts; the third starts 30 + 60 ms in at the earliest and the fourth
+         * 150 ms in, past the timeout: never more than four, whatever the machine's speed. */
+        ASSERT_EQ(a.status, 503);
+        ASSERT_STREQ(answer_error_type(&a), "commit-conflict");
+        ASSERT_TRUE(f.cat->n_commits >= 2 && f.cat->n_commits <= 4);
+        ASSERT_TRUE(a.at_ms - submitted >= 30);
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+/* ---- group commit ---------------------------------------------------------------------------- */
+
+TEST(requests_queued_behind_a_commit_are_batched_within_the_limits) {
+        static const int64_t rows[] = { 2 };
+        static const char *const names[] = { "a", "b", "c", "d1", "d2", "e1", "e2", "f" };
+        char staged[ELEMENTSOF(names)][256];
+        Answer answers[6];
+        Fixture f;
+        /* Batches: a alone (in flight), then b + c (max-batch-requests 2), d alone (d + e would
+         * be 4 manifests, above max-batch-manifests 3), then e + f (3 manifests). */
+        static const struct {
+                const char *key;
+                size_t first, n;                /* into names */
+                int64_t batch_requests, first_row_id;
+                size_t commit;
+        } want[] = {
+                { "job-a", 0, 1, 1, 0, 0 },  { "job-b", 1, 1, 2, 2, 1 },  { "job-c", 2, 1, 2, 4, 1 },
+                { "job-d", 3, 2, 1, 6, 2 },  { "job-e", 5, 2, 2, 10, 3 }, { "job-f", 7, 1, 2, 14, 3 },
+        };
+
+        fixture_init(&f);
+        f.config->commit.max_batch_requests = 2;
+        f.config->commit.max_batch_manifests = 3;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                fixture_stage(&f, names[i], rows, 1, staged[i]);
+        f.cat->commit_script[0] = STEP_HOLD;
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                const char *m[2] = { staged[want[i].first], want[i].n > 1 ? staged[want[i].first + 1] : NULL };
+
+                fixture_submit(&f, &answers[i], want[i].key, m, want[i].n);
+                /* One at a time through intake, so that the queue order is the submission order. */
+                if (i == 0)
+                        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+                else
+                        settle(&f);
+                ASSERT_TRUE(!answers[i].done);
+        }
+        double_release(f.cat, STEP_SUCCESS);
+        for (size_t i = 0; i < ELEMENTSOF(want); i++)
+                RUN_UNTIL(&f, answers[i].done);
+
+        ASSERT_EQ(f.cat->n_commits, 4);
+        ASSERT_STREQ(commit_keys(&f, 0), "job-a");
+        ASSERT_STREQ(commit_keys(&f, 1), "job-b,job-c");
+        ASSERT_STREQ(commit_keys(&f, 2), "job-d");
+        ASSERT_STREQ(commit_keys(&f, 3), "job-e,job-f");
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                const json_t *r = answers[i].body;
+                const json_t *manifests = json_object_get(r, "manifests");
+
+                ASSERT_EQ(answers[i].status, 200);
+                ASSERT_EQ(json_i64_at(r, "batch-requests"), want[i].batch_requests);
+                ASSERT_EQ(json_i64_at(r, "attempts"), 1);
+                ASSERT_EQ(json_i64_at(r, "snapshot-id"), json_i64_at(commit_snapshot(&f, want[i].commit), "snapshot-id"));
+                ASSERT_EQ(json_array_size(manifests), want[i].n);
+                /* Each request's manifests get consecutive ranges, in batch order. */
+                for (size_t k = 0; k < want[i].n; k++) {
+                        const json_t *m = json_array_get(manifests, k);
+
+                        ASSERT_EQ(json_i64_at(m, "first-row-id"), want[i].first_row_id + 2 * (int64_t)k);
+                        ASSERT_EQ(json_i64_at(m, "last-row-id"), want[i].first_row_id + 2 * (int64_t)k + 1);
+                }
+        }
+        ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), 16);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 3), "added-rows"), 6);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 3), "first-row-id"), 10);
+        for (size_t i = 0; i < ELEMENTSOF(answers); i++)
+                answer_deinit(&answers[i]);
+        fixture_done(&f);
+}
+
+TEST(a_full_queue_answers_503_queue_full_with_retry_after) {
+        static const int64_t rows[] = { 1 };
+        char sa[256], sb[256], sc[256];
+        Answer a, b, c;
+        Fixture f;
+
+        fixture_init(&f);
+        f.config->commit.max_queue_requests = 2;
+        fixture_stage(&f, "a", rows, 1, sa);
+        fixture_stage(&f, "b", rows, 1, sb);
+        fixture_stage(&f, "c", rows, 1, sc);
+        f.cat->commit_script[0] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ sb }, 1);
+        settle(&f);
+
+        /* Two accepted and unanswered (one in flight, one queued): the third is refused at once,
+         * before anything is read or loaded. */
+        fixture_submit(&f, &c, "job-c", (const char *const[]){ sc }, 1);
+        ASSERT_TRUE(c.done);
+        ASSERT_EQ(c.status, 503);
+        ASSERT_STREQ(answer_error_type(&c), "queue-full");
+        ASSERT_CONTAINS(answer_error_message(&c), "commit.max-queue-requests");
+        ASSERT_STREQ(c.retry_after, "7");
+        ASSERT_EQ(f.cat->n_loads, 3);
+
+        double_release(f.cat, STEP_SUCCESS);
+        RUN_UNTIL(&f, a.done && b.done);
+        ASSERT_EQ(a.status, 200);
+        ASSERT_EQ(b.status, 200);
+        ASSERT_EQ(f.cat->n_commits, 2);
+        answer_deinit(&c);
+
+        /* Room again: the same key is taken now. */
+        fixture_submit(&f, &c, "job-c", (const char *const[]){ sc }, 1);
+        RUN_UNTIL(&f, c.done);
+        ASSERT_EQ(c.status, 200);
+        ASSERT_EQ(f.cat->n_commits, 3);
+
+        answer_deinit(&a);
+        answer_deinit(&b);
+        answer_deinit(&c);
+        fixture_done(&f);
+}
