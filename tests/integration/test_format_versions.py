@@ -63,7 +63,7 @@ def test_v1_table_is_refused_without_snapshot_id_inheritance(catalog, daemon):
 def test_v1_table_with_snapshot_id_inheritance_is_committed(catalog, daemon, table):
     uri = catalog["uri"]
     name = "fi_" + uuid.uuid4().hex[:10]
-    peer("create-table", "--uri", uri, "--table", f"ns.{name}", "--format-version", 1)
+    v1 = peer("create-table", "--uri", uri, "--table", f"ns.{name}", "--format-version", 1)
     prop = peer("set-property", "--uri", uri, "--table", f"ns.{name}",
                 "--key", "compatibility.snapshot-id-inheritance.enabled", "--value", "true")
     assert prop == {"key": "compatibility.snapshot-id-inheritance.enabled", "value": "true", "format-version": 1}
@@ -94,8 +94,11 @@ def test_v1_table_with_snapshot_id_inheritance_is_committed(catalog, daemon, tab
     assert [m["added-snapshot-id"] for m in dump["manifests"]] == [r["snapshot-id"] for r in reversed(receipts)]
     assert all(f["data-sequence-number"] == 0 for m in dump["manifests"] for f in m["files"])
 
-    # A v1 manifest is refused by a v3 table (v2+ writers write v2+ manifests).
+    # A v1 manifest is refused by a v3 table (v2+ writers write v2+ manifests). Its data files
+    # lie in the v1 table, which the v3 table allows here, so that the format is what is refused.
     ns3, name3, created = table
+    peer("set-property", "--uri", uri, "--table", f"{ns3}.{name3}", "--key", "icecommit.allowed-prefixes",
+         "--value", v1["location"])
     staged = peer("stage", "--uri", uri, "--table", f"ns.{name}", "--files", 1, "--rows", 1, "--start-id", 99,
                   "--manifest-dir", created["location"] + "/metadata")
     status, _, answer = daemon.commit(ns3, name3, {"idempotency-key": f"v1m-{name3}",

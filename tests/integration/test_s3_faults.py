@@ -59,8 +59,8 @@ def storage_retries(url):
 
 
 @pytest.mark.parametrize("method,path,kind", [
-    ("GET", ".parquet", "slowdown"),            # HEAD of a data file is not a GET: no effect
-    ("HEAD", ".parquet", "slowdown"),
+    ("GET", ".parquet", "slowdown"),            # the ranged GET of a Parquet file's footer
+    ("HEAD", ".parquet", "slowdown"),           # the footer's GET also sizes it: no HEAD, no effect
     ("GET", "version-hint.text", "error-500"),
     ("GET", ".metadata.json", "reset"),
     ("PUT", "-m0.avro", "slowdown"),            # the manifest icecommitd writes for data-files
@@ -78,7 +78,7 @@ def test_transient_faults_are_retried_and_commit_once(s3, proxy, table, method, 
     assert status == 200, receipt
     snaps = snapshots(s3, location)
     assert [s["summary"]["icecommit.idempotency-keys"] for s in snaps] == [f"k-{kind}"], snaps
-    if method != "GET" or path != ".parquet":
+    if method != "HEAD" or path != ".parquet":
         assert proxy.injected[kind] == 2, proxy.injected
         assert storage_retries(d.url) >= 1
     # The same key again: the same answer, nothing new.
@@ -120,7 +120,7 @@ def test_expired_token_is_refreshed_by_reloading(s3, proxy, table):
 def test_denied_access_names_the_store_code_bucket_and_key(s3, proxy, table):
     d, location = table
     req = request(s3, location, "denied", [5])
-    proxy.add("HEAD", ".parquet", "access-denied", count=1)
+    proxy.add("GET", ".parquet", "access-denied", count=1)
     status, _, answer = d.commit(NS, "t", req.body())
     assert status == 403, answer
     message = answer["error"]["message"]
