@@ -178,7 +178,7 @@ static CommitRequestLimits daemon_request_limits(const Config *c) {
 static void daemon_reload(Daemon *d) {
         CommitRequestLimits limits;
         ConfigReload what;
-        Error error = {};
+        Error error = {0};
         size_t n_tokens = 0;
         int r;
 
@@ -212,7 +212,7 @@ static void daemon_on_sighup(uv_signal_t *s, int signum) {
 static int daemon_start(Daemon *d) {
         CommitRequestLimits limits = daemon_request_limits(d->config);
         uint64_t watchdog_usec = 0;
-        Error error = {};
+        Error error = {0};
         int r;
 
         r = metrics_new(&d->metrics);

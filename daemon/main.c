@@ -31,7 +31,7 @@ static int parse_argv(int argc, char **argv) {
                 { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
-                {},
+                {0},
         };
         int c;
 
@@ -61,7 +61,7 @@ static int parse_argv(int argc, char **argv) {
 
 int main(int argc, char **argv) {
         _cleanup_(config_freep) Config *config = NULL;
-        Error error = {};
+        Error error = {0};
         int r;
 
         r = parse_argv(argc, argv);

@@ -509,7 +509,7 @@ static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
         const AuthToken *caller;
         char seconds[16];
         AuditJob *j;
-        Error error = {};
+        Error error = {0};
         int rr;
 
         if (auth_check(api->auth, r, AUTH_RIGHT_READ, http_request_param(r, 0), http_request_param(r, 1), &caller) < 0)

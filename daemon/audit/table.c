@@ -44,7 +44,7 @@ static int audit_snapshot_parse(json_t *o, AuditSnapshot *s, Error *e) {
         json_t *summary = json_object_get(o, "summary");
         int64_t v;
 
-        *s = (AuditSnapshot){};
+        *s = (AuditSnapshot){0};
         if (table_json_get_i64(o, "snapshot-id", &s->snapshot_id) < 0)
                 return error_set(e, -EINVAL, "a snapshot lacks a valid snapshot-id");
         /* v1 metadata may omit sequence numbers: they read as 0. */

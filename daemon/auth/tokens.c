@@ -126,7 +126,7 @@ static int rights_parse(Slice s, unsigned *ret, Error *error) {
 }
 
 static int pattern_parse(Slice s, AuthPattern *ret, Error *error) {
-        _cleanup_(pattern_deinit) AuthPattern p = {};
+        _cleanup_(pattern_deinit) AuthPattern p = {0};
 
         if (s.len == 0)
                 return error_set(error, -EINVAL, "empty pattern");
@@ -173,7 +173,7 @@ static int pattern_parse(Slice s, AuthPattern *ret, Error *error) {
                                  (int)s.len, (const char *)s.ptr, (int)s.len, (const char *)s.ptr, (int)s.len,
                                  (const char *)s.ptr);
         *ret = p;
-        p = (AuthPattern){};
+        p = (AuthPattern){0};
         return 0;
 }
 
@@ -181,7 +181,7 @@ static int pattern_parse(Slice s, AuthPattern *ret, Error *error) {
 static int scope_parse(Slice s, AuthScope *ret, Error *error) {
         const uint8_t *colon = memchr(s.ptr, ':', s.len);
         Slice rights = colon ? slice_make(s.ptr, (size_t)(colon - s.ptr)) : s;
-        AuthScope scope = {};
+        AuthScope scope = {0};
         int r;
 
         r = rights_parse(rights, &scope.rights, error);
@@ -226,7 +226,7 @@ static int scope_parse(Slice s, AuthScope *ret, Error *error) {
 }
 
 static int line_parse(const char *p, size_t len, AuthToken *ret, Error *error) {
-        _cleanup_(token_deinit) AuthToken t = {};
+        _cleanup_(token_deinit) AuthToken t = {0};
         Fields f = { p, p + len };
         Slice name, digest, field;
         int r;
@@ -258,7 +258,7 @@ static int line_parse(const char *p, size_t len, AuthToken *ret, Error *error) {
                 return error_set(error, -EINVAL, "principal '%s' has no scope (e.g. 'commit,read:NAMESPACE.*')",
                                  t.principal);
         *ret = t;
-        t = (AuthToken){};
+        t = (AuthToken){0};
         return 0;
 }
 

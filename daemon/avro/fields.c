@@ -252,9 +252,9 @@ typedef struct FieldsScalar {
  * checked to be text. Returns like the getters (fields.h). */
 static int fields_get_scalar(avro_value_t *rec, int index, avro_type_t want, FieldsScalar *ret,
                              Error *e) {
-        FieldsScalar s = {};
+        FieldsScalar s = {0};
         avro_type_t type;
-        avro_value_t v = {};    /* set by fields_child(); gcc -O3 cannot see it */
+        avro_value_t v = {0};    /* set by fields_child(); gcc -O3 cannot see it */
         int r;
 
         r = fields_child(rec, index, &v, e);

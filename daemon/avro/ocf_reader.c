@@ -537,7 +537,7 @@ uint64_t ocf_reader_datum_index(const OcfReader *r) {
 /* Inflates raw DEFLATE (window bits -15: no zlib header, no adler32 trailer) into *out, never
  * producing more than `max` bytes. */
 static int ocf_inflate(Slice in, Buf *out, size_t max, uint64_t block, Error *e) {
-        z_stream z = {};
+        z_stream z = {0};
         int zr, r = 0;
 
         out->len = 0;

@@ -80,7 +80,7 @@ static void token_on_response(const CurlUvResponse *response, void *userdata);
 
 static int token_fetch_start(CatalogAuth *a, CurlUv *curl, const char *const *headers,
                              size_t n_headers) {
-        _cleanup_(buf_deinitp) Buf form = {};
+        _cleanup_(buf_deinitp) Buf form = {0};
         const char *secret, *colon;
         _cleanup_(freep) char *client_id = NULL;
         _cleanup_(freep) const char **lines = NULL;
@@ -158,9 +158,9 @@ static void token_set(CatalogAuth *a, RestToken *token) {
 
 static void token_on_response(const CurlUvResponse *response, void *userdata) {
         CatalogAuth *a = userdata;
-        _cleanup_(rest_token_deinit) RestToken token = {};
-        CatalogResult result = {};
-        Error error = {};
+        _cleanup_(rest_token_deinit) RestToken token = {0};
+        CatalogResult result = {0};
+        Error error = {0};
         RestError rest_error;
         int r;
 

@@ -183,7 +183,7 @@ static void bucket_on_read(StorageResult *r, void *userdata) {
 }
 
 static void bucket_read_version(BucketJob *j) {
-        Error e = {};
+        Error e = {0};
         int r;
 
         free(j->metadata_location);
@@ -220,7 +220,7 @@ static void bucket_on_probe(StorageResult *r, void *userdata) {
 /* The hint may lag behind the last commit: step forward while v<N+1> exists. */
 static void bucket_probe(BucketJob *j) {
         _cleanup_(freep) char *next = hadoop_layout_version_location(j->dir, j->version + 1);
-        Error e = {};
+        Error e = {0};
         int r;
 
         if (!next) {
@@ -252,7 +252,7 @@ static void bucket_on_list(StorageResult *r, void *userdata) {
 static void bucket_on_hint(StorageResult *r, void *userdata) {
         BucketJob *j = userdata;
         _cleanup_(freep) char *prefix = NULL;
-        Error e = {};
+        Error e = {0};
         int64_t v;
         int rr;
 
@@ -278,7 +278,7 @@ static void bucket_on_hint(StorageResult *r, void *userdata) {
 
 static void bucket_find_latest(BucketJob *j) {
         _cleanup_(freep) char *hint = NULL;
-        Error e = {};
+        Error e = {0};
         int r;
 
         if (asprintf(&hint, "%s/metadata/" VERSION_HINT, j->dir) < 0) {
@@ -315,7 +315,7 @@ static void bucket_on_hint_written(StorageResult *r, void *userdata) {
 
 static void bucket_write_hint(BucketJob *j) {
         _cleanup_(freep) char *hint = NULL;
-        Error e = {};
+        Error e = {0};
         int r;
 
         free(j->text);
@@ -360,7 +360,7 @@ static void bucket_on_published(StorageResult *r, void *userdata) {
 
 /* Publishes j->metadata as v<version> with a create that never replaces. */
 static void bucket_publish(BucketJob *j, int64_t version) {
-        Error e = {};
+        Error e = {0};
         int r;
 
         j->publish_version = version;
@@ -381,7 +381,7 @@ static void bucket_publish(BucketJob *j, int64_t version) {
 /* The latest version is in j->metadata: answer a load, or apply a commit and publish it. */
 static void bucket_found(BucketJob *j) {
         _cleanup_(json_decrefp) json_t *updated = NULL;
-        Error e = {};
+        Error e = {0};
         int r;
 
         if (j->op == BUCKET_OP_LOAD) {
@@ -440,7 +440,7 @@ static void bucket_on_marker(StorageResult *r, void *userdata) {
 
 /* Parents are created as needed (mkdirs); only the last level must be new. */
 static void bucket_write_marker(BucketJob *j) {
-        Error e = {};
+        Error e = {0};
         int r;
 
         r = storage_write(j->catalog->storage, NULL, j->markers[j->level], slice_make("", 0), STORAGE_WRITE_IF_ABSENT,
@@ -454,7 +454,7 @@ static void bucket_on_table_listed(StorageResult *r, void *userdata) {
         _cleanup_(json_decrefp) json_t *md = NULL;
         char uuid[UUID_STRING_MAX];
         const char *location;
-        Error e = {};
+        Error e = {0};
         int rr;
 
         if (r->status < 0 && r->status != -ENOENT) {
@@ -498,7 +498,7 @@ static void bucket_on_table_listed(StorageResult *r, void *userdata) {
 static void bucket_on_namespace_listed(StorageResult *r, void *userdata) {
         BucketJob *j = userdata;
         _cleanup_(freep) char *prefix = NULL;
-        Error e = {};
+        Error e = {0};
         int rr;
 
         if (r->status < 0 && r->status != -ENOENT) {
@@ -542,7 +542,7 @@ static int bucket_job_new(BucketCatalog *c, BucketOp op, const char *const *name
                           const char *last, const json_t *request, CatalogCallback cb, void *userdata,
                           BucketJob **ret) {
         _cleanup_(bucket_job_freep) BucketJob *j = NULL;
-        _cleanup_(buf_deinitp) Buf dir = {}, name = {};
+        _cleanup_(buf_deinitp) Buf dir = {0}, name = {0};
         int r = 0;
 
         if (c->is_closing)
@@ -607,7 +607,7 @@ static int bucket_start(void *impl, CatalogCallback cb, void *userdata) {
         BucketCatalog *c = impl;
         _cleanup_(freep) char *prefix = NULL;
         BucketJob *j;
-        Error e = {};
+        Error e = {0};
         int r;
 
         r = bucket_job_new(c, BUCKET_OP_START, NULL, 0, NULL, NULL, cb, userdata, &j);
@@ -686,7 +686,7 @@ static int bucket_create_table(void *impl, const char *const *namespace, size_t 
         BucketCatalog *c = impl;
         _cleanup_(freep) char *prefix = NULL;
         BucketJob *j;
-        Error e = {};
+        Error e = {0};
         int r;
 
         r = bucket_job_new(c, BUCKET_OP_CREATE_TABLE, namespace, n_namespace, name, request, cb, userdata, &j);
@@ -752,7 +752,7 @@ static void bucket_free(void *impl) {
 }
 
 int bucket_catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, BucketCatalog **ret) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        _cleanup_(storage_location_deinit) StorageLocation l = {0};
         const char *warehouse = catalog_config_warehouse(config);
         BucketCatalog *c;
         size_t n;

@@ -102,7 +102,7 @@ static void job_fail(FsJob *j, int status, const char *error_type, const char *f
 /* <warehouse>/<level>/.../<last> and "level. ... .last"; last may be NULL. */
 static int paths_build(const FsCatalog *c, const char *const *namespace, size_t n_namespace,
                        const char *last, char **ret_dir, char **ret_name) {
-        _cleanup_(buf_deinitp) Buf dir = {}, name = {};
+        _cleanup_(buf_deinitp) Buf dir = {0}, name = {0};
         int r = 0;
 
         if (n_namespace == 0)
@@ -153,7 +153,7 @@ static bool file_exists(const char *path) {
 
 static int64_t version_hint_read(const char *metadata_dir) {
         _cleanup_(freep) char *path = path_join(metadata_dir, VERSION_HINT);
-        _cleanup_(buf_deinitp) Buf b = {};
+        _cleanup_(buf_deinitp) Buf b = {0};
 
         buf_init(&b, 64);
         if (!path || storage_local_read_file(path, 64, &b, NULL) < 0)
@@ -181,7 +181,7 @@ static int64_t version_scan(const char *metadata_dir) {
  * (NOT_FOUND, -EBADMSG, UNAVAILABLE) and returns -1. */
 static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path, json_t **ret_metadata) {
         _cleanup_(freep) char *metadata_dir = path_join(j->dir, "metadata"), *path = NULL;
-        _cleanup_(buf_deinitp) Buf b = {};
+        _cleanup_(buf_deinitp) Buf b = {0};
         json_error_t json_error;
         int64_t version;
         json_t *md;
@@ -348,29 +348,37 @@ static void version_publish(FsJob *j, int64_t version, json_t *metadata_take) {
 
         final = hadoop_layout_version_location(j->dir, version);
         text = json_dumps(metadata, JSON_INDENT(2));
-        if (!metadata_dir || !final || !text)
-                return job_fail(j, -ENOMEM, "", "out of memory");
+        if (!metadata_dir || !final || !text) {
+                job_fail(j, -ENOMEM, "", "out of memory");
+                return;
+        }
         r = temp_file_write(metadata_dir, METADATA_SUFFIX ".tmp", text, strlen(text), &tmp);
-        if (r < 0)
-                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot write a new metadata file in '%s': %s",
-                                metadata_dir, strerror(-r));
+        if (r < 0) {
+                job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot write a new metadata file in '%s': %s",
+                         metadata_dir, strerror(-r));
+                return;
+        }
         r = rename_noreplace(tmp, final);
         if (r == -EEXIST) {
                 (void)unlink(tmp);
-                return job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException", "Version %" PRId64 " already exists: %s",
+                job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException", "Version %" PRId64 " already exists: %s",
                                 version, final);
+                return;
         }
         if (r < 0) {
                 (void)unlink(tmp);
-                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot rename '%s' to '%s': %s", tmp, final,
+                job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot rename '%s' to '%s': %s", tmp, final,
                                 strerror(-r));
+                return;
         }
         /* v<N+1> is visible now; until the directory entry is durable the outcome is open. */
         r = fsync_dir(metadata_dir);
-        if (r < 0)
-                return job_fail(j, CATALOG_E_STATE_UNKNOWN, "",
-                                "'%s' was published but fsync of '%s' failed: %s", final, metadata_dir,
-                                strerror(-r));
+        if (r < 0) {
+                job_fail(j, CATALOG_E_STATE_UNKNOWN, "",
+                         "'%s' was published but fsync of '%s' failed: %s", final, metadata_dir,
+                         strerror(-r));
+                return;
+        }
         version_hint_write(j, metadata_dir, version);
         job_succeed(j, final, TAKE_PTR(metadata));
 }
@@ -382,8 +390,10 @@ static void do_start(FsJob *j) {
         _cleanup_(freep) char *copy = strdup(warehouse), *probe = NULL;
         int r;
 
-        if (!copy)
-                return job_fail(j, -ENOMEM, "", "out of memory");
+        if (!copy) {
+                job_fail(j, -ENOMEM, "", "out of memory");
+                return;
+        }
         /* mkdir -p */
         for (char *p = copy + 1;; p++) {
                 char saved = *p;
@@ -391,17 +401,21 @@ static void do_start(FsJob *j) {
                 if (saved != '/' && saved != '\0')
                         continue;
                 *p = '\0';
-                if (mkdir(copy, 0755) < 0 && errno != EEXIST)
-                        return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create warehouse directory '%s': %s",
-                                        copy, strerror(errno));
+                if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
+                        job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create warehouse directory '%s': %s",
+                                 copy, strerror(errno));
+                        return;
+                }
                 *p = saved;
                 if (saved == '\0')
                         break;
         }
         r = temp_file_write(warehouse, "-probe.tmp", "", 0, &probe);
-        if (r < 0)
-                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "warehouse directory '%s' is not writable: %s",
-                                warehouse, strerror(-r));
+        if (r < 0) {
+                job_fail(j, CATALOG_E_UNAVAILABLE, "", "warehouse directory '%s' is not writable: %s",
+                         warehouse, strerror(-r));
+                return;
+        }
         (void)unlink(probe);
         j->result.status = 0;
 }
@@ -420,21 +434,29 @@ static void do_commit(FsJob *j) {
         _cleanup_(json_decrefp) json_t *base = NULL, *updated = NULL;
         _cleanup_(freep) char *path = NULL;
         int64_t version;
-        Error e = {};
+        Error e = {0};
         int r;
 
         if (table_read_latest(j, &version, &path, &base) < 0)
                 return;
         r = table_update_apply(base, j->request, j->now_ms, path, &updated, &e);
-        if (r == -ESTALE)
-                return job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException", "%s", e.message);
-        if (r == -EINVAL)
-                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
-        if (r < 0)
-                return job_fail(j, r, "", "cannot apply the commit: %s", strerror(-r));
+        if (r == -ESTALE) {
+                job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException", "%s", e.message);
+                return;
+        }
+        if (r == -EINVAL) {
+                job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
+                return;
+        }
+        if (r < 0) {
+                job_fail(j, r, "", "cannot apply the commit: %s", strerror(-r));
+                return;
+        }
         /* Like the REST server: a commit without updates changes nothing and writes nothing. */
-        if (json_array_size(json_object_get(j->request, "updates")) == 0)
-                return job_succeed(j, path, TAKE_PTR(base));
+        if (json_array_size(json_object_get(j->request, "updates")) == 0) {
+                job_succeed(j, path, TAKE_PTR(base));
+                return;
+        }
         version_publish(j, version + 1, TAKE_PTR(updated));
 }
 
@@ -442,11 +464,15 @@ static void do_create_namespace(FsJob *j) {
         _cleanup_(freep) char *copy = strdup(j->dir);
         size_t warehouse_len = strlen(j->catalog->warehouse);
 
-        if (!copy)
-                return job_fail(j, -ENOMEM, "", "out of memory");
-        if (json_object_size(j->request) > 0)
-                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
-                                "Cannot create namespace %s: metadata is not supported", j->name);
+        if (!copy) {
+                job_fail(j, -ENOMEM, "", "out of memory");
+                return;
+        }
+        if (json_object_size(j->request) > 0) {
+                job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
+                         "Cannot create namespace %s: metadata is not supported", j->name);
+                return;
+        }
         /* Parents are created as needed (mkdirs); only the last level must be new. */
         for (char *p = copy + warehouse_len + 1;; p++) {
                 char saved = *p;
@@ -455,12 +481,16 @@ static void do_create_namespace(FsJob *j) {
                         continue;
                 *p = '\0';
                 if (mkdir(copy, 0755) < 0) {
-                        if (errno != EEXIST)
-                                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create '%s': %s", copy,
-                                                strerror(errno));
-                        if (saved == '\0')
-                                return job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
-                                                "Namespace already exists: %s", j->name);
+                        if (errno != EEXIST) {
+                                job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create '%s': %s", copy,
+                                         strerror(errno));
+                                return;
+                        }
+                        if (saved == '\0') {
+                                job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
+                                         "Namespace already exists: %s", j->name);
+                                return;
+                        }
                 }
                 *p = saved;
                 if (saved == '\0')
@@ -475,47 +505,67 @@ static void do_create_table(FsJob *j) {
         const char *location;
         char uuid[UUID_STRING_MAX];
         struct stat st;
-        Error e = {};
+        Error e = {0};
         int r;
 
-        if (!namespace_dir || !metadata_dir)
-                return job_fail(j, -ENOMEM, "", "out of memory");
+        if (!namespace_dir || !metadata_dir) {
+                job_fail(j, -ENOMEM, "", "out of memory");
+                return;
+        }
         *strrchr(namespace_dir, '/') = '\0';
-        if (stat(namespace_dir, &st) < 0 || !S_ISDIR(st.st_mode))
-                return job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchNamespaceException", "Namespace does not exist: %.*s",
-                                (int)(strrchr(j->name, '.') - j->name), j->name);
-        if (version_scan(metadata_dir) > 0)
-                return job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException", "Table already exists: %s", j->name);
-        if (json_is_true(json_object_get(j->request, "stage-create")))
-                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
-                                "staged table creation is not supported by the filesystem catalog");
+        if (stat(namespace_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchNamespaceException", "Namespace does not exist: %.*s",
+                         (int)(strrchr(j->name, '.') - j->name), j->name);
+                return;
+        }
+        if (version_scan(metadata_dir) > 0) {
+                job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException", "Table already exists: %s", j->name);
+                return;
+        }
+        if (json_is_true(json_object_get(j->request, "stage-create"))) {
+                job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
+                         "staged table creation is not supported by the filesystem catalog");
+                return;
+        }
         /* HadoopCatalog: path-based tables live where their path says. */
         location = json_string_value(json_object_get(j->request, "location"));
         if (location) {
                 _cleanup_(freep) char *p = NULL;
 
-                if (storage_path_from_location(location, &p, NULL) < 0 || strcmp(p, j->dir) != 0)
-                        return job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
-                                        "Cannot set a custom location for a path-based table. Expected %s but got %s",
-                                        j->dir, location);
+                if (storage_path_from_location(location, &p, NULL) < 0 || strcmp(p, j->dir) != 0) {
+                        job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
+                                 "Cannot set a custom location for a path-based table. Expected %s but got %s",
+                                 j->dir, location);
+                        return;
+                }
         }
         uuid_v4_string(uuid);
         r = table_update_metadata_create(j->request, j->dir, j->now_ms, uuid, &md, &e);
-        if (r == -EINVAL)
-                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
-        if (r < 0)
-                return job_fail(j, r, "", "cannot build table metadata: %s", strerror(-r));
-        if (location && json_object_set_new(md, "location", json_string(j->dir)) < 0)
-                return job_fail(j, -ENOMEM, "", "out of memory");
-        if ((mkdir(j->dir, 0755) < 0 && errno != EEXIST) || (mkdir(metadata_dir, 0755) < 0 && errno != EEXIST))
-                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create '%s': %s", metadata_dir,
-                                strerror(errno));
+        if (r == -EINVAL) {
+                job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
+                return;
+        }
+        if (r < 0) {
+                job_fail(j, r, "", "cannot build table metadata: %s", strerror(-r));
+                return;
+        }
+        if (location && json_object_set_new(md, "location", json_string(j->dir)) < 0) {
+                job_fail(j, -ENOMEM, "", "out of memory");
+                return;
+        }
+        if ((mkdir(j->dir, 0755) < 0 && errno != EEXIST) || (mkdir(metadata_dir, 0755) < 0 && errno != EEXIST)) {
+                job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create '%s': %s", metadata_dir,
+                         strerror(errno));
+                return;
+        }
         /* The new directories must survive a crash as well as v1 itself. */
         r = fsync_dir(namespace_dir);
         if (r == 0)
                 r = fsync_dir(j->dir);
-        if (r < 0)
-                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot fsync '%s': %s", j->dir, strerror(-r));
+        if (r < 0) {
+                job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot fsync '%s': %s", j->dir, strerror(-r));
+                return;
+        }
         /* A concurrent create loses the no-replace rename of v1 and gets CONFLICT. */
         version_publish(j, 1, TAKE_PTR(md));
         if (j->result.status == CATALOG_E_CONFLICT)

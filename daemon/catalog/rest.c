@@ -223,12 +223,12 @@ void rest_config_deinit(RestConfig *config) {
         for (size_t i = 0; i < config->n_endpoints; i++)
                 free(config->endpoints[i]);
         free(config->endpoints);
-        *config = (RestConfig){};
+        *config = (RestConfig){0};
 }
 
 int rest_config_parse(const json_t *response, const json_t *client_properties, RestConfig *ret,
                       Error *error) {
-        _cleanup_(rest_config_deinit) RestConfig c = {};
+        _cleanup_(rest_config_deinit) RestConfig c = {0};
         const json_t *v;
         const char *s;
         int r;
@@ -312,7 +312,7 @@ int rest_config_parse(const json_t *response, const json_t *client_properties, R
         }
 
         *ret = c;
-        c = (RestConfig){};
+        c = (RestConfig){0};
         return 0;
 }
 
@@ -404,7 +404,7 @@ int rest_error_parse(Slice body, RestError *ret) {
         _cleanup_(json_decrefp) json_t *j = NULL;
         const json_t *error, *v;
 
-        *ret = (RestError){};
+        *ret = (RestError){0};
         if (rest_json_parse(body, &j, /* error= */ NULL) < 0)
                 return -EBADMSG;
         error = json_object_get(j, "error");
@@ -442,7 +442,7 @@ void rest_token_deinit(RestToken *token) {
                 explicit_bzero(token->access_token, strlen(token->access_token));
                 free(token->access_token);
         }
-        *token = (RestToken){};
+        *token = (RestToken){0};
 }
 
 static bool is_visible_ascii(const char *s) {
@@ -454,7 +454,7 @@ static bool is_visible_ascii(const char *s) {
 
 int rest_token_parse(Slice body, RestToken *ret, Error *error) {
         _cleanup_(json_decrefp) json_t *j = NULL;
-        _cleanup_(rest_token_deinit) RestToken t = {};
+        _cleanup_(rest_token_deinit) RestToken t = {0};
         const json_t *v;
         const char *s;
         int r;
@@ -503,7 +503,7 @@ int rest_token_parse(Slice body, RestToken *ret, Error *error) {
         if (!t.access_token)
                 return -ENOMEM;
         *ret = t;
-        t = (RestToken){};
+        t = (RestToken){0};
         return 0;
 }
 

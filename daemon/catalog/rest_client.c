@@ -99,7 +99,7 @@ static int call_submit(CatalogCall *call, bool has_fresh_token);
 static CatalogCall *queue_take_all(CallQueue *q) {
         CatalogCall *head = q->head;
 
-        *q = (CallQueue){};
+        *q = (CallQueue){0};
         return head;
 }
 
@@ -325,7 +325,7 @@ static void call_on_response(const CurlUvResponse *response, void *userdata);
 
 static int call_send(CatalogCall *call) {
         RestClient *c = call->client;
-        _cleanup_(buf_deinitp) Buf url = {}, auth = {}, key = {};
+        _cleanup_(buf_deinitp) Buf url = {0}, auth = {0}, key = {0};
         _cleanup_(freep) const char **lines = NULL;
         size_t n_lines = 0;
         CurlUvRequest req;
@@ -444,7 +444,7 @@ static int config_call_start(RestClient *c, CatalogCallback cb, void *userdata) 
 static json_t *call_read_success(const CatalogCall *call, const CurlUvResponse *response,
                                  CatalogResult *result) {
         bool is_mutation = call_is_mutation(call);
-        Error error = {};
+        Error error = {0};
         json_t *body = NULL;
         int r;
 
@@ -527,9 +527,9 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
         CatalogCall *call = userdata;
         RestClient *c = call->client;
         _cleanup_(json_decrefp) json_t *body = NULL;
-        CatalogResult result = {};
+        CatalogResult result = {0};
         RestConfig config;
-        Error error = {};
+        Error error = {0};
         int r;
 
         if (response->status == 0 && catalog_auth_is_refusal(&c->auth, response->http_status) &&

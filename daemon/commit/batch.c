@@ -30,7 +30,7 @@ static void batch_build_after(Batch *b);
 
 static void batch_free_attempt(Batch *b) {
         b->table = table_metadata_free(b->table);
-        b->head = b->parent = (TableBranch){};
+        b->head = b->parent = (TableBranch){0};
         free(b->parent_list_location);
         b->parent_list_location = NULL;
         for (size_t i = 0; i < b->n_list; i++)
@@ -547,7 +547,7 @@ static void batch_describe(const Job *j, size_t k, char *out, size_t size) {
  * one file, would give the same rows two row-id ranges). Flags the later request of each clash
  * (refusal_type, error); returns 1 when any was flagged, 0, or -ENOMEM. */
 static int batch_find_repeats(Batch *b) {
-        _cleanup_(duplicates_deinit) Duplicates manifests = {}, files = {};
+        _cleanup_(duplicates_deinit) Duplicates manifests = {0}, files = {0};
         const DuplicatesRef *first, *again;
         size_t pos = 0;
         int r = 0, found = 0;
@@ -840,7 +840,7 @@ static void batch_build_after(Batch *b) {
         const CommitRequest *first = b->jobs[0]->writer->request;
         _cleanup_(freep) char *keys = NULL;
         json_t *summary = NULL, *request = NULL, *writer_props, *parent_summary;
-        SnapshotAdded added = {};
+        SnapshotAdded added = {0};
         SnapshotSpec spec;
         Buf key_list;
         int r;
@@ -1004,7 +1004,7 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
         current = table_current_schema(b->table);
         if (m->schema_json) {
                 _cleanup_(json_decrefp) json_t *written = json_loads(m->schema_json, 0, NULL);
-                Error error = {};
+                Error error = {0};
                 int r;
 
                 if (!written) {

@@ -31,8 +31,8 @@ static int intake_refuse(Job *j, int r, int status) {
 /* The reason a location cannot be read at all (a scheme no backend takes, a non-canonical key),
  * before the question whether it is inside the table. */
 static int job_location_check(Job *j, const char *what, size_t i, const char *location, const char *type) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
-        Error e = {};
+        _cleanup_(storage_location_deinit) StorageLocation l = {0};
+        Error e = {0};
         int r;
 
         r = storage_location_parse(location, &l, &e);

@@ -68,5 +68,5 @@ void duplicates_deinit(Duplicates *d) {
         for (size_t i = 0; i < d->n_refs; i++)
                 free(d->refs[i].canonical);
         free(d->refs);
-        *d = (Duplicates){};
+        *d = (Duplicates){0};
 }

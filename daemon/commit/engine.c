@@ -200,7 +200,7 @@ static void job_intake_enqueue(Job *j) {
 /* Thread pool: one request naming one data file twice (in two manifests, twice in one, or under
  * two spellings) would commit its rows twice, each time with new row ids. */
 static int job_intake_check_repeats(Job *j) {
-        _cleanup_(duplicates_deinit) Duplicates files = {};
+        _cleanup_(duplicates_deinit) Duplicates files = {0};
         const DuplicatesRef *first, *again;
         const CommitRequest *r = j->writer->request;
         char where_first[600], where_again[600];
@@ -437,7 +437,7 @@ static bool job_on_footer(Job *j, size_t i, StorageResult *result) {
         const CommitRequest *r = j->writer->request;
         size_t d = i - r->n_manifests;
         uint64_t need = 0;
-        Error error = {};
+        Error error = {0};
         int rr;
 
         if (j->file_reads[d]++ > 0 && result->size != j->file_sizes[d]) {
@@ -499,7 +499,7 @@ static void job_io_pump(Job *j) {
                j->n_io_started - j->n_io_done < max) {
                 size_t i = j->n_io_started;
                 bool footer = i >= r->n_manifests && probe_wants_footer(j, i - r->n_manifests);
-                Error error = {};
+                Error error = {0};
                 int rr;
 
                 rr = job_io_start(j, i, footer ? e->config->parquet_tail_bytes : 0, &error);
@@ -721,7 +721,7 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
         HistoryLookup *l = userdata;
         CommitEngine *e = l->engine;
         _cleanup_(table_metadata_freep) TableMetadata *t = NULL;
-        Error error = {};
+        Error error = {0};
         json_t *s;
 
         e->n_in_flight--;
@@ -756,9 +756,9 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
 static void engine_lookup_history(WriterRequest *w, const char *key, const char *namespace_param,
                                   const char *table, const char *principal, void *userdata) {
         CommitEngine *e = userdata;
-        CommitTarget target = {};
+        CommitTarget target = {0};
         HistoryLookup *l;
-        Error error = {};
+        Error error = {0};
         int r;
 
         r = request_target_parse(namespace_param, table, &target, &error);

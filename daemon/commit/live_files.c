@@ -142,7 +142,7 @@ static void live_files_slot_drop(LiveFiles *lf, LiveFileHash h) {
                 lf->slots[i] = lf->slots[j];
                 i = j;
         }
-        lf->slots[i] = (LiveFilesSlot){};
+        lf->slots[i] = (LiveFilesSlot){0};
 }
 
 bool live_files_contains(const LiveFiles *lf, LiveFileHash hash) {

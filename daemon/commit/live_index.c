@@ -38,7 +38,7 @@ void live_index_attempt_deinit(LiveIndexAttempt *a) {
                 free(a->staged[i]);
         free(a->staged);
         free(a->n_staged_files);
-        *a = (LiveIndexAttempt){};
+        *a = (LiveIndexAttempt){0};
 }
 
 static void live_index_publish(CommitEngine *e) {
@@ -47,7 +47,7 @@ static void live_index_publish(CommitEngine *e) {
 
 void live_index_deinit(CommitEngine *e, LiveIndex *ix) {
         ix->files = live_files_free(ix->files);
-        *ix = (LiveIndex){};
+        *ix = (LiveIndex){0};
         live_index_publish(e);
 }
 

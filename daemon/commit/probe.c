@@ -185,7 +185,7 @@ static void probe_pump(Job *j) {
                 size_t i = j->n_probes_started;
                 const Probe *p = &j->probes[i];
                 StorageContext ctx = engine_storage_context(e, j->props, j->writer->accepted_ns);
-                Error error = {};
+                Error error = {0};
                 int r;
 
                 ctx.root = p->root;
@@ -236,7 +236,7 @@ int probe_footer_check(Job *j, size_t i, const StorageResult *result, uint64_t *
         const DataFile *f = &j->writer->request->data_files[i];
         const CommitConfig *c = j->engine->config;
         ParquetFooter footer;
-        Error error = {};
+        Error error = {0};
         int r;
 
         /* Parsed on the loop: linear in the footer, which commit.max-parquet-footer-bytes bounds. */

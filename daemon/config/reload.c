@@ -88,7 +88,7 @@ int config_reload(Config *live, ConfigReload *ret, Error *error) {
         _cleanup_(config_freep) Config *fresh = NULL;
         int r;
 
-        *ret = (ConfigReload){};
+        *ret = (ConfigReload){0};
         r = config_load(live->path, &fresh, error);
         if (r < 0)
                 return r;

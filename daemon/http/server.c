@@ -325,7 +325,7 @@ int http_server_new(uv_loop_t *loop, const HttpConfig *config, HttpServer **ret)
         s->header_timeout_ms = config->header_timeout_ms;
         s->body_timeout_ms = config->body_timeout_ms;
         if (config->tls_certificate_file) {
-                Error error = {};
+                Error error = {0};
                 int k;
 
                 k = http_tls_new(config, &s->ssl_ctx, &error);
@@ -372,7 +372,7 @@ static int server_parse_address(const char *address, uint16_t port,
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ret_addr;
         struct sockaddr_in *in = (struct sockaddr_in *)ret_addr;
 
-        *ret_addr = (struct sockaddr_storage){};
+        *ret_addr = (struct sockaddr_storage){0};
         if (inet_pton(AF_INET, address, &in->sin_addr) == 1) {
                 in->sin_family = AF_INET;
                 in->sin_port = htons(port);

@@ -11,7 +11,7 @@
 static void counts_deinit(DataFileCounts *c) {
         free(c->ids);
         free(c->values);
-        *c = (DataFileCounts){};
+        *c = (DataFileCounts){0};
 }
 
 static void bounds_deinit(DataFileBounds *b) {
@@ -23,7 +23,7 @@ static void bounds_deinit(DataFileBounds *b) {
         free(b->ids);
         free(b->json);
         free(b->bytes);
-        *b = (DataFileBounds){};
+        *b = (DataFileBounds){0};
 }
 
 void data_file_deinit(DataFile *f) {
@@ -40,7 +40,7 @@ void data_file_deinit(DataFile *f) {
                 buf_deinit(&f->partition_values[i]);
         free(f->partition_values);
         free(f->partition_is_null);
-        *f = (DataFile){};
+        *f = (DataFile){0};
 }
 
 const char *data_file_format_name(DataFileFormat format) {

@@ -327,8 +327,7 @@ static const char *entry_status_name(int32_t status) {
 }
 
 /* Every rejection names the entry (0-based) and its file: "entry 2 (s3://b/x.parquet): ...". */
-#define ENTRY_ERROR(code, fmt, ...)                                                                \
-        error_set(e, (code), "entry %" PRIu64 " (%s): " fmt, idx, info->path, ##__VA_ARGS__)
+#define ENTRY_ERROR(code, ...) (error_set(e, (code), __VA_ARGS__), ENTRY_PREFIX(code))
 #define ENTRY_PREFIX(code) error_prefix(e, (code), "entry %" PRIu64 " (%s)", idx, info->path)
 
 /* Validates one entry against the staging rules and records its data file in `info`. */
@@ -566,7 +565,7 @@ static int manifest_staged_parse_entries(OcfReader *reader, StagedManifest *m, E
                 .item_size = sizeof(DataFileInfo),
         };
         StagedManifestRead read = { .m = m, .ef = ef };
-        RecordsArray array = {};
+        RecordsArray array = {0};
         int r;
 
         r = records_read(reader, &options, manifest_staged_read_record, &read, &array, e);
@@ -586,7 +585,7 @@ int manifest_staged_parse(Slice bytes, const char *location, const ManifestLimit
         _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
         _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         uint64_t max_entries = limits ? limits->max_entries : MANIFEST_DEFAULT_MAX_ENTRIES;
-        EntryFields ef = {};
+        EntryFields ef = {0};
         FieldsRecord entry;
         int r;
 
@@ -658,7 +657,7 @@ int manifest_count_entries(Slice bytes, const ManifestLimits *limits, ManifestCo
                 .name = "manifest",
                 .prefix = "manifest",
         };
-        ManifestCount count = {};
+        ManifestCount count = {0};
         FieldsRecord entry, data_file;
         int r;
 

@@ -452,7 +452,7 @@ int manifest_write(const ManifestWriteSpec *spec, const DataFile *files, size_t 
                    Error *e) {
         _cleanup_(ocf_writer_freep) OcfWriter *w = NULL;
         _cleanup_(freep) char *schema_text = NULL;
-        EntryLayout layout = {};
+        EntryLayout layout = {0};
         avro_value_t value;
         json_t *schema;
         int r;

@@ -49,7 +49,7 @@ static void schema_index_deinit(SchemaIndex *x) {
         for (size_t i = 0; i < x->n; i++)
                 free(x->entries[i].path);
         free(x->entries);
-        *x = (SchemaIndex){};
+        *x = (SchemaIndex){0};
 }
 
 static const SchemaEntry *schema_index_by_id(const SchemaIndex *x, int64_t id) {
@@ -230,7 +230,7 @@ static int compat_problem(CompatState *s, const char *fmt, ...) {
 
 /* "decimal(P, S)" -> P and S; false when `t` is not a decimal. */
 static bool decimal_parse(const char *t, unsigned *ret_precision, unsigned *ret_scale) {
-        unsigned v[2] = {};
+        unsigned v[2] = {0};
         const char *p;
 
         if (strncmp(t, "decimal(", 8) != 0)

@@ -18,7 +18,7 @@
 
 void table_schema_field_ids_deinit(SchemaFieldIds *s) {
         free(s->ids);
-        *s = (SchemaFieldIds){};
+        *s = (SchemaFieldIds){0};
 }
 
 static int table_schema_field_ids_add(SchemaFieldIds *s, const json_t *v, const char *what, const char *path,
@@ -235,13 +235,13 @@ static int schema_validate_type(const json_t *type, int format_version, SchemaFi
 /* Validates and returns the sorted field ids of `schema` (caller deinits ids). */
 int table_schema_field_ids_collect(const json_t *schema, int format_version, SchemaFieldIds *ids,
                               Error *error) {
+        const char *type = json_string_value(json_object_get(schema, "type"));
         const json_t *identifiers;
         size_t i;
         json_t *v;
         int r;
 
-        if (!json_is_object(schema) ||
-            strcmp(json_string_value(json_object_get(schema, "type")) ?: "", "struct") != 0)
+        if (!json_is_object(schema) || !type || strcmp(type, "struct") != 0)
                 return error_set(error, -EINVAL, "schema: must be an object of type \"struct\"");
         r = schema_validate_struct(schema, format_version, ids, "", 0, error);
         if (r < 0)
@@ -265,7 +265,7 @@ int table_schema_field_ids_collect(const json_t *schema, int format_version, Sch
 
 int table_schema_validate(const json_t *schema, int format_version, int32_t *ret_highest_id,
                           Error *error) {
-        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {0};
         int r;
 
         r = table_schema_field_ids_collect(schema, format_version, &ids, error);
@@ -403,7 +403,7 @@ int table_schema_partition_spec_fresh(const json_t *spec, const json_t *existing
                 if (!transform_is_known(transform))
                         return error_set(error, -EINVAL,
                                          "partition spec: field '%s' has unknown transform '%s'", name,
-                                         transform ?: "(none)");
+                                         transform ? transform : "(none)");
                 if (json_object_get(f, "field-id")) {
                         if (table_json_get_i32(f, "field-id", &field_id) < 0 ||
                             field_id < PARTITION_FIELD_ID_START)
@@ -469,16 +469,16 @@ int table_schema_sort_order_validate(const json_t *order, const SchemaFieldIds *
                                          i);
                 if (!transform_is_known(transform))
                         return error_set(error, -EINVAL, "sort order: field %zu has unknown transform '%s'",
-                                         i, transform ?: "(none)");
+                                         i, transform ? transform : "(none)");
                 if (!direction || (strcmp(direction, "asc") != 0 && strcmp(direction, "desc") != 0))
                         return error_set(error, -EINVAL,
                                          "sort order: field %zu has direction '%s', not \"asc\" or \"desc\"",
-                                         i, direction ?: "(none)");
+                                         i, direction ? direction : "(none)");
                 if (!null_order || (strcmp(null_order, "nulls-first") != 0 &&
                                     strcmp(null_order, "nulls-last") != 0))
                         return error_set(error, -EINVAL,
                                          "sort order: field %zu has null-order '%s', not \"nulls-first\" or \"nulls-last\"",
-                                         i, null_order ?: "(none)");
+                                         i, null_order ? null_order : "(none)");
         }
         return 0;
 }

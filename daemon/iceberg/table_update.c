@@ -98,7 +98,7 @@ static int update_upgrade_format_version(Apply *a, const json_t *u) {
 
 static int update_add_schema(Apply *a, const json_t *u) {
         const json_t *schema = json_object_get(u, "schema");
-        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {0};
         json_t *schemas, *s, *copy;
         int64_t last_column_id = 0, current_id = 0, new_id;
         int32_t highest;
@@ -191,7 +191,7 @@ static bool spec_compatible(const json_t *a, const json_t *b) {
 
 static int update_add_spec(Apply *a, const json_t *u) {
         const json_t *spec = json_object_get(u, "spec");
-        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {0};
         _cleanup_(json_decrefp) json_t *fresh = NULL;
         json_t *specs, *s;
         int64_t new_id = 0;
@@ -261,7 +261,7 @@ static int update_set_default_spec(Apply *a, const json_t *u) {
 
 static int update_add_sort_order(Apply *a, const json_t *u) {
         const json_t *order = json_object_get(u, "sort-order");
-        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {0};
         json_t *orders, *o, *copy;
         int64_t new_id = 1;     /* SortOrder.INITIAL_SORT_ORDER_ID; 0 is unsorted */
         size_t i;
@@ -562,7 +562,7 @@ static int requirement_check(const json_t *md, const json_t *req, Error *error) 
                         return error_set(error, -EINVAL, "requirement assert-table-uuid: Invalid required UUID: null");
                 if (!actual || strcasecmp(uuid, actual) != 0)
                         return error_set(error, -ESTALE, "Requirement failed: UUID does not match: expected %s != %s",
-                                         actual ?: "(none)", uuid);
+                                         actual ? actual : "(none)", uuid);
                 return 0;
         }
         if (strcmp(type, "assert-ref-snapshot-id") == 0) {
@@ -578,8 +578,10 @@ static int requirement_check(const json_t *md, const json_t *req, Error *error) 
                                          "requirement assert-ref-snapshot-id: snapshot-id is not an integer or null");
                 ref = json_object_get(json_object_get(md, "refs"), name);
                 if (ref) {
-                        const char *kind = json_string_value(json_object_get(ref, "type")) ?: "branch";
+                        const char *kind = json_string_value(json_object_get(ref, "type"));
 
+                        if (!kind)
+                                kind = "branch";
                         (void)table_json_get_i64(ref, "snapshot-id", &have);
                         if (!json_is_integer(want))
                                 return error_set(error, -ESTALE, "Requirement failed: %s %s was created concurrently",
@@ -709,7 +711,7 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
                         known = known || strcmp(action, updates_table[k].action) == 0;
                 if (!known)
                         return error_set(error, -EINVAL, "updates[%zu]: unknown or unsupported action '%s'", i,
-                                         action ?: "(none)");
+                                         action ? action : "(none)");
         }
 
         a.md = json_deep_copy(metadata);
@@ -768,7 +770,7 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
 
 int table_update_metadata_create(const json_t *create_request, const char *location, int64_t now_ms,
                           const char *uuid, json_t **ret_metadata, Error *error) {
-        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {0};
         _cleanup_(json_decrefp) json_t *md = NULL, *properties = NULL, *spec = NULL, *schema = NULL,
                                        *order = NULL;
         const json_t *req_schema, *req_spec, *req_order, *req_properties;

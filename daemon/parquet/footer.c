@@ -273,7 +273,7 @@ static int parse_file_metadata(Cursor *c, ParquetFooter *f, Error *error) {
 int parquet_footer_parse(Slice tail, uint64_t file_size, uint64_t max_footer_bytes, ParquetFooter *ret_footer,
                          uint64_t *ret_need, Error *error) {
         const uint8_t *trailer;
-        ParquetFooter f = {};
+        ParquetFooter f = {0};
         uint64_t length;
         Cursor c;
         int r;

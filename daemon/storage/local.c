@@ -126,7 +126,7 @@ int storage_local_read_file(const char *path, uint64_t max_bytes, Buf *out, Erro
 
 int storage_local_read_beneath(const char *root, const char *path, uint64_t max_bytes, Buf *out, Error *error) {
         _cleanup_(closep) int fd = -1;
-        struct stat st = {};
+        struct stat st = {0};
         int r;
 
         /* O_NONBLOCK: a FIFO given as a manifest must not hold a thread-pool thread in open();
@@ -226,7 +226,7 @@ int storage_local_file_size(const char *path, uint64_t *ret_size, Error *error) 
 
 int storage_local_size_beneath(const char *root, const char *path, uint64_t *ret_size, Error *error) {
         _cleanup_(closep) int fd = -1;
-        struct stat st = {};
+        struct stat st = {0};
         int r;
 
         /* O_PATH: nothing is opened for reading, so not even a device notices the question. */
@@ -242,7 +242,7 @@ int storage_local_read_tail(const char *root, const char *path, uint64_t max_tai
         _cleanup_(closep) int fd = -1;
         uint64_t size, offset;
         size_t want, got = 0;
-        struct stat st = {};
+        struct stat st = {0};
         int r;
 
         assert(max_tail_bytes > 0);

@@ -93,7 +93,7 @@ static int storage_s3_parse(const char *location, const char *rest, StorageLocat
 }
 
 int storage_location_parse(const char *location, StorageLocation *ret, Error *error) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        _cleanup_(storage_location_deinit) StorageLocation l = {0};
         static const char *const s3_schemes[] = { "s3://", "s3a://", "s3n://" };
         static const char *const refused[] = { "gs://", "abfs://", "abfss://", "wasb://", "wasbs://", "oss://",
                                                "hdfs://", "viewfs://" };
@@ -106,7 +106,7 @@ int storage_location_parse(const char *location, StorageLocation *ret, Error *er
                         if (r < 0)
                                 return r;
                         *ret = l;
-                        l = (StorageLocation){};
+                        l = (StorageLocation){0};
                         return 0;
                 }
         for (size_t i = 0; i < ELEMENTSOF(refused); i++)
@@ -134,7 +134,7 @@ int storage_location_parse(const char *location, StorageLocation *ret, Error *er
                 return r;
         l.scheme = STORAGE_SCHEME_LOCAL;
         *ret = l;
-        l = (StorageLocation){};
+        l = (StorageLocation){0};
         return 0;
 }
 
@@ -142,17 +142,17 @@ void storage_location_deinit(StorageLocation *l) {
         free(l->path);
         free(l->bucket);
         free(l->key);
-        *l = (StorageLocation){};
+        *l = (StorageLocation){0};
 }
 
 bool storage_location_is_local(const char *location) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        _cleanup_(storage_location_deinit) StorageLocation l = {0};
 
         return storage_location_parse(location, &l, NULL) == 0 && l.scheme == STORAGE_SCHEME_LOCAL;
 }
 
 char *storage_location_canonical(const char *location) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        _cleanup_(storage_location_deinit) StorageLocation l = {0};
         char *out;
 
         if (storage_location_parse(location, &l, NULL) < 0)
@@ -163,7 +163,7 @@ char *storage_location_canonical(const char *location) {
 }
 
 int storage_path_from_location(const char *location, char **ret_path, Error *error) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        _cleanup_(storage_location_deinit) StorageLocation l = {0};
         int r;
 
         r = storage_location_parse(location, &l, error);
@@ -176,7 +176,7 @@ int storage_path_from_location(const char *location, char **ret_path, Error *err
 }
 
 bool storage_location_is_within(const char *location, const char *dir_location) {
-        _cleanup_(storage_location_deinit) StorageLocation inner = {}, dir = {};
+        _cleanup_(storage_location_deinit) StorageLocation inner = {0}, dir = {0};
         const char *a, *b;
         size_t n;
 

@@ -433,7 +433,7 @@ static void s3_op_count(S3Op *op, int status) {
 
 /* A LIST page: keep its keys (as full locations) and ask for the next one. */
 static int s3_op_take_page(S3Op *op, Slice body) {
-        _cleanup_(s3_xml_list_page_deinit) S3XmlListPage page = {};
+        _cleanup_(s3_xml_list_page_deinit) S3XmlListPage page = {0};
         size_t left = op->max_bytes > op->result.n_names ? (size_t)(op->max_bytes - op->result.n_names) : 0;
         char **grown;
         int r;
@@ -537,7 +537,7 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
         S3Op *op = userdata;
         S3Client *c = op->client;
         const char *method = s3_op_method(op);
-        S3XmlError xml = {};
+        S3XmlError xml = {0};
         char detail[900];
         long http = response->http_status;
         int r;

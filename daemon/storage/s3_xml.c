@@ -160,7 +160,7 @@ static void s3_xml_copy_text(const char *s, size_t start, size_t end, char *fiel
 int s3_xml_error_parse(Slice body, S3XmlError *ret) {
         const char *s = (const char *)body.ptr;
         size_t pos = 0, start, end, p;
-        S3XmlError e = {};
+        S3XmlError e = {0};
 
         if (!s || !s3_xml_find(s, body.len, &pos, "Error", &start, &end))
                 return -EBADMSG;
@@ -200,11 +200,11 @@ void s3_xml_list_page_deinit(S3XmlListPage *page) {
                 free(page->keys[i]);
         free(page->keys);
         free(page->next_token);
-        *page = (S3XmlListPage){};
+        *page = (S3XmlListPage){0};
 }
 
 int s3_xml_list_parse(Slice body, size_t max_keys, S3XmlListPage *ret) {
-        _cleanup_(s3_xml_list_page_deinit) S3XmlListPage page = {};
+        _cleanup_(s3_xml_list_page_deinit) S3XmlListPage page = {0};
         const char *s = (const char *)body.ptr;
         size_t pos = 0, start, end, doc_end;
         int r = 0;
@@ -244,6 +244,6 @@ int s3_xml_list_parse(Slice body, size_t max_keys, S3XmlListPage *ret) {
                         return r;
         }
         *ret = page;
-        page = (S3XmlListPage){};
+        page = (S3XmlListPage){0};
         return 0;
 }

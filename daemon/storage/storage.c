@@ -200,7 +200,7 @@ static void storage_s3_settings(const Storage *s, const StorageProps *props, con
 static int storage_submit(Storage *s, const StorageContext *ctx, LocalKind kind, S3OpKind s3_kind,
                           const char *location, Slice data, unsigned flags, uint64_t max, StorageCallback cb,
                           void *userdata, Error *error) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        _cleanup_(storage_location_deinit) StorageLocation l = {0};
         const StorageProps *props = ctx ? ctx->props : NULL;
         S3Settings settings;
         int r;
@@ -460,7 +460,7 @@ int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *
         if (!m)
                 return -ENOMEM;
         m->storage = s;
-        m->ctx = ctx ? *ctx : (StorageContext){};
+        m->ctx = ctx ? *ctx : (StorageContext){0};
         if (m->ctx.root) {
                 m->root = strdup(m->ctx.root);
                 if (!m->root) {

@@ -127,7 +127,7 @@ static int call_next(TablesCall *c, CallStep step) {
 
 static void call_on_catalog(const CatalogResult *result, void *userdata) {
         _cleanup_(call_freep) TablesCall *c = userdata;
-        Error error = {};
+        Error error = {0};
         CallStep next;
         int r;
 
@@ -259,7 +259,7 @@ static void tables_handle_create_table(HttpRequest *r, void *userdata) {
         TablesCall c = { .api = userdata, .step = STEP_CREATE_TABLE };
         const AuthToken *caller;
         const char *name;
-        Error error = {};
+        Error error = {0};
         int rr;
 
         if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
@@ -279,7 +279,7 @@ static void tables_handle_create_namespace(HttpRequest *r, void *userdata) {
         TablesCall c = { .api = userdata, .step = STEP_NAMESPACE_ONLY };
         _cleanup_(freep) char *namespace_param = NULL;
         const AuthToken *caller;
-        Error error = {};
+        Error error = {0};
         int rr;
 
         if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)

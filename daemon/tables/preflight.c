@@ -24,7 +24,7 @@ int preflight_request_parse(Slice body, UpgradeRequest *ret, Error *error) {
         json_t *root, *v;
         json_error_t je;
         const char *key;
-        UpgradeRequest req = {};
+        UpgradeRequest req = {0};
         int r = 0;
 
         root = json_loadb((const char *)body.ptr, body.len, JSON_REJECT_DUPLICATES, &je);

@@ -328,7 +328,7 @@ void upgrade_handle(HttpRequest *r, void *userdata) {
         UpgradeContext *ctx = userdata;
         _cleanup_(upgrade_call_freep) UpgradeCall *c = NULL;
         const AuthToken *caller;
-        Error error = {};
+        Error error = {0};
         int rr;
 
         if (auth_check(ctx->auth, r, AUTH_RIGHT_UPGRADE, http_request_param(r, 0), http_request_param(r, 1),

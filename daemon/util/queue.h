@@ -9,8 +9,8 @@
 /* Appends `item` to queue `q` (a pointer to a struct with head and tail). */
 #define QUEUE_PUSH(q, item)                                     \
         do {                                                    \
-                typeof(q) _q = (q);                             \
-                typeof(item) _item = (item);                    \
+                __typeof__(q) _q = (q);                             \
+                __typeof__(item) _item = (item);                    \
                                                                 \
                 _item->next = NULL;                             \
                 if (_q->tail)                                   \
@@ -22,9 +22,9 @@
 
 /* Unlinks and returns the first item of `q` (its next cleared), or NULL when it is empty. */
 #define QUEUE_POP(q)                                            \
-        ({                                                      \
-                typeof(q) _q = (q);                             \
-                typeof(_q->head) _head = _q->head;              \
+        __extension__({                                         \
+                __typeof__(q) _q = (q);                             \
+                __typeof__(_q->head) _head = _q->head;              \
                                                                 \
                 if (_head) {                                    \
                         _q->head = _head->next;                 \

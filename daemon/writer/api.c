@@ -37,7 +37,7 @@ static void writer_handle_commit(HttpRequest *r, void *userdata) {
         _cleanup_(request_freep) CommitRequest *request = NULL;
         const AuthToken *caller;
         WriterRequest *w;
-        Error error = {};
+        Error error = {0};
         int rr;
 
         if (auth_check(api->auth, r, AUTH_RIGHT_COMMIT, http_request_param(r, 0), http_request_param(r, 1),

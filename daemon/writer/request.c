@@ -38,7 +38,7 @@ static bool text_is_valid(const char *s, size_t len, size_t max) {
 
 int request_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error) {
         const char *p = namespace_param;
-        CommitTarget t = {};
+        CommitTarget t = {0};
         int r;
 
         for (;;) {
@@ -94,7 +94,7 @@ void request_target_deinit(CommitTarget *t) {
                 free(t->namespace[i]);
         free(t->namespace);
         free(t->table);
-        *t = (CommitTarget){};
+        *t = (CommitTarget){0};
 }
 
 json_t *request_target_namespace_json(const CommitTarget *t) {
@@ -109,7 +109,7 @@ json_t *request_target_namespace_json(const CommitTarget *t) {
 /* Whether two locations name one file: local paths normalized, S3 by bucket and key whatever
  * the scheme's spelling. Unparsable ones compare as written (refused later, with the reason). */
 static bool request_same_file(const char *a, const char *b) {
-        _cleanup_(storage_location_deinit) StorageLocation la = {}, lb = {};
+        _cleanup_(storage_location_deinit) StorageLocation la = {0}, lb = {0};
 
         if (strcmp(a, b) == 0)
                 return true;

@@ -38,8 +38,8 @@ static void fuzz_error(Slice body) {
 }
 
 static void fuzz_token(Slice body) {
-        RestToken t = {};
-        Error error = {};
+        RestToken t = {0};
+        Error error = {0};
 
         if (rest_token_parse(body, &t, &error) < 0) {
                 if (t.access_token)
@@ -60,7 +60,7 @@ static void fuzz_config(const json_t *j) {
         static const char *const ns[] = { "a", "b c" };
         json_t *client = json_pack("{s:s}", "warehouse", "wh");
         RestConfig c;
-        Error error = {};
+        Error error = {0};
         Buf path;
 
         if (!client)
@@ -121,7 +121,7 @@ static void fuzz_encoding(const uint8_t *data, size_t size) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Slice body = slice_make(data, size);
         json_t *j = NULL;
-        Error error = {};
+        Error error = {0};
         char text[64];
         char *s;
 

@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const uint8_t *nl1, *nl2;
         char *ns, *table;
         CommitRequest *r = NULL;
-        Error e = {};
+        Error e = {0};
 
         nl1 = memchr(data, '\n', size);
         if (!nl1)

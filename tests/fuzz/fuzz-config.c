@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Config *c = NULL;
-        Error e = {};
+        Error e = {0};
         FILE *f;
 
         if (size == 0)

@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         json_t *metadata, *request, *updated = NULL;
         TableMetadata *t = NULL;
         json_error_t jerr;
-        Error e = {};
+        Error e = {0};
 
         metadata = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &jerr);
         if (!metadata)

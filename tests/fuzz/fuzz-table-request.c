@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *name = NULL;
         char **levels = NULL;
         size_t n_levels = 0;
-        Error e = {};
+        Error e = {0};
 
         if (preflight_request_parse(body, &upgrade, &e) == 0 && upgrade.format_version < 1)
                 abort();

@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static const char *const namespaces[] = { "a", ("a\x1f" "b"), "ab", "sales\x1fraw", "" };
         AuthTokens *t = NULL;
         Slice token;
-        Error e = {};
+        Error e = {0};
 
         /* The same bytes as a header value: whatever it accepts lies within the input. */
         if (auth_bearer_parse(slice_make(data, size), &token) == 0 &&

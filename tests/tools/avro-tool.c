@@ -168,7 +168,7 @@ static int cmd_read_list(const char *path) {
         ManifestFile *files = NULL;
         json_t *out, *list;
         size_t n = 0;
-        Error e = {};
+        Error e = {0};
         int r;
 
         r = read_file(path, &file);
@@ -207,7 +207,7 @@ static int cmd_read_manifest(const char *path, const char *location) {
         _cleanup_(buf_deinitp) Buf file;
         _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         json_t *out, *files;
-        Error e = {};
+        Error e = {0};
         int r;
 
         r = read_file(path, &file);
@@ -273,7 +273,7 @@ static int cmd_write_list_v3(const char *path) {
                 .first_row_id = 1000,
         };
         ManifestFile *files = iceberg_fixture_manifest_files_new(list_v3, ELEMENTSOF(list_v3));
-        Error e = {};
+        Error e = {0};
         int r;
 
         buf_init(&out, TOOL_MAX_FILE_BYTES);

@@ -39,7 +39,7 @@ static const char good_file[] =
 
 static AuthTokens *parse(const char *text) {
         AuthTokens *t = NULL;
-        Error e = {};
+        Error e = {0};
 
         if (auth_tokens_parse(slice_from_str(text), "tokens", &t, &e) < 0)
                 TEST_FAIL("parse failed: %s", e.message);
@@ -94,7 +94,7 @@ TEST(bad_files_are_refused_with_line_and_reason) {
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 AuthTokens *t = NULL;
-                Error e = {};
+                Error e = {0};
 
                 if (auth_tokens_parse(slice_from_str(cases[i].text), "tokens", &t, &e) != -EINVAL)
                         TEST_FAIL("case %zu (%s) was not refused", i, cases[i].text);
@@ -106,7 +106,7 @@ TEST(bad_files_are_refused_with_line_and_reason) {
 TEST(nul_byte_is_refused) {
         static const char text[] = "alice " DIGEST_ALICE " read:*\n\0";
         AuthTokens *t = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_EQ(auth_tokens_parse(slice_make(text, sizeof(text) - 1), "tokens", &t, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "NUL byte");
@@ -217,7 +217,7 @@ TEST(bearer_headers) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                Slice token = {};
+                Slice token = {0};
                 int r = auth_bearer_parse(slice_from_str(cases[i].header), &token);
 
                 if (!cases[i].token) {
@@ -245,7 +245,7 @@ static char *write_file(const char *text) {
 TEST(load_reads_a_regular_file_within_the_limit) {
         char *path = write_file(good_file);
         AuthTokens *t = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_EQ(auth_tokens_load(path, 64, &t, &e), -EFBIG);
         ASSERT_CONTAINS(e.message, "above auth.max-tokens-file-bytes=64");
@@ -266,7 +266,7 @@ TEST(reload_keeps_the_old_tokens_on_a_bad_file) {
         AuthConfig config = { .tokens_file = path, .max_tokens_file_bytes = 1 << 20 };
         _cleanup_(auth_freep) Auth *a = NULL;
         size_t n = 0;
-        Error e = {};
+        Error e = {0};
         FILE *f;
 
         ASSERT_OK(auth_new(&config, &a, &e));
@@ -290,7 +290,7 @@ TEST(auth_is_off_without_a_file) {
         AuthConfig config = { .max_tokens_file_bytes = 1 << 20 };
         _cleanup_(auth_freep) Auth *a = NULL;
         size_t n = 0;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(auth_new(&config, &a, &e));
         ASSERT_TRUE(!auth_is_enabled(a));
@@ -311,7 +311,7 @@ static int load_config(const char *text, Config **ret, Error *e) {
 TEST(config_section) {
         _cleanup_(config_freep) Config *c = NULL;
         char dir[] = "/tmp/icecommit-test-credentials-XXXXXX", path[128];
-        Error e = {};
+        Error e = {0};
         FILE *f;
 
         ASSERT_OK(load_config("[auth]\n", &c, &e));

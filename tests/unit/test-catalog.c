@@ -62,7 +62,7 @@ static void outcome_record(const CatalogResult *result, void *userdata) {
 
 static void outcome_reset(Outcome *o) {
         json_decref(o->body);
-        *o = (Outcome){};
+        *o = (Outcome){0};
 }
 
 /* An Outcome's status, with the catalog's words when it is not the one wanted. */
@@ -306,7 +306,7 @@ static int config_parse_str(const char *text, const json_t *client, RestConfig *
 TEST(config_parsing) {
         RestConfig c;
         json_t *client;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(config_parse_str(fixture_config, NULL, &c, &e));
         ASSERT_TRUE(c.prefix == NULL);
@@ -405,7 +405,7 @@ TEST(duration_parsing) {
 
 TEST(token_parsing) {
         RestToken t;
-        Error e = {};
+        Error e = {0};
 
         /* The fixture's /v1/oauth/tokens answer. */
         ASSERT_OK(rest_token_parse(slice_from_str("{\"access_token\":\"client-credentials-token:"
@@ -448,7 +448,7 @@ TEST(token_parsing) {
 
 TEST(json_integers_that_do_not_fit) {
         json_t *j = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(rest_json_parse(slice_from_str("{\"next-row-id\":9223372036854775807}"), &j, &e));
         ASSERT_EQ(json_integer_value(json_object_get(j, "next-row-id")), INT64_MAX);
@@ -476,7 +476,7 @@ TEST(table_result_check) {
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 json_t *j = NULL;
-                Error e = {};
+                Error e = {0};
 
                 ASSERT_OK(rest_json_parse(slice_from_str(cases[i].json), &j, &e));
                 ASSERT_EQ(rest_table_result_check(j, &e), cases[i].r);
@@ -584,7 +584,7 @@ static json_t *commit_request(const char *uuid) {
 TEST(closed_port_is_unavailable) {
         CatalogConfig config = test_config("http://127.0.0.1:1");
         json_t *request = commit_request("00000000-0000-0000-0000-000000000000");
-        Outcome start = {}, load = {}, commit = {};
+        Outcome start = {0}, load = {0}, commit = {0};
         RestClient *c;
         uv_loop_t loop;
 
@@ -652,7 +652,7 @@ static json_t *create_table_request(void) {
 }
 
 static void start_client(uv_loop_t *loop, const CatalogConfig *config, RestClient **ret) {
-        Outcome start = {};
+        Outcome start = {0};
 
         ASSERT_OK(rest_client_new(loop, config, ret));
         ASSERT_OK(rest_catalog_backend.start(*ret, outcome_record, &start));
@@ -758,9 +758,12 @@ static json_t *faults_events(const char *uri, const char *table) {
         size_t i;
 
         ASSERT_TRUE(events);
-        json_array_foreach(json_object_get(state, "events"), i, event)
-                if (strcmp(json_string_value(json_object_get(event, "table")) ?: "", table) == 0)
+        json_array_foreach(json_object_get(state, "events"), i, event) {
+                const char *name = json_string_value(json_object_get(event, "table"));
+
+                if (strcmp(name ? name : "", table) == 0)
                         ASSERT_OK(json_array_append(events, event));
+        }
         json_decref(state);
         return events;
 }
@@ -834,7 +837,7 @@ static void load_wait(RestCase *t) {
 
 static void own_table_create(RestCase *t, const char *what) {
         json_t *create = create_table_request();
-        Outcome o = {};
+        Outcome o = {0};
 
         unique_name(t->ns_name, sizeof(t->ns_name), what);
         t->ns[0] = t->ns_name;
@@ -881,7 +884,7 @@ static void rest_case_end(RestCase *t) {
 /* The table's property `key` as the catalog has it now (a fault-free load), or NULL. */
 static char *table_property(RestCase *t, const char *key) {
         const char *value;
-        Outcome o = {};
+        Outcome o = {0};
         char *copy;
 
         table_load_wait(t, t->ns, 1, t->table, &o);
@@ -911,7 +914,7 @@ TEST(rest_catalog_round_trip) {
         json_t *create, *request, *metadata;
         const char *uuid;
         char *table_uuid;
-        Outcome o = {};
+        Outcome o = {0};
         RestCase t;
 
         if (!rest_case_begin(&t, &config, /* what= */ NULL))
@@ -1021,7 +1024,7 @@ TEST(rest_catalog_idempotency_key) {
 /* The fixture serves the (deprecated) /v1/oauth/tokens client_credentials grant. */
 TEST(rest_catalog_oauth2_client_credentials) {
         CatalogConfig config = test_config(catalog_uri());
-        Outcome o = {};
+        Outcome o = {0};
         RestCase t;
 
         config.credential = (char *)"icecommit:not-a-real-secret";
@@ -1504,7 +1507,7 @@ static int free_port(void) {
 TEST(rest_catalog_start_retries_in_background) {
         const char *root = getenv("ICECOMMIT_SOURCE_ROOT");
         char uri[64], script[4096], port_text[16];
-        Outcome start = {}, load = {};
+        Outcome start = {0}, load = {0};
         CatalogConfig config;
         RestClient *c;
         uv_loop_t loop;

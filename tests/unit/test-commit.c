@@ -87,7 +87,7 @@ static void double_on_call_closed(uv_handle_t *h) {
 
 static void double_commit(CatalogDouble *d, DoubleCall *c, CatalogResult *result) {
         _cleanup_(json_decrefp) json_t *applied = NULL;
-        Error e = {};
+        Error e = {0};
         int r;
 
         /* A replay of a commit that landed gets the original outcome (REST Idempotency-Key). */
@@ -142,7 +142,7 @@ static void double_on_call_timer(uv_timer_t *t) {
         DoubleCall *c = t->data;
         CatalogDouble *d = c->d;
         _cleanup_(json_decrefp) json_t *body = NULL;
-        CatalogResult result = {};
+        CatalogResult result = {0};
 
         if (c->forced_status) {
                 result.status = c->forced_status;
@@ -375,7 +375,7 @@ static const WriterReplySink answer_sink = { .add_header = answer_add_header, .r
 
 static void answer_deinit(Answer *a) {
         json_decref(a->body);
-        *a = (Answer){};
+        *a = (Answer){0};
 }
 
 static const char *answer_error_type(const Answer *a) {
@@ -457,7 +457,7 @@ static int64_t fixture_advance(Fixture *f, int64_t rows) {
         _cleanup_(json_decrefp) json_t *request = NULL, *applied = NULL;
         ManifestFile *files;
         IcebergFixtureManifest *m;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_TRUE(f->n_foreign < ELEMENTSOF(f->foreign));
         memmove(&f->foreign[1], &f->foreign[0], f->n_foreign * sizeof(f->foreign[0]));
@@ -531,9 +531,9 @@ static void fixture_init(Fixture *f) {
         _cleanup_(json_decrefp) json_t *create = NULL;
         CatalogDouble *d;
         char path[256];
-        Error e = {};
+        Error e = {0};
 
-        *f = (Fixture){};
+        *f = (Fixture){0};
         (void)snprintf(f->dir, sizeof(f->dir), "/tmp/icecommit-test-commit-XXXXXX");
         ASSERT_TRUE(mkdtemp(f->dir));
         (void)snprintf(f->table_location, sizeof(f->table_location), "%s/wh/db/t", f->dir);
@@ -629,8 +629,8 @@ static void fixture_stage(Fixture *f, const char *name, const int64_t *rows, siz
         const json_t *schema = json_array_get(json_object_get(md, "schemas"), 0);
         const json_t *spec = json_array_get(json_object_get(md, "partition-specs"), 0);
         _cleanup_(buf_deinitp) Buf out;
-        DataFile files[4] = {};
-        Error e = {};
+        DataFile files[4] = {0};
+        Error e = {0};
 
         ASSERT_TRUE(n <= ELEMENTSOF(files) && schema && spec);
         for (size_t i = 0; i < n; i++) {
@@ -665,7 +665,7 @@ static void fixture_submit(Fixture *f, Answer *a, const char *key, const char *c
         CommitRequest *request = NULL;
         WriterRequest *w = NULL;
         json_t *list;
-        Error e = {};
+        Error e = {0};
 
         *a = (Answer){ .loop = &f->loop };
         list = json_array();
@@ -718,7 +718,7 @@ static const char *commit_keys(const Fixture *f, size_t i) {
 static ManifestFile *read_list(const char *path, size_t *ret_n) {
         _cleanup_(freep) char *text = NULL;
         ManifestFile *files = NULL;
-        Error e = {};
+        Error e = {0};
         long len;
         FILE *fp;
 

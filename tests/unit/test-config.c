@@ -31,7 +31,7 @@ static int load_text(const char *text, Config **ret, Error *e) {
 
 TEST(defaults_and_values_load) {
         _cleanup_(config_freep) Config *c = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(load_text("[catalog]\nuri = http://127.0.0.1:8181\nheader.X-Tenant = blue\n"
                             "[commit]\nmax-attempts = 7\n[log]\nlevel = debug\n",
@@ -49,7 +49,7 @@ TEST(defaults_and_values_load) {
 
 TEST(errors_name_file_line_key_and_reason) {
         Config *c = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[commit]\nmax-attempts = 0\n", &c, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, ":4: key 'commit.max-attempts': '0' is not a whole number from 1 to 1000");
@@ -87,7 +87,7 @@ TEST(errors_name_file_line_key_and_reason) {
  * alone (a config copied from Spark) means REST. */
 TEST(catalog_type_follows_the_settings) {
         _cleanup_(config_freep) Config *fs = NULL, *rest = NULL, *custom = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(load_text("[http]\nport = 8080\n", &fs, &e));
         ASSERT_STREQ(catalog_config_type(&fs->catalog), "filesystem");
@@ -101,7 +101,7 @@ TEST(catalog_type_follows_the_settings) {
 
 TEST(cross_option_rules) {
         Config *c = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[commit]\nmin-backoff-ms = 5000\nmax-backoff-ms = 10\n",
                             &c, &e), -EINVAL);
@@ -114,7 +114,7 @@ TEST(cross_option_rules) {
 
 TEST(equality_delete_policy) {
         _cleanup_(config_freep) Config *c = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(load_text("[catalog]\nuri = http://x\n", &c, &e));
         ASSERT_TRUE(!c->commit.allow_equality_deletes);
@@ -149,7 +149,7 @@ TEST(example_config_loads) {
         _cleanup_(config_freep) Config *c = NULL;
         const char *root = getenv("ICECOMMIT_SOURCE_ROOT");
         char path[4096];
-        Error e = {};
+        Error e = {0};
 
         snprintf(path, sizeof(path), "%s/conf/icecommitd.conf", root ? root : ".");
         ASSERT_OK(config_load(path, &c, &e));
@@ -158,7 +158,7 @@ TEST(example_config_loads) {
 TEST(secrets_come_from_the_credentials_directory) {
         _cleanup_(config_freep) Config *c = NULL;
         char dir[] = "/tmp/icecommit-test-credentials-XXXXXX", path[128];
-        Error e = {};
+        Error e = {0};
         FILE *f;
 
         ASSERT_TRUE(mkdtemp(dir));
@@ -199,7 +199,7 @@ TEST(secrets_come_from_the_credentials_directory) {
 
 TEST(s3_options_are_checked) {
         Config *c = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[s3]\naccess-key-id = AK\n", &c, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "set both or neither");

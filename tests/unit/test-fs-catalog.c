@@ -24,7 +24,7 @@ typedef struct Outcome {
 
 static void outcome_reset(Outcome *o) {
         json_decref(o->body);
-        *o = (Outcome){};
+        *o = (Outcome){0};
 }
 
 static void on_result(const CatalogResult *result, void *userdata) {
@@ -56,9 +56,9 @@ static void on_closed(void *userdata) {
 }
 
 static void fixture_init(Fixture *f) {
-        Outcome o = {};
+        Outcome o = {0};
 
-        *f = (Fixture){};
+        *f = (Fixture){0};
         snprintf(f->dir, sizeof(f->dir), "/tmp/icecommit-test-fs-XXXXXX");
         ASSERT_TRUE(mkdtemp(f->dir));
         /* A file:// URI and a directory that does not exist yet: start creates it. */
@@ -108,7 +108,7 @@ static json_t *J(const char *text) {
 
 static void create_db_and_table(Fixture *f) {
         _cleanup_(json_decrefp) json_t *req = J(CREATE);
-        Outcome o = {};
+        Outcome o = {0};
 
         ASSERT_OK(filesystem_catalog_backend.create_namespace(f->catalog, NS, 1, /* properties= */ NULL, on_result, &o));
         wait_for(f, &o);
@@ -183,7 +183,7 @@ static json_t *append_request(const json_t *base, int64_t snapshot_id, int64_t a
 }
 
 static json_t *load(Fixture *f, const char *table, int expected_status) {
-        Outcome o = {};
+        Outcome o = {0};
         json_t *body;
 
         ASSERT_OK(filesystem_catalog_backend.load_table(f->catalog, NS, 1, table, on_result, &o));
@@ -198,7 +198,7 @@ TEST(create_load_commit) {
         _cleanup_(json_decrefp) json_t *v1 = NULL, *v2 = NULL, *req = NULL;
         _cleanup_(freep) char *hint = NULL;
         Fixture f;
-        Outcome o = {};
+        Outcome o = {0};
         char expected[256];
         const json_t *md;
 
@@ -255,7 +255,7 @@ TEST(create_load_commit) {
 TEST(concurrent_commits_on_one_base_conflict) {
         _cleanup_(json_decrefp) json_t *v1 = NULL, *a = NULL, *b = NULL;
         Fixture f;
-        Outcome oa = {}, ob = {};
+        Outcome oa = {0}, ob = {0};
 
         fixture_init(&f);
         create_db_and_table(&f);
@@ -296,7 +296,7 @@ TEST(concurrent_commits_on_one_base_conflict) {
 TEST(lagging_or_missing_hint) {
         _cleanup_(json_decrefp) json_t *v1 = NULL, *req = NULL, *again = NULL, *scanned = NULL;
         Fixture f;
-        Outcome o = {};
+        Outcome o = {0};
 
         fixture_init(&f);
         create_db_and_table(&f);
@@ -337,7 +337,7 @@ TEST(lagging_or_missing_hint) {
         /* Unreadable metadata is -EBADMSG with the file named. */
         write_text(&f, "db/t/metadata/v4.metadata.json", "{not json");
         {
-                Outcome bad = {};
+                Outcome bad = {0};
 
                 ASSERT_OK(filesystem_catalog_backend.load_table(f.catalog, NS, 1, "t", on_result, &bad));
                 wait_for(&f, &bad);
@@ -354,7 +354,7 @@ TEST(not_found_conflicts_and_rejections) {
         _cleanup_(json_decrefp) json_t *elsewhere = J("{\"location\": \"/elsewhere\", \"schema\": {\"type\": \"struct\", \"fields\": []}}");
         static const char *const NOPE[] = { "nope" };
         Fixture f;
-        Outcome o = {};
+        Outcome o = {0};
 
         fixture_init(&f);
         missing = load(&f, "t", CATALOG_E_NOT_FOUND);
@@ -418,7 +418,7 @@ TEST(bad_names_fail_at_call_time) {
         static const char *const bad[] = { "", ".", "..", "a/b" };
         _cleanup_(json_decrefp) json_t *req = J(CREATE);
         Fixture f;
-        Outcome o = {};
+        Outcome o = {0};
 
         fixture_init(&f);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
@@ -440,7 +440,7 @@ TEST(bad_names_fail_at_call_time) {
 TEST(close_waits_for_work_in_flight) {
         _cleanup_(json_decrefp) json_t *req = J(CREATE);
         Fixture f;
-        Outcome o[4] = {};
+        Outcome o[4] = {0};
         unsigned closed = 0;
 
         fixture_init(&f);

@@ -90,35 +90,35 @@ TEST(path_match_decodes_params_and_compares_literals_decoded) {
                 int expected;
                 const char *params[2];
         } cases[] = {
-                { "/", "/", 0, {} },
-                { "/", "//", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "/healthz", 0, {} },
-                { "/healthz", "/healthz/", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "/health", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "/healthzz", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "/he%61lthz", 0, {} },
-                { "/healthz", "/he%6", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "healthz", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "", HTTP_PATH_E_NO_MATCH, {} },
+                { "/", "/", 0, {0} },
+                { "/", "//", HTTP_PATH_E_NO_MATCH, {0} },
+                { "/healthz", "/healthz", 0, {0} },
+                { "/healthz", "/healthz/", HTTP_PATH_E_NO_MATCH, {0} },
+                { "/healthz", "/health", HTTP_PATH_E_NO_MATCH, {0} },
+                { "/healthz", "/healthzz", HTTP_PATH_E_NO_MATCH, {0} },
+                { "/healthz", "/he%61lthz", 0, {0} },
+                { "/healthz", "/he%6", HTTP_PATH_E_NO_MATCH, {0} },
+                { "/healthz", "healthz", HTTP_PATH_E_NO_MATCH, {0} },
+                { "/healthz", "", HTTP_PATH_E_NO_MATCH, {0} },
                 { "/v1/commits/{}", "/v1/commits/abc", 0, { "abc" } },
-                { "/v1/commits/{}", "/v1/commits/", HTTP_PATH_E_NO_MATCH, {} },
-                { "/v1/commits/{}", "/v1/commits/a/b", HTTP_PATH_E_NO_MATCH, {} },
+                { "/v1/commits/{}", "/v1/commits/", HTTP_PATH_E_NO_MATCH, {0} },
+                { "/v1/commits/{}", "/v1/commits/a/b", HTTP_PATH_E_NO_MATCH, {0} },
                 { "/v1/commits/{}", "/v1/commits/a%2Fb", 0, { "a/b" } },
                 { "/v1/commits/{}", "/v1/commits/a+b", 0, { "a+b" } },
-                { "/v1/commits/{}", "/v1/commits/a%00b", HTTP_PATH_E_BAD_PARAM, {} },
-                { "/v1/commits/{}", "/v1/commits/a%zzb", HTTP_PATH_E_BAD_PARAM, {} },
-                { "/v1/commits/{}", "/v1/commits/a%2", HTTP_PATH_E_BAD_PARAM, {} },
-                { "/v1/commits/{}", "/v2/commits/a%00", HTTP_PATH_E_NO_MATCH, {} },
+                { "/v1/commits/{}", "/v1/commits/a%00b", HTTP_PATH_E_BAD_PARAM, {0} },
+                { "/v1/commits/{}", "/v1/commits/a%zzb", HTTP_PATH_E_BAD_PARAM, {0} },
+                { "/v1/commits/{}", "/v1/commits/a%2", HTTP_PATH_E_BAD_PARAM, {0} },
+                { "/v1/commits/{}", "/v2/commits/a%00", HTTP_PATH_E_NO_MATCH, {0} },
                 { "/v1/namespaces/{}/tables/{}/commits",
                   "/v1/namespaces/db%1Fsales/tables/o%20x/commits", 0, { "db\x1fsales", "o x" } },
                 { "/v1/namespaces/{}/tables/{}/commits", "/v1/namespaces/db/tables/t",
-                  HTTP_PATH_E_NO_MATCH, {} },
+                  HTTP_PATH_E_NO_MATCH, {0} },
                 { "/v1/namespaces/{}/tables/{}/commits",
                   "/v1/namespaces/%e2%82%ac/tables/t/commits", 0, { "\xe2\x82\xac", "t" } },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                const char *params[HTTP_ROUTE_MAX_PARAMS] = {};
+                const char *params[HTTP_ROUTE_MAX_PARAMS] = {0};
                 size_t n_params = 99, path_len = strlen(cases[i].path);
                 char *buf = malloc(path_len + 1); /* exactly the documented bound */
                 int k;
@@ -465,7 +465,7 @@ static void perform(Fixture *f, CURL *curl, const Request *req, Response *ret) {
             previous_version == CURL_HTTP_VERSION_2_0)
                 http_version = CURL_HTTP_VERSION_2_0;
 
-        *ret = (Response){};
+        *ret = (Response){0};
         curl_easy_reset(curl); /* keeps the connection cache */
         ASSERT_TRUE((size_t)snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", f->port,
                                      req->target) < sizeof(url));

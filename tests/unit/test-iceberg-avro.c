@@ -237,7 +237,7 @@ static void build_manifest(const TestManifest *tm, Buf *out) {
 static StagedManifest *parse_built_ok(const TestManifest *tm, const char *location,
                                       Buf *ret_file) {
         StagedManifest *m = NULL;
-        Error e = {};
+        Error e = {0};
 
         build_manifest(tm, ret_file);
         if (manifest_staged_parse(slice_of(ret_file), location, /* limits= */ NULL, &m, &e) < 0)
@@ -279,7 +279,7 @@ static const TestEntry good_entry = {
 static void expect_entry_rejected(const TestEntry *te, const char *want) {
         TestEntry entries[2] = { good_entry, *te };
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
-        Error e = {};
+        Error e = {0};
 
         ASSERT_EQ(parse_built(&tm, "s3://b/t/metadata/m0.avro", /* limits= */ NULL, &e), -EINVAL);
         ASSERT_CONTAINS(
@@ -331,7 +331,7 @@ static void build_simple(OcfCodec codec, size_t n, Buf *out) {
 static void check_simple(const Buf *file, OcfCodec codec, size_t n) {
         _cleanup_(ocf_reader_freep) OcfReader *r = NULL;
         FieldsRecord rec;
-        Error e = {};
+        Error e = {0};
         size_t count = 0;
         avro_value_t *v;
         int rr;
@@ -394,7 +394,7 @@ TEST(ocf_empty_file_has_no_datums) {
         _cleanup_(buf_deinitp) Buf file;
         _cleanup_(ocf_reader_freep) OcfReader *r = NULL;
         avro_value_t *v;
-        Error e = {};
+        Error e = {0};
 
         build_simple(OCF_CODEC_DEFLATE, 0, &file);
         ASSERT_OK(ocf_reader_open(slice_of(&file), &r, &e));
@@ -462,7 +462,7 @@ typedef struct RawCase {
 
 static void expect_raw_rejected(const RawCase *c) {
         _cleanup_(buf_deinitp) Buf b;
-        Error e = {};
+        Error e = {0};
 
         build_raw(&b, c->schema, c->codec);
         for (size_t i = 0; i < c->n_longs; i++)
@@ -492,7 +492,7 @@ TEST(ocf_rejects_corrupt_input) {
                   .contains = "block 0, datum 0: truncated string or invalid length" },
         };
         _cleanup_(buf_deinitp) Buf good, b;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_EQ(read_all(&(Buf){ .data = (uint8_t *)"Obj", .len = 3 }, &e), -EBADMSG);
         ASSERT_CONTAINS(e.message, "bad magic");
@@ -551,7 +551,7 @@ TEST(ocf_rejects_corrupt_deflate_and_bad_counts) {
                   .want = -E2BIG, .contains = "array block of" },
         };
         _cleanup_(buf_deinitp) Buf good, b;
-        Error e = {};
+        Error e = {0};
 
         build_simple(OCF_CODEC_DEFLATE, 10, &good);
         {
@@ -577,8 +577,8 @@ TEST(ocf_rejects_deflate_bomb) {
         _cleanup_(buf_deinitp) Buf b;
         uint8_t *zeros = calloc(1, OCF_MAX_BLOCK_BYTES + 1024);
         uint8_t *packed = malloc(OCF_MAX_BLOCK_BYTES / 100);
-        z_stream z = {};
-        Error e = {};
+        z_stream z = {0};
+        Error e = {0};
 
         ASSERT_TRUE(zeros && packed);
         ASSERT_EQ(deflateInit2(&z, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
@@ -688,7 +688,7 @@ static void round_trip_list(int version) {
         }, got;
         ManifestFile *files, *read = NULL;
         size_t n, n_read = 0;
-        Error e = {};
+        Error e = {0};
 
         files = sample_files(&n);
         buf_init(&out, MAX_FILE_BYTES);
@@ -788,7 +788,7 @@ TEST(manifest_list_v1_round_trip) {
         ManifestFile *files, *read = NULL;
         size_t n, n_read = 0;
         json_t *schema;
-        Error e = {};
+        Error e = {0};
 
         files = sample_files(&n);
         /* Drop the delete manifest (index 1): v1 holds data only. */
@@ -846,7 +846,7 @@ TEST(manifest_list_empty_round_trip) {
         ManifestListHeader h = { .format_version = 3, .snapshot_id = 1, .has_first_row_id = true };
         ManifestFile *read = (ManifestFile *)1;
         size_t n = 99;
-        Error e = {};
+        Error e = {0};
 
         buf_init(&out, MAX_FILE_BYTES);
         ASSERT_OK(manifest_list_write(&h, NULL, 0, &out, &e));
@@ -862,7 +862,7 @@ TEST(manifest_list_write_refuses_what_java_refuses) {
         };
         ManifestFile *files;
         size_t n;
-        Error e = {};
+        Error e = {0};
 
         files = sample_files(&n);
         buf_init(&out, MAX_FILE_BYTES);
@@ -946,7 +946,7 @@ TEST(manifest_list_reads_v1_by_field_id) {
         FieldsRecord rec, summary;
         avro_value_t v, parts, item;
         size_t n = 0;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(ocf_writer_new(schema, OCF_CODEC_NULL, &w));
         free(schema);
@@ -1013,7 +1013,7 @@ TEST(manifest_list_read_rejects_bad_files) {
         ManifestListHeader h = { .format_version = 3, .snapshot_id = 1, .has_first_row_id = true };
         ManifestFile *files = NULL, *sample;
         size_t n = 0, n_sample;
-        Error e = {};
+        Error e = {0};
 
         /* An Avro file that is no manifest list. */
         build_simple(OCF_CODEC_NULL, 3, &simple);
@@ -1116,7 +1116,7 @@ TEST(manifest_staged_partition_summaries) {
                 "\"adjust-to-utc\":true}],\"default\":null,\"field-id\":1003}]";
         TestEntry entries[3] = { good_entry, good_entry, good_entry };
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
-        Error e = {};
+        Error e = {0};
 
         tm.partition_fields = parts;
         entries[0].part[0] = (TestValue){ .n = 5 };
@@ -1244,7 +1244,7 @@ TEST(staged_delete_manifest_entry_rules) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 TestEntry entry = good_entry;
                 TestManifest tm = v3_manifest(&entry, 1);
-                Error e = {};
+                Error e = {0};
 
                 tm.content = "deletes";
                 entry.content = cases[i].content;
@@ -1256,7 +1256,7 @@ TEST(staged_delete_manifest_entry_rules) {
 TEST(manifest_staged_rejects_null_record_count) {
         TestEntry entry = good_entry;
         TestManifest tm = v3_manifest(&entry, 1);
-        Error e = {};
+        Error e = {0};
 
         tm.optional_counts = true;
         entry.null_record_count = true;
@@ -1291,7 +1291,7 @@ TEST(manifest_staged_rejects_bad_metadata_and_sizes) {
         TestEntry entries[3] = { good_entry, good_entry, good_entry };
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
         StagedManifest *m = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(parse_built(&tm, "m.avro", &(ManifestLimits){ .max_entries = 3 }, &e));
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -1325,7 +1325,7 @@ TEST(manifest_staged_truncations_are_errors) {
         _cleanup_(buf_deinitp) Buf file;
         TestEntry entries[2] = { good_entry, good_entry };
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
-        Error e = {};
+        Error e = {0};
 
         tm.codec = OCF_CODEC_DEFLATE;
         build_manifest(&tm, &file);
@@ -1359,7 +1359,7 @@ TEST(java_manifest_list_v3_reads_back) {
         ManifestListHeader h;
         ManifestFile *files = NULL;
         size_t n = 0;
-        Error e = {};
+        Error e = {0};
 
         /* Two FastAppends: the second snapshot's list holds its own manifest, then the parent's. */
         if (manifest_list_read(slice_of(&file), &files, &n, &e) < 0)
@@ -1434,7 +1434,7 @@ TEST(java_manifest_list_v3_reads_back) {
 TEST(java_staged_manifest_v3_reads_back) {
         _cleanup_(buf_deinitp) Buf file = read_data_file("java-staged-manifest-v3.avro");
         _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
-        Error e = {};
+        Error e = {0};
 
         /* tests/peers `stage --files 2 --rows 5 --bucket 3` on a table partitioned by
          * identity(bucket int): ManifestFiles.write(3, spec, out, null). */
@@ -1465,7 +1465,7 @@ TEST(java_staged_manifest_v3_reads_back) {
 TEST(java_committed_manifest_is_not_a_staged_one) {
         _cleanup_(buf_deinitp) Buf file = read_data_file("java-committed-manifest-v3.avro");
         StagedManifest *m = NULL;
-        Error e = {};
+        Error e = {0};
 
         /* A manifest Java wrote while committing carries its snapshot id on ADDED entries. */
         ASSERT_EQ(manifest_staged_parse(slice_of(&file), "m0.avro", NULL, &m, &e), -EINVAL);
@@ -1481,7 +1481,7 @@ TEST(manifest_count_entries_by_status) {
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
         _cleanup_(buf_deinitp) Buf file, java;
         ManifestCounts c;
-        Error e = {};
+        Error e = {0};
 
         entries[0].record_count = 10;
         entries[1].status = 0, entries[1].record_count = 20, entries[1].has_snapshot_id = true;
@@ -1534,7 +1534,7 @@ TEST(ocf_deflate_ignores_bytes_after_the_stream) {
         uLongf zlen = sizeof(zbuf);
         avro_value_t *v;
         int64_t got;
-        Error e = {};
+        Error e = {0};
 
         /* fastavro writes zlib.compress(block)[2:-1]: raw deflate plus 3 adler32 bytes. */
         ASSERT_EQ(compress(zbuf, &zlen, datum, sizeof(datum)), Z_OK);
@@ -1574,7 +1574,7 @@ TEST(fields_utf8_validation) {
 TEST(manifest_staged_rejects_paths_that_are_not_utf8) {
         TestEntry entry = good_entry;
         TestManifest tm = v3_manifest(&entry, 1);
-        Error e = {};
+        Error e = {0};
 
         /* Messages carry the path into JSON replies: it must be text. */
         entry.path = "s3://b/\xff\xfe.parquet";
@@ -1586,7 +1586,7 @@ TEST(ocf_empty_block_of_zero_byte_datums) {
         _cleanup_(buf_deinitp) Buf b;
         _cleanup_(ocf_reader_freep) OcfReader *r = NULL;
         avro_value_t *v;
-        Error e = {};
+        Error e = {0};
 
         /* A null datum encodes to nothing: one datum, zero bytes (a libFuzzer find: the empty
          * block had no storage and the datum pointer was computed from NULL). */

@@ -14,7 +14,7 @@
 static const uint8_t key[SIPHASH_KEY_BYTES] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 
 static LiveFileHash hash_of(const LiveFiles *lf, const char *location) {
-        LiveFileHash h = {};
+        LiveFileHash h = {0};
 
         if (live_files_hash(lf, location, &h) < 0)
                 TEST_FAIL("cannot hash '%s'", location);

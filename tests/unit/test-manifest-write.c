@@ -35,7 +35,7 @@ static void expect_binary(const char *type, const char *json, const char *hex) {
         json_t *t = json_string(type), *v = json_loads(json, JSON_DECODE_ANY, NULL);
         _cleanup_(buf_deinitp) Buf out;
         IcebergType it;
-        Error e = {};
+        Error e = {0};
         char got[256] = "";
 
         ASSERT_TRUE(t && v);
@@ -55,7 +55,7 @@ static void expect_refused(const char *type, const char *json, const char *messa
         json_t *t = json_string(type), *v = json_loads(json, JSON_DECODE_ANY, NULL);
         _cleanup_(buf_deinitp) Buf out;
         IcebergType it;
-        Error e = {};
+        Error e = {0};
 
         buf_init(&out, 1024);
         ASSERT_OK(iceberg_type_parse(t, &it, &e));
@@ -172,7 +172,7 @@ TEST(manifest_round_trip_v3) {
         int32_t i32;
         int64_t i64;
         Fixture fx;
-        Error e = {};
+        Error e = {0};
 
         fixture_init(&fx, "[42, \"2024-02-29\", \"ab\", \"-12.50\", null]",
                      "{\"keys\": [1, 2, 3, 4, 5], \"values\": [100, \"abc\", \"2024-02-29\", \"-12.50\", 42]}");
@@ -289,7 +289,7 @@ TEST(manifest_round_trip_v3) {
 TEST(v2_layout_has_no_row_lineage_fields) {
         json_t *schema = json_loads(schema_text, 0, NULL), *spec = json_loads("{\"spec-id\":0,\"fields\":[]}", 0, NULL);
         json_t *v2 = NULL, *v3 = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(manifest_write_schema(&(ManifestWriteSpec){ .format_version = 2, .schema = schema,
                                                               .partition_spec = spec }, &v2, &e));
@@ -342,7 +342,7 @@ TEST(resolve_refusals_name_the_rule) {
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 Fixture fx;
-                Error e = {};
+                Error e = {0};
 
                 fixture_init(&fx, cases[i].partition, cases[i].lower);
                 ASSERT_EQ(resolve(&fx, &e), cases[i].code);
@@ -353,7 +353,7 @@ TEST(resolve_refusals_name_the_rule) {
         /* Missing partition values for a partitioned spec; statistics for unknown columns. */
         {
                 Fixture fx;
-                Error e = {};
+                Error e = {0};
 
                 fixture_init(&fx, "null", NULL);
                 ASSERT_EQ(resolve(&fx, &e), -EINVAL);

@@ -68,7 +68,7 @@ static int parse_bytes(const uint8_t *footer, size_t n, ParquetFooter *f, char *
         uint8_t file[4096];
         size_t len = make_file(footer, n, file);
         uint64_t need = 0;
-        Error e = {};
+        Error e = {0};
         int r;
 
         r = parquet_footer_parse(slice_make(file, len), len, 1u << 20, f, &need, &e);
@@ -153,7 +153,7 @@ TEST(not_parquet) {
         size_t len = make_file(good, sizeof(good), file);
         ParquetFooter f;
         uint64_t need = 0;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_EQ(parquet_footer_parse(slice_make(csv, strlen(csv)), strlen(csv), 1u << 20, &f, &need, &e), -EBADMSG);
         ASSERT_CONTAINS(e.message, "does not end in PAR1");

@@ -155,7 +155,7 @@ TEST(summary_without_parent_starts_totals_at_zero_and_omits_zero_counters) {
 
 TEST(writer_properties_cannot_override_computed_keys) {
         json_t *props = load("{\"total-records\": \"1\"}"), *s = NULL;
-        SnapshotAdded added = {};
+        SnapshotAdded added = {0};
         Error e;
 
         ASSERT_EQ(snapshot_summary_build(NULL, &added, props, NULL, &s, &e), -EINVAL);

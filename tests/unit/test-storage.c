@@ -68,7 +68,7 @@ TEST(s3_locations_are_taken_apart_and_must_be_canonical) {
         Error e;
 
         for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
-                _cleanup_(storage_location_deinit) StorageLocation l = {};
+                _cleanup_(storage_location_deinit) StorageLocation l = {0};
 
                 ASSERT_OK(storage_location_parse(ok[i].location, &l, &e));
                 ASSERT_EQ(l.scheme, STORAGE_SCHEME_S3);
@@ -77,7 +77,7 @@ TEST(s3_locations_are_taken_apart_and_must_be_canonical) {
                 ASSERT_TRUE(!storage_location_is_local(ok[i].location));
         }
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                StorageLocation l = {};
+                StorageLocation l = {0};
 
                 ASSERT_EQ(storage_location_parse(bad[i], &l, &e), -EINVAL);
                 ASSERT_TRUE(l.bucket == NULL);
@@ -144,8 +144,8 @@ TEST(s3_list_pages) {
                 "<NextContinuationToken>tok/1+</NextContinuationToken></ListBucketResult>";
         static const char page2[] = "<ListBucketResult><IsTruncated>false</IsTruncated><KeyCount>0</KeyCount>"
                                     "</ListBucketResult>";
-        _cleanup_(s3_xml_list_page_deinit) S3XmlListPage p = {};
-        S3XmlListPage q = {};
+        _cleanup_(s3_xml_list_page_deinit) S3XmlListPage p = {0};
+        S3XmlListPage q = {0};
 
         ASSERT_OK(s3_xml_list_parse(slice_make(page1, strlen(page1)), 10, &p));
         ASSERT_EQ(p.n_keys, 2);
@@ -235,7 +235,7 @@ TEST(async_local_operations) {
                                          .request_timeout_ms = 100 } };
         uv_loop_t loop;
         Storage *s = NULL;
-        AsyncState st = {};
+        AsyncState st = {0};
         Error e;
         int closed = 0;
 
@@ -325,7 +325,7 @@ TEST(write_health) {
         const char *reason = NULL;
         uv_loop_t loop;
         Storage *s = NULL;
-        AsyncState st = {};
+        AsyncState st = {0};
         Error e;
         int closed = 0;
 
@@ -370,7 +370,7 @@ TEST(unreachable_store_is_transient) {
                                          .request_timeout_ms = 500, .max_concurrent_requests = 1 } };
         uv_loop_t loop;
         Storage *s = NULL;
-        AsyncState st = {};
+        AsyncState st = {0};
         Error e;
         int closed = 0;
 
@@ -570,7 +570,7 @@ TEST(tails) {
         _cleanup_(buf_deinitp) Buf b;
         uv_loop_t loop;
         Storage *s = NULL;
-        AsyncState st = {};
+        AsyncState st = {0};
         uint64_t size = 0;
         int closed = 0;
         Error e;

@@ -200,7 +200,7 @@ TEST(create_bad_inputs) {
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 _cleanup_(json_decrefp) json_t *req = J(bad[i].request);
                 json_t *md = NULL;
-                Error e = {};
+                Error e = {0};
 
                 ASSERT_EQ(table_update_metadata_create(req, "/wh/db/t", 1, UUID, &md, &e), -EINVAL);
                 ASSERT_CONTAINS(e.message, bad[i].message);

@@ -33,7 +33,7 @@ static const char *existing_v3 =
 TEST(create_request_defaults_to_v3_and_carries_the_version_as_a_property) {
         _cleanup_(json_decrefp) json_t *req = NULL;
         const char *name = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(create_table_request_parse(text("{\"name\": \"events\", \"schema\": " SCHEMA
                                                   ", \"properties\": {\"owner\": \"etl\"}}"),
@@ -93,7 +93,7 @@ TEST(create_request_errors_say_what_is_wrong) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 json_t *req = NULL;
                 const char *name = NULL;
-                Error e = {};
+                Error e = {0};
 
                 ASSERT_EQ(create_table_request_parse(text(cases[i].body), &req, &name, &e), -EINVAL);
                 ASSERT_CONTAINS(e.message, cases[i].message);
@@ -139,7 +139,7 @@ TEST(an_existing_table_matches_only_when_it_is_the_one_asked_for) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_(json_decrefp) json_t *req = NULL;
                 const char *name = NULL;
-                Error e = {};
+                Error e = {0};
 
                 ASSERT_OK(create_table_request_parse(text(cases[i].body), &req, &name, &e));
                 if (!cases[i].difference) {
@@ -155,7 +155,7 @@ TEST(namespace_requests) {
         char **levels = NULL;
         size_t n = 0;
         json_t *properties = NULL;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(create_namespace_request_parse(text("{\"namespace\": [\"a\", \"b\"], \"properties\": {\"k\": \"v\"}}"),
                                                  &levels, &n, &properties, &e));

@@ -25,7 +25,7 @@ TEST(upgrade_request_parse_requires_both_fields) {
                 { "[]", "body must be a JSON object" },
         };
         UpgradeRequest req;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(preflight_request_parse(text("{\"format-version\": 3, \"dry-run\": false}"), &req, &e));
         ASSERT_EQ(req.format_version, 3);
@@ -67,7 +67,7 @@ TEST(upgrade_report_lists_writers_branches_deletes_and_unknown_counts) {
         _cleanup_(json_decrefp) json_t *root = NULL, *report = NULL, *want = NULL;
         UpgradeBranch *branches = NULL;
         size_t n = 0;
-        Error e = {};
+        Error e = {0};
 
         root = json_loads(metadata_json, 0, NULL);
         ASSERT_TRUE(root);
@@ -146,7 +146,7 @@ TEST(upgrade_branches_collect_refuses_a_branch_without_its_snapshot) {
         _cleanup_(json_decrefp) json_t *root = NULL;
         UpgradeBranch *branches = NULL;
         size_t n = 0;
-        Error e = {};
+        Error e = {0};
 
         root = json_loads("{\"format-version\": 2, \"table-uuid\": \"u\", \"location\": \"/wh/t\","
                           " \"snapshots\": [], \"refs\": {\"main\": {\"type\": \"branch\", \"snapshot-id\": 9}}}",

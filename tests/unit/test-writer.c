@@ -72,7 +72,7 @@ TEST(refusals_name_field_and_rule) {
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 CommitRequest *r = NULL;
-                Error e = {};
+                Error e = {0};
 
                 ASSERT_EQ(parse("ns", cases[i].body, &r, &e), cases[i].code);
                 ASSERT_TRUE(r == NULL);
@@ -133,7 +133,7 @@ static char *data_files_body(const char *change) {
 TEST(data_files_are_parsed) {
         _cleanup_(request_freep) CommitRequest *r = NULL, *other = NULL;
         const DataFile *f;
-        Error e = {};
+        Error e = {0};
 
         ASSERT_OK(parse("ns",
                         "{\"idempotency-key\": \"k\", \"data-files\": [{\"content\": \"data\", "
@@ -221,7 +221,7 @@ TEST(data_file_refusals_name_index_and_rule) {
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 _cleanup_(freep) char *body = data_files_body(cases[i].change);
                 CommitRequest *r = NULL;
-                Error e = {};
+                Error e = {0};
 
                 ASSERT_EQ(parse("ns", body, &r, &e), cases[i].code);
                 ASSERT_TRUE(r == NULL);
@@ -229,7 +229,7 @@ TEST(data_file_refusals_name_index_and_rule) {
         }
         for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
                 CommitRequest *r = NULL;
-                Error e = {};
+                Error e = {0};
 
                 ASSERT_EQ(parse("ns", bodies[i].body, &r, &e), bodies[i].code);
                 ASSERT_TRUE(r == NULL);
