@@ -576,12 +576,14 @@ static void job_work(uv_work_t *work) {
         FsJob *j = work->data;
 
         switch (j->op) {
+        /* clang-format off */
         case FS_OP_START:            do_start(j);            break;
         case FS_OP_LOAD:             do_load(j);             break;
         case FS_OP_COMMIT:           do_commit(j);           break;
         case FS_OP_CREATE_NAMESPACE: do_create_namespace(j); break;
         case FS_OP_CREATE_TABLE:     do_create_table(j);     break;
         case FS_OP_CLOSE:                                    break;
+        /* clang-format on */
         }
 }
 

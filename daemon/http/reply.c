@@ -21,6 +21,7 @@ static const char oom_body[] = "{\"error\":{\"code\":503,\"type\":\"out-of-memor
 /* HTTP/1.1 reason phrases (HTTP/2 sends none). */
 static const char *status_reason(int status) {
         switch (status) {
+        /* clang-format off */
         case 200: return "OK";
         case 201: return "Created";
         case 202: return "Accepted";
@@ -43,6 +44,7 @@ static const char *status_reason(int status) {
         case 503: return "Service Unavailable";
         case 504: return "Gateway Timeout";
         default:  return status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error";
+        /* clang-format on */
         }
 }
 
@@ -50,10 +52,12 @@ static const char *status_reason(int status) {
  * this module answers by itself need one. */
 const char *http_reply_status_type(int status) {
         switch (status) {
+        /* clang-format off */
         case 404: return "not-found";
         case 405: return "method-not-allowed";
         case 413: return "body-too-large";
         default:  return status < 500 ? "bad-request" : "internal";
+        /* clang-format on */
         }
 }
 

@@ -21,7 +21,7 @@ typedef uint64_t khint64_t;
 typedef khint32_t khint_t;
 typedef khint_t khiter_t;
 
-#define ICECOMMIT_KH_IS_EMPTY_OR_DELETED(flags, i) (((flags)[(i) >> 4] >> (((i) & 0xfU) << 1)) & 3U)
+#define ICECOMMIT_KH_IS_EMPTY_OR_DELETED(flags, i) (((flags)[(i) >> 4] >> ((0xfU & (i)) << 1)) & 3U)
 
 #define khash_t(name) kh_##name##_t
 
