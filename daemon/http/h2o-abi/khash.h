@@ -32,7 +32,7 @@ typedef khint_t khiter_t;
                 khint64_t *keys;                                                                   \
                 khval_t *vals;                                                                     \
         } kh_##name##_t;                                                                           \
-        static inline khint_t kh_get_##name(const kh_##name##_t *h, khint64_t key) {              \
+        static inline khint_t kh_get_##name(const kh_##name##_t *h, khint64_t key) {               \
                 for (khint_t i = 0; h && i < h->n_buckets; i++)                                    \
                         if (!ICECOMMIT_KH_IS_EMPTY_OR_DELETED(h->flags, i) && h->keys[i] == key)   \
                                 return i;                                                          \
