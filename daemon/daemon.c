@@ -24,7 +24,7 @@
 
 typedef struct Daemon {
         uv_loop_t loop;
-        Config *config;                 /* owned by main(); a reload changes it in place */
+        Config *config; /* owned by main(); a reload changes it in place */
         Metrics *metrics;
         Auth *auth;
         Catalog *catalog;
@@ -36,7 +36,7 @@ typedef struct Daemon {
         Storage *storage;
         uv_signal_t sigterm, sigint, sighup;
         uv_timer_t watchdog;
-        uv_timer_t shutdown_timer;      /* the SIGTERM deadline for commits in flight */
+        uv_timer_t shutdown_timer; /* the SIGTERM deadline for commits in flight */
         bool has_watchdog;
         bool has_signals;
         bool has_shutdown_timer;
@@ -83,7 +83,8 @@ static void daemon_on_http_closed(void *userdata) {
 /* The last steps, once no commit runs and the catalog client is closed: close the HTTP server
  * (every writer has had its answer), then the daemon's own handles. */
 static void daemon_finish_stop(Daemon *d) {
-        if (!d->is_engine_stopped || !d->is_catalog_closed || !d->is_storage_closed || d->is_http_closing)
+        if (!d->is_engine_stopped || !d->is_catalog_closed || !d->is_storage_closed ||
+            d->is_http_closing)
                 return;
         d->is_http_closing = true;
         if (d->http)
@@ -178,7 +179,7 @@ static CommitRequestLimits daemon_request_limits(const Config *c) {
 static void daemon_reload(Daemon *d) {
         CommitRequestLimits limits;
         ConfigReload what;
-        Error error = {};
+        Error error = { 0 };
         size_t n_tokens = 0;
         int r;
 
@@ -189,17 +190,19 @@ static void daemon_reload(Daemon *d) {
                 log_max_level = d->config->log_level;
                 limits = daemon_request_limits(d->config);
                 writer_api_set_limits(d->writer_api, &limits);
-                log_notice("reload: configuration '%s' loaded, applied=%zu%s%s%s", d->config->path, what.n_applied,
-                           what.n_applied ? " (" : "", what.applied, what.n_applied ? ")" : "");
+                log_notice("reload: configuration '%s' loaded, applied=%zu%s%s%s", d->config->path,
+                           what.n_applied, what.n_applied ? " (" : "", what.applied,
+                           what.n_applied ? ")" : "");
                 if (what.need_restart[0])
-                        log_warning("reload: changed but applied only by a restart: %s%s", what.need_restart,
-                                    what.is_truncated ? ", ..." : "");
+                        log_warning("reload: changed but applied only by a restart: %s%s",
+                                    what.need_restart, what.is_truncated ? ", ..." : "");
         }
         r = auth_reload(d->auth, &n_tokens, &error);
         if (r < 0)
                 log_error("reload: keeping the old tokens: %s", error.message);
         else if (r == 0)
-                log_notice("reload: tokens file '%s' loaded, tokens=%zu", d->config->auth.tokens_file, n_tokens);
+                log_notice("reload: tokens file '%s' loaded, tokens=%zu",
+                           d->config->auth.tokens_file, n_tokens);
 }
 
 /* SIGHUP (systemd's ExecReload=, operators) reloads; its default action would end the daemon
@@ -212,7 +215,7 @@ static void daemon_on_sighup(uv_signal_t *s, int signum) {
 static int daemon_start(Daemon *d) {
         CommitRequestLimits limits = daemon_request_limits(d->config);
         uint64_t watchdog_usec = 0;
-        Error error = {};
+        Error error = { 0 };
         int r;
 
         r = metrics_new(&d->metrics);
@@ -226,7 +229,8 @@ static int daemon_start(Daemon *d) {
         if (auth_is_enabled(d->auth))
                 log_info("writer authentication on, tokens file '%s'", d->config->auth.tokens_file);
         else
-                log_warning("writer authentication off (no auth.tokens-file): anyone who reaches the port may "
+                log_warning("writer authentication off (no auth.tokens-file): anyone who reaches "
+                            "the port may "
                             "commit to, create, upgrade and read every table");
         r = storage_new(&d->loop, &d->config->storage, d->metrics, &d->storage);
         if (r < 0) {
@@ -238,29 +242,30 @@ static int daemon_start(Daemon *d) {
                 log_error("cannot create the catalog client: %s", strerror(-r));
                 return r;
         }
-        r = commit_engine_new(&d->loop, &d->config->commit, &d->config->storage, d->storage, d->catalog,
-                              d->metrics, &d->engine);
+        r = commit_engine_new(&d->loop, &d->config->commit, &d->config->storage, d->storage,
+                              d->catalog, d->metrics, &d->engine);
         if (r < 0)
                 return r;
         r = http_server_new(&d->loop, &d->config->http, &d->http);
         if (r < 0)
                 return r;
         http_server_set_metrics(d->http, d->metrics);
-        r = writer_api_new(d->http, d->auth, &limits, commit_engine_hooks(), d->engine, &d->writer_api);
+        r = writer_api_new(d->http, d->auth, &limits, commit_engine_hooks(), d->engine,
+                           &d->writer_api);
         if (r < 0)
                 return r;
-        r = tables_api_new(d->http, d->auth, d->catalog, &d->loop, &d->config->tables, &d->config->storage, d->storage,
-                           &d->tables_api);
+        r = tables_api_new(d->http, d->auth, d->catalog, &d->loop, &d->config->tables,
+                           &d->config->storage, d->storage, &d->tables_api);
         if (r < 0)
                 return r;
-        r = audit_api_new(&d->loop, d->http, d->auth, d->catalog, &d->config->audit, &d->config->storage, d->storage,
-                          &d->audit_api);
+        r = audit_api_new(&d->loop, d->http, d->auth, d->catalog, &d->config->audit,
+                          &d->config->storage, d->storage, &d->audit_api);
         if (r < 0)
                 return r;
         r = http_server_start(d->http);
         if (r < 0) {
-                log_error("cannot listen on %s:%u: %s", d->config->http.listen_address, d->config->http.port,
-                          strerror(-r));
+                log_error("cannot listen on %s:%u: %s", d->config->http.listen_address,
+                          d->config->http.port, strerror(-r));
                 return r;
         }
         r = catalog_start(d->catalog, daemon_on_catalog_started, d);
@@ -280,12 +285,14 @@ static int daemon_start(Daemon *d) {
         if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec >= 2000) {
                 (void)uv_timer_init(&d->loop, &d->watchdog);
                 d->has_watchdog = true;
-                (void)uv_timer_start(&d->watchdog, daemon_on_watchdog, watchdog_usec / 2000, watchdog_usec / 2000);
+                (void)uv_timer_start(&d->watchdog, daemon_on_watchdog, watchdog_usec / 2000,
+                                     watchdog_usec / 2000);
         }
 
         log_notice("listening on http://%s:%u, %s catalog %s", d->config->http.listen_address,
                    http_server_port(d->http), catalog_backend_name(d->catalog),
-                   d->config->catalog.uri ? d->config->catalog.uri : catalog_config_warehouse(&d->config->catalog));
+                   d->config->catalog.uri ? d->config->catalog.uri
+                                          : catalog_config_warehouse(&d->config->catalog));
         (void)sd_notifyf(0, "READY=1\nSTATUS=listening on port %u", http_server_port(d->http));
         return 0;
 }

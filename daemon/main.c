@@ -16,7 +16,8 @@ static bool arg_check_config;
 
 static void help(void) {
         printf("icecommitd [OPTIONS]\n\n"
-               "Commits writers' staged Iceberg manifests to tables through an Iceberg REST catalog.\n\n"
+               "Commits writers' staged Iceberg manifests to tables through an Iceberg REST "
+               "catalog.\n\n"
                "  -c, --config=PATH   configuration file (default %s)\n"
                "      --check-config  load and check the configuration, then exit\n"
                "  -h, --help          show this help\n"
@@ -31,7 +32,7 @@ static int parse_argv(int argc, char **argv) {
                 { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
-                {},
+                { 0 },
         };
         int c;
 
@@ -61,7 +62,7 @@ static int parse_argv(int argc, char **argv) {
 
 int main(int argc, char **argv) {
         _cleanup_(config_freep) Config *config = NULL;
-        Error error = {};
+        Error error = { 0 };
         int r;
 
         r = parse_argv(argc, argv);
@@ -78,7 +79,8 @@ int main(int argc, char **argv) {
                 _cleanup_(auth_tokens_freep) AuthTokens *tokens = NULL;
 
                 if (config->auth.tokens_file &&
-                    auth_tokens_load(config->auth.tokens_file, config->auth.max_tokens_file_bytes, &tokens, &error) < 0) {
+                    auth_tokens_load(config->auth.tokens_file, config->auth.max_tokens_file_bytes,
+                                     &tokens, &error) < 0) {
                         fprintf(stderr, "icecommitd: bad tokens file: %s\n", error.message);
                         return EXIT_FAILURE;
                 }

@@ -9,12 +9,13 @@ import json
 import sys
 
 
-def c_string(text):
-    out = []
-    for line in text.splitlines(keepends=True):
-        esc = line.replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
-        out.append('        "%s"' % esc)
-    return '\n'.join(out) if out else '        ""'
+def c_bytes(text):
+    # A byte array, not a string literal: ISO C only promises string literals of 4095 bytes
+    # (-Woverlength-strings, part of -Wpedantic), and the schemas are longer. NUL-terminated.
+    data = list(text.encode('utf-8')) + [0]
+    rows = [data[i:i + 16] for i in range(0, len(data), 16)]
+    byte = lambda b: '0x%02x,' % b if b < 0x80 else "'\\x%02x'," % b  # char may be signed
+    return '\n'.join('        ' + ' '.join(byte(b) for b in row) for row in rows)
 
 
 def main():
@@ -28,7 +29,7 @@ def main():
         json.loads(text)  # a broken schema fails the build, not the daemon
         h.append('extern const char proto_%s[];' % name)
         h.append('extern const size_t proto_%s_len;' % name)
-        c.append('const char proto_%s[] =\n%s;' % (name, c_string(text)))
+        c.append('const char proto_%s[] = {\n%s\n};' % (name, c_bytes(text)))
         c.append('const size_t proto_%s_len = sizeof(proto_%s) - 1;' % (name, name))
     with open(out_h, 'w', encoding='utf-8') as f:
         f.write('\n'.join(h) + '\n')

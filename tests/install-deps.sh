@@ -6,8 +6,8 @@
 #   PyPI: fastavro, PyIceberg (with pyarrow and SQLite catalog), pytest -> .venv/ (git-ignored)
 #   Go module proxy: SeaweedFS, built once (~16 min) -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
 #     (needs Go >= 1.26.6 at /usr/local/go/bin or on PATH)
-# With --runtime only what building icecommitd and the quick start need (no clang, valgrind,
-# Java or Maven): the compilers, the daemon's libraries and the Python venv.
+# With --runtime only what building icecommitd and the quick start need (no clang, clang-format,
+# valgrind, Java or Maven): the compilers, the daemon's libraries and the Python venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +19,7 @@ packages=(
 runtime=false
 [ "${1:-}" = "--runtime" ] && runtime=true
 if ! $runtime; then
-    packages+=(clang libclang-rt-14-dev valgrind openjdk-17-jdk-headless maven python3-yaml)
+    packages+=(clang clang-format libclang-rt-14-dev valgrind openjdk-17-jdk-headless maven python3-yaml)
 fi
 missing=()
 for p in "${packages[@]}"; do

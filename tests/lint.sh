@@ -6,6 +6,8 @@
 #     folder of daemon/ has its row there and every row its folder;
 #   - only main.c includes daemon.h;
 #   - every non-static function in daemon/<module>/<file>.c is named after its file (STYLE §2);
+#   - every .c/.h of daemon/ and tests/ is as clang-format 14 formats it (.clang-format), and no
+#     line is over 100 columns (what clang-format cannot break, such as a long #include);
 #   - proto/openapi.yaml parses as YAML (python3-yaml).
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}"
@@ -138,6 +140,29 @@ sys.exit(1 if bad else 0)
 PY
 ); then
     echo "exported names without their file's prefix:"; echo "$hits"; status=1
+fi
+# The format (STYLE section 9): .clang-format, for clang-format 14 (what Debian 12 ships and
+# tests/install-deps.sh installs; other versions format some constructs differently).
+# CLANG_FORMAT names another binary, such as clang-format-14.
+sources=$(find daemon tests -name '*.[ch]' -not -path 'tests/fuzz/corpus/*' | sort)
+clang_format=${CLANG_FORMAT:-clang-format}
+if ! command -v "$clang_format" >/dev/null; then
+    echo "$clang_format not found: the format is not checked (tests/install-deps.sh installs it)"
+    status=1
+elif ! "$clang_format" --version | grep -q 'version 14\.'; then
+    echo "$("$clang_format" --version): the format is defined by clang-format 14, not checked" \
+         "(set CLANG_FORMAT to a clang-format 14)"; status=1
+elif ! hits=$("$clang_format" --dry-run --Werror $sources 2>&1); then
+    echo "not formatted as .clang-format says (fix: $clang_format -i <file>):"
+    echo "$hits" | sed -n 's/^\([^:]*:[0-9]*\):[0-9]*: error:.*/\1/p' |
+        sort -u -t: -k1,1 -k2,2n | head -50
+    status=1
+fi
+# .editorconfig's limit, also on what clang-format leaves long (an #include, a word longer than
+# a comment line, a region between clang-format off and on): split a string literal by hand
+# into concatenated pieces. Columns are characters (C.UTF-8), as clang-format counts them.
+if hits=$(LC_ALL=C.UTF-8 grep -nE '^.{101}' $sources | cut -d: -f1,2); then
+    echo "lines over 100 columns:"; echo "$hits"; status=1
 fi
 # The API document must stay machine-readable (a stray quote once made it unparsable).
 if ! python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' proto/openapi.yaml 2>/tmp/lint-openapi.$$; then

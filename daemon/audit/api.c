@@ -27,25 +27,25 @@ struct AuditApi {
         const AuditConfig *config;
         const StorageConfig *storage_config;
         Storage *storage;
-        unsigned n_running;             /* jobs between their request and their answer */
+        unsigned n_running; /* jobs between their request and their answer */
 };
 
 typedef struct AuditJob {
         AuditApi *api;
-        HttpRequest *http;              /* NULL once answered or once the client went away */
+        HttpRequest *http; /* NULL once answered or once the client went away */
         CommitTarget target;
         bool is_lookup;
         int64_t row_id;
         AuditTable *table;
-        StorageProps *props;            /* the table's storage settings from its load */
+        StorageProps *props; /* the table's storage settings from its load */
         /* Lineage: manifest lists are read and parsed a chunk of snapshots at a time. */
         size_t next_snapshot;
-        size_t *chunk;                  /* snapshot indices of the chunk */
-        StorageReadItem *chunk_items;   /* ... and their lists as read */
+        size_t *chunk;                /* snapshot indices of the chunk */
+        StorageReadItem *chunk_items; /* ... and their lists as read */
         size_t n_chunk;
         /* Lookup: the snapshot the row id falls in, the manifest list read, the manifest. */
         size_t lookup_snapshot;
-        char *lookup_manifest;          /* the manifest to read next, or NULL once answered */
+        char *lookup_manifest; /* the manifest to read next, or NULL once answered */
         ssize_t lookup_manifest_index;
         StorageReadItem lookup_item;
         /* The outcome of the thread-pool work: an answer, or an error status, type and reason. */
@@ -60,7 +60,7 @@ static AuditJob *audit_job_free(AuditJob *j) {
         if (!j)
                 return NULL;
         j->api->n_running--;
-        if (j->http)            /* never left unanswered, whatever ended the job */
+        if (j->http) /* never left unanswered, whatever ended the job */
                 http_reply_error(j->http, 500, "internal", "the audit ended without an answer");
         request_target_deinit(&j->target);
         audit_table_free(j->table);
@@ -82,14 +82,16 @@ static void audit_job_on_gone(HttpRequest *r, void *userdata) {
         j->http = NULL;
 }
 
-static _printf_(4, 5) void audit_job_fail(AuditJob *j, int status, const char *type, const char *fmt, ...) {
+static _printf_(4, 5) void audit_job_fail(AuditJob *j, int status, const char *type,
+                                          const char *fmt, ...) {
         char message[2048];
         va_list ap;
 
         va_start(ap, fmt);
         (void)vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
-        log_debug("audit of table '%s' failed status=%d type=%s: %s", j->target.table, status, type, message);
+        log_debug("audit of table '%s' failed status=%d type=%s: %s", j->target.table, status, type,
+                  message);
         if (j->http)
                 http_reply_error(j->http, status, type, "%s", message);
         j->http = NULL;
@@ -111,14 +113,17 @@ static int audit_take_list(AuditJob *j, size_t i, StorageReadItem *item) {
         if (!s->manifest_list)
                 return 0;
         if (item->status == -ENOMEM)
-                return audit_work_fail(j, 503, "out-of-memory", error_set(&j->error, -ENOMEM, "out of memory"));
+                return audit_work_fail(j, 503, "out-of-memory",
+                                       error_set(&j->error, -ENOMEM, "out of memory"));
         /* A store that fails for now is no finding about the table: ask again later. */
         if (storage_status_is_transient(item->status))
                 return audit_work_fail(j, 503, "storage-unavailable",
-                                       error_set(&j->error, item->status, "%s", item->error.message));
+                                       error_set(&j->error, item->status, "%s",
+                                                 item->error.message));
         if (item->status < 0)
                 return audit_snapshot_set_list_error(j->table, i, item->error.message) < 0
-                               ? audit_work_fail(j, 503, "out-of-memory", error_set(&j->error, -ENOMEM, "out of memory"))
+                               ? audit_work_fail(j, 503, "out-of-memory",
+                                                 error_set(&j->error, -ENOMEM, "out of memory"))
                                : 0;
         r = audit_snapshot_set_list(j->table, i, buf_slice(&item->data), &j->error);
         buf_deinit(&item->data);
@@ -130,8 +135,8 @@ static int audit_take_list(AuditJob *j, size_t i, StorageReadItem *item) {
 }
 
 static json_t *audit_target_json(const AuditJob *j) {
-        return json_pack("{s:o, s:s}", "namespace", request_target_namespace_json(&j->target), "table",
-                         j->target.table);
+        return json_pack("{s:o, s:s}", "namespace", request_target_namespace_json(&j->target),
+                         "table", j->target.table);
 }
 
 /* Thread pool: the chunk's lists into the audit; after the last chunk, the report. */
@@ -142,20 +147,23 @@ static void audit_work_lineage(AuditJob *j) {
                 if (audit_take_list(j, j->chunk[k], &j->chunk_items[k]) < 0)
                         return;
         if (j->next_snapshot < j->table->n_snapshots)
-                return;         /* more chunks to read */
+                return; /* more chunks to read */
         report = audit_table_report(j->table);
         if (!report || json_object_update_new(report, audit_target_json(j)) < 0) {
                 json_decref(report);
-                (void)audit_work_fail(j, 503, "out-of-memory", error_set(&j->error, -ENOMEM, "out of memory"));
+                (void)audit_work_fail(j, 503, "out-of-memory",
+                                      error_set(&j->error, -ENOMEM, "out of memory"));
                 return;
         }
         j->answer = report;
         j->status = 200;
 }
 
-static json_t *audit_unassigned(const AuditJob *j, const char *reason, json_t *details /* stolen, may be NULL */) {
-        json_t *o = json_pack("{s:I, s:b, s:s, s:I}", "row-id", (json_int_t)j->row_id, "assigned", 0, "reason",
-                              reason, "next-row-id", (json_int_t)j->table->table->next_row_id);
+static json_t *audit_unassigned(const AuditJob *j, const char *reason,
+                                json_t *details /* stolen, may be NULL */) {
+        json_t *o = json_pack("{s:I, s:b, s:s, s:I}", "row-id", (json_int_t)j->row_id, "assigned",
+                              0, "reason", reason, "next-row-id",
+                              (json_int_t)j->table->table->next_row_id);
 
         if (o && details && json_object_update(o, details) < 0)
                 o = (json_decref(o), NULL);
@@ -164,23 +172,29 @@ static json_t *audit_unassigned(const AuditJob *j, const char *reason, json_t *d
 }
 
 static json_t *audit_snapshot_brief(const AuditSnapshot *s) {
-        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s?}", "snapshot-id", (json_int_t)s->snapshot_id,
-                         "sequence-number", (json_int_t)s->sequence_number, "timestamp-ms",
-                         (json_int_t)s->timestamp_ms, "first-row-id", (json_int_t)s->first_row_id, "last-row-id",
-                         (json_int_t)(s->first_row_id + s->added_rows - 1), "manifest-list", s->manifest_list);
+        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s?}", "snapshot-id",
+                         (json_int_t)s->snapshot_id, "sequence-number",
+                         (json_int_t)s->sequence_number, "timestamp-ms",
+                         (json_int_t)s->timestamp_ms, "first-row-id", (json_int_t)s->first_row_id,
+                         "last-row-id", (json_int_t)(s->first_row_id + s->added_rows - 1),
+                         "manifest-list", s->manifest_list);
 }
 
 static json_t *audit_manifest_brief(const ManifestFile *m) {
         return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "path", m->path, "first-row-id",
                          (json_int_t)m->first_row_id, "last-row-id",
-                         (json_int_t)(m->first_row_id + m->added_rows_count + m->existing_rows_count - 1),
+                         (json_int_t)(m->first_row_id + m->added_rows_count +
+                                      m->existing_rows_count - 1),
                          "added-rows", (json_int_t)m->added_rows_count, "existing-rows",
-                         (json_int_t)m->existing_rows_count, "added-snapshot-id", (json_int_t)m->added_snapshot_id,
-                         "sequence-number", (json_int_t)m->sequence_number);
+                         (json_int_t)m->existing_rows_count, "added-snapshot-id",
+                         (json_int_t)m->added_snapshot_id, "sequence-number",
+                         (json_int_t)m->sequence_number);
 }
 
 static const char *entry_status_name(int32_t status) {
-        return status == MANIFEST_ENTRY_ADDED ? "added" : status == MANIFEST_ENTRY_EXISTING ? "existing" : "deleted";
+        return status == MANIFEST_ENTRY_ADDED      ? "added"
+               : status == MANIFEST_ENTRY_EXISTING ? "existing"
+                                                   : "deleted";
 }
 
 /* Where row id j->row_id was assigned, step 1 (loop): the snapshot (metadata). Returns an answer
@@ -192,12 +206,14 @@ static json_t *audit_lookup_snapshot(AuditJob *j) {
 
         r = audit_table_locate_snapshot(t, j->row_id, &j->lookup_snapshot, &gap);
         if (r == AUDIT_ROW_AT_OR_ABOVE_NEXT)
-                return audit_unassigned(j, "at or above the table's next-row-id: never assigned", NULL);
+                return audit_unassigned(j, "at or above the table's next-row-id: never assigned",
+                                        NULL);
         if (r == AUDIT_ROW_IN_GAP)
-                return audit_unassigned(
-                        j, gap.explanation,
-                        json_pack("{s:{s:I, s:I, s:b}}", "gap", "first-row-id", (json_int_t)gap.first, "last-row-id",
-                                  (json_int_t)(gap.end - 1), "explained", gap.is_explained));
+                return audit_unassigned(j, gap.explanation,
+                                        json_pack("{s:{s:I, s:I, s:b}}", "gap", "first-row-id",
+                                                  (json_int_t)gap.first, "last-row-id",
+                                                  (json_int_t)(gap.end - 1), "explained",
+                                                  gap.is_explained));
         return NULL;
 }
 
@@ -213,18 +229,23 @@ static json_t *audit_lookup_list(AuditJob *j) {
         if (s->list_error || !s->is_list_read) {
                 j->status = 502;
                 j->error_type = "unreadable-table-file";
-                (void)error_set(&j->error, -EIO, "the manifest list of snapshot %" PRId64 " cannot be read: %s",
-                                s->snapshot_id, s->list_error ? s->list_error : "the snapshot names none");
+                (void)error_set(&j->error, -EIO,
+                                "the manifest list of snapshot %" PRId64 " cannot be read: %s",
+                                s->snapshot_id,
+                                s->list_error ? s->list_error : "the snapshot names none");
                 return NULL;
         }
         k = audit_snapshot_find_manifest(s, j->row_id);
         if (k < 0)
-                return audit_unassigned(j, "reserved by the snapshot's range, but no data manifest of it holds the id",
-                                        json_pack("{s:o}", "snapshot", audit_snapshot_brief(s)));
+                return audit_unassigned(
+                        j,
+                        "reserved by the snapshot's range, but no data manifest of it holds the id",
+                        json_pack("{s:o}", "snapshot", audit_snapshot_brief(s)));
         j->lookup_manifest_index = k;
         j->lookup_manifest = strdup(s->manifests[k].path);
         if (!j->lookup_manifest)
-                (void)audit_work_fail(j, 503, "out-of-memory", error_set(&j->error, -ENOMEM, "out of memory"));
+                (void)audit_work_fail(j, 503, "out-of-memory",
+                                      error_set(&j->error, -ENOMEM, "out of memory"));
         return NULL;
 }
 
@@ -244,46 +265,49 @@ static json_t *audit_lookup_entries(AuditJob *j) {
         if (r < 0)
                 (void)error_set(&j->error, r, "%s", j->lookup_item.error.message);
         if (r >= 0)
-                r = manifest_entries_read(buf_slice(&j->lookup_item.data), j->api->storage_config->max_manifest_entries,
-                                          &entries, &n_entries, &j->error);
+                r = manifest_entries_read(buf_slice(&j->lookup_item.data),
+                                          j->api->storage_config->max_manifest_entries, &entries,
+                                          &n_entries, &j->error);
         if (r >= 0)
                 r = manifest_entries_inherit(entries, n_entries, m, &j->error);
         if (r < 0) {
                 manifest_entries_free(entries, n_entries);
                 (void)error_prefix(&j->error, r, "manifest '%s'", m->path);
                 j->status = r == -ENOMEM ? 503 : storage_status_is_transient(r) ? 503 : 502;
-                j->error_type = r == -ENOMEM ? "out-of-memory" : j->status == 503 ? "storage-unavailable" :
-                                                                                   "unreadable-table-file";
+                j->error_type = r == -ENOMEM       ? "out-of-memory"
+                                : j->status == 503 ? "storage-unavailable"
+                                                   : "unreadable-table-file";
                 return NULL;
         }
         k = audit_entries_find_row(entries, n_entries, j->row_id);
         if (k < 0) {
-                o = audit_unassigned(j, "reserved by the manifest's range, but no live data file of it holds the id",
-                                     json_pack("{s:o, s:o}", "snapshot", audit_snapshot_brief(s), "manifest",
-                                               audit_manifest_brief(m)));
+                o = audit_unassigned(j,
+                                     "reserved by the manifest's range, but no live data file of "
+                                     "it holds the id",
+                                     json_pack("{s:o, s:o}", "snapshot", audit_snapshot_brief(s),
+                                               "manifest", audit_manifest_brief(m)));
                 manifest_entries_free(entries, n_entries);
                 return o;
         }
         x = &entries[k];
-        o = json_pack("{s:I, s:b, s:o, s:o, s:{s:s, s:s, s:I, s:I, s:b, s:o, s:o, s:o}, s:I, s:o, s:o}",
-                      "row-id", (json_int_t)j->row_id, "assigned", 1,
-                      "snapshot", audit_snapshot_brief(s),
-                      "manifest", audit_manifest_brief(m),
-                      "data-file",
-                      "path", x->file_path, "status", entry_status_name(x->status),
-                      "record-count", (json_int_t)x->record_count, "first-row-id", (json_int_t)x->first_row_id,
-                      "first-row-id-inherited", x->is_first_row_id_inherited,
-                      "snapshot-id", x->has_snapshot_id ? json_integer(x->snapshot_id) : json_null(),
-                      "data-sequence-number",
-                      x->has_sequence_number ? json_integer(x->sequence_number) : json_null(),
-                      "file-sequence-number",
-                      x->has_file_sequence_number ? json_integer(x->file_sequence_number) : json_null(),
-                      "position", (json_int_t)(j->row_id - x->first_row_id),
-                      /* What a reader reports for a row whose column is null in the file (rows
-                       * that kept a materialized value report that instead). */
-                      "last-updated-sequence-number",
-                      x->has_sequence_number ? json_integer(x->sequence_number) : json_null(),
-                      "refs", audit_table_refs_containing(t, i));
+        o = json_pack(
+                "{s:I, s:b, s:o, s:o, s:{s:s, s:s, s:I, s:I, s:b, s:o, s:o, s:o}, s:I, s:o, s:o}",
+                "row-id", (json_int_t)j->row_id, "assigned", 1, "snapshot", audit_snapshot_brief(s),
+                "manifest", audit_manifest_brief(m), "data-file", "path", x->file_path, "status",
+                entry_status_name(x->status), "record-count", (json_int_t)x->record_count,
+                "first-row-id", (json_int_t)x->first_row_id, "first-row-id-inherited",
+                x->is_first_row_id_inherited, "snapshot-id",
+                x->has_snapshot_id ? json_integer(x->snapshot_id) : json_null(),
+                "data-sequence-number",
+                x->has_sequence_number ? json_integer(x->sequence_number) : json_null(),
+                "file-sequence-number",
+                x->has_file_sequence_number ? json_integer(x->file_sequence_number) : json_null(),
+                "position", (json_int_t)(j->row_id - x->first_row_id),
+                /* What a reader reports for a row whose column is null in the file (rows
+                 * that kept a materialized value report that instead). */
+                "last-updated-sequence-number",
+                x->has_sequence_number ? json_integer(x->sequence_number) : json_null(), "refs",
+                audit_table_refs_containing(t, i));
         manifest_entries_free(entries, n_entries);
         return o;
 }
@@ -298,7 +322,8 @@ static void audit_set_answer(AuditJob *j, json_t *o) {
                 j->answer = o;
                 j->status = 200;
         } else if (j->status == 0)
-                (void)audit_work_fail(j, 503, "out-of-memory", error_set(&j->error, -ENOMEM, "out of memory"));
+                (void)audit_work_fail(j, 503, "out-of-memory",
+                                      error_set(&j->error, -ENOMEM, "out of memory"));
 }
 
 static void audit_work(uv_work_t *w) {
@@ -363,10 +388,12 @@ static void audit_read_one(AuditJob *j, const char *location) {
         StorageContext ctx = { .props = j->props };
         int r;
 
-        r = storage_read_many(j->api->storage, &ctx, &location, 1, j->api->storage_config->max_manifest_bytes,
-                              1, audit_on_lookup_read, j);
+        r = storage_read_many(j->api->storage, &ctx, &location, 1,
+                              j->api->storage_config->max_manifest_bytes, 1, audit_on_lookup_read,
+                              j);
         if (r < 0) {
-                audit_job_fail(j, 503, "storage-unavailable", "cannot read '%s': %s", location, strerror(-r));
+                audit_job_fail(j, 503, "storage-unavailable", "cannot read '%s': %s", location,
+                               strerror(-r));
                 audit_job_free(j);
         }
 }
@@ -389,10 +416,13 @@ static void audit_lineage_next_chunk(AuditJob *j) {
                 }
                 j->next_snapshot++;
         }
-        r = storage_read_many(j->api->storage, &ctx, locations, j->n_chunk, j->api->storage_config->max_manifest_bytes,
-                              j->api->storage_config->s3.max_concurrent_requests, audit_on_chunk_read, j);
+        r = storage_read_many(j->api->storage, &ctx, locations, j->n_chunk,
+                              j->api->storage_config->max_manifest_bytes,
+                              j->api->storage_config->s3.max_concurrent_requests,
+                              audit_on_chunk_read, j);
         if (r < 0) {
-                audit_job_fail(j, 503, "storage-unavailable", "cannot read the manifest lists: %s", strerror(-r));
+                audit_job_fail(j, 503, "storage-unavailable", "cannot read the manifest lists: %s",
+                               strerror(-r));
                 audit_job_free(j);
         }
 }
@@ -431,7 +461,8 @@ static void audit_on_table_loaded(const CatalogResult *result, void *userdata) {
 
         if (result->status != 0) {
                 r = catalog_outcome_http_status(result->status, &type);
-                audit_job_fail(j, r, type, "%s%s", r == 404 ? "" : "cannot load the table: ", result->message);
+                audit_job_fail(j, r, type, "%s%s",
+                               r == 404 ? "" : "cannot load the table: ", result->message);
                 goto done;
         }
         r = table_metadata_parse(result->body, &metadata, &j->error);
@@ -452,13 +483,15 @@ static void audit_on_table_loaded(const CatalogResult *result, void *userdata) {
                 goto done;
         }
         if (j->is_lookup && j->table->table->format_version < 3) {
-                audit_job_fail(j, 422, "no-row-lineage", "the table is format-version %d: rows have no row ids",
+                audit_job_fail(j, 422, "no-row-lineage",
+                               "the table is format-version %d: rows have no row ids",
                                j->table->table->format_version);
                 goto done;
         }
         r = storage_props_new(result->properties, result->body, &j->props, &j->error);
         if (r < 0) {
-                audit_job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s", j->error.message);
+                audit_job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s",
+                               j->error.message);
                 goto done;
         }
         if (!j->is_lookup) {
@@ -487,7 +520,8 @@ static void audit_on_table_loaded(const CatalogResult *result, void *userdata) {
                 s = &j->table->snapshots[j->lookup_snapshot];
                 if (!s->manifest_list) {
                         audit_job_fail(j, 502, "unreadable-table-file",
-                                       "the manifest list of snapshot %" PRId64 " cannot be read: the snapshot names none",
+                                       "the manifest list of snapshot %" PRId64
+                                       " cannot be read: the snapshot names none",
                                        s->snapshot_id);
                         goto done;
                 }
@@ -501,24 +535,26 @@ done:
 
 /* The one place the audit talks to the catalog. */
 static int audit_load_table(AuditJob *j) {
-        return catalog_load_table(j->api->catalog, (const char *const *)j->target.namespace, j->target.n_namespace,
-                                  j->target.table, audit_on_table_loaded, j);
+        return catalog_load_table(j->api->catalog, (const char *const *)j->target.namespace,
+                                  j->target.n_namespace, j->target.table, audit_on_table_loaded, j);
 }
 
 static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
         const AuthToken *caller;
         char seconds[16];
         AuditJob *j;
-        Error error = {};
+        Error error = { 0 };
         int rr;
 
-        if (auth_check(api->auth, r, AUTH_RIGHT_READ, http_request_param(r, 0), http_request_param(r, 1), &caller) < 0)
+        if (auth_check(api->auth, r, AUTH_RIGHT_READ, http_request_param(r, 0),
+                       http_request_param(r, 1), &caller) < 0)
                 return;
         if (api->n_running >= api->config->max_concurrent) {
                 (void)snprintf(seconds, sizeof(seconds), "%u", 1u);
                 http_reply_add_header(r, "Retry-After", seconds);
                 http_reply_error(r, 503, "audit-busy",
-                                 "%u audits are running (audit.max-concurrent); retry later", api->n_running);
+                                 "%u audits are running (audit.max-concurrent); retry later",
+                                 api->n_running);
                 return;
         }
         j = calloc(1, sizeof(*j));
@@ -528,11 +564,13 @@ static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
         }
         j->api = api;
         j->is_lookup = is_lookup;
-        rr = request_target_parse(http_request_param(r, 0), http_request_param(r, 1), &j->target, &error);
+        rr = request_target_parse(http_request_param(r, 0), http_request_param(r, 1), &j->target,
+                                  &error);
         if (rr >= 0 && is_lookup) {
                 rr = parse_i64(http_request_param(r, 2), &j->row_id);
                 if (rr < 0 || j->row_id < 0)
-                        rr = error_set(&error, -EINVAL, "row id '%s' is not a non-negative 64-bit integer",
+                        rr = error_set(&error, -EINVAL,
+                                       "row id '%s' is not a non-negative 64-bit integer",
                                        http_request_param(r, 2));
         }
         if (rr < 0) {
@@ -549,7 +587,8 @@ static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
         http_request_on_gone(r, audit_job_on_gone, j);
         rr = audit_load_table(j);
         if (rr < 0) {
-                audit_job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s", strerror(-rr));
+                audit_job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s",
+                               strerror(-rr));
                 audit_job_free(j);
         }
 }
@@ -562,20 +601,26 @@ static void audit_handle_row_id(HttpRequest *r, void *userdata) {
         audit_start(userdata, r, /* is_lookup= */ true);
 }
 
-int audit_api_new(uv_loop_t *loop, HttpServer *server, Auth *auth, Catalog *catalog, const AuditConfig *config,
-                  const StorageConfig *storage_config, Storage *storage, AuditApi **ret_api) {
+int audit_api_new(uv_loop_t *loop, HttpServer *server, Auth *auth, Catalog *catalog,
+                  const AuditConfig *config, const StorageConfig *storage_config, Storage *storage,
+                  AuditApi **ret_api) {
         _cleanup_(audit_api_freep) AuditApi *api = NULL;
         int r;
 
         api = calloc(1, sizeof(*api));
         if (!api)
                 return -ENOMEM;
-        *api = (AuditApi){ .loop = loop, .auth = auth, .catalog = catalog, .config = config, .storage_config = storage_config,
+        *api = (AuditApi){ .loop = loop,
+                           .auth = auth,
+                           .catalog = catalog,
+                           .config = config,
+                           .storage_config = storage_config,
                            .storage = storage };
-        r = http_server_route(server, "GET", "/v1/namespaces/{}/tables/{}/lineage", audit_handle_lineage, api);
+        r = http_server_route(server, "GET", "/v1/namespaces/{}/tables/{}/lineage",
+                              audit_handle_lineage, api);
         if (r >= 0)
-                r = http_server_route(server, "GET", "/v1/namespaces/{}/tables/{}/row-ids/{}", audit_handle_row_id,
-                                      api);
+                r = http_server_route(server, "GET", "/v1/namespaces/{}/tables/{}/row-ids/{}",
+                                      audit_handle_row_id, api);
         if (r < 0)
                 return r;
         *ret_api = TAKE_PTR(api);

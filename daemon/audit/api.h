@@ -20,8 +20,9 @@ typedef struct AuditApi AuditApi;
 /* Registers the routes on `server` (before it starts). Every pointer is borrowed and must
  * outlive the AuditApi; `auth` NULL means no authentication. Returns 0, -ENOMEM or the
  * router's error. */
-int audit_api_new(uv_loop_t *loop, HttpServer *server, Auth *auth, Catalog *catalog, const AuditConfig *config,
-                  const StorageConfig *storage_config, Storage *storage, AuditApi **ret_api);
+int audit_api_new(uv_loop_t *loop, HttpServer *server, Auth *auth, Catalog *catalog,
+                  const AuditConfig *config, const StorageConfig *storage_config, Storage *storage,
+                  AuditApi **ret_api);
 /* Frees the API once no audit runs (after uv_run() returned). Accepts NULL; returns NULL. */
 AuditApi *audit_api_free(AuditApi *api);
 DEFINE_CLEANUP_FUNC(AuditApi, audit_api_free);

@@ -44,7 +44,7 @@ static int audit_snapshot_parse(json_t *o, AuditSnapshot *s, Error *e) {
         json_t *summary = json_object_get(o, "summary");
         int64_t v;
 
-        *s = (AuditSnapshot){};
+        *s = (AuditSnapshot){ 0 };
         if (table_json_get_i64(o, "snapshot-id", &s->snapshot_id) < 0)
                 return error_set(e, -EINVAL, "a snapshot lacks a valid snapshot-id");
         /* v1 metadata may omit sequence numbers: they read as 0. */
@@ -61,7 +61,8 @@ static int audit_snapshot_parse(json_t *o, AuditSnapshot *s, Error *e) {
                 if (table_json_get_i64(o, "added-rows", &v) < 0 || v < 0 || s->first_row_id < 0 ||
                     checked_add_i64(&v, v, s->first_row_id))
                         return error_set(e, -EINVAL,
-                                         "snapshot %" PRId64 " has a first-row-id but no valid added-rows",
+                                         "snapshot %" PRId64
+                                         " has a first-row-id but no valid added-rows",
                                          s->snapshot_id);
                 s->added_rows = v - s->first_row_id;
         }
@@ -85,21 +86,22 @@ int audit_table_new(TableMetadata *table, const AuditLimits *limits, AuditTable 
 
         snapshots = json_object_get(table->metadata, "snapshots");
         if (json_array_size(snapshots) > limits->max_snapshots)
-                return error_set(e, -E2BIG,
-                                 "the table has %zu snapshots, more than audit.max-snapshots=%" PRIu64,
-                                 json_array_size(snapshots), limits->max_snapshots);
+                return error_set(
+                        e, -E2BIG,
+                        "the table has %zu snapshots, more than audit.max-snapshots=%" PRIu64,
+                        json_array_size(snapshots), limits->max_snapshots);
         if (json_array_size(snapshots) > 0) {
                 t->snapshots = calloc(json_array_size(snapshots), sizeof(*t->snapshots));
                 if (!t->snapshots)
                         return error_set(e, -ENOMEM, "out of memory");
         }
-        json_array_foreach(snapshots, i, value) {
+        json_array_foreach (snapshots, i, value) {
                 r = audit_snapshot_parse(value, &t->snapshots[t->n_snapshots], e);
                 if (r < 0)
                         return r;
                 t->n_snapshots++;
         }
-        if (t->n_snapshots > 1)         /* a table without snapshots has no array: qsort(NULL) is UB */
+        if (t->n_snapshots > 1) /* a table without snapshots has no array: qsort(NULL) is UB */
                 qsort(t->snapshots, t->n_snapshots, sizeof(*t->snapshots), snapshot_compare);
 
         refs = json_object_get(table->metadata, "refs");
@@ -108,14 +110,15 @@ int audit_table_new(TableMetadata *table, const AuditLimits *limits, AuditTable 
                 if (!t->refs)
                         return error_set(e, -ENOMEM, "out of memory");
         }
-        json_object_foreach(refs, name, value) {
+        json_object_foreach (refs, name, value) {
                 AuditRef *ref = &t->refs[t->n_refs];
 
                 if (table_json_get_i64(value, "snapshot-id", &ref->snapshot_id) < 0)
                         return error_set(e, -EINVAL, "ref '%s' lacks a valid snapshot-id", name);
                 ref->name = name;
-                ref->is_branch = !json_is_string(json_object_get(value, "type")) ||
-                                 strcmp(json_string_value(json_object_get(value, "type")), "tag") != 0;
+                ref->is_branch =
+                        !json_is_string(json_object_get(value, "type")) ||
+                        strcmp(json_string_value(json_object_get(value, "type")), "tag") != 0;
                 t->n_refs++;
         }
         *ret = TAKE_PTR(t);
@@ -146,8 +149,8 @@ int audit_snapshot_take_manifests(AuditTable *t, size_t i, int list_format_versi
         if (n > t->limits.max_manifests || t->n_manifests_read > t->limits.max_manifests - n) {
                 manifest_list_files_free(manifests, n);
                 return error_set(e, -E2BIG,
-                                 "the manifest lists of the table hold more than audit.max-manifests=%" PRIu64
-                                 " entries in total",
+                                 "the manifest lists of the table hold more than "
+                                 "audit.max-manifests=%" PRIu64 " entries in total",
                                  t->limits.max_manifests);
         }
         if (n > 0) {
@@ -205,7 +208,7 @@ static bool snapshot_has_range(const AuditSnapshot *s) {
 }
 
 static int64_t snapshot_end(const AuditSnapshot *s) {
-        return s->first_row_id + s->added_rows;         /* checked at parse */
+        return s->first_row_id + s->added_rows; /* checked at parse */
 }
 
 /* A data manifest's range [first_row_id, + added + existing); false when it has none or it
@@ -268,7 +271,7 @@ static bool manifest_is_new_in(const AuditTable *t, const AuditSnapshot *s, cons
 
 typedef struct Range {
         int64_t first, end;
-        size_t owner;           /* snapshot index, or manifest index in a DistinctManifest array */
+        size_t owner; /* snapshot index, or manifest index in a DistinctManifest array */
 } Range;
 
 static int range_compare(const void *a, const void *b) {
@@ -328,13 +331,15 @@ static void gap_explain(const AuditTable *t, const AuditSnapshot *prev, const Au
         g->is_explained = missing > 0;
         if (missing > 0)
                 (void)snprintf(g->explanation, sizeof(g->explanation),
-                               "assigned by %" PRId64 " snapshot(s) with sequence numbers between %" PRId64
-                               " and %" PRId64 " that are no longer in the table metadata (expired or removed)",
+                               "assigned by %" PRId64
+                               " snapshot(s) with sequence numbers between %" PRId64 " and %" PRId64
+                               " that are no longer in the table metadata (expired or removed)",
                                missing, lo, hi);
         else
                 (void)snprintf(g->explanation, sizeof(g->explanation),
-                               "no snapshot is missing between sequence numbers %" PRId64 " and %" PRId64
-                               ": next-row-id advanced by %" PRId64 " without a snapshot that assigned these ids",
+                               "no snapshot is missing between sequence numbers %" PRId64
+                               " and %" PRId64 ": next-row-id advanced by %" PRId64
+                               " without a snapshot that assigned these ids",
                                lo, hi, g->end - g->first);
 }
 
@@ -446,8 +451,8 @@ static json_t *details_two(const char *key, json_t *a, json_t *b, int64_t first,
 typedef struct DistinctManifest {
         const char *path;
         int64_t first, end;
-        size_t snapshot;        /* the first snapshot (sequence order) listing it */
-        size_t order;           /* position in the gathering order, for stable sorts */
+        size_t snapshot; /* the first snapshot (sequence order) listing it */
+        size_t order;    /* position in the gathering order, for stable sorts */
 } DistinctManifest;
 
 /* By path, then range, then gathering order: equal listings end up side by side. */
@@ -475,8 +480,9 @@ static int distinct_by_range(const void *a, const void *b) {
 }
 
 static json_t *manifest_ref_json(const AuditTable *t, const DistinctManifest *d) {
-        return json_pack("{s:s, s:I, s:I, s:I}", "path", d->path, "first-row-id", (json_int_t)d->first,
-                         "last-row-id", (json_int_t)(d->end - 1), "first-listed-by-snapshot-id",
+        return json_pack("{s:s, s:I, s:I, s:I}", "path", d->path, "first-row-id",
+                         (json_int_t)d->first, "last-row-id", (json_int_t)(d->end - 1),
+                         "first-listed-by-snapshot-id",
                          (json_int_t)t->snapshots[d->snapshot].snapshot_id);
 }
 
@@ -497,10 +503,14 @@ static int distinct_manifests(const AuditTable *t, DistinctManifest **ret, size_
                 const AuditSnapshot *s = &t->snapshots[i];
 
                 for (size_t k = 0; k < s->n_manifests; k++) {
-                        DistinctManifest d = { .path = s->manifests[k].path, .snapshot = i, .order = n };
+                        DistinctManifest d = { .path = s->manifests[k].path,
+                                               .snapshot = i,
+                                               .order = n };
 
-                        /* A manifest of no rows holds no id (the next one may start at the same id). */
-                        if (d.path && manifest_range(&s->manifests[k], &d.first, &d.end) && d.end > d.first)
+                        /* A manifest of no rows holds no id (the next one may start at the same
+                         * id). */
+                        if (d.path && manifest_range(&s->manifests[k], &d.first, &d.end) &&
+                            d.end > d.first)
                                 all[n++] = d;
                 }
         }
@@ -509,7 +519,8 @@ static int distinct_manifests(const AuditTable *t, DistinctManifest **ret, size_
         for (size_t k = 0; k < n; k++) {
                 const DistinctManifest *u = n_unique ? &all[n_unique - 1] : NULL;
 
-                if (u && strcmp(u->path, all[k].path) == 0 && u->first == all[k].first && u->end == all[k].end)
+                if (u && strcmp(u->path, all[k].path) == 0 && u->first == all[k].first &&
+                    u->end == all[k].end)
                         continue;
                 all[n_unique++] = all[k];
         }
@@ -541,10 +552,12 @@ static void check_ranges_kept(const AuditTable *t, Check *c) {
                         check_add(c,
                                   json_pack("{s:s, s:[I, I]}", "manifest", m->path, "snapshot-ids",
                                             (json_int_t)p->snapshot_id, (json_int_t)s->snapshot_id),
-                                  "manifest '%s' has ids %" PRId64 "..%" PRId64 " in snapshot %" PRId64
-                                  " but %" PRId64 "..%" PRId64 " in snapshot %" PRId64
+                                  "manifest '%s' has ids %" PRId64 "..%" PRId64
+                                  " in snapshot %" PRId64 " but %" PRId64 "..%" PRId64
+                                  " in snapshot %" PRId64
                                   ", its child: a manifest keeps its ids along a branch",
-                                  m->path, pfirst, pend - 1, p->snapshot_id, first, end - 1, s->snapshot_id);
+                                  m->path, pfirst, pend - 1, p->snapshot_id, first, end - 1,
+                                  s->snapshot_id);
                 }
         }
 }
@@ -569,10 +582,10 @@ static void check_overlaps(const AuditTable *t, const Range *ranges, size_t n_ra
                         check_add(c,
                                   details_two("snapshot-ids", json_integer(a->snapshot_id),
                                               json_integer(b->snapshot_id), ranges[k].first, end),
-                                  "snapshots %" PRId64 " (sequence %" PRId64 ") and %" PRId64 " (sequence %" PRId64
-                                  ") both hold row ids %" PRId64 "..%" PRId64,
-                                  a->snapshot_id, a->sequence_number, b->snapshot_id, b->sequence_number,
-                                  ranges[k].first, end - 1);
+                                  "snapshots %" PRId64 " (sequence %" PRId64 ") and %" PRId64
+                                  " (sequence %" PRId64 ") both hold row ids %" PRId64 "..%" PRId64,
+                                  a->snapshot_id, a->sequence_number, b->snapshot_id,
+                                  b->sequence_number, ranges[k].first, end - 1);
                 }
                 if (ranges[k].end > max_end) {
                         max_end = ranges[k].end;
@@ -613,12 +626,14 @@ static void check_overlaps(const AuditTable *t, const Range *ranges, size_t n_ra
                         if (first >= s->first_row_id && end <= snapshot_end(s))
                                 continue;
                         check_add(c,
-                                  json_pack("{s:I, s:s, s:I, s:I}", "snapshot-id", (json_int_t)s->snapshot_id,
-                                            "manifest", m->path, "first-row-id", (json_int_t)first,
-                                            "last-row-id", (json_int_t)(end - 1)),
-                                  "manifest '%s' got its ids in snapshot %" PRId64 " but holds %" PRId64 "..%" PRId64
-                                  ", outside the snapshot's range %" PRId64 "..%" PRId64 " (first-row-id %" PRId64
-                                  ", added-rows %" PRId64 ")",
+                                  json_pack("{s:I, s:s, s:I, s:I}", "snapshot-id",
+                                            (json_int_t)s->snapshot_id, "manifest", m->path,
+                                            "first-row-id", (json_int_t)first, "last-row-id",
+                                            (json_int_t)(end - 1)),
+                                  "manifest '%s' got its ids in snapshot %" PRId64
+                                  " but holds %" PRId64 "..%" PRId64
+                                  ", outside the snapshot's range %" PRId64 "..%" PRId64
+                                  " (first-row-id %" PRId64 ", added-rows %" PRId64 ")",
                                   m->path, s->snapshot_id, first, end - 1, s->first_row_id,
                                   snapshot_end(s) - 1, s->first_row_id, s->added_rows);
                 }
@@ -634,16 +649,20 @@ static void check_next_row_id(const AuditTable *t, const Range *ranges, size_t n
                 const AuditSnapshot *s = &t->snapshots[ranges[k].owner];
 
                 if (ranges[k].end > next)
-                        check_add(c, json_pack("{s:I, s:I}", "snapshot-id", (json_int_t)s->snapshot_id,
-                                               "last-row-id", (json_int_t)(ranges[k].end - 1)),
-                                  "snapshot %" PRId64 " holds row ids up to %" PRId64 ", not below next-row-id %" PRId64,
+                        check_add(c,
+                                  json_pack("{s:I, s:I}", "snapshot-id", (json_int_t)s->snapshot_id,
+                                            "last-row-id", (json_int_t)(ranges[k].end - 1)),
+                                  "snapshot %" PRId64 " holds row ids up to %" PRId64
+                                  ", not below next-row-id %" PRId64,
                                   s->snapshot_id, ranges[k].end - 1, next);
         }
         for (size_t k = 0; k < n_dm; k++)
                 if (dm[k].end > next)
-                        check_add(c, json_pack("{s:s, s:I}", "manifest", dm[k].path, "last-row-id",
-                                               (json_int_t)(dm[k].end - 1)),
-                                  "manifest '%s' holds row ids up to %" PRId64 ", not below next-row-id %" PRId64,
+                        check_add(c,
+                                  json_pack("{s:s, s:I}", "manifest", dm[k].path, "last-row-id",
+                                            (json_int_t)(dm[k].end - 1)),
+                                  "manifest '%s' holds row ids up to %" PRId64
+                                  ", not below next-row-id %" PRId64,
                                   dm[k].path, dm[k].end - 1, next);
 }
 
@@ -658,8 +677,11 @@ static void check_first_row_ids(const AuditTable *t, Check *c) {
 
                 if (!s->has_first_row_id) {
                         if (is_lineage_started && s->sequence_number > started_seq)
-                                check_add(c, json_pack("{s:I}", "snapshot-id", (json_int_t)s->snapshot_id),
-                                          "snapshot %" PRId64 " (sequence %" PRId64 ") has no first-row-id, but "
+                                check_add(c,
+                                          json_pack("{s:I}", "snapshot-id",
+                                                    (json_int_t)s->snapshot_id),
+                                          "snapshot %" PRId64 " (sequence %" PRId64
+                                          ") has no first-row-id, but "
                                           "row lineage started at sequence %" PRId64,
                                           s->snapshot_id, s->sequence_number, started_seq);
                         continue;
@@ -671,22 +693,31 @@ static void check_first_row_ids(const AuditTable *t, Check *c) {
                 if (!s->is_list_read)
                         continue;
                 if (s->list_format_version < 3)
-                        check_add(c, json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)s->snapshot_id,
-                                               "manifest-list", s->manifest_list ? s->manifest_list : ""),
-                                  "snapshot %" PRId64 " has a first-row-id but a format %d manifest list",
+                        check_add(c,
+                                  json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)s->snapshot_id,
+                                            "manifest-list",
+                                            s->manifest_list ? s->manifest_list : ""),
+                                  "snapshot %" PRId64
+                                  " has a first-row-id but a format %d manifest list",
                                   s->snapshot_id, s->list_format_version);
                 else if (!s->list_has_first_row_id || s->list_first_row_id != s->first_row_id)
-                        check_add(c, json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)s->snapshot_id,
-                                               "manifest-list", s->manifest_list ? s->manifest_list : ""),
-                                  "the manifest list of snapshot %" PRId64 " does not carry its first-row-id %" PRId64,
+                        check_add(c,
+                                  json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)s->snapshot_id,
+                                            "manifest-list",
+                                            s->manifest_list ? s->manifest_list : ""),
+                                  "the manifest list of snapshot %" PRId64
+                                  " does not carry its first-row-id %" PRId64,
                                   s->snapshot_id, s->first_row_id);
                 for (size_t k = 0; k < s->n_manifests; k++) {
                         const ManifestFile *m = &s->manifests[k];
 
                         if (m->content == MANIFEST_CONTENT_DATA && !m->has_first_row_id)
-                                check_add(c, json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)s->snapshot_id,
-                                                       "manifest", m->path ? m->path : ""),
-                                          "snapshot %" PRId64 " lists data manifest '%s' without a first_row_id",
+                                check_add(c,
+                                          json_pack("{s:I, s:s}", "snapshot-id",
+                                                    (json_int_t)s->snapshot_id, "manifest",
+                                                    m->path ? m->path : ""),
+                                          "snapshot %" PRId64
+                                          " lists data manifest '%s' without a first_row_id",
                                           s->snapshot_id, m->path ? m->path : "");
                 }
         }
@@ -695,8 +726,9 @@ static void check_first_row_ids(const AuditTable *t, Check *c) {
 static json_t *gap_json(const AuditGap *g) {
         json_t *o = range_json(g->first, g->end);
 
-        if (o && json_object_update_new(o, json_pack("{s:I, s:b, s:s}", "rows", (json_int_t)(g->end - g->first),
-                                                     "explained", g->is_explained, "explanation",
+        if (o && json_object_update_new(o, json_pack("{s:I, s:b, s:s}", "rows",
+                                                     (json_int_t)(g->end - g->first), "explained",
+                                                     g->is_explained, "explanation",
                                                      g->explanation)) < 0)
                 o = (json_decref(o), NULL);
         return o;
@@ -754,7 +786,8 @@ static json_t *nullable_i64(bool has, int64_t v) {
         return has ? json_integer(v) : json_null();
 }
 
-static json_t *snapshot_json(const AuditTable *t, const AuditSnapshot *s, json_t *refs /* stolen */) {
+static json_t *snapshot_json(const AuditTable *t, const AuditSnapshot *s,
+                             json_t *refs /* stolen */) {
         json_t *assigned = json_array();
         int64_t assigned_rows = 0;
         json_t *o;
@@ -767,31 +800,31 @@ static json_t *snapshot_json(const AuditTable *t, const AuditSnapshot *s, json_t
                         continue;
                 assigned_rows += end - first;
                 if (json_array_append_new(assigned,
-                                          json_pack("{s:s, s:I, s:I, s:I, s:I}", "path", m->path, "first-row-id",
-                                                    (json_int_t)first, "last-row-id", (json_int_t)(end - 1),
+                                          json_pack("{s:s, s:I, s:I, s:I, s:I}", "path", m->path,
+                                                    "first-row-id", (json_int_t)first,
+                                                    "last-row-id", (json_int_t)(end - 1),
                                                     "added-rows", (json_int_t)m->added_rows_count,
-                                                    "existing-rows", (json_int_t)m->existing_rows_count)) < 0)
+                                                    "existing-rows",
+                                                    (json_int_t)m->existing_rows_count)) < 0)
                         assigned = (json_decref(assigned), NULL);
         }
-        o = json_pack("{s:I, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:s?, s:o, s:b, s:o, s:o, s:I, s:o, s:o}",
-                      "snapshot-id", (json_int_t)s->snapshot_id,
-                      "parent-snapshot-id", nullable_i64(s->has_parent_id, s->parent_id),
-                      "sequence-number", (json_int_t)s->sequence_number,
-                      "timestamp-ms", (json_int_t)s->timestamp_ms,
+        o = json_pack("{s:I, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:s?, s:o, s:b, s:o, s:o, "
+                      "s:I, s:o, s:o}",
+                      "snapshot-id", (json_int_t)s->snapshot_id, "parent-snapshot-id",
+                      nullable_i64(s->has_parent_id, s->parent_id), "sequence-number",
+                      (json_int_t)s->sequence_number, "timestamp-ms", (json_int_t)s->timestamp_ms,
                       "operation", s->operation ? json_string(s->operation) : json_null(),
                       "first-row-id", nullable_i64(s->has_first_row_id, s->first_row_id),
-                      "added-rows", nullable_i64(s->has_first_row_id, s->added_rows),
-                      "last-row-id", nullable_i64(snapshot_has_range(s), snapshot_end(s) - 1),
-                      "refs", refs,
-                      "manifest-list", s->manifest_list,
-                      "manifest-list-format-version", nullable_i64(s->is_list_read, s->list_format_version),
-                      "manifest-list-read", s->is_list_read,
-                      "manifest-list-has-row-lineage",
+                      "added-rows", nullable_i64(s->has_first_row_id, s->added_rows), "last-row-id",
+                      nullable_i64(snapshot_has_range(s), snapshot_end(s) - 1), "refs", refs,
+                      "manifest-list", s->manifest_list, "manifest-list-format-version",
+                      nullable_i64(s->is_list_read, s->list_format_version), "manifest-list-read",
+                      s->is_list_read, "manifest-list-has-row-lineage",
                       s->is_list_read ? json_boolean(s->list_format_version >= 3) : json_null(),
                       "manifests", nullable_i64(s->is_list_read, (int64_t)s->n_manifests),
-                      "assigned-rows", (json_int_t)assigned_rows,
-                      "reserved-unused-rows",
-                      nullable_i64(s->has_first_row_id && s->is_list_read, s->added_rows - assigned_rows),
+                      "assigned-rows", (json_int_t)assigned_rows, "reserved-unused-rows",
+                      nullable_i64(s->has_first_row_id && s->is_list_read,
+                                   s->added_rows - assigned_rows),
                       "manifests-assigned", assigned);
         return o;
 }
@@ -807,22 +840,27 @@ json_t *audit_table_report(const AuditTable *t) {
         bool ok = true;
         Check c[5];
 
-        check_init(&c[0], "no-overlapping-ranges",
-                   "a manifest keeps its ids along a branch; snapshot ranges are disjoint; distinct "
-                   "assignments of ids to data manifests are disjoint; a manifest lies inside the range of "
-                   "the snapshot that assigned its ids",
-                   t->limits.max_findings);
-        check_init(&c[1], "next-row-id-above-assigned", "next-row-id is above every id a snapshot or manifest holds",
+        check_init(
+                &c[0], "no-overlapping-ranges",
+                "a manifest keeps its ids along a branch; snapshot ranges are disjoint; distinct "
+                "assignments of ids to data manifests are disjoint; a manifest lies inside the "
+                "range of "
+                "the snapshot that assigned its ids",
+                t->limits.max_findings);
+        check_init(&c[1], "next-row-id-above-assigned",
+                   "next-row-id is above every id a snapshot or manifest holds",
                    t->limits.max_findings);
         check_init(&c[2], "data-manifests-have-first-row-id",
-                   "snapshots made with row lineage have a v3 manifest list carrying their first-row-id and "
+                   "snapshots made with row lineage have a v3 manifest list carrying their "
+                   "first-row-id and "
                    "a first_row_id on every data manifest",
                    t->limits.max_findings);
         check_init(&c[3], "gaps-explained",
-                   "ids of [0, next-row-id) held by no snapshot were assigned by snapshots no longer in metadata",
+                   "ids of [0, next-row-id) held by no snapshot were assigned by snapshots no "
+                   "longer in metadata",
                    t->limits.max_findings);
-        check_init(&c[4], "manifest-lists-readable", "the manifest list of every snapshot can be read",
-                   t->limits.max_findings);
+        check_init(&c[4], "manifest-lists-readable",
+                   "the manifest list of every snapshot can be read", t->limits.max_findings);
 
         if (snapshot_ranges(t, &ranges, &n_ranges) < 0 || distinct_manifests(t, &dm, &n_dm) < 0 ||
             (is_lineage ? audit_table_gaps(t, &gaps, &n_gaps) : (n_gaps = 0, 0)) < 0)
@@ -834,33 +872,39 @@ json_t *audit_table_report(const AuditTable *t) {
         }
         for (size_t i = 0; i < n_gaps; i++)
                 if (!gaps[i].is_explained)
-                        check_add(&c[3], range_json(gaps[i].first, gaps[i].end), "ids %" PRId64 "..%" PRId64 ": %s",
-                                  gaps[i].first, gaps[i].end - 1, gaps[i].explanation);
+                        check_add(&c[3], range_json(gaps[i].first, gaps[i].end),
+                                  "ids %" PRId64 "..%" PRId64 ": %s", gaps[i].first,
+                                  gaps[i].end - 1, gaps[i].explanation);
         for (size_t i = 0; i < t->n_snapshots; i++) {
                 const AuditSnapshot *s = &t->snapshots[i];
 
                 if (s->list_error || !s->manifest_list)
-                        check_add(&c[4], json_pack("{s:I}", "snapshot-id", (json_int_t)s->snapshot_id),
-                                  "the manifest list of snapshot %" PRId64 " cannot be read: %s", s->snapshot_id,
+                        check_add(&c[4],
+                                  json_pack("{s:I}", "snapshot-id", (json_int_t)s->snapshot_id),
+                                  "the manifest list of snapshot %" PRId64 " cannot be read: %s",
+                                  s->snapshot_id,
                                   s->list_error ? s->list_error : "the snapshot names none");
         }
 
-        report = json_pack("{s:s?, s:i, s:b, s:o, s:I}", "table-uuid", t->table->uuid, "format-version",
-                           t->table->format_version, "row-lineage", is_lineage, "next-row-id",
-                           nullable_i64(is_lineage, t->table->next_row_id), "last-sequence-number",
-                           (json_int_t)t->table->last_sequence_number);
+        report = json_pack("{s:s?, s:i, s:b, s:o, s:I}", "table-uuid", t->table->uuid,
+                           "format-version", t->table->format_version, "row-lineage", is_lineage,
+                           "next-row-id", nullable_i64(is_lineage, t->table->next_row_id),
+                           "last-sequence-number", (json_int_t)t->table->last_sequence_number);
         refs = json_object();
         snapshots = json_array();
         gap_list = json_array();
         checks = json_array();
         if (!report || json_object_set_new(report, "refs", refs) < 0 ||
             json_object_set_new(report, "snapshots", snapshots) < 0 ||
-            json_object_set_new(report, "gaps", gap_list) < 0 || json_object_set_new(report, "checks", checks) < 0)
+            json_object_set_new(report, "gaps", gap_list) < 0 ||
+            json_object_set_new(report, "checks", checks) < 0)
                 goto fail;
         for (size_t r = 0; r < t->n_refs; r++)
                 if (json_object_set_new(refs, t->refs[r].name,
-                                        json_pack("{s:s, s:I}", "type", t->refs[r].is_branch ? "branch" : "tag",
-                                                  "snapshot-id", (json_int_t)t->refs[r].snapshot_id)) < 0)
+                                        json_pack("{s:s, s:I}", "type",
+                                                  t->refs[r].is_branch ? "branch" : "tag",
+                                                  "snapshot-id",
+                                                  (json_int_t)t->refs[r].snapshot_id)) < 0)
                         goto fail;
         per_snapshot = refs_per_snapshot(t);
         if (!per_snapshot)
@@ -907,7 +951,8 @@ int audit_table_locate_snapshot(const AuditTable *t, int64_t row_id, size_t *ret
         for (size_t i = 0; i < t->n_snapshots; i++) {
                 const AuditSnapshot *s = &t->snapshots[i];
 
-                if (snapshot_has_range(s) && row_id >= s->first_row_id && row_id < snapshot_end(s)) {
+                if (snapshot_has_range(s) && row_id >= s->first_row_id &&
+                    row_id < snapshot_end(s)) {
                         *ret_index = i;
                         return AUDIT_ROW_IN_SNAPSHOT;
                 }
@@ -931,7 +976,8 @@ ssize_t audit_snapshot_find_manifest(const AuditSnapshot *s, int64_t row_id) {
         for (size_t k = 0; k < s->n_manifests; k++) {
                 int64_t first, end;
 
-                if (!manifest_range(&s->manifests[k], &first, &end) || row_id < first || row_id >= end)
+                if (!manifest_range(&s->manifests[k], &first, &end) || row_id < first ||
+                    row_id >= end)
                         continue;
                 if (s->has_first_row_id && first >= s->first_row_id)
                         return (ssize_t)k;
@@ -947,8 +993,9 @@ ssize_t audit_entries_find_row(const ManifestEntry *entries, size_t n, int64_t r
         for (size_t k = 0; k < n; k++) {
                 const ManifestEntry *x = &entries[k];
 
-                if (x->content != 0 || x->status == MANIFEST_ENTRY_DELETED || !x->has_first_row_id ||
-                    row_id < x->first_row_id || row_id - x->first_row_id >= x->record_count)
+                if (x->content != 0 || x->status == MANIFEST_ENTRY_DELETED ||
+                    !x->has_first_row_id || row_id < x->first_row_id ||
+                    row_id - x->first_row_id >= x->record_count)
                         continue;
                 if (x->is_first_row_id_inherited)
                         return (ssize_t)k;

@@ -19,9 +19,9 @@
 #include "util/slice.h"
 
 typedef struct AuditLimits {
-        uint64_t max_snapshots;         /* more snapshots in metadata: -E2BIG */
-        uint64_t max_manifests;         /* more manifest-list entries over all lists: -E2BIG */
-        uint64_t max_findings;          /* findings listed per check (all are counted) */
+        uint64_t max_snapshots; /* more snapshots in metadata: -E2BIG */
+        uint64_t max_manifests; /* more manifest-list entries over all lists: -E2BIG */
+        uint64_t max_findings;  /* findings listed per check (all are counted) */
 } AuditLimits;
 
 /* A snapshot of the metadata; strings are borrowed from the table's metadata JSON. */
@@ -31,37 +31,37 @@ typedef struct AuditSnapshot {
         int64_t parent_id;
         int64_t sequence_number;
         int64_t timestamp_ms;
-        const char *operation;          /* summary.operation, may be NULL */
-        const char *manifest_list;      /* may be NULL (v1 manifests field) */
-        bool has_first_row_id;          /* v3 fields: a snapshot made with row lineage */
+        const char *operation;     /* summary.operation, may be NULL */
+        const char *manifest_list; /* may be NULL (v1 manifests field) */
+        bool has_first_row_id;     /* v3 fields: a snapshot made with row lineage */
         int64_t first_row_id;
-        int64_t added_rows;             /* 0 when absent */
+        int64_t added_rows; /* 0 when absent */
         /* Set by audit_snapshot_set_list() or audit_snapshot_set_list_error(). */
         bool is_list_read;
-        char *list_error;               /* owned; why the list is unreadable, NULL if fine */
+        char *list_error; /* owned; why the list is unreadable, NULL if fine */
         int list_format_version;
-        bool list_has_first_row_id;     /* the list header's "first-row-id" */
+        bool list_has_first_row_id; /* the list header's "first-row-id" */
         int64_t list_first_row_id;
-        ManifestFile *manifests;        /* owned, list order */
+        ManifestFile *manifests; /* owned, list order */
         size_t n_manifests;
-        const ManifestFile **sorted;    /* owned array of borrowed entries, by path: lookups */
+        const ManifestFile **sorted; /* owned array of borrowed entries, by path: lookups */
 } AuditSnapshot;
 
 typedef struct AuditRef {
-        const char *name;               /* borrowed */
+        const char *name; /* borrowed */
         bool is_branch;
         int64_t snapshot_id;
 } AuditRef;
 
 /* Owned by its creator; owns a reference to the metadata it borrows strings from. */
 typedef struct AuditTable {
-        TableMetadata *table;           /* owned */
-        AuditSnapshot *snapshots;       /* by sequence number, then snapshot id */
+        TableMetadata *table;     /* owned */
+        AuditSnapshot *snapshots; /* by sequence number, then snapshot id */
         size_t n_snapshots;
-        AuditRef *refs;                 /* in metadata order */
+        AuditRef *refs; /* in metadata order */
         size_t n_refs;
         AuditLimits limits;
-        uint64_t n_manifests_read;      /* entries over every list set so far */
+        uint64_t n_manifests_read; /* entries over every list set so far */
 } AuditTable;
 
 /* Takes `table` (owned from then on, also on failure) and collects its snapshots and refs.
@@ -102,9 +102,9 @@ json_t *audit_table_report(const AuditTable *t);
 
 /* Row-id lookup, step 1, from metadata alone. */
 enum {
-        AUDIT_ROW_IN_SNAPSHOT,          /* *ret_index: the earliest snapshot whose range holds it */
-        AUDIT_ROW_AT_OR_ABOVE_NEXT,     /* >= next-row-id: never assigned */
-        AUDIT_ROW_IN_GAP,               /* *ret_gap describes the gap */
+        AUDIT_ROW_IN_SNAPSHOT,      /* *ret_index: the earliest snapshot whose range holds it */
+        AUDIT_ROW_AT_OR_ABOVE_NEXT, /* >= next-row-id: never assigned */
+        AUDIT_ROW_IN_GAP,           /* *ret_gap describes the gap */
 };
 int audit_table_locate_snapshot(const AuditTable *t, int64_t row_id, size_t *ret_index,
                                 AuditGap *ret_gap);

@@ -15,7 +15,7 @@
 
 struct Auth {
         const AuthConfig *config;
-        AuthTokens *tokens;             /* NULL: authentication is off */
+        AuthTokens *tokens; /* NULL: authentication is off */
 };
 
 int auth_new(const AuthConfig *config, Auth **ret, Error *error) {
@@ -27,7 +27,8 @@ int auth_new(const AuthConfig *config, Auth **ret, Error *error) {
                 return -ENOMEM;
         a->config = config;
         if (config->tokens_file) {
-                r = auth_tokens_load(config->tokens_file, config->max_tokens_file_bytes, &a->tokens, error);
+                r = auth_tokens_load(config->tokens_file, config->max_tokens_file_bytes, &a->tokens,
+                                     error);
                 if (r < 0)
                         return r;
         }
@@ -53,7 +54,8 @@ int auth_reload(Auth *a, size_t *ret_n_tokens, Error *error) {
 
         if (!auth_is_enabled(a))
                 return 1;
-        r = auth_tokens_load(a->config->tokens_file, a->config->max_tokens_file_bytes, &fresh, error);
+        r = auth_tokens_load(a->config->tokens_file, a->config->max_tokens_file_bytes, &fresh,
+                             error);
         if (r < 0)
                 return r;
         /* One loop thread: no request is between its check and its use of the token here, and
@@ -65,14 +67,15 @@ int auth_reload(Auth *a, size_t *ret_n_tokens, Error *error) {
 }
 
 static bool is_token68_char(uint8_t c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-               c == '_' || c == '~' || c == '+' || c == '/';
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
 }
 
 int auth_bearer_parse(Slice header, Slice *ret_token) {
         size_t i = 6, start, end = header.len;
 
-        if (header.len < 7 || strncasecmp((const char *)header.ptr, "Bearer", 6) != 0 || header.ptr[6] != ' ')
+        if (header.len < 7 || strncasecmp((const char *)header.ptr, "Bearer", 6) != 0 ||
+            header.ptr[6] != ' ')
                 return -EINVAL;
         while (i < header.len && header.ptr[i] == ' ')
                 i++;
@@ -91,7 +94,8 @@ int auth_bearer_parse(Slice header, Slice *ret_token) {
         return 0;
 }
 
-static void auth_reply_unauthenticated(HttpRequest *r, bool is_invalid, const char *fmt, ...) _printf_(3, 4);
+static void auth_reply_unauthenticated(HttpRequest *r, bool is_invalid, const char *fmt, ...)
+        _printf_(3, 4);
 static void auth_reply_unauthenticated(HttpRequest *r, bool is_invalid, const char *fmt, ...) {
         char message[256];
         va_list ap;
@@ -107,7 +111,8 @@ static void auth_reply_unauthenticated(HttpRequest *r, bool is_invalid, const ch
 }
 
 /* "a.b.t" for messages: the levels joined with dots, at most a few hundred bytes. */
-static void auth_target_name(const char *namespace_param, const char *table, char *buf, size_t size) {
+static void auth_target_name(const char *namespace_param, const char *table, char *buf,
+                             size_t size) {
         size_t n = 0;
 
         for (const char *c = namespace_param; *c && n + 1 < size; c++)
@@ -117,8 +122,8 @@ static void auth_target_name(const char *namespace_param, const char *table, cha
                 (void)snprintf(buf + n, size - n, ".%s", table);
 }
 
-int auth_check_target(HttpRequest *r, const AuthToken *caller, AuthRight right, const char *namespace_param,
-                      const char *table) {
+int auth_check_target(HttpRequest *r, const AuthToken *caller, AuthRight right,
+                      const char *namespace_param, const char *table) {
         char target[320];
 
         if (!caller)
@@ -128,21 +133,22 @@ int auth_check_target(HttpRequest *r, const AuthToken *caller, AuthRight right, 
                 return 0;
         if (namespace_param) {
                 auth_target_name(namespace_param, table, target, sizeof(target));
-                log_debug("principal='%s' refused right=%s %s='%s'", caller->principal, auth_right_to_string(right),
-                          table ? "table" : "namespace", target);
+                log_debug("principal='%s' refused right=%s %s='%s'", caller->principal,
+                          auth_right_to_string(right), table ? "table" : "namespace", target);
                 http_reply_error(r, 403, "forbidden", "principal '%s' has no '%s' right on %s '%s'",
-                                 caller->principal, auth_right_to_string(right), table ? "table" : "namespace",
-                                 target);
+                                 caller->principal, auth_right_to_string(right),
+                                 table ? "table" : "namespace", target);
         } else {
-                log_debug("principal='%s' refused right=%s", caller->principal, auth_right_to_string(right));
-                http_reply_error(r, 403, "forbidden", "principal '%s' has no '%s' right", caller->principal,
-                                 auth_right_to_string(right));
+                log_debug("principal='%s' refused right=%s", caller->principal,
+                          auth_right_to_string(right));
+                http_reply_error(r, 403, "forbidden", "principal '%s' has no '%s' right",
+                                 caller->principal, auth_right_to_string(right));
         }
         return -EACCES;
 }
 
-int auth_check(Auth *a, HttpRequest *r, AuthRight right, const char *namespace_param, const char *table,
-               const AuthToken **ret_token) {
+int auth_check(Auth *a, HttpRequest *r, AuthRight right, const char *namespace_param,
+               const char *table, const AuthToken **ret_token) {
         const AuthToken *token;
         Slice header, presented;
 
@@ -155,19 +161,22 @@ int auth_check(Auth *a, HttpRequest *r, AuthRight right, const char *namespace_p
 
         header = http_request_header(r, "authorization");
         if (!header.ptr) {
-                auth_reply_unauthenticated(r, /* is_invalid= */ false,
-                                           "a bearer token is required (Authorization: Bearer TOKEN)");
+                auth_reply_unauthenticated(
+                        r, /* is_invalid= */ false,
+                        "a bearer token is required (Authorization: Bearer TOKEN)");
                 return -EACCES;
         }
         if (auth_bearer_parse(header, &presented) < 0) {
-                auth_reply_unauthenticated(r, /* is_invalid= */ true,
-                                           "the Authorization header must be 'Bearer TOKEN' (RFC 6750)");
+                auth_reply_unauthenticated(
+                        r, /* is_invalid= */ true,
+                        "the Authorization header must be 'Bearer TOKEN' (RFC 6750)");
                 return -EACCES;
         }
         token = auth_tokens_find(a->tokens, presented);
         if (!token) {
                 log_debug("unknown bearer token refused");
-                auth_reply_unauthenticated(r, /* is_invalid= */ true, "the bearer token is not known here");
+                auth_reply_unauthenticated(r, /* is_invalid= */ true,
+                                           "the bearer token is not known here");
                 return -EACCES;
         }
         if (auth_check_target(r, token, right, namespace_param, table) < 0)

@@ -36,13 +36,13 @@ int auth_reload(Auth *a, size_t *ret_n_tokens, Error *error);
  * names the target). Returns 0 when the request may go on, with the caller's token in
  * *ret_token (NULL when auth is off or the route is open; borrowed until the handler returns:
  * copy the principal to keep it); otherwise it has answered 401 or 403 and returns -EACCES. */
-int auth_check(Auth *a, HttpRequest *r, AuthRight right, const char *namespace_param, const char *table,
-               const AuthToken **ret_token);
+int auth_check(Auth *a, HttpRequest *r, AuthRight right, const char *namespace_param,
+               const char *table, const AuthToken **ret_token);
 
 /* The second check, for a target that only the body names: `caller` is what auth_check()
  * returned (NULL: auth off or open, allowed). Returns 0, or answers 403 and returns -EACCES. */
-int auth_check_target(HttpRequest *r, const AuthToken *caller, AuthRight right, const char *namespace_param,
-                      const char *table);
+int auth_check_target(HttpRequest *r, const AuthToken *caller, AuthRight right,
+                      const char *namespace_param, const char *table);
 
 /* Cuts the token out of an Authorization header value "Bearer <token68>" (scheme
  * case-insensitive, RFC 6750 section 2.1). Returns 0, or -EINVAL when it is not one. */

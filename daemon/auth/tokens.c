@@ -18,8 +18,9 @@ static const struct {
         const char *name;
         AuthRight right;
 } right_names[] = {
-        { "commit", AUTH_RIGHT_COMMIT }, { "create", AUTH_RIGHT_CREATE },   { "upgrade", AUTH_RIGHT_UPGRADE },
-        { "read", AUTH_RIGHT_READ },     { "metrics", AUTH_RIGHT_METRICS }, { "health", AUTH_RIGHT_HEALTH },
+        { "commit", AUTH_RIGHT_COMMIT },   { "create", AUTH_RIGHT_CREATE },
+        { "upgrade", AUTH_RIGHT_UPGRADE }, { "read", AUTH_RIGHT_READ },
+        { "metrics", AUTH_RIGHT_METRICS }, { "health", AUTH_RIGHT_HEALTH },
 };
 
 const char *auth_right_to_string(AuthRight right) {
@@ -37,8 +38,8 @@ bool auth_principal_is_valid(const char *name, size_t len) {
         for (size_t i = 0; i < len; i++) {
                 char c = name[i];
 
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                      c == '_' || c == '-'))
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-'))
                         return false;
         }
         return true;
@@ -111,13 +112,15 @@ static int rights_parse(Slice s, unsigned *ret, Error *error) {
                 bool found = false;
 
                 for (size_t k = 0; k < ELEMENTSOF(right_names) && !found; k++)
-                        if (strlen(right_names[k].name) == len && memcmp(right_names[k].name, s.ptr + i, len) == 0) {
+                        if (strlen(right_names[k].name) == len &&
+                            memcmp(right_names[k].name, s.ptr + i, len) == 0) {
                                 rights |= right_names[k].right;
                                 found = true;
                         }
                 if (!found)
                         return error_set(error, -EINVAL,
-                                         "unknown right '%.*s' (use commit, create, upgrade, read, metrics, health)",
+                                         "unknown right '%.*s' (use commit, create, upgrade, read, "
+                                         "metrics, health)",
                                          (int)len, (const char *)s.ptr + i);
                 i += len + 1;
         }
@@ -126,7 +129,7 @@ static int rights_parse(Slice s, unsigned *ret, Error *error) {
 }
 
 static int pattern_parse(Slice s, AuthPattern *ret, Error *error) {
-        _cleanup_(pattern_deinit) AuthPattern p = {};
+        _cleanup_(pattern_deinit) AuthPattern p = { 0 };
 
         if (s.len == 0)
                 return error_set(error, -EINVAL, "empty pattern");
@@ -140,8 +143,8 @@ static int pattern_parse(Slice s, AuthPattern *ret, Error *error) {
                 char **levels;
 
                 if (len == 0)
-                        return error_set(error, -EINVAL, "pattern '%.*s' has an empty level", (int)s.len,
-                                         (const char *)s.ptr);
+                        return error_set(error, -EINVAL, "pattern '%.*s' has an empty level",
+                                         (int)s.len, (const char *)s.ptr);
                 if (!dot && len == 1 && s.ptr[i] == '*') {
                         p.is_prefix = true;
                         break;
@@ -150,10 +153,12 @@ static int pattern_parse(Slice s, AuthPattern *ret, Error *error) {
                         uint8_t c = s.ptr[i + k];
 
                         if (c < 0x20 || c == 0x7f)
-                                return error_set(error, -EINVAL, "pattern holds a control character");
+                                return error_set(error, -EINVAL,
+                                                 "pattern holds a control character");
                         if (c == '*')
                                 return error_set(error, -EINVAL,
-                                                 "pattern '%.*s': '*' stands alone, as the last level ('ns.*', '*')",
+                                                 "pattern '%.*s': '*' stands alone, as the last "
+                                                 "level ('ns.*', '*')",
                                                  (int)s.len, (const char *)s.ptr);
                 }
                 levels = reallocarray(p.levels, p.n_levels + 1, sizeof(*levels));
@@ -168,12 +173,13 @@ static int pattern_parse(Slice s, AuthPattern *ret, Error *error) {
         }
         if (!p.is_prefix && p.n_levels < 2)
                 return error_set(error, -EINVAL,
-                                 "pattern '%.*s' names no table: use '%.*s.*' for everything in namespace %.*s, "
+                                 "pattern '%.*s' names no table: use '%.*s.*' for everything in "
+                                 "namespace %.*s, "
                                  "or 'NAMESPACE.TABLE'",
-                                 (int)s.len, (const char *)s.ptr, (int)s.len, (const char *)s.ptr, (int)s.len,
-                                 (const char *)s.ptr);
+                                 (int)s.len, (const char *)s.ptr, (int)s.len, (const char *)s.ptr,
+                                 (int)s.len, (const char *)s.ptr);
         *ret = p;
-        p = (AuthPattern){};
+        p = (AuthPattern){ 0 };
         return 0;
 }
 
@@ -181,7 +187,7 @@ static int pattern_parse(Slice s, AuthPattern *ret, Error *error) {
 static int scope_parse(Slice s, AuthScope *ret, Error *error) {
         const uint8_t *colon = memchr(s.ptr, ':', s.len);
         Slice rights = colon ? slice_make(s.ptr, (size_t)(colon - s.ptr)) : s;
-        AuthScope scope = {};
+        AuthScope scope = { 0 };
         int r;
 
         r = rights_parse(rights, &scope.rights, error);
@@ -190,14 +196,16 @@ static int scope_parse(Slice s, AuthScope *ret, Error *error) {
         if (!colon) {
                 if (scope.rights & AUTH_TABLE_RIGHTS)
                         return error_set(error, -EINVAL,
-                                         "scope '%.*s': commit, create, upgrade and read need patterns, e.g. "
+                                         "scope '%.*s': commit, create, upgrade and read need "
+                                         "patterns, e.g. "
                                          "'commit,read:NAMESPACE.*'",
                                          (int)s.len, (const char *)s.ptr);
                 *ret = scope;
                 return 0;
         }
         if (scope.rights & ~AUTH_TABLE_RIGHTS)
-                return error_set(error, -EINVAL, "scope '%.*s': metrics and health take no patterns", (int)s.len,
+                return error_set(error, -EINVAL,
+                                 "scope '%.*s': metrics and health take no patterns", (int)s.len,
                                  (const char *)s.ptr);
 
         for (size_t i = (size_t)(colon - s.ptr) + 1; i <= s.len;) {
@@ -210,7 +218,8 @@ static int scope_parse(Slice s, AuthScope *ret, Error *error) {
                         r = -ENOMEM;
                 else {
                         scope.patterns = patterns;
-                        r = pattern_parse(slice_make(s.ptr + i, len), &scope.patterns[scope.n_patterns], error);
+                        r = pattern_parse(slice_make(s.ptr + i, len),
+                                          &scope.patterns[scope.n_patterns], error);
                 }
                 if (r < 0) {
                         for (size_t k = 0; k < scope.n_patterns; k++)
@@ -226,7 +235,7 @@ static int scope_parse(Slice s, AuthScope *ret, Error *error) {
 }
 
 static int line_parse(const char *p, size_t len, AuthToken *ret, Error *error) {
-        _cleanup_(token_deinit) AuthToken t = {};
+        _cleanup_(token_deinit) AuthToken t = { 0 };
         Fields f = { p, p + len };
         Slice name, digest, field;
         int r;
@@ -234,8 +243,10 @@ static int line_parse(const char *p, size_t len, AuthToken *ret, Error *error) {
         if (!fields_next(&f, &name) || !fields_next(&f, &digest))
                 return error_set(error, -EINVAL, "expected PRINCIPAL SHA256 SCOPE...");
         if (!auth_principal_is_valid((const char *)name.ptr, name.len))
-                return error_set(error, -EINVAL, "principal '%.*s' must be 1 to %d characters of A-Z a-z 0-9 . _ -",
-                                 (int)(name.len < 80 ? name.len : 80), (const char *)name.ptr, AUTH_PRINCIPAL_MAX);
+                return error_set(error, -EINVAL,
+                                 "principal '%.*s' must be 1 to %d characters of A-Z a-z 0-9 . _ -",
+                                 (int)(name.len < 80 ? name.len : 80), (const char *)name.ptr,
+                                 AUTH_PRINCIPAL_MAX);
         if (digest_parse(digest, t.digest) < 0)
                 return error_set(error, -EINVAL,
                                  "the second field must be the token's SHA-256 as 64 hex digits "
@@ -255,10 +266,11 @@ static int line_parse(const char *p, size_t len, AuthToken *ret, Error *error) {
                 t.n_scopes++;
         }
         if (t.n_scopes == 0)
-                return error_set(error, -EINVAL, "principal '%s' has no scope (e.g. 'commit,read:NAMESPACE.*')",
+                return error_set(error, -EINVAL,
+                                 "principal '%s' has no scope (e.g. 'commit,read:NAMESPACE.*')",
                                  t.principal);
         *ret = t;
-        t = (AuthToken){};
+        t = (AuthToken){ 0 };
         return 0;
 }
 
@@ -292,7 +304,8 @@ int auth_tokens_parse(Slice text, const char *path, AuthTokens **ret, Error *err
                 }
                 for (size_t i = 0; i < len; i++)
                         if ((uint8_t)p[i] < 0x20 && p[i] != '\t')
-                                return error_set(error, -EINVAL, "%s:%u: holds a control character", path, line);
+                                return error_set(error, -EINVAL, "%s:%u: holds a control character",
+                                                 path, line);
 
                 tokens = reallocarray(t->tokens, t->n_tokens + 1, sizeof(*tokens));
                 if (!tokens)
@@ -305,9 +318,10 @@ int auth_tokens_parse(Slice text, const char *path, AuthTokens **ret, Error *err
                         return error_prefix(error, r, "%s:%u", path, line);
                 t->tokens[t->n_tokens].line = line;
                 for (size_t i = 0; i < t->n_tokens; i++)
-                        if (memcmp(t->tokens[i].digest, t->tokens[t->n_tokens].digest, AUTH_DIGEST_BYTES) == 0) {
-                                r = error_set(error, -EINVAL, "%s:%u: the same token as line %u", path, line,
-                                              t->tokens[i].line);
+                        if (memcmp(t->tokens[i].digest, t->tokens[t->n_tokens].digest,
+                                   AUTH_DIGEST_BYTES) == 0) {
+                                r = error_set(error, -EINVAL, "%s:%u: the same token as line %u",
+                                              path, line, t->tokens[i].line);
                                 token_deinit(&t->tokens[t->n_tokens]);
                                 return r;
                         }
@@ -316,7 +330,8 @@ int auth_tokens_parse(Slice text, const char *path, AuthTokens **ret, Error *err
         }
         if (t->n_tokens == 0)
                 return error_set(error, -EINVAL,
-                                 "%s: no tokens: every request would be refused (unset auth.tokens-file to turn "
+                                 "%s: no tokens: every request would be refused (unset "
+                                 "auth.tokens-file to turn "
                                  "authentication off)",
                                  path);
 
@@ -339,7 +354,8 @@ int auth_tokens_load(const char *path, uint64_t max_bytes, AuthTokens **ret, Err
         if (!S_ISREG(st.st_mode))
                 return error_set(error, -EINVAL, "%s: not a regular file", path);
         if ((uint64_t)st.st_size > max_bytes)
-                return error_set(error, -EFBIG, "%s: %lld bytes, above auth.max-tokens-file-bytes=%llu", path,
+                return error_set(error, -EFBIG,
+                                 "%s: %lld bytes, above auth.max-tokens-file-bytes=%llu", path,
                                  (long long)st.st_size, (unsigned long long)max_bytes);
         text = malloc((size_t)st.st_size + 1);
         if (!text)
@@ -351,7 +367,8 @@ int auth_tokens_load(const char *path, uint64_t max_bytes, AuthTokens **ret, Err
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
-                        return error_set(error, -errno, "%s: cannot read: %s", path, strerror(errno));
+                        return error_set(error, -errno, "%s: cannot read: %s", path,
+                                         strerror(errno));
                 if (k == 0)
                         break;
                 n += (size_t)k;
@@ -368,7 +385,8 @@ const AuthToken *auth_tokens_find(const AuthTokens *t, Slice token) {
 
         if (!t || token.len == 0)
                 return NULL;
-        if (EVP_Digest(token.ptr, token.len, digest, &digest_len, EVP_sha256(), /* impl= */ NULL) != 1 ||
+        if (EVP_Digest(token.ptr, token.len, digest, &digest_len, EVP_sha256(), /* impl= */ NULL) !=
+                    1 ||
             digest_len != AUTH_DIGEST_BYTES)
                 return NULL;
         /* No early exit: every digest is compared, whichever matches. */
@@ -410,7 +428,8 @@ static bool pattern_matches(const AuthPattern *p, const char *namespace_param, c
         return table && strcmp(p->levels[p->n_levels - 1], table) == 0;
 }
 
-bool auth_token_allows(const AuthToken *token, AuthRight right, const char *namespace_param, const char *table) {
+bool auth_token_allows(const AuthToken *token, AuthRight right, const char *namespace_param,
+                       const char *table) {
         for (size_t i = 0; i < token->n_scopes; i++) {
                 const AuthScope *s = &token->scopes[i];
 

@@ -12,22 +12,23 @@
 #include "util/error.h"
 #include "util/slice.h"
 
-#define AUTH_DIGEST_BYTES 32            /* SHA-256 */
-#define AUTH_PRINCIPAL_MAX 64           /* principal names: 1 to 64 of [A-Za-z0-9._-] */
-#define AUTH_TOKEN_MAX 4096             /* presented tokens longer than this are malformed */
+#define AUTH_DIGEST_BYTES 32  /* SHA-256 */
+#define AUTH_PRINCIPAL_MAX 64 /* principal names: 1 to 64 of [A-Za-z0-9._-] */
+#define AUTH_TOKEN_MAX 4096   /* presented tokens longer than this are malformed */
 
 /* Rights, as bits. The table rights are granted on patterns; the service rights (metrics,
  * health) on the daemon as a whole. */
 typedef enum AuthRight {
-        AUTH_RIGHT_COMMIT = 1u << 0,    /* POST .../commits */
-        AUTH_RIGHT_CREATE = 1u << 1,    /* create namespaces and tables */
-        AUTH_RIGHT_UPGRADE = 1u << 2,   /* POST .../upgrade */
-        AUTH_RIGHT_READ = 1u << 3,      /* receipts (GET /v1/commits/{key}), lineage audit, row ids */
-        AUTH_RIGHT_METRICS = 1u << 4,   /* GET /metrics, when auth.metrics-requires-token */
-        AUTH_RIGHT_HEALTH = 1u << 5,    /* GET /healthz and /readyz, when auth.health-requires-token */
+        AUTH_RIGHT_COMMIT = 1u << 0,  /* POST .../commits */
+        AUTH_RIGHT_CREATE = 1u << 1,  /* create namespaces and tables */
+        AUTH_RIGHT_UPGRADE = 1u << 2, /* POST .../upgrade */
+        AUTH_RIGHT_READ = 1u << 3,    /* receipts (GET /v1/commits/{key}), lineage audit, row ids */
+        AUTH_RIGHT_METRICS = 1u << 4, /* GET /metrics, when auth.metrics-requires-token */
+        AUTH_RIGHT_HEALTH = 1u << 5, /* GET /healthz and /readyz, when auth.health-requires-token */
 } AuthRight;
 
-#define AUTH_TABLE_RIGHTS (AUTH_RIGHT_COMMIT | AUTH_RIGHT_CREATE | AUTH_RIGHT_UPGRADE | AUTH_RIGHT_READ)
+#define AUTH_TABLE_RIGHTS                                                                          \
+        (AUTH_RIGHT_COMMIT | AUTH_RIGHT_CREATE | AUTH_RIGHT_UPGRADE | AUTH_RIGHT_READ)
 
 /* "*" (n_levels 0, is_prefix), "a.b.*" (levels a, b, is_prefix) or "a.b.t" (exact: namespace
  * a.b, table t). Levels compare whole: "a.*" covers a.t and a.b.t, never ab.t. */
@@ -38,8 +39,8 @@ typedef struct AuthPattern {
 } AuthPattern;
 
 typedef struct AuthScope {
-        unsigned rights;                /* AuthRight bits */
-        AuthPattern *patterns;          /* none for service rights */
+        unsigned rights;       /* AuthRight bits */
+        AuthPattern *patterns; /* none for service rights */
         size_t n_patterns;
 } AuthScope;
 
@@ -79,7 +80,8 @@ bool auth_token_has_right(const AuthToken *token, AuthRight right);
  * `namespace_param` (levels separated by 0x1F, as in the writer API's paths). With `table`
  * NULL: on the namespace itself (creating it), which only "*" and prefix patterns covering it
  * grant ("a.*" covers namespaces a and a.b). */
-bool auth_token_allows(const AuthToken *token, AuthRight right, const char *namespace_param, const char *table);
+bool auth_token_allows(const AuthToken *token, AuthRight right, const char *namespace_param,
+                       const char *table);
 
 /* "commit", "read", ...: the right's name in the file and in messages. */
 const char *auth_right_to_string(AuthRight right);

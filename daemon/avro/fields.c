@@ -92,8 +92,9 @@ const char *fields_name(const FieldsRecord *rec, int index) {
  * ret_optional may be NULL. */
 static int fields_unwrap(const FieldsRecord *rec, int index, const json_t **ret_json,
                          avro_schema_t *ret_schema, bool *ret_optional, Error *e) {
-        const json_t *t = json_object_get(
-                json_array_get(json_object_get(rec->json, "fields"), (size_t)index), "type");
+        const json_t *t =
+                json_object_get(json_array_get(json_object_get(rec->json, "fields"), (size_t)index),
+                                "type");
         avro_schema_t s = fields_unlink(avro_schema_record_field_get_by_index(rec->schema, index));
         bool optional = false;
 
@@ -165,7 +166,6 @@ int fields_record_nested(const FieldsRecord *rec, int index, FieldsRecord *ret, 
                 return error_prefix(e, r, "field '%s'", fields_name(rec, index));
         return 0;
 }
-
 
 static const char *fields_value_name(avro_value_t *rec, int index) {
         const char *name = avro_schema_record_field_name(avro_value_get_schema(rec), index);
@@ -252,9 +252,9 @@ typedef struct FieldsScalar {
  * checked to be text. Returns like the getters (fields.h). */
 static int fields_get_scalar(avro_value_t *rec, int index, avro_type_t want, FieldsScalar *ret,
                              Error *e) {
-        FieldsScalar s = {};
+        FieldsScalar s = { 0 };
         avro_type_t type;
-        avro_value_t v = {};    /* set by fields_child(); gcc -O3 cannot see it */
+        avro_value_t v = { 0 }; /* set by fields_child(); gcc -O3 cannot see it */
         int r;
 
         r = fields_child(rec, index, &v, e);
@@ -418,8 +418,7 @@ static int fields_set_scalar(avro_value_t *rec, int index, avro_type_t type,
                 break;
         case AVRO_BYTES:
                 /* avro-c copies the bytes but takes them as non-const. */
-                r = avro_value_set_bytes(&c, (void *)(uintptr_t)(s->bytes ? s->bytes : ""),
-                                         s->len);
+                r = avro_value_set_bytes(&c, (void *)(uintptr_t)(s->bytes ? s->bytes : ""), s->len);
                 break;
         default:
                 assert(!"fields_set_scalar() is only called for scalar types");

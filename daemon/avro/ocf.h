@@ -23,17 +23,17 @@ typedef enum OcfCodec {
 
 /* Hard limits for input we do not control. Java flushes a block every ~64 KB and a single
  * manifest entry stays far below a megabyte, so these only ever stop hostile files. */
-#define OCF_MAX_BLOCK_BYTES  (16u << 20) /* decompressed size of one block */
-#define OCF_MAX_META_ENTRIES 1024u       /* header metadata pairs */
-#define OCF_MAX_DATUM_NODES  (4u << 20)  /* schema nodes visited decoding one datum */
+#define OCF_MAX_BLOCK_BYTES (16u << 20) /* decompressed size of one block */
+#define OCF_MAX_META_ENTRIES 1024u      /* header metadata pairs */
+#define OCF_MAX_DATUM_NODES (4u << 20)  /* schema nodes visited decoding one datum */
 
 /* Block size at which the writer starts a new block (Java's DataFileWriter default). */
 #define OCF_WRITER_BLOCK_BYTES 64000u
 
 /* The container framing both ocf_reader.c and ocf_writer.c follow; nothing for other modules. */
-#define OCF_MAGIC     "Obj\x01"
+#define OCF_MAGIC "Obj\x01"
 #define OCF_MAGIC_LEN 4
-#define OCF_SYNC_LEN  16
+#define OCF_SYNC_LEN 16
 /* A zigzag varint of a long takes at most 10 bytes (Avro spec, "Binary Encoding"). */
 #define OCF_MAX_VARINT_LEN 10
 

@@ -329,7 +329,7 @@ static int ocf_schema_check_names(const json_t *j, const char ***names, size_t *
         if (depth > 2 * OCF_MAX_SCHEMA_DEPTH)
                 return -E2BIG;
         if (json_is_array(j)) {
-                json_array_foreach(j, i, v) {
+                json_array_foreach (j, i, v) {
                         r = ocf_schema_check_names(v, names, n_names, depth + 1);
                         if (r < 0)
                                 return r;
@@ -360,7 +360,7 @@ static int ocf_schema_check_names(const json_t *j, const char ***names, size_t *
                 *names = p;
                 p[(*n_names)++] = name;
         }
-        json_array_foreach(json_object_get(j, "fields"), i, v) {
+        json_array_foreach (json_object_get(j, "fields"), i, v) {
                 r = ocf_schema_check_names(json_object_get(v, "type"), names, n_names, depth + 1);
                 if (r < 0)
                         return r;
@@ -537,7 +537,7 @@ uint64_t ocf_reader_datum_index(const OcfReader *r) {
 /* Inflates raw DEFLATE (window bits -15: no zlib header, no adler32 trailer) into *out, never
  * producing more than `max` bytes. */
 static int ocf_inflate(Slice in, Buf *out, size_t max, uint64_t block, Error *e) {
-        z_stream z = {};
+        z_stream z = { 0 };
         int zr, r = 0;
 
         out->len = 0;

@@ -170,7 +170,7 @@ static int buf_append_avro_bytes(Buf *b, const void *p, size_t n) {
 }
 
 static int ocf_deflate(Slice in, Buf *out) {
-        z_stream z = {};
+        z_stream z = { 0 };
         uLong bound;
         int zr, r;
 

@@ -59,8 +59,8 @@ int records_read(OcfReader *reader, const RecordsOptions *o, RecordsFn fn, void 
                 if (r == 0)
                         return 0;
                 if (n >= o->max_records)
-                        return error_set(e, -E2BIG, "%s has more than %" PRIu64 " entries",
-                                         o->name, o->max_records);
+                        return error_set(e, -E2BIG, "%s has more than %" PRIu64 " entries", o->name,
+                                         o->max_records);
                 if (o->item_size > 0) {
                         item = records_array_add(array, &cap, o->item_size);
                         if (!item)

@@ -38,8 +38,8 @@ typedef struct RecordsArray {
 } RecordsArray;
 
 /* Calls fn for every record after the reader's current position, collecting items in *array
- * (empty on entry; NULL when o->item_size is 0). Returns 0 at the end of the file, or <0: the reader's error (-EBADMSG,
- * -EOPNOTSUPP, -E2BIG, prefixed with o->prefix), -E2BIG past o->max_records, -ENOMEM, or fn's,
- * with the reason in *e. */
+ * (empty on entry; NULL when o->item_size is 0). Returns 0 at the end of the file, or <0: the
+ * reader's error (-EBADMSG, -EOPNOTSUPP, -E2BIG, prefixed with o->prefix), -E2BIG past
+ * o->max_records, -ENOMEM, or fn's, with the reason in *e. */
 int records_read(OcfReader *reader, const RecordsOptions *o, RecordsFn fn, void *userdata,
                  RecordsArray *array, Error *e);

@@ -80,7 +80,7 @@ static void token_on_response(const CurlUvResponse *response, void *userdata);
 
 static int token_fetch_start(CatalogAuth *a, CurlUv *curl, const char *const *headers,
                              size_t n_headers) {
-        _cleanup_(buf_deinitp) Buf form = {};
+        _cleanup_(buf_deinitp) Buf form = { 0 };
         const char *secret, *colon;
         _cleanup_(freep) char *client_id = NULL;
         _cleanup_(freep) const char **lines = NULL;
@@ -144,8 +144,9 @@ static void token_set(CatalogAuth *a, RestToken *token) {
         if (token->has_expires_in) {
                 /* Refresh ahead of expiry, as Java does. */
                 lifetime_ms = (uint64_t)token->expires_in_s * 1000;
-                margin_ms = lifetime_ms / 10 < CATALOG_AUTH_MAX_REFRESH_MARGIN_MS ?
-                                    lifetime_ms / 10 : CATALOG_AUTH_MAX_REFRESH_MARGIN_MS;
+                margin_ms = lifetime_ms / 10 < CATALOG_AUTH_MAX_REFRESH_MARGIN_MS
+                                    ? lifetime_ms / 10
+                                    : CATALOG_AUTH_MAX_REFRESH_MARGIN_MS;
                 a->token_expires_at_ms = now + lifetime_ms;
                 a->token_refresh_at_ms = now + lifetime_ms - margin_ms;
         } else {
@@ -158,9 +159,9 @@ static void token_set(CatalogAuth *a, RestToken *token) {
 
 static void token_on_response(const CurlUvResponse *response, void *userdata) {
         CatalogAuth *a = userdata;
-        _cleanup_(rest_token_deinit) RestToken token = {};
-        CatalogResult result = {};
-        Error error = {};
+        _cleanup_(rest_token_deinit) RestToken token = { 0 };
+        CatalogResult result = { 0 };
+        Error error = { 0 };
         RestError rest_error;
         int r;
 
@@ -176,8 +177,9 @@ static void token_on_response(const CurlUvResponse *response, void *userdata) {
                                            a->token_endpoint, response->error);
         } else if (response->http_status < 200 || response->http_status > 299) {
                 result.http_status = response->http_status;
-                result.status = response->http_status == 429 || response->http_status >= 500 ?
-                                        CATALOG_E_UNAVAILABLE : CATALOG_E_REJECTED;
+                result.status = response->http_status == 429 || response->http_status >= 500
+                                        ? CATALOG_E_UNAVAILABLE
+                                        : CATALOG_E_REJECTED;
                 if (response->body_error == 0 &&
                     rest_error_parse(response->body, &rest_error) == 0) {
                         memcpy(result.error_type, rest_error.type, sizeof(result.error_type));

@@ -30,12 +30,12 @@
 struct BucketCatalog {
         uv_loop_t *loop;
         Storage *storage;
-        char *warehouse;                /* s3://bucket/path, no trailing '/' */
+        char *warehouse; /* s3://bucket/path, no trailing '/' */
         uint64_t max_metadata_bytes;
         bool is_ready;
         bool is_closing;
         unsigned n_jobs;
-        uv_work_t close_work;           /* answers close() from the loop */
+        uv_work_t close_work; /* answers close() from the loop */
         void (*close_done)(void *userdata);
         void *close_userdata;
 };
@@ -52,23 +52,23 @@ typedef enum BucketOp {
 typedef struct BucketJob {
         BucketCatalog *catalog;
         BucketOp op;
-        char *dir;                      /* the table's (or namespace's) location */
-        char *name;                     /* "ns.t" for messages */
+        char *dir;  /* the table's (or namespace's) location */
+        char *name; /* "ns.t" for messages */
         json_t *request;
         int64_t now_ms;
-        int64_t version;                /* the latest found */
-        char *metadata_location;        /* ... its file */
-        json_t *metadata;               /* ... parsed */
-        char *text;                     /* a version being published */
+        int64_t version;         /* the latest found */
+        char *metadata_location; /* ... its file */
+        json_t *metadata;        /* ... parsed */
+        char *text;              /* a version being published */
         char *publish_location;
         int64_t publish_version;
-        size_t level;                   /* create namespace: the marker being written */
+        size_t level; /* create namespace: the marker being written */
         size_t n_levels;
         char **markers;
         CatalogResult result;
         CatalogCallback cb;
         void *userdata;
-        bool in_call;                   /* inside the call that started it: answer later */
+        bool in_call; /* inside the call that started it: answer later */
         uv_work_t defer;
 } BucketJob;
 
@@ -113,7 +113,8 @@ static void bucket_job_answer(BucketJob *j) {
          * once goes through the loop. uv_queue_work cannot fail on a valid loop. */
         if (j->in_call) {
                 j->defer.data = j;
-                if (uv_queue_work(c->loop, &j->defer, bucket_on_defer_work, bucket_on_defer_after) == 0)
+                if (uv_queue_work(c->loop, &j->defer, bucket_on_defer_work,
+                                  bucket_on_defer_after) == 0)
                         return;
         }
 
@@ -127,7 +128,8 @@ static void bucket_job_answer(BucketJob *j) {
         bucket_maybe_closed(c);
 }
 
-_printf_(4, 5) static void bucket_job_fail(BucketJob *j, int status, const char *type, const char *fmt, ...) {
+_printf_(4, 5) static void bucket_job_fail(BucketJob *j, int status, const char *type,
+                                           const char *fmt, ...) {
         va_list ap;
         char text[2048];
 
@@ -143,7 +145,8 @@ _printf_(4, 5) static void bucket_job_fail(BucketJob *j, int status, const char 
 /* A storage failure while reading: the table's files are not there, or the store is not. */
 static void bucket_job_fail_read(BucketJob *j, const StorageResult *r) {
         if (r->status == -ENOENT)
-                bucket_job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException", "Table does not exist: %s", j->name);
+                bucket_job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException",
+                                "Table does not exist: %s", j->name);
         else if (r->status == -EFBIG)
                 bucket_job_fail(j, -E2BIG, "", "%s", r->error.message);
         else if (r->status == -ECANCELED)
@@ -174,8 +177,9 @@ static void bucket_on_read(StorageResult *r, void *userdata) {
         md = json_loadb(buf_str(&r->data), r->data.len, JSON_REJECT_DUPLICATES, &json_error);
         if (!json_is_object(md)) {
                 json_decref(md);
-                bucket_job_fail(j, -EBADMSG, "", "'%s' is not table metadata: line %d: %s", j->metadata_location,
-                                json_error.line, md ? "not an object" : json_error.text);
+                bucket_job_fail(j, -EBADMSG, "", "'%s' is not table metadata: line %d: %s",
+                                j->metadata_location, json_error.line,
+                                md ? "not an object" : json_error.text);
                 return;
         }
         j->metadata = md;
@@ -183,7 +187,7 @@ static void bucket_on_read(StorageResult *r, void *userdata) {
 }
 
 static void bucket_read_version(BucketJob *j) {
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         free(j->metadata_location);
@@ -192,8 +196,8 @@ static void bucket_read_version(BucketJob *j) {
                 bucket_job_fail(j, -ENOMEM, "", "out of memory");
                 return;
         }
-        r = storage_read(j->catalog->storage, NULL, j->metadata_location, j->catalog->max_metadata_bytes,
-                         bucket_on_read, j, &e);
+        r = storage_read(j->catalog->storage, NULL, j->metadata_location,
+                         j->catalog->max_metadata_bytes, bucket_on_read, j, &e);
         if (r < 0)
                 (void)bucket_submit_error(j, r, &e);
 }
@@ -211,7 +215,8 @@ static void bucket_on_probe(StorageResult *r, void *userdata) {
                 return;
         }
         if (j->version == 0) {
-                bucket_job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException", "Table does not exist: %s", j->name);
+                bucket_job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException",
+                                "Table does not exist: %s", j->name);
                 return;
         }
         bucket_read_version(j);
@@ -220,7 +225,7 @@ static void bucket_on_probe(StorageResult *r, void *userdata) {
 /* The hint may lag behind the last commit: step forward while v<N+1> exists. */
 static void bucket_probe(BucketJob *j) {
         _cleanup_(freep) char *next = hadoop_layout_version_location(j->dir, j->version + 1);
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         if (!next) {
@@ -252,7 +257,7 @@ static void bucket_on_list(StorageResult *r, void *userdata) {
 static void bucket_on_hint(StorageResult *r, void *userdata) {
         BucketJob *j = userdata;
         _cleanup_(freep) char *prefix = NULL;
-        Error e = {};
+        Error e = { 0 };
         int64_t v;
         int rr;
 
@@ -271,14 +276,15 @@ static void bucket_on_hint(StorageResult *r, void *userdata) {
                 bucket_job_fail(j, -ENOMEM, "", "out of memory");
                 return;
         }
-        rr = storage_list(j->catalog->storage, NULL, prefix, BUCKET_MAX_LISTED_VERSIONS, bucket_on_list, j, &e);
+        rr = storage_list(j->catalog->storage, NULL, prefix, BUCKET_MAX_LISTED_VERSIONS,
+                          bucket_on_list, j, &e);
         if (rr < 0)
                 (void)bucket_submit_error(j, rr, &e);
 }
 
 static void bucket_find_latest(BucketJob *j) {
         _cleanup_(freep) char *hint = NULL;
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         if (asprintf(&hint, "%s/metadata/" VERSION_HINT, j->dir) < 0) {
@@ -294,7 +300,8 @@ static void bucket_find_latest(BucketJob *j) {
 
 static void bucket_succeed(BucketJob *j, const char *metadata_location, json_t *metadata_take) {
         j->result.status = 0;
-        j->result.body = json_pack("{s:s, s:o}", "metadata-location", metadata_location, "metadata", metadata_take);
+        j->result.body = json_pack("{s:s, s:o}", "metadata-location", metadata_location, "metadata",
+                                   metadata_take);
         if (!j->result.body) {
                 bucket_job_fail(j, -ENOMEM, "", "out of memory");
                 return;
@@ -307,7 +314,8 @@ static void bucket_on_hint_written(StorageResult *r, void *userdata) {
 
         /* The hint only speeds up reads (readers step forward from it). */
         if (r->status < 0)
-                log_warning("version hint of table='%s' not updated: %s, ignoring", j->name, r->error.message);
+                log_warning("version hint of table='%s' not updated: %s, ignoring", j->name,
+                            r->error.message);
         free(j->text);
         j->text = NULL;
         bucket_succeed(j, j->publish_location, TAKE_PTR(j->metadata));
@@ -315,7 +323,7 @@ static void bucket_on_hint_written(StorageResult *r, void *userdata) {
 
 static void bucket_write_hint(BucketJob *j) {
         _cleanup_(freep) char *hint = NULL;
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         free(j->text);
@@ -325,10 +333,11 @@ static void bucket_write_hint(BucketJob *j) {
                 bucket_succeed(j, j->publish_location, TAKE_PTR(j->metadata));
                 return;
         }
-        r = storage_write(j->catalog->storage, NULL, hint, slice_make(j->text, strlen(j->text)), /* flags= */ 0,
-                          bucket_on_hint_written, j, &e);
+        r = storage_write(j->catalog->storage, NULL, hint, slice_make(j->text, strlen(j->text)),
+                          /* flags= */ 0, bucket_on_hint_written, j, &e);
         if (r < 0) {
-                log_warning("version hint of table='%s' not updated: %s, ignoring", j->name, e.message);
+                log_warning("version hint of table='%s' not updated: %s, ignoring", j->name,
+                            e.message);
                 bucket_succeed(j, j->publish_location, TAKE_PTR(j->metadata));
         }
 }
@@ -338,18 +347,19 @@ static void bucket_on_published(StorageResult *r, void *userdata) {
 
         if (r->status == -EEXIST) {
                 if (j->op == BUCKET_OP_CREATE_TABLE)
-                        bucket_job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException", "Table already exists: %s",
-                                        j->name);
+                        bucket_job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
+                                        "Table already exists: %s", j->name);
                 else
                         bucket_job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException",
-                                        "Version %" PRId64 " already exists: %s", j->publish_version,
-                                        j->publish_location);
+                                        "Version %" PRId64 " already exists: %s",
+                                        j->publish_version, j->publish_location);
                 return;
         }
         if (r->status < 0) {
                 /* A PUT whose answer was lost may have landed: only a reload can tell. Refused
                  * requests (403, 4xx) and ones never sent wrote nothing. */
-                bool maybe = r->status == -EAGAIN || r->status == -ETIMEDOUT || r->status == -ECANCELED;
+                bool maybe =
+                        r->status == -EAGAIN || r->status == -ETIMEDOUT || r->status == -ECANCELED;
 
                 bucket_job_fail(j, maybe ? CATALOG_E_STATE_UNKNOWN : CATALOG_E_UNAVAILABLE, "",
                                 "cannot create '%s': %s", j->publish_location, r->error.message);
@@ -360,7 +370,7 @@ static void bucket_on_published(StorageResult *r, void *userdata) {
 
 /* Publishes j->metadata as v<version> with a create that never replaces. */
 static void bucket_publish(BucketJob *j, int64_t version) {
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         j->publish_version = version;
@@ -372,8 +382,9 @@ static void bucket_publish(BucketJob *j, int64_t version) {
                 bucket_job_fail(j, -ENOMEM, "", "out of memory");
                 return;
         }
-        r = storage_write(j->catalog->storage, NULL, j->publish_location, slice_make(j->text, strlen(j->text)),
-                          STORAGE_WRITE_IF_ABSENT, bucket_on_published, j, &e);
+        r = storage_write(j->catalog->storage, NULL, j->publish_location,
+                          slice_make(j->text, strlen(j->text)), STORAGE_WRITE_IF_ABSENT,
+                          bucket_on_published, j, &e);
         if (r < 0)
                 (void)bucket_submit_error(j, r, &e);
 }
@@ -381,14 +392,15 @@ static void bucket_publish(BucketJob *j, int64_t version) {
 /* The latest version is in j->metadata: answer a load, or apply a commit and publish it. */
 static void bucket_found(BucketJob *j) {
         _cleanup_(json_decrefp) json_t *updated = NULL;
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         if (j->op == BUCKET_OP_LOAD) {
                 bucket_succeed(j, j->metadata_location, TAKE_PTR(j->metadata));
                 return;
         }
-        r = table_update_apply(j->metadata, j->request, j->now_ms, j->metadata_location, &updated, &e);
+        r = table_update_apply(j->metadata, j->request, j->now_ms, j->metadata_location, &updated,
+                               &e);
         if (r == -ESTALE) {
                 bucket_job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException", "%s", e.message);
                 return;
@@ -420,13 +432,13 @@ static void bucket_on_marker(StorageResult *r, void *userdata) {
         bool is_last = j->level + 1 == j->n_levels;
 
         if (r->status == -EEXIST && is_last) {
-                bucket_job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException", "Namespace already exists: %s",
-                                j->name);
+                bucket_job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
+                                "Namespace already exists: %s", j->name);
                 return;
         }
         if (r->status < 0 && r->status != -EEXIST) {
-                bucket_job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create namespace %s: %s", j->name,
-                                r->error.message);
+                bucket_job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create namespace %s: %s",
+                                j->name, r->error.message);
                 return;
         }
         if (is_last) {
@@ -440,11 +452,11 @@ static void bucket_on_marker(StorageResult *r, void *userdata) {
 
 /* Parents are created as needed (mkdirs); only the last level must be new. */
 static void bucket_write_marker(BucketJob *j) {
-        Error e = {};
+        Error e = { 0 };
         int r;
 
-        r = storage_write(j->catalog->storage, NULL, j->markers[j->level], slice_make("", 0), STORAGE_WRITE_IF_ABSENT,
-                          bucket_on_marker, j, &e);
+        r = storage_write(j->catalog->storage, NULL, j->markers[j->level], slice_make("", 0),
+                          STORAGE_WRITE_IF_ABSENT, bucket_on_marker, j, &e);
         if (r < 0)
                 (void)bucket_submit_error(j, r, &e);
 }
@@ -454,7 +466,7 @@ static void bucket_on_table_listed(StorageResult *r, void *userdata) {
         _cleanup_(json_decrefp) json_t *md = NULL;
         char uuid[UUID_STRING_MAX];
         const char *location;
-        Error e = {};
+        Error e = { 0 };
         int rr;
 
         if (r->status < 0 && r->status != -ENOENT) {
@@ -463,8 +475,8 @@ static void bucket_on_table_listed(StorageResult *r, void *userdata) {
         }
         for (size_t i = 0; i < r->n_names; i++)
                 if (hadoop_layout_version_from_name(r->names[i]) > 0) {
-                        bucket_job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException", "Table already exists: %s",
-                                        j->name);
+                        bucket_job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
+                                        "Table already exists: %s", j->name);
                         return;
                 }
         if (json_is_true(json_object_get(j->request, "stage-create"))) {
@@ -476,8 +488,9 @@ static void bucket_on_table_listed(StorageResult *r, void *userdata) {
         location = json_string_value(json_object_get(j->request, "location"));
         if (location && strcmp(location, j->dir) != 0) {
                 bucket_job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
-                                "Cannot set a custom location for a path-based table. Expected %s but got %s", j->dir,
-                                location);
+                                "Cannot set a custom location for a path-based table. Expected %s "
+                                "but got %s",
+                                j->dir, location);
                 return;
         }
         uuid_v4_string(uuid);
@@ -498,7 +511,7 @@ static void bucket_on_table_listed(StorageResult *r, void *userdata) {
 static void bucket_on_namespace_listed(StorageResult *r, void *userdata) {
         BucketJob *j = userdata;
         _cleanup_(freep) char *prefix = NULL;
-        Error e = {};
+        Error e = { 0 };
         int rr;
 
         if (r->status < 0 && r->status != -ENOENT) {
@@ -510,7 +523,8 @@ static void bucket_on_namespace_listed(StorageResult *r, void *userdata) {
         if (r->n_names == 0) {
                 const char *dot = strrchr(j->name, '.');
 
-                bucket_job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchNamespaceException", "Namespace does not exist: %.*s",
+                bucket_job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchNamespaceException",
+                                "Namespace does not exist: %.*s",
                                 (int)(dot ? dot - j->name : (ptrdiff_t)strlen(j->name)), j->name);
                 return;
         }
@@ -518,7 +532,8 @@ static void bucket_on_namespace_listed(StorageResult *r, void *userdata) {
                 bucket_job_fail(j, -ENOMEM, "", "out of memory");
                 return;
         }
-        rr = storage_list(j->catalog->storage, NULL, prefix, BUCKET_MAX_LISTED_VERSIONS, bucket_on_table_listed, j, &e);
+        rr = storage_list(j->catalog->storage, NULL, prefix, BUCKET_MAX_LISTED_VERSIONS,
+                          bucket_on_table_listed, j, &e);
         if (rr < 0)
                 (void)bucket_submit_error(j, rr, &e);
 }
@@ -527,8 +542,8 @@ static void bucket_on_started(StorageResult *r, void *userdata) {
         BucketJob *j = userdata;
 
         if (r->status < 0 && r->status != -ENOENT) {
-                bucket_job_fail(j, CATALOG_E_UNAVAILABLE, "", "warehouse '%s' is not usable: %s", j->catalog->warehouse,
-                                r->error.message);
+                bucket_job_fail(j, CATALOG_E_UNAVAILABLE, "", "warehouse '%s' is not usable: %s",
+                                j->catalog->warehouse, r->error.message);
                 return;
         }
         j->result.status = 0;
@@ -537,12 +552,11 @@ static void bucket_on_started(StorageResult *r, void *userdata) {
 
 /* ---- calls ------------------------------------------------------------------------------- */
 
-
-static int bucket_job_new(BucketCatalog *c, BucketOp op, const char *const *namespace, size_t n_namespace,
-                          const char *last, const json_t *request, CatalogCallback cb, void *userdata,
-                          BucketJob **ret) {
+static int bucket_job_new(BucketCatalog *c, BucketOp op, const char *const *namespace,
+                          size_t n_namespace, const char *last, const json_t *request,
+                          CatalogCallback cb, void *userdata, BucketJob **ret) {
         _cleanup_(bucket_job_freep) BucketJob *j = NULL;
-        _cleanup_(buf_deinitp) Buf dir = {}, name = {};
+        _cleanup_(buf_deinitp) Buf dir = { 0 }, name = { 0 };
         int r = 0;
 
         if (c->is_closing)
@@ -607,7 +621,7 @@ static int bucket_start(void *impl, CatalogCallback cb, void *userdata) {
         BucketCatalog *c = impl;
         _cleanup_(freep) char *prefix = NULL;
         BucketJob *j;
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         r = bucket_job_new(c, BUCKET_OP_START, NULL, 0, NULL, NULL, cb, userdata, &j);
@@ -620,8 +634,8 @@ static int bucket_start(void *impl, CatalogCallback cb, void *userdata) {
         }
         r = storage_list(c->storage, NULL, prefix, 1, bucket_on_started, j, &e);
         if (r < 0)
-                bucket_job_fail(j, CATALOG_E_UNAVAILABLE, "", "warehouse '%s' is not usable: %s", c->warehouse,
-                                e.message);
+                bucket_job_fail(j, CATALOG_E_UNAVAILABLE, "", "warehouse '%s' is not usable: %s",
+                                c->warehouse, e.message);
         j->in_call = false;
         return 0;
 }
@@ -635,12 +649,13 @@ static bool bucket_supports_idempotency(const void *impl) {
         return false;
 }
 
-static int bucket_load_table(void *impl, const char *const *namespace, size_t n_namespace, const char *table,
-                             CatalogCallback cb, void *userdata) {
+static int bucket_load_table(void *impl, const char *const *namespace, size_t n_namespace,
+                             const char *table, CatalogCallback cb, void *userdata) {
         BucketJob *j;
         int r;
 
-        r = bucket_job_new(impl, BUCKET_OP_LOAD, namespace, n_namespace, table, NULL, cb, userdata, &j);
+        r = bucket_job_new(impl, BUCKET_OP_LOAD, namespace, n_namespace, table, NULL, cb, userdata,
+                           &j);
         if (r < 0)
                 return r;
         bucket_find_latest(j);
@@ -648,13 +663,14 @@ static int bucket_load_table(void *impl, const char *const *namespace, size_t n_
         return 0;
 }
 
-static int bucket_commit_table(void *impl, const char *const *namespace, size_t n_namespace, const char *table,
-                               const json_t *request, const char *idempotency_key, CatalogCallback cb,
-                               void *userdata) {
+static int bucket_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
+                               const char *table, const json_t *request,
+                               const char *idempotency_key, CatalogCallback cb, void *userdata) {
         BucketJob *j;
         int r;
 
-        r = bucket_job_new(impl, BUCKET_OP_COMMIT, namespace, n_namespace, table, request, cb, userdata, &j);
+        r = bucket_job_new(impl, BUCKET_OP_COMMIT, namespace, n_namespace, table, request, cb,
+                           userdata, &j);
         if (r < 0)
                 return r;
         bucket_find_latest(j);
@@ -667,8 +683,8 @@ static int bucket_create_namespace(void *impl, const char *const *namespace, siz
         BucketJob *j;
         int r;
 
-        r = bucket_job_new(impl, BUCKET_OP_CREATE_NAMESPACE, namespace, n_namespace, NULL, properties, cb, userdata,
-                           &j);
+        r = bucket_job_new(impl, BUCKET_OP_CREATE_NAMESPACE, namespace, n_namespace, NULL,
+                           properties, cb, userdata, &j);
         if (r < 0)
                 return r;
         if (json_object_size(j->request) > 0) {
@@ -681,15 +697,17 @@ static int bucket_create_namespace(void *impl, const char *const *namespace, siz
         return 0;
 }
 
-static int bucket_create_table(void *impl, const char *const *namespace, size_t n_namespace, const char *name,
-                               const json_t *request, CatalogCallback cb, void *userdata) {
+static int bucket_create_table(void *impl, const char *const *namespace, size_t n_namespace,
+                               const char *name, const json_t *request, CatalogCallback cb,
+                               void *userdata) {
         BucketCatalog *c = impl;
         _cleanup_(freep) char *prefix = NULL;
         BucketJob *j;
-        Error e = {};
+        Error e = { 0 };
         int r;
 
-        r = bucket_job_new(c, BUCKET_OP_CREATE_TABLE, namespace, n_namespace, name, request, cb, userdata, &j);
+        r = bucket_job_new(c, BUCKET_OP_CREATE_TABLE, namespace, n_namespace, name, request, cb,
+                           userdata, &j);
         if (r < 0)
                 return r;
         if (asprintf(&prefix, "%.*s/", (int)(strrchr(j->dir, '/') - j->dir), j->dir) < 0) {
@@ -735,7 +753,8 @@ static void bucket_close(void *impl, void (*done)(void *userdata), void *userdat
         c->is_closing = true;
         /* Answer from the loop even when nothing is in flight: an empty job does that. */
         c->close_work.data = c;
-        if (uv_queue_work(c->loop, &c->close_work, bucket_on_close_work, bucket_on_close_after) == 0)
+        if (uv_queue_work(c->loop, &c->close_work, bucket_on_close_work, bucket_on_close_after) ==
+            0)
                 c->n_jobs++;
         else
                 bucket_maybe_closed(c);
@@ -751,13 +770,15 @@ static void bucket_free(void *impl) {
         free(c);
 }
 
-int bucket_catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, BucketCatalog **ret) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+int bucket_catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage,
+                       BucketCatalog **ret) {
+        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
         const char *warehouse = catalog_config_warehouse(config);
         BucketCatalog *c;
         size_t n;
 
-        if (!storage || storage_location_parse(warehouse, &l, NULL) < 0 || l.scheme != STORAGE_SCHEME_S3)
+        if (!storage || storage_location_parse(warehouse, &l, NULL) < 0 ||
+            l.scheme != STORAGE_SCHEME_S3)
                 return -EINVAL;
         c = calloc(1, sizeof(*c));
         if (!c)
@@ -771,7 +792,8 @@ int bucket_catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *st
         }
         for (n = strlen(c->warehouse); n > 0 && c->warehouse[n - 1] == '/'; n--)
                 c->warehouse[n - 1] = 0;
-        c->max_metadata_bytes = config->max_response_bytes ? config->max_response_bytes : 256u << 20;
+        c->max_metadata_bytes =
+                config->max_response_bytes ? config->max_response_bytes : 256u << 20;
         *ret = c;
         return 0;
 }

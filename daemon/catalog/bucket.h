@@ -19,6 +19,7 @@ typedef struct BucketCatalog BucketCatalog;
 
 /* Creates an idle catalog over catalog_config_warehouse(config), an s3:// location. Returns 0,
  * -EINVAL (not an object-store location) or -ENOMEM. */
-int bucket_catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, BucketCatalog **ret);
+int bucket_catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage,
+                       BucketCatalog **ret);
 
 extern const CatalogBackend bucket_catalog_backend;

@@ -21,7 +21,8 @@ struct Catalog {
         void *impl;
 };
 
-int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, Catalog **ret_catalog) {
+int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage,
+                Catalog **ret_catalog) {
         const char *type = catalog_config_type(config);
         Catalog *c;
         int r;
@@ -34,7 +35,8 @@ int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, 
                 r = rest_client_new(loop, config, &rest);
                 c->backend = &rest_catalog_backend;
                 c->impl = rest;
-        } else if (strcmp(type, "filesystem") == 0 && !storage_location_is_local(catalog_config_warehouse(config))) {
+        } else if (strcmp(type, "filesystem") == 0 &&
+                   !storage_location_is_local(catalog_config_warehouse(config))) {
                 BucketCatalog *bucket = NULL;
                 r = bucket_catalog_new(loop, config, storage, &bucket);
                 c->backend = &bucket_catalog_backend;
@@ -110,13 +112,15 @@ int catalog_commit_table(Catalog *c, const char *const *namespace, size_t n_name
 
 int catalog_create_namespace(Catalog *c, const char *const *namespace, size_t n_namespace,
                              const json_t *properties, CatalogCallback cb, void *userdata) {
-        return c->backend->create_namespace(c->impl, namespace, n_namespace, properties, cb, userdata);
+        return c->backend->create_namespace(c->impl, namespace, n_namespace, properties, cb,
+                                            userdata);
 }
 
 int catalog_create_table(Catalog *c, const char *const *namespace, size_t n_namespace,
                          const char *name, const json_t *request, CatalogCallback cb,
                          void *userdata) {
-        return c->backend->create_table(c->impl, namespace, n_namespace, name, request, cb, userdata);
+        return c->backend->create_table(c->impl, namespace, n_namespace, name, request, cb,
+                                        userdata);
 }
 
 const char *catalog_outcome_to_string(int status) {

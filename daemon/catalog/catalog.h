@@ -23,32 +23,32 @@
  * than catalog.max-response-bytes, -ENOMEM). */
 enum {
         _CATALOG_E_SUCCESS,
-        CATALOG_E_CONFLICT,             /* REST 409, or the 400 "first-row-id is behind"/"Cannot
-                                         * add snapshot with sequence number" of pre-1.11
-                                         * servers; filesystem: a requirement failed or another
-                                         * writer took the next version: reload, rebuild, retry */
-        CATALOG_E_STATE_UNKNOWN,        /* a mutation was sent, no verdict: 500/502/503/504 (and
-                                         * other 5xx but 501), 408, timeout, reset, connection
-                                         * lost after sending, or any non-2xx after libcurl had
-                                         * to resend it; filesystem: the new version is in place
-                                         * but could not be made durable; verify first */
-        CATALOG_E_REJECTED,             /* other 4xx (and 501, 3xx), an invalid update: our
-                                         * request is wrong, do not retry */
-        CATALOG_E_NOT_FOUND,            /* no such table or namespace */
-        CATALOG_E_UNAVAILABLE,          /* not sent at all / nothing written (connect refused,
-                                         * DNS, TLS, no token, no /v1/config, an I/O error before
-                                         * the commit point), 429, or a 5xx/transport failure on
-                                         * a read: safe to retry */
+        CATALOG_E_CONFLICT,      /* REST 409, or the 400 "first-row-id is behind"/"Cannot
+                                  * add snapshot with sequence number" of pre-1.11
+                                  * servers; filesystem: a requirement failed or another
+                                  * writer took the next version: reload, rebuild, retry */
+        CATALOG_E_STATE_UNKNOWN, /* a mutation was sent, no verdict: 500/502/503/504 (and
+                                  * other 5xx but 501), 408, timeout, reset, connection
+                                  * lost after sending, or any non-2xx after libcurl had
+                                  * to resend it; filesystem: the new version is in place
+                                  * but could not be made durable; verify first */
+        CATALOG_E_REJECTED,      /* other 4xx (and 501, 3xx), an invalid update: our
+                                  * request is wrong, do not retry */
+        CATALOG_E_NOT_FOUND,     /* no such table or namespace */
+        CATALOG_E_UNAVAILABLE,   /* not sent at all / nothing written (connect refused,
+                                  * DNS, TLS, no token, no /v1/config, an I/O error before
+                                  * the commit point), 429, or a 5xx/transport failure on
+                                  * a read: safe to retry */
 };
 
 typedef struct CatalogResult {
-        int status;                     /* see above */
-        long http_status;               /* 0 when no HTTP answer arrived (always for filesystem) */
-        json_t *body;                   /* borrowed for the callback; NULL when there is none */
-        const json_t *properties;       /* REST: the catalog's merged /v1/config properties
-                                         * (storage settings start from them); else NULL */
-        char message[1024];             /* the catalog's error.message or a transport description */
-        char error_type[128];           /* the catalog's error.type, e.g. "CommitFailedException" */
+        int status;               /* see above */
+        long http_status;         /* 0 when no HTTP answer arrived (always for filesystem) */
+        json_t *body;             /* borrowed for the callback; NULL when there is none */
+        const json_t *properties; /* REST: the catalog's merged /v1/config properties
+                                   * (storage settings start from them); else NULL */
+        char message[1024];       /* the catalog's error.message or a transport description */
+        char error_type[128];     /* the catalog's error.type, e.g. "CommitFailedException" */
 } CatalogResult;
 
 /* Called exactly once per accepted call, from the loop (never from inside the call that
@@ -57,7 +57,7 @@ typedef void (*CatalogCallback)(const CatalogResult *result, void *userdata);
 
 /* One backend: what every call below forwards to. `impl` is the backend's own object. */
 typedef struct CatalogBackend {
-        const char *name;               /* "rest", "filesystem" (config catalog.type) */
+        const char *name; /* "rest", "filesystem" (config catalog.type) */
         int (*start)(void *impl, CatalogCallback cb, void *userdata);
         bool (*is_ready)(const void *impl);
         bool (*supports_idempotency)(const void *impl);
@@ -85,7 +85,8 @@ const char *catalog_type_resolve(const CatalogConfig *config);
  * warehouse or, for an s3:// warehouse, on a bucket through `storage` (borrowed; it must
  * outlive the catalog). Returns 0, -EINVAL (a setting the backend cannot use, logged) or
  * -ENOMEM. */
-int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage, Catalog **ret_catalog);
+int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage,
+                Catalog **ret_catalog);
 /* A catalog on a backend of the caller's (an in-process test double): the catalog owns `impl`
  * from then on and frees it with backend->free; `backend` (static) must outlive it. Returns 0
  * or -ENOMEM (then impl is the caller's still). */

@@ -32,11 +32,11 @@
 
 struct FsCatalog {
         uv_loop_t *loop;
-        char *warehouse;                /* normalized absolute path; immutable, read by workers */
+        char *warehouse; /* normalized absolute path; immutable, read by workers */
         uint64_t max_metadata_bytes;
         bool is_ready;
         bool is_closing;
-        unsigned n_jobs;                /* queued on the thread pool, not yet answered */
+        unsigned n_jobs; /* queued on the thread pool, not yet answered */
         void (*close_done)(void *userdata);
         void *close_userdata;
 };
@@ -47,7 +47,7 @@ typedef enum FsOp {
         FS_OP_COMMIT,
         FS_OP_CREATE_NAMESPACE,
         FS_OP_CREATE_TABLE,
-        FS_OP_CLOSE,                    /* no I/O: answers close() from the loop */
+        FS_OP_CLOSE, /* no I/O: answers close() from the loop */
 } FsOp;
 
 /* Owned by the catalog from queueing until its after-work callback frees it. The worker only
@@ -56,12 +56,12 @@ typedef struct FsJob {
         uv_work_t work;
         FsCatalog *catalog;
         FsOp op;
-        char *dir;                      /* the namespace (create namespace) or table directory */
-        char *name;                     /* "ns.t" for messages */
-        json_t *request;                /* owned copy: commit or create request, namespace properties */
+        char *dir;       /* the namespace (create namespace) or table directory */
+        char *name;      /* "ns.t" for messages */
+        json_t *request; /* owned copy: commit or create request, namespace properties */
         int64_t now_ms;
-        CatalogResult result;           /* body owned until the callback returned */
-        char warning[512];              /* a non-fatal failure (version hint), logged on the loop */
+        CatalogResult result; /* body owned until the callback returned */
+        char warning[512];    /* a non-fatal failure (version hint), logged on the loop */
         CatalogCallback cb;
         void *userdata;
 } FsJob;
@@ -85,7 +85,8 @@ static int64_t now_ms(void) {
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void job_fail(FsJob *j, int status, const char *error_type, const char *fmt, ...) _printf_(4, 5);
+static void job_fail(FsJob *j, int status, const char *error_type, const char *fmt, ...)
+        _printf_(4, 5);
 static void job_fail(FsJob *j, int status, const char *error_type, const char *fmt, ...) {
         va_list ap;
 
@@ -98,11 +99,10 @@ static void job_fail(FsJob *j, int status, const char *error_type, const char *f
 
 /* ---- paths ------------------------------------------------------------------------------- */
 
-
 /* <warehouse>/<level>/.../<last> and "level. ... .last"; last may be NULL. */
 static int paths_build(const FsCatalog *c, const char *const *namespace, size_t n_namespace,
                        const char *last, char **ret_dir, char **ret_name) {
-        _cleanup_(buf_deinitp) Buf dir = {}, name = {};
+        _cleanup_(buf_deinitp) Buf dir = { 0 }, name = { 0 };
         int r = 0;
 
         if (n_namespace == 0)
@@ -141,19 +141,17 @@ static char *path_join(const char *dir, const char *file) {
         return asprintf(&p, "%s/%s", dir, file) < 0 ? NULL : p;
 }
 
-
 static bool file_exists(const char *path) {
         struct stat st;
 
         return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-
 /* ---- reading the latest version (worker) ------------------------------------------------- */
 
 static int64_t version_hint_read(const char *metadata_dir) {
         _cleanup_(freep) char *path = path_join(metadata_dir, VERSION_HINT);
-        _cleanup_(buf_deinitp) Buf b = {};
+        _cleanup_(buf_deinitp) Buf b = { 0 };
 
         buf_init(&b, 64);
         if (!path || storage_local_read_file(path, 64, &b, NULL) < 0)
@@ -179,9 +177,10 @@ static int64_t version_scan(const char *metadata_dir) {
 
 /* Finds and parses the latest metadata of the table in j->dir. Returns 0, or fails the job
  * (NOT_FOUND, -EBADMSG, UNAVAILABLE) and returns -1. */
-static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path, json_t **ret_metadata) {
+static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path,
+                             json_t **ret_metadata) {
         _cleanup_(freep) char *metadata_dir = path_join(j->dir, "metadata"), *path = NULL;
-        _cleanup_(buf_deinitp) Buf b = {};
+        _cleanup_(buf_deinitp) Buf b = { 0 };
         json_error_t json_error;
         int64_t version;
         json_t *md;
@@ -191,15 +190,18 @@ static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path, js
         if (!metadata_dir)
                 return job_fail(j, -ENOMEM, "", "out of memory"), -1;
         version = version_hint_read(metadata_dir);
-        if (version < 0 || !(path = hadoop_layout_version_location(j->dir, version)) || !file_exists(path)) {
+        if (version < 0 || !(path = hadoop_layout_version_location(j->dir, version)) ||
+            !file_exists(path)) {
                 /* No usable hint: list the directory, as findVersion() does. */
                 version = version_scan(metadata_dir);
                 if (version == -ENOENT || version == -ENOTDIR || version == 0)
                         return job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException",
-                                        "Table does not exist: %s", j->name), -1;
+                                        "Table does not exist: %s", j->name),
+                               -1;
                 if (version < 0)
-                        return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot list '%s': %s", metadata_dir,
-                                        strerror((int)-version)), -1;
+                        return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot list '%s': %s",
+                                        metadata_dir, strerror((int)-version)),
+                               -1;
         }
         /* The hint may lag behind the last commit: step forward while v<N+1> exists. */
         for (;;) {
@@ -219,8 +221,9 @@ static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path, js
         buf_init(&b, j->catalog->max_metadata_bytes);
         r = storage_local_read_file(path, j->catalog->max_metadata_bytes, &b, &e);
         if (r == -ENOENT)
-                return job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException", "Table does not exist: %s",
-                                j->name), -1;
+                return job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException",
+                                "Table does not exist: %s", j->name),
+                       -1;
         if (r == -EFBIG)
                 return job_fail(j, -E2BIG, "", "%s", e.message), -1;
         if (r == -ENOMEM)
@@ -231,7 +234,8 @@ static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path, js
         if (!json_is_object(md)) {
                 json_decref(md);
                 return job_fail(j, -EBADMSG, "", "'%s' is not table metadata: line %d: %s", path,
-                                json_error.line, md ? "not an object" : json_error.text), -1;
+                                json_error.line, md ? "not an object" : json_error.text),
+                       -1;
         }
         *ret_version = version;
         *ret_path = TAKE_PTR(path);
@@ -335,42 +339,51 @@ static void version_hint_write(FsJob *j, const char *metadata_dir, int64_t versi
                         (void)unlink(crc);
         }
         if (r < 0)
-                snprintf(j->warning, sizeof(j->warning), "cannot update '%s' to %" PRId64 ": %s", hint,
-                         version, strerror(-r));
+                snprintf(j->warning, sizeof(j->warning), "cannot update '%s' to %" PRId64 ": %s",
+                         hint, version, strerror(-r));
 }
 
 /* Publishes `metadata` as v<version> of the table in j->dir, then answers with it. */
 static void version_publish(FsJob *j, int64_t version, json_t *metadata_take) {
         _cleanup_(json_decrefp) json_t *metadata = metadata_take;
-        _cleanup_(freep) char *metadata_dir = path_join(j->dir, "metadata"), *final = NULL, *tmp = NULL,
-                              *text = NULL;
+        _cleanup_(freep) char *metadata_dir = path_join(j->dir, "metadata"), *final = NULL,
+                              *tmp = NULL, *text = NULL;
         int r;
 
         final = hadoop_layout_version_location(j->dir, version);
         text = json_dumps(metadata, JSON_INDENT(2));
-        if (!metadata_dir || !final || !text)
-                return job_fail(j, -ENOMEM, "", "out of memory");
+        if (!metadata_dir || !final || !text) {
+                job_fail(j, -ENOMEM, "", "out of memory");
+                return;
+        }
         r = temp_file_write(metadata_dir, METADATA_SUFFIX ".tmp", text, strlen(text), &tmp);
-        if (r < 0)
-                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot write a new metadata file in '%s': %s",
-                                metadata_dir, strerror(-r));
+        if (r < 0) {
+                job_fail(j, CATALOG_E_UNAVAILABLE, "",
+                         "cannot write a new metadata file in '%s': %s", metadata_dir,
+                         strerror(-r));
+                return;
+        }
         r = rename_noreplace(tmp, final);
         if (r == -EEXIST) {
                 (void)unlink(tmp);
-                return job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException", "Version %" PRId64 " already exists: %s",
-                                version, final);
+                job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException",
+                         "Version %" PRId64 " already exists: %s", version, final);
+                return;
         }
         if (r < 0) {
                 (void)unlink(tmp);
-                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot rename '%s' to '%s': %s", tmp, final,
-                                strerror(-r));
+                job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot rename '%s' to '%s': %s", tmp, final,
+                         strerror(-r));
+                return;
         }
         /* v<N+1> is visible now; until the directory entry is durable the outcome is open. */
         r = fsync_dir(metadata_dir);
-        if (r < 0)
-                return job_fail(j, CATALOG_E_STATE_UNKNOWN, "",
-                                "'%s' was published but fsync of '%s' failed: %s", final, metadata_dir,
-                                strerror(-r));
+        if (r < 0) {
+                job_fail(j, CATALOG_E_STATE_UNKNOWN, "",
+                         "'%s' was published but fsync of '%s' failed: %s", final, metadata_dir,
+                         strerror(-r));
+                return;
+        }
         version_hint_write(j, metadata_dir, version);
         job_succeed(j, final, TAKE_PTR(metadata));
 }
@@ -382,8 +395,10 @@ static void do_start(FsJob *j) {
         _cleanup_(freep) char *copy = strdup(warehouse), *probe = NULL;
         int r;
 
-        if (!copy)
-                return job_fail(j, -ENOMEM, "", "out of memory");
+        if (!copy) {
+                job_fail(j, -ENOMEM, "", "out of memory");
+                return;
+        }
         /* mkdir -p */
         for (char *p = copy + 1;; p++) {
                 char saved = *p;
@@ -391,17 +406,22 @@ static void do_start(FsJob *j) {
                 if (saved != '/' && saved != '\0')
                         continue;
                 *p = '\0';
-                if (mkdir(copy, 0755) < 0 && errno != EEXIST)
-                        return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create warehouse directory '%s': %s",
-                                        copy, strerror(errno));
+                if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
+                        job_fail(j, CATALOG_E_UNAVAILABLE, "",
+                                 "cannot create warehouse directory '%s': %s", copy,
+                                 strerror(errno));
+                        return;
+                }
                 *p = saved;
                 if (saved == '\0')
                         break;
         }
         r = temp_file_write(warehouse, "-probe.tmp", "", 0, &probe);
-        if (r < 0)
-                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "warehouse directory '%s' is not writable: %s",
-                                warehouse, strerror(-r));
+        if (r < 0) {
+                job_fail(j, CATALOG_E_UNAVAILABLE, "",
+                         "warehouse directory '%s' is not writable: %s", warehouse, strerror(-r));
+                return;
+        }
         (void)unlink(probe);
         j->result.status = 0;
 }
@@ -420,21 +440,29 @@ static void do_commit(FsJob *j) {
         _cleanup_(json_decrefp) json_t *base = NULL, *updated = NULL;
         _cleanup_(freep) char *path = NULL;
         int64_t version;
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         if (table_read_latest(j, &version, &path, &base) < 0)
                 return;
         r = table_update_apply(base, j->request, j->now_ms, path, &updated, &e);
-        if (r == -ESTALE)
-                return job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException", "%s", e.message);
-        if (r == -EINVAL)
-                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
-        if (r < 0)
-                return job_fail(j, r, "", "cannot apply the commit: %s", strerror(-r));
+        if (r == -ESTALE) {
+                job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException", "%s", e.message);
+                return;
+        }
+        if (r == -EINVAL) {
+                job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
+                return;
+        }
+        if (r < 0) {
+                job_fail(j, r, "", "cannot apply the commit: %s", strerror(-r));
+                return;
+        }
         /* Like the REST server: a commit without updates changes nothing and writes nothing. */
-        if (json_array_size(json_object_get(j->request, "updates")) == 0)
-                return job_succeed(j, path, TAKE_PTR(base));
+        if (json_array_size(json_object_get(j->request, "updates")) == 0) {
+                job_succeed(j, path, TAKE_PTR(base));
+                return;
+        }
         version_publish(j, version + 1, TAKE_PTR(updated));
 }
 
@@ -442,11 +470,15 @@ static void do_create_namespace(FsJob *j) {
         _cleanup_(freep) char *copy = strdup(j->dir);
         size_t warehouse_len = strlen(j->catalog->warehouse);
 
-        if (!copy)
-                return job_fail(j, -ENOMEM, "", "out of memory");
-        if (json_object_size(j->request) > 0)
-                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
-                                "Cannot create namespace %s: metadata is not supported", j->name);
+        if (!copy) {
+                job_fail(j, -ENOMEM, "", "out of memory");
+                return;
+        }
+        if (json_object_size(j->request) > 0) {
+                job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
+                         "Cannot create namespace %s: metadata is not supported", j->name);
+                return;
+        }
         /* Parents are created as needed (mkdirs); only the last level must be new. */
         for (char *p = copy + warehouse_len + 1;; p++) {
                 char saved = *p;
@@ -455,12 +487,16 @@ static void do_create_namespace(FsJob *j) {
                         continue;
                 *p = '\0';
                 if (mkdir(copy, 0755) < 0) {
-                        if (errno != EEXIST)
-                                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create '%s': %s", copy,
-                                                strerror(errno));
-                        if (saved == '\0')
-                                return job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
-                                                "Namespace already exists: %s", j->name);
+                        if (errno != EEXIST) {
+                                job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create '%s': %s",
+                                         copy, strerror(errno));
+                                return;
+                        }
+                        if (saved == '\0') {
+                                job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
+                                         "Namespace already exists: %s", j->name);
+                                return;
+                        }
                 }
                 *p = saved;
                 if (saved == '\0')
@@ -471,67 +507,96 @@ static void do_create_namespace(FsJob *j) {
 
 static void do_create_table(FsJob *j) {
         _cleanup_(json_decrefp) json_t *md = NULL;
-        _cleanup_(freep) char *namespace_dir = strdup(j->dir), *metadata_dir = path_join(j->dir, "metadata");
+        _cleanup_(freep) char *namespace_dir = strdup(j->dir),
+                              *metadata_dir = path_join(j->dir, "metadata");
         const char *location;
         char uuid[UUID_STRING_MAX];
         struct stat st;
-        Error e = {};
+        Error e = { 0 };
         int r;
 
-        if (!namespace_dir || !metadata_dir)
-                return job_fail(j, -ENOMEM, "", "out of memory");
+        if (!namespace_dir || !metadata_dir) {
+                job_fail(j, -ENOMEM, "", "out of memory");
+                return;
+        }
         *strrchr(namespace_dir, '/') = '\0';
-        if (stat(namespace_dir, &st) < 0 || !S_ISDIR(st.st_mode))
-                return job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchNamespaceException", "Namespace does not exist: %.*s",
-                                (int)(strrchr(j->name, '.') - j->name), j->name);
-        if (version_scan(metadata_dir) > 0)
-                return job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException", "Table already exists: %s", j->name);
-        if (json_is_true(json_object_get(j->request, "stage-create")))
-                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
-                                "staged table creation is not supported by the filesystem catalog");
+        if (stat(namespace_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchNamespaceException",
+                         "Namespace does not exist: %.*s", (int)(strrchr(j->name, '.') - j->name),
+                         j->name);
+                return;
+        }
+        if (version_scan(metadata_dir) > 0) {
+                job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
+                         "Table already exists: %s", j->name);
+                return;
+        }
+        if (json_is_true(json_object_get(j->request, "stage-create"))) {
+                job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
+                         "staged table creation is not supported by the filesystem catalog");
+                return;
+        }
         /* HadoopCatalog: path-based tables live where their path says. */
         location = json_string_value(json_object_get(j->request, "location"));
         if (location) {
                 _cleanup_(freep) char *p = NULL;
 
-                if (storage_path_from_location(location, &p, NULL) < 0 || strcmp(p, j->dir) != 0)
-                        return job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
-                                        "Cannot set a custom location for a path-based table. Expected %s but got %s",
-                                        j->dir, location);
+                if (storage_path_from_location(location, &p, NULL) < 0 || strcmp(p, j->dir) != 0) {
+                        job_fail(j, CATALOG_E_REJECTED, "BadRequestException",
+                                 "Cannot set a custom location for a path-based table. Expected %s "
+                                 "but got %s",
+                                 j->dir, location);
+                        return;
+                }
         }
         uuid_v4_string(uuid);
         r = table_update_metadata_create(j->request, j->dir, j->now_ms, uuid, &md, &e);
-        if (r == -EINVAL)
-                return job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
-        if (r < 0)
-                return job_fail(j, r, "", "cannot build table metadata: %s", strerror(-r));
-        if (location && json_object_set_new(md, "location", json_string(j->dir)) < 0)
-                return job_fail(j, -ENOMEM, "", "out of memory");
-        if ((mkdir(j->dir, 0755) < 0 && errno != EEXIST) || (mkdir(metadata_dir, 0755) < 0 && errno != EEXIST))
-                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create '%s': %s", metadata_dir,
-                                strerror(errno));
+        if (r == -EINVAL) {
+                job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
+                return;
+        }
+        if (r < 0) {
+                job_fail(j, r, "", "cannot build table metadata: %s", strerror(-r));
+                return;
+        }
+        if (location && json_object_set_new(md, "location", json_string(j->dir)) < 0) {
+                job_fail(j, -ENOMEM, "", "out of memory");
+                return;
+        }
+        if ((mkdir(j->dir, 0755) < 0 && errno != EEXIST) ||
+            (mkdir(metadata_dir, 0755) < 0 && errno != EEXIST)) {
+                job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot create '%s': %s", metadata_dir,
+                         strerror(errno));
+                return;
+        }
         /* The new directories must survive a crash as well as v1 itself. */
         r = fsync_dir(namespace_dir);
         if (r == 0)
                 r = fsync_dir(j->dir);
-        if (r < 0)
-                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot fsync '%s': %s", j->dir, strerror(-r));
+        if (r < 0) {
+                job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot fsync '%s': %s", j->dir,
+                         strerror(-r));
+                return;
+        }
         /* A concurrent create loses the no-replace rename of v1 and gets CONFLICT. */
         version_publish(j, 1, TAKE_PTR(md));
         if (j->result.status == CATALOG_E_CONFLICT)
-                job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException", "Table already exists: %s", j->name);
+                job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
+                         "Table already exists: %s", j->name);
 }
 
 static void job_work(uv_work_t *work) {
         FsJob *j = work->data;
 
         switch (j->op) {
+        /* clang-format off */
         case FS_OP_START:            do_start(j);            break;
         case FS_OP_LOAD:             do_load(j);             break;
         case FS_OP_COMMIT:           do_commit(j);           break;
         case FS_OP_CREATE_NAMESPACE: do_create_namespace(j); break;
         case FS_OP_CREATE_TABLE:     do_create_table(j);     break;
         case FS_OP_CLOSE:                                    break;
+                /* clang-format on */
         }
 }
 
@@ -544,7 +609,8 @@ static void job_after_work(uv_work_t *work, int status) {
         assert(c->n_jobs > 0);
         c->n_jobs--;
         if (j->warning[0])
-                log_warning("version hint of table='%s' not updated: %s, ignoring", j->name, j->warning);
+                log_warning("version hint of table='%s' not updated: %s, ignoring", j->name,
+                            j->warning);
         if (j->op == FS_OP_START && j->result.status == 0)
                 c->is_ready = true;
         if (j->cb)
@@ -624,7 +690,8 @@ int filesystem_catalog_new(uv_loop_t *loop, const CatalogConfig *config, FsCatal
         if (r < 0)
                 return r == -ENOMEM ? r : -EINVAL;
         c->loop = loop;
-        c->max_metadata_bytes = config->max_response_bytes ? config->max_response_bytes : 256u << 20;
+        c->max_metadata_bytes =
+                config->max_response_bytes ? config->max_response_bytes : 256u << 20;
         *ret_catalog = TAKE_PTR(c);
         return 0;
 }
@@ -659,12 +726,14 @@ static int fs_catalog_load_table(void *impl, const char *const *namespace, size_
 
         if (!table)
                 return -EINVAL;
-        return job_start(c, FS_OP_LOAD, namespace, n_namespace, table, /* request= */ NULL, cb, userdata);
+        return job_start(c, FS_OP_LOAD, namespace, n_namespace, table, /* request= */ NULL, cb,
+                         userdata);
 }
 
 static int fs_catalog_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                   const char *table, const json_t *request, const char *idempotency_key,
-                                   CatalogCallback cb, void *userdata) {
+                                   const char *table, const json_t *request,
+                                   const char *idempotency_key, CatalogCallback cb,
+                                   void *userdata) {
         FsCatalog *c = impl;
 
         /* No replay cache: a committed request is found again by its snapshot summary. */
@@ -675,7 +744,8 @@ static int fs_catalog_commit_table(void *impl, const char *const *namespace, siz
 }
 
 static int fs_catalog_create_namespace(void *impl, const char *const *namespace, size_t n_namespace,
-                                       const json_t *properties, CatalogCallback cb, void *userdata) {
+                                       const json_t *properties, CatalogCallback cb,
+                                       void *userdata) {
         FsCatalog *c = impl;
 
         if (properties && !json_is_object(properties))
@@ -714,7 +784,7 @@ static void fs_catalog_close(void *impl, void (*done)(void *userdata), void *use
                 job_free(j);
                 c->is_closing = true;
                 if (c->n_jobs == 0 && done)
-                        done(userdata);     /* out of memory: better now than never */
+                        done(userdata); /* out of memory: better now than never */
                 c->close_done = NULL;
                 return;
         }

@@ -2,8 +2,9 @@
 /* The embedded catalog: Iceberg's Hadoop-catalog layout in a local warehouse directory,
  * <warehouse>/<namespace levels>/<table>/metadata/v<N>.metadata.json plus version-hint.text.
  * A commit is an atomic no-replace rename to v<N+1>, so two committers (processes or threads)
- * can never both win. Same call shapes and outcomes as the REST client (catalog.h); every blocking step
- * runs on the uv thread pool. Never retries and logs only the ignored version-hint failures. */
+ * can never both win. Same call shapes and outcomes as the REST client (catalog.h); every blocking
+ * step runs on the uv thread pool. Never retries and logs only the ignored version-hint failures.
+ */
 #pragma once
 
 #include <jansson.h>
@@ -18,8 +19,8 @@
  * filesystem_catalog_backend; tests may do the same. */
 typedef struct FsCatalog FsCatalog;
 
-/* Creates an idle catalog over catalog_config_warehouse(config) (a local absolute path or file:// URI;
- * config->max_response_bytes bounds the metadata files it reads). Returns 0, -EINVAL (no
+/* Creates an idle catalog over catalog_config_warehouse(config) (a local absolute path or file://
+ * URI; config->max_response_bytes bounds the metadata files it reads). Returns 0, -EINVAL (no
  * warehouse, not local or not absolute) or -ENOMEM. */
 int filesystem_catalog_new(uv_loop_t *loop, const CatalogConfig *config, FsCatalog **ret_catalog);
 

@@ -20,7 +20,8 @@ int64_t hadoop_layout_version_from_name(const char *name) {
 
         name = slash ? slash + 1 : name;
         len = strlen(name);
-        if (name[0] != 'v' || len <= 1 + suffix || strcmp(name + len - suffix, HADOOP_LAYOUT_METADATA_SUFFIX) != 0 ||
+        if (name[0] != 'v' || len <= 1 + suffix ||
+            strcmp(name + len - suffix, HADOOP_LAYOUT_METADATA_SUFFIX) != 0 ||
             len - 1 - suffix >= sizeof(digits))
                 return -1;
         memcpy(digits, name + 1, len - 1 - suffix);
@@ -33,7 +34,10 @@ int64_t hadoop_layout_version_from_name(const char *name) {
 char *hadoop_layout_version_location(const char *table_dir, int64_t version) {
         char *p;
 
-        return asprintf(&p, "%s/metadata/v%" PRId64 HADOOP_LAYOUT_METADATA_SUFFIX, table_dir, version) < 0 ? NULL : p;
+        return asprintf(&p, "%s/metadata/v%" PRId64 HADOOP_LAYOUT_METADATA_SUFFIX, table_dir,
+                        version) < 0
+                       ? NULL
+                       : p;
 }
 
 int64_t hadoop_layout_hint_parse(const char *text, size_t len) {

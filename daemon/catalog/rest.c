@@ -89,7 +89,8 @@ static int append_path_piece(Buf *out, const char *s, bool keep_slash) {
         for (size_t i = 0; s[i]; i++) {
                 unsigned char c = (unsigned char)s[i];
 
-                if (c == '%' && is_hex((unsigned char)s[i + 1]) && is_hex((unsigned char)s[i + 2])) {
+                if (c == '%' && is_hex((unsigned char)s[i + 1]) &&
+                    is_hex((unsigned char)s[i + 2])) {
                         r = buf_append(out, s + i, 3);
                         i += 2;
                 } else if (is_unreserved(c) || (c != 0 && strchr(allowed, c)) ||
@@ -205,7 +206,7 @@ static int merge_string_map(json_t *into, const json_t *map, const char *name, E
                 return 0;
         if (!json_is_object(map))
                 return error_set(error, -EBADMSG, "catalog config: \"%s\" is not an object", name);
-        json_object_foreach((json_t *)map, key, value) {
+        json_object_foreach ((json_t *)map, key, value) {
                 if (!json_is_string(value) && !json_is_null(value))
                         return error_set(error, -EBADMSG,
                                          "catalog config: %s property \"%s\" is not a string", name,
@@ -223,12 +224,12 @@ void rest_config_deinit(RestConfig *config) {
         for (size_t i = 0; i < config->n_endpoints; i++)
                 free(config->endpoints[i]);
         free(config->endpoints);
-        *config = (RestConfig){};
+        *config = (RestConfig){ 0 };
 }
 
 int rest_config_parse(const json_t *response, const json_t *client_properties, RestConfig *ret,
                       Error *error) {
-        _cleanup_(rest_config_deinit) RestConfig c = {};
+        _cleanup_(rest_config_deinit) RestConfig c = { 0 };
         const json_t *v;
         const char *s;
         int r;
@@ -240,7 +241,8 @@ int rest_config_parse(const json_t *response, const json_t *client_properties, R
         c.properties = json_object();
         if (!c.properties)
                 return -ENOMEM;
-        r = merge_string_map(c.properties, json_object_get(response, "defaults"), "defaults", error);
+        r = merge_string_map(c.properties, json_object_get(response, "defaults"), "defaults",
+                             error);
         if (r < 0)
                 return r;
         r = merge_string_map(c.properties, client_properties, "client", error);
@@ -255,7 +257,8 @@ int rest_config_parse(const json_t *response, const json_t *client_properties, R
         if (v && !json_is_null(v)) {
                 s = json_plain_string(v);
                 if (!s)
-                        return error_set(error, -EBADMSG, "catalog config: prefix holds a NUL byte");
+                        return error_set(error, -EBADMSG,
+                                         "catalog config: prefix holds a NUL byte");
                 if (s[0]) {
                         c.prefix = strdup(s);
                         if (!c.prefix)
@@ -268,8 +271,9 @@ int rest_config_parse(const json_t *response, const json_t *client_properties, R
         if (v && !json_is_null(v)) {
                 s = json_plain_string(v);
                 if (!s || s[0] == '\0')
-                        return error_set(error, -EBADMSG,
-                                         "catalog config: namespace-separator is empty or holds a NUL byte");
+                        return error_set(
+                                error, -EBADMSG,
+                                "catalog config: namespace-separator is empty or holds a NUL byte");
         }
         c.namespace_separator = strdup(s);
         if (!c.namespace_separator)
@@ -281,16 +285,18 @@ int rest_config_parse(const json_t *response, const json_t *client_properties, R
                 json_t *e;
 
                 if (!json_is_array(v))
-                        return error_set(error, -EBADMSG, "catalog config: endpoints is not an array");
+                        return error_set(error, -EBADMSG,
+                                         "catalog config: endpoints is not an array");
                 c.has_endpoints = true;
                 c.endpoints = calloc(json_array_size(v) + 1, sizeof(char *));
                 if (!c.endpoints)
                         return -ENOMEM;
-                json_array_foreach(v, i, e) {
+                json_array_foreach (v, i, e) {
                         s = json_plain_string(e);
                         if (!s)
                                 return error_set(error, -EBADMSG,
-                                                 "catalog config: endpoint #%zu is not a string", i);
+                                                 "catalog config: endpoint #%zu is not a string",
+                                                 i);
                         c.endpoints[c.n_endpoints] = strdup(s);
                         if (!c.endpoints[c.n_endpoints])
                                 return -ENOMEM;
@@ -304,15 +310,16 @@ int rest_config_parse(const json_t *response, const json_t *client_properties, R
         if (v && !json_is_null(v)) {
                 s = json_plain_string(v);
                 if (!s)
-                        return error_set(error, -EBADMSG,
-                                         "catalog config: idempotency-key-lifetime is not a string");
+                        return error_set(
+                                error, -EBADMSG,
+                                "catalog config: idempotency-key-lifetime is not a string");
                 c.has_idempotency = true;
                 if (rest_duration_parse(s, &c.idempotency_lifetime_ms) < 0)
                         c.idempotency_lifetime_ms = 0;
         }
 
         *ret = c;
-        c = (RestConfig){};
+        c = (RestConfig){ 0 };
         return 0;
 }
 
@@ -336,8 +343,10 @@ int rest_duration_parse(const char *s, uint64_t *ret_ms) {
                 bool is_time;
                 uint64_t ms;
         } units[] = {
-                { 'W', false, 7ull * 86400000 }, { 'D', false, 86400000 },
-                { 'H', true, 3600000 },          { 'M', true, 60000 },
+                { 'W', false, 7ull * 86400000 },
+                { 'D', false, 86400000 },
+                { 'H', true, 3600000 },
+                { 'M', true, 60000 },
                 { 'S', true, 1000 },
         };
         uint64_t total = 0;
@@ -404,7 +413,7 @@ int rest_error_parse(Slice body, RestError *ret) {
         _cleanup_(json_decrefp) json_t *j = NULL;
         const json_t *error, *v;
 
-        *ret = (RestError){};
+        *ret = (RestError){ 0 };
         if (rest_json_parse(body, &j, /* error= */ NULL) < 0)
                 return -EBADMSG;
         error = json_object_get(j, "error");
@@ -442,7 +451,7 @@ void rest_token_deinit(RestToken *token) {
                 explicit_bzero(token->access_token, strlen(token->access_token));
                 free(token->access_token);
         }
-        *token = (RestToken){};
+        *token = (RestToken){ 0 };
 }
 
 static bool is_visible_ascii(const char *s) {
@@ -454,7 +463,7 @@ static bool is_visible_ascii(const char *s) {
 
 int rest_token_parse(Slice body, RestToken *ret, Error *error) {
         _cleanup_(json_decrefp) json_t *j = NULL;
-        _cleanup_(rest_token_deinit) RestToken t = {};
+        _cleanup_(rest_token_deinit) RestToken t = { 0 };
         const json_t *v;
         const char *s;
         int r;
@@ -474,10 +483,11 @@ int rest_token_parse(Slice body, RestToken *ret, Error *error) {
 
         /* Java's OAuthTokenResponse accepts "bearer" and the token exchange's "N_A". */
         v = json_object_get(j, "token_type");
-        if (v && !json_is_null(v) && (!json_is_string(v) ||
-                                      (strcasecmp(json_string_value(v), "bearer") != 0 &&
-                                       strcasecmp(json_string_value(v), "N_A") != 0)))
-                return error_set(error, -EBADMSG, "oauth2 token response has an unsupported token_type");
+        if (v && !json_is_null(v) &&
+            (!json_is_string(v) || (strcasecmp(json_string_value(v), "bearer") != 0 &&
+                                    strcasecmp(json_string_value(v), "N_A") != 0)))
+                return error_set(error, -EBADMSG,
+                                 "oauth2 token response has an unsupported token_type");
 
         v = json_object_get(j, "expires_in");
         if (v && !json_is_null(v)) {
@@ -490,10 +500,12 @@ int rest_token_parse(Slice body, RestToken *ret, Error *error) {
                 else if (json_plain_string(v) && parse_u64(json_string_value(v), &u) == 0)
                         i = u > INT64_MAX ? INT64_MAX : (int64_t)u;
                 else
-                        return error_set(error, -EBADMSG, "oauth2 token response: expires_in is not an integer");
+                        return error_set(error, -EBADMSG,
+                                         "oauth2 token response: expires_in is not an integer");
                 if (i < 1 || i > INT32_MAX)
                         return error_set(error, -EBADMSG,
-                                         "oauth2 token response: expires_in %" PRId64 " is out of range",
+                                         "oauth2 token response: expires_in %" PRId64
+                                         " is out of range",
                                          i);
                 t.has_expires_in = true;
                 t.expires_in_s = (uint32_t)i;
@@ -503,7 +515,7 @@ int rest_token_parse(Slice body, RestToken *ret, Error *error) {
         if (!t.access_token)
                 return -ENOMEM;
         *ret = t;
-        t = (RestToken){};
+        t = (RestToken){ 0 };
         return 0;
 }
 
@@ -516,6 +528,7 @@ int rest_table_result_check(const json_t *body, Error *error) {
                 return error_set(error, -EBADMSG, "table response lacks a \"metadata\" object");
         v = json_object_get(body, "metadata-location");
         if (v && !json_is_null(v) && !json_is_string(v))
-                return error_set(error, -EBADMSG, "table response: metadata-location is not a string");
+                return error_set(error, -EBADMSG,
+                                 "table response: metadata-location is not a string");
         return 0;
 }

@@ -18,9 +18,9 @@
 #define REST_DEFAULT_NAMESPACE_SEPARATOR "%1F"
 
 typedef enum RestResource {
-        REST_RESOURCE_NAMESPACES,       /* /v1/{prefix}/namespaces */
-        REST_RESOURCE_TABLES,           /* /v1/{prefix}/namespaces/{namespace}/tables */
-        REST_RESOURCE_TABLE,            /* /v1/{prefix}/namespaces/{namespace}/tables/{table} */
+        REST_RESOURCE_NAMESPACES, /* /v1/{prefix}/namespaces */
+        REST_RESOURCE_TABLES,     /* /v1/{prefix}/namespaces/{namespace}/tables */
+        REST_RESOURCE_TABLE,      /* /v1/{prefix}/namespaces/{namespace}/tables/{table} */
 } RestResource;
 
 /* Appends s[0..len) percent-encoded: the RFC 3986 unreserved bytes (ALPHA DIGIT - . _ ~) stay,
@@ -48,14 +48,15 @@ int rest_json_parse(Slice body, json_t **ret_json, Error *error);
 
 /* The CatalogConfig of GET /v1/config, merged and reduced to what the client uses. */
 typedef struct RestConfig {
-        json_t *properties;             /* defaults, then client properties, then overrides */
-        char *prefix;                   /* NULL: no prefix segment */
-        char *namespace_separator;      /* as it goes into a path, e.g. "%1F" or "%2E" */
-        bool has_endpoints;             /* false: the OpenAPI default endpoint set applies */
-        char **endpoints;               /* "<VERB> <path template>" */
+        json_t *properties;        /* defaults, then client properties, then overrides */
+        char *prefix;              /* NULL: no prefix segment */
+        char *namespace_separator; /* as it goes into a path, e.g. "%1F" or "%2E" */
+        bool has_endpoints;        /* false: the OpenAPI default endpoint set applies */
+        char **endpoints;          /* "<VERB> <path template>" */
         size_t n_endpoints;
-        bool has_idempotency;           /* idempotency-key-lifetime was advertised */
-        uint64_t idempotency_lifetime_ms; /* 0 when it was advertised but is not a duration we read */
+        bool has_idempotency;             /* idempotency-key-lifetime was advertised */
+        uint64_t idempotency_lifetime_ms; /* 0 when it was advertised but is not a duration we read
+                                           */
 } RestConfig;
 
 /* Parses a CatalogConfig response. client_properties (may be NULL) is an object of string
@@ -64,7 +65,8 @@ typedef struct RestConfig {
 int rest_config_parse(const json_t *response, const json_t *client_properties, RestConfig *ret,
                       Error *error);
 void rest_config_deinit(RestConfig *config);
-/* Whether the catalog offers an endpoint such as "POST /v1/{prefix}/namespaces/{namespace}/tables". */
+/* Whether the catalog offers an endpoint such as "POST /v1/{prefix}/namespaces/{namespace}/tables".
+ */
 bool rest_config_has_endpoint(const RestConfig *config, const char *endpoint);
 
 /* Parses an ISO-8601 duration as used by idempotency-key-lifetime ("PT30M", "P1DT2H",
@@ -77,7 +79,7 @@ int rest_duration_parse(const char *s, uint64_t *ret_ms);
 typedef struct RestError {
         char message[1024];
         char type[128];
-        long code;                      /* 0 when absent or not in 400..599 */
+        long code; /* 0 when absent or not in 400..599 */
 } RestError;
 
 /* Also reads the token endpoint's RFC 6749 error {"error": "<type>", "error_description"}.
@@ -86,9 +88,9 @@ int rest_error_parse(Slice body, RestError *ret);
 
 /* An OAuth2 token response (RFC 6749 5.1). */
 typedef struct RestToken {
-        char *access_token;             /* owned; visible ASCII only, safe in a header line */
+        char *access_token; /* owned; visible ASCII only, safe in a header line */
         bool has_expires_in;
-        uint32_t expires_in_s;          /* >= 1 when present */
+        uint32_t expires_in_s; /* >= 1 when present */
 } RestToken;
 
 /* Returns 0 or -EBADMSG/-ENOMEM; on failure *ret is untouched. */

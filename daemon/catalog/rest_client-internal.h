@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Private to daemon/catalog/: what rest_client.c (calls, /v1/config, outcomes) and auth.c (the bearer
- * token: OAuth2 client_credentials fetch, expiry and refresh, refusals) share. The client embeds
- * one CatalogAuth and parks calls while it fetches. Nothing outside catalog/ includes this. */
+/* Private to daemon/catalog/: what rest_client.c (calls, /v1/config, outcomes) and auth.c (the
+ * bearer token: OAuth2 client_credentials fetch, expiry and refresh, refusals) share. The client
+ * embeds one CatalogAuth and parks calls while it fetches. Nothing outside catalog/ includes this.
+ */
 #pragma once
 
 #include <stdbool.h>
@@ -33,12 +34,12 @@ typedef struct CatalogAuth {
         char *credential;
         char *scope;
         bool has_oauth;
-        char *token;                    /* NULL: none yet, or the last one was refused */
-        uint64_t token_generation;      /* counts the tokens fetched, so a refusal names one */
-        uint64_t token_refresh_at_ms;   /* uv_now() from which a refresh starts in the background */
-        uint64_t token_expires_at_ms;   /* uv_now() from which calls wait for a new token */
+        char *token;                  /* NULL: none yet, or the last one was refused */
+        uint64_t token_generation;    /* counts the tokens fetched, so a refusal names one */
+        uint64_t token_refresh_at_ms; /* uv_now() from which a refresh starts in the background */
+        uint64_t token_expires_at_ms; /* uv_now() from which calls wait for a new token */
         bool is_fetching;
-        CatalogCallback on_token;       /* the end of each fetch: status 0, or why there is none */
+        CatalogCallback on_token; /* the end of each fetch: status 0, or why there is none */
         void *userdata;
 } CatalogAuth;
 

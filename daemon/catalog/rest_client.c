@@ -43,12 +43,12 @@ typedef struct CatalogCall {
         char **namespace;
         size_t n_namespace;
         char *table;
-        char *body;                     /* serialized JSON for POST, NULL for GET */
+        char *body; /* serialized JSON for POST, NULL for GET */
         size_t body_len;
         char *idempotency_key;
-        uint64_t token_generation;      /* the token the last send carried */
+        uint64_t token_generation; /* the token the last send carried */
         bool is_auth_retried;
-        CatalogCallback cb;             /* NULL for the client's own /v1/config fetch */
+        CatalogCallback cb; /* NULL for the client's own /v1/config fetch */
         void *userdata;
         struct CatalogCall *next;
 } CatalogCall;
@@ -62,30 +62,30 @@ typedef struct CallQueue {
 struct RestClient {
         uv_loop_t *loop;
         CurlUv *curl;
-        uv_timer_t retry_timer;         /* /v1/config again after a failed start */
-        unsigned n_open_handles;        /* the timer and curl_uv, while closing */
+        uv_timer_t retry_timer;  /* /v1/config again after a failed start */
+        unsigned n_open_handles; /* the timer and curl_uv, while closing */
         bool is_closing;
         bool is_closed;
         void (*close_done)(void *userdata);
         void *close_userdata;
 
-        char *base_uri;                 /* config uri without trailing '/' */
+        char *base_uri; /* config uri without trailing '/' */
         char *warehouse;
         bool send_idempotency_key;
-        char **headers;                 /* Accept and header.* lines, sent on every request */
+        char **headers; /* Accept and header.* lines, sent on every request */
         size_t n_headers;
         json_t *client_properties;      /* what we tell /v1/config merging about ourselves */
         char *access_delegation_header; /* "X-Iceberg-Access-Delegation: …", or NULL */
 
         CatalogAuth auth;
-        CallQueue waiting_token;        /* never non-empty while no token fetch is under way */
+        CallQueue waiting_token; /* never non-empty while no token fetch is under way */
 
         RestConfig config;
         bool is_ready;
-        bool is_started;                /* rest_client_start() was called */
-        unsigned n_config_calls;        /* /v1/config fetches in flight or waiting */
-        unsigned n_config_failures;     /* in a row, for the retry backoff */
-        CallQueue waiting_config;       /* never non-empty while n_config_calls == 0 */
+        bool is_started;            /* rest_client_start() was called */
+        unsigned n_config_calls;    /* /v1/config fetches in flight or waiting */
+        unsigned n_config_failures; /* in a row, for the retry backoff */
+        CallQueue waiting_config;   /* never non-empty while n_config_calls == 0 */
 };
 
 /* Background retries of /v1/config: 1 s, doubling, at most a minute apart. */
@@ -99,7 +99,7 @@ static int call_submit(CatalogCall *call, bool has_fresh_token);
 static CatalogCall *queue_take_all(CallQueue *q) {
         CatalogCall *head = q->head;
 
-        *q = (CallQueue){};
+        *q = (CallQueue){ 0 };
         return head;
 }
 
@@ -325,7 +325,7 @@ static void call_on_response(const CurlUvResponse *response, void *userdata);
 
 static int call_send(CatalogCall *call) {
         RestClient *c = call->client;
-        _cleanup_(buf_deinitp) Buf url = {}, auth = {}, key = {};
+        _cleanup_(buf_deinitp) Buf url = { 0 }, auth = { 0 }, key = { 0 };
         _cleanup_(freep) const char **lines = NULL;
         size_t n_lines = 0;
         CurlUvRequest req;
@@ -345,7 +345,8 @@ static int call_send(CatalogCall *call) {
                 lines[n_lines++] = c->headers[i];
         if (call->body)
                 lines[n_lines++] = "Content-Type: application/json";
-        if (c->access_delegation_header && (call->kind == CALL_LOAD_TABLE || call->kind == CALL_CREATE_TABLE))
+        if (c->access_delegation_header &&
+            (call->kind == CALL_LOAD_TABLE || call->kind == CALL_CREATE_TABLE))
                 lines[n_lines++] = c->access_delegation_header;
         if (c->auth.token) {
                 r = buf_printf(&auth, "Authorization: Bearer %s", c->auth.token);
@@ -444,7 +445,7 @@ static int config_call_start(RestClient *c, CatalogCallback cb, void *userdata) 
 static json_t *call_read_success(const CatalogCall *call, const CurlUvResponse *response,
                                  CatalogResult *result) {
         bool is_mutation = call_is_mutation(call);
-        Error error = {};
+        Error error = { 0 };
         json_t *body = NULL;
         int r;
 
@@ -500,8 +501,7 @@ static void call_read_error(const CatalogCall *call, const CurlUvResponse *respo
                 rest_text_copy(snippet, sizeof(snippet), (const char *)response->body.ptr,
                                response->body.len);
                 catalog_result_set_message(result, "%s: HTTP %ld%s%s", call_describe(call),
-                                           response->http_status, snippet[0] ? ": " : "",
-                                           snippet);
+                                           response->http_status, snippet[0] ? ": " : "", snippet);
         }
         result->status = catalog_outcome_from_http(call_is_mutation(call), response->http_status,
                                                    result->message);
@@ -527,9 +527,9 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
         CatalogCall *call = userdata;
         RestClient *c = call->client;
         _cleanup_(json_decrefp) json_t *body = NULL;
-        CatalogResult result = {};
+        CatalogResult result = { 0 };
         RestConfig config;
-        Error error = {};
+        Error error = { 0 };
         int r;
 
         if (response->status == 0 && catalog_auth_is_refusal(&c->auth, response->http_status) &&
@@ -547,15 +547,14 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
 
         if (response->status < 0) {
                 result.status = response->status;
-                catalog_result_set_message(&result, "%s: %s", call_describe(call),
-                                           response->error);
+                catalog_result_set_message(&result, "%s: %s", call_describe(call), response->error);
         } else if (response->status == CURL_UV_E_NOT_SENT) {
                 result.status = CATALOG_E_UNAVAILABLE;
                 catalog_result_set_message(&result, "%s: catalog unreachable: %s",
                                            call_describe(call), response->error);
         } else if (response->status == CURL_UV_E_NO_RESPONSE) {
-                result.status = call_is_mutation(call) ? CATALOG_E_STATE_UNKNOWN :
-                                                         CATALOG_E_UNAVAILABLE;
+                result.status =
+                        call_is_mutation(call) ? CATALOG_E_STATE_UNKNOWN : CATALOG_E_UNAVAILABLE;
                 catalog_result_set_message(&result, "%s: no answer from the catalog: %s",
                                            call_describe(call), response->error);
         } else {
@@ -661,7 +660,8 @@ int rest_client_new(uv_loop_t *loop, const CatalogConfig *config, RestClient **r
         c->loop = loop;
         c->send_idempotency_key = config->send_idempotency_key;
         if (config->access_delegation &&
-            asprintf(&c->access_delegation_header, "X-Iceberg-Access-Delegation: %s", config->access_delegation) < 0) {
+            asprintf(&c->access_delegation_header, "X-Iceberg-Access-Delegation: %s",
+                     config->access_delegation) < 0) {
                 c->access_delegation_header = NULL;
                 return -ENOMEM;
         }
@@ -799,8 +799,8 @@ const char *rest_client_prefix(const RestClient *c) {
 }
 
 const char *rest_client_namespace_separator(const RestClient *c) {
-        return c->config.namespace_separator ? c->config.namespace_separator :
-                                               REST_DEFAULT_NAMESPACE_SEPARATOR;
+        return c->config.namespace_separator ? c->config.namespace_separator
+                                             : REST_DEFAULT_NAMESPACE_SEPARATOR;
 }
 
 uint64_t rest_client_connections_opened(const RestClient *c) {
@@ -809,9 +809,8 @@ uint64_t rest_client_connections_opened(const RestClient *c) {
 
 /* Copies the operation's arguments: it may wait for a token or /v1/config long after the
  * caller's strings are gone. */
-static int call_new(RestClient *c, CallKind kind, const char *const *namespace,
-                    size_t n_namespace, const char *table, CatalogCallback cb, void *userdata,
-                    CatalogCall **ret_call) {
+static int call_new(RestClient *c, CallKind kind, const char *const *namespace, size_t n_namespace,
+                    const char *table, CatalogCallback cb, void *userdata, CatalogCall **ret_call) {
         _cleanup_(call_freep) CatalogCall *call = NULL;
 
         assert(cb);
@@ -863,7 +862,7 @@ static int call_start(CatalogCall **callp) {
 
         r = call_submit(*callp, /* has_fresh_token= */ false);
         if (r < 0)
-                return r;               /* the caller's cleanup frees the call */
+                return r; /* the caller's cleanup frees the call */
         *callp = NULL;
         return 0;
 }
@@ -881,8 +880,9 @@ static int rest_client_load_table(void *impl, const char *const *namespace, size
 }
 
 static int rest_client_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                    const char *table, const json_t *request, const char *idempotency_key,
-                                    CatalogCallback cb, void *userdata) {
+                                    const char *table, const json_t *request,
+                                    const char *idempotency_key, CatalogCallback cb,
+                                    void *userdata) {
         RestClient *c = impl;
         _cleanup_(call_freep) CatalogCall *call = NULL;
         int r;
@@ -905,8 +905,9 @@ static int rest_client_commit_table(void *impl, const char *const *namespace, si
         return call_start(&call);
 }
 
-static int rest_client_create_namespace(void *impl, const char *const *namespace, size_t n_namespace,
-                                        const json_t *properties, CatalogCallback cb, void *userdata) {
+static int rest_client_create_namespace(void *impl, const char *const *namespace,
+                                        size_t n_namespace, const json_t *properties,
+                                        CatalogCallback cb, void *userdata) {
         RestClient *c = impl;
         _cleanup_(call_freep) CatalogCall *call = NULL;
         _cleanup_(json_decrefp) json_t *body = NULL;
@@ -924,9 +925,9 @@ static int rest_client_create_namespace(void *impl, const char *const *namespace
                 return -ENOMEM;
         for (size_t i = 0; i < n_namespace; i++)
                 if (json_array_append_new(levels, json_string(namespace[i])) < 0)
-                        return -EINVAL;         /* not UTF-8 */
-        r = properties ? json_object_set(body, "properties", (json_t *)properties) :
-                         json_object_set_new(body, "properties", json_object());
+                        return -EINVAL; /* not UTF-8 */
+        r = properties ? json_object_set(body, "properties", (json_t *)properties)
+                       : json_object_set_new(body, "properties", json_object());
         if (r < 0)
                 return -ENOMEM;
         r = call_set_body(call, body);

@@ -23,7 +23,6 @@ typedef struct RestClient RestClient;
  * Returns 0, -EINVAL (no uri, a header with a line break, an unusable token) or -ENOMEM. */
 int rest_client_new(uv_loop_t *loop, const CatalogConfig *config, RestClient **ret_client);
 
-
 /* Frees a client whose close completed (or NULL). Returns NULL. */
 RestClient *rest_client_free(RestClient *c);
 

@@ -30,7 +30,7 @@ static void batch_build_after(Batch *b);
 
 static void batch_free_attempt(Batch *b) {
         b->table = table_metadata_free(b->table);
-        b->head = b->parent = (TableBranch){};
+        b->head = b->parent = (TableBranch){ 0 };
         free(b->parent_list_location);
         b->parent_list_location = NULL;
         for (size_t i = 0; i < b->n_list; i++)
@@ -102,9 +102,11 @@ void batch_fail(Batch *b, KeyState state, int status, const char *type, const ch
         va_start(ap, fmt);
         (void)vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
-        log_warning("commit failed queue='%s' status=%d type=%s: %s", b->queue->name, status, type, message);
+        log_warning("commit failed queue='%s' status=%d type=%s: %s", b->queue->name, status, type,
+                    message);
         for (size_t i = 0; i < b->n_jobs; i++)
-                engine_job_finish(b->jobs[i], state, status, http_error_body(status, type, message, strlen(message)));
+                engine_job_finish(b->jobs[i], state, status,
+                                  http_error_body(status, type, message, strlen(message)));
         b->n_jobs = 0;
         batch_end(b);
 }
@@ -149,13 +151,16 @@ static void batch_retry_later(Batch *b, const char *reason, int status, const ch
                 /* After an attempt without a verdict, giving up cannot say "not committed". */
                 if (b->has_unknown)
                         batch_fail(b, KEY_UNKNOWN, 504, "commit-state-unknown",
-                                   "%s after %u attempts in %" PRIu64 " ms; an earlier attempt got no verdict "
-                                   "and snapshot %" PRId64 " may be committed; retry with the same idempotency key "
+                                   "%s after %u attempts in %" PRIu64
+                                   " ms; an earlier attempt got no verdict "
+                                   "and snapshot %" PRId64
+                                   " may be committed; retry with the same idempotency key "
                                    "to resolve it",
                                    message, b->attempt, elapsed_ms, b->snapshot_id);
                 else
                         batch_fail(b, KEY_FAILED, status, type,
-                                   "%s after %u attempts in %" PRIu64 " ms; nothing was committed, retry with "
+                                   "%s after %u attempts in %" PRIu64
+                                   " ms; nothing was committed, retry with "
                                    "the same key",
                                    message, b->attempt, elapsed_ms);
                 return;
@@ -171,7 +176,8 @@ static void batch_retry_later(Batch *b, const char *reason, int status, const ch
  * manifest's plus the record counts of the files before it, every staged entry having none of
  * its own: spec "First Row ID Inheritance") and _last_updated_sequence_number, the commit's
  * sequence number (the data sequence number of ADDED entries). NULL on allocation failure. */
-static json_t *batch_receipt_files(const Batch *b, const ManifestFile *m, const StagedManifest *staged) {
+static json_t *batch_receipt_files(const Batch *b, const ManifestFile *m,
+                                   const StagedManifest *staged) {
         json_t *files = json_array();
         int64_t cursor = m->first_row_id;
 
@@ -187,10 +193,11 @@ static json_t *batch_receipt_files(const Batch *b, const ManifestFile *m, const 
                         continue;
                 if (json_object_set_new(o, "first-row-id", json_integer(cursor)) < 0 ||
                     json_object_set_new(o, "last-row-id",
-                                        f->record_count > 0 ? json_integer(cursor + f->record_count - 1)
-                                                            : json_null()) < 0)
+                                        f->record_count > 0
+                                                ? json_integer(cursor + f->record_count - 1)
+                                                : json_null()) < 0)
                         goto fail;
-                cursor += f->record_count;      /* within the manifest's range: lineage checked it */
+                cursor += f->record_count; /* within the manifest's range: lineage checked it */
         }
         return files;
 fail:
@@ -215,23 +222,26 @@ static json_t *batch_receipt(const Batch *b, const Job *j) {
                         goto fail;
                 if (m->has_first_row_id) {
                         /* Rows get first-row-id + position, in entry order (spec: inheritance). */
-                        if (json_object_set_new(o, "first-row-id", json_integer(m->first_row_id)) < 0 ||
+                        if (json_object_set_new(o, "first-row-id", json_integer(m->first_row_id)) <
+                                    0 ||
                             json_object_set_new(o, "last-row-id",
                                                 m->added_rows_count > 0
-                                                        ? json_integer(m->first_row_id + m->added_rows_count - 1)
+                                                        ? json_integer(m->first_row_id +
+                                                                       m->added_rows_count - 1)
                                                         : json_null()) < 0)
                                 goto fail;
                 }
-                if (json_object_set_new(o, "data-files", batch_receipt_files(b, m, j->manifests[i])) < 0)
+                if (json_object_set_new(o, "data-files",
+                                        batch_receipt_files(b, m, j->manifests[i])) < 0)
                         goto fail;
         }
         return json_pack("{s:s, s:s, s:o, s:s, s:s, s:I, s:I, s:o, s:I, s:i, s:o}",
-                         "idempotency-key", r->idempotency_key, "status", "committed",
-                         "namespace", ns, "table", r->target.table, "branch", r->branch,
-                         "snapshot-id", (json_int_t)b->snapshot_id,
-                         "sequence-number", (json_int_t)b->sequence_number,
-                         "snapshot-first-row-id",
-                         b->table->format_version >= 3 ? json_integer(b->first_row_id) : json_null(),
+                         "idempotency-key", r->idempotency_key, "status", "committed", "namespace",
+                         ns, "table", r->target.table, "branch", r->branch, "snapshot-id",
+                         (json_int_t)b->snapshot_id, "sequence-number",
+                         (json_int_t)b->sequence_number, "snapshot-first-row-id",
+                         b->table->format_version >= 3 ? json_integer(b->first_row_id)
+                                                       : json_null(),
                          "batch-requests", (json_int_t)b->n_jobs, "attempts", (int)b->attempt,
                          "manifests", manifests);
 fail:
@@ -262,7 +272,8 @@ static void batch_count_lineage_break(const Batch *b, const Job *j) {
         const CommitRequest *r = j->writer->request;
         _cleanup_(freep) char *label = batch_table_label(r);
 
-        metrics_add(b->queue->engine->metrics, METRIC_LINEAGE_BREAKS, label ? label : r->target.table, 1);
+        metrics_add(b->queue->engine->metrics, METRIC_LINEAGE_BREAKS,
+                    label ? label : r->target.table, 1);
         log_warning("committed equality deletes on v3 table='%s' key='%s' snapshot=%" PRId64
                     ": row lineage is not kept for rows they delete (policy allows it)",
                     label ? label : r->target.table, r->idempotency_key, b->snapshot_id);
@@ -275,9 +286,9 @@ static int batch_send_commit(Batch *b) {
         const CommitRequest *first = b->jobs[0]->writer->request;
         int r;
 
-        r = catalog_commit_table(e->catalog, (const char *const *)first->target.namespace, first->target.n_namespace,
-                                 first->target.table, b->commit_request, b->commit_key[0] ? b->commit_key : NULL,
-                                 batch_on_committed, b);
+        r = catalog_commit_table(e->catalog, (const char *const *)first->target.namespace,
+                                 first->target.n_namespace, first->target.table, b->commit_request,
+                                 b->commit_key[0] ? b->commit_key : NULL, batch_on_committed, b);
         if (r < 0)
                 return r;
         e->n_in_flight++;
@@ -294,7 +305,8 @@ static void batch_on_replay_timer(uv_timer_t *t) {
                 return;
         b->attempt++;
         if (batch_send_commit(b) < 0)
-                batch_retry_later(b, "unknown", 504, "commit-state-unknown", "cannot resend the commit");
+                batch_retry_later(b, "unknown", 504, "commit-state-unknown",
+                                  "cannot resend the commit");
 }
 
 static void batch_on_committed(const CatalogResult *result, void *userdata) {
@@ -314,7 +326,8 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                         metrics_add(e->metrics, METRIC_ROWS_ASSIGNED, NULL,
                                     (double)(b->next_row_id - b->first_row_id));
                 log_info("committed queue='%s' snapshot=%" PRId64 " sequence=%" PRId64
-                         " first-row-id=%" PRId64 " added-rows=%" PRId64 " requests=%zu attempts=%u",
+                         " first-row-id=%" PRId64 " added-rows=%" PRId64
+                         " requests=%zu attempts=%u",
                          b->queue->name, b->snapshot_id, b->sequence_number, b->first_row_id,
                          b->next_row_id - b->first_row_id, b->n_jobs, b->attempt);
                 for (size_t i = 0; i < b->n_jobs; i++) {
@@ -324,8 +337,8 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                                 batch_count_lineage_break(b, b->jobs[i]);
 
                         if (!receipt)
-                                receipt = json_pack("{s:s, s:I}", "status", "committed", "snapshot-id",
-                                                    (json_int_t)b->snapshot_id);
+                                receipt = json_pack("{s:s, s:I}", "status", "committed",
+                                                    "snapshot-id", (json_int_t)b->snapshot_id);
                         engine_job_finish(b->jobs[i], KEY_COMMITTED, 200, receipt);
                 }
                 b->n_jobs = 0;
@@ -343,7 +356,8 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 /* Nothing was sent, so nothing was applied. */
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "unavailable", 1);
                 engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
-                batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable", result->message);
+                batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable",
+                                  result->message);
                 return;
 
         case CATALOG_E_STATE_UNKNOWN:
@@ -358,18 +372,20 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 for (size_t i = 0; i < b->n_jobs; i++)
                         b->jobs[i]->may_be_committed = true;
                 free(TAKE_PTR(b->list_cleanup));
-                log_warning("commit attempt %u queue='%s' snapshot=%" PRId64 " got no verdict (%s), resolving",
+                log_warning("commit attempt %u queue='%s' snapshot=%" PRId64
+                            " got no verdict (%s), resolving",
                             b->attempt, b->queue->name, b->snapshot_id, result->message);
                 if (b->commit_key[0] && b->commit_request && !e->is_stopping &&
                     b->attempt < e->config->max_attempts) {
                         metrics_add(e->metrics, METRIC_COMMIT_RETRIES, "replay", 1);
-                        (void)uv_timer_start(&b->queue->retry_timer, batch_on_replay_timer, batch_backoff_ms(b), 0);
+                        (void)uv_timer_start(&b->queue->retry_timer, batch_on_replay_timer,
+                                             batch_backoff_ms(b), 0);
                         return;
                 }
                 batch_retry_later(b, "unknown", 504, "commit-state-unknown", result->message);
                 return;
 
-        default: {      /* NOT_FOUND, REJECTED: known not committed, and trying again cannot help */
+        default: { /* NOT_FOUND, REJECTED: known not committed, and trying again cannot help */
                 const char *type;
                 int status = catalog_outcome_http_status(result->status, &type);
 
@@ -378,7 +394,8 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 if (status == 404)
                         batch_fail(b, KEY_FAILED, status, type, "%s", result->message);
                 else
-                        batch_fail(b, KEY_FAILED, status, type, "the catalog refused the commit (HTTP %ld): %s",
+                        batch_fail(b, KEY_FAILED, status, type,
+                                   "the catalog refused the commit (HTTP %ld): %s",
                                    result->http_status, result->message);
                 return;
         }
@@ -421,9 +438,11 @@ static int manifest_file_from_staged(const StagedManifest *m, const char *locati
                         buf_init(&to->lower_bound, from->lower_bound.max);
                         buf_init(&to->upper_bound, from->upper_bound.max);
                         if ((from->has_lower_bound &&
-                             buf_append(&to->lower_bound, from->lower_bound.data, from->lower_bound.len) < 0) ||
+                             buf_append(&to->lower_bound, from->lower_bound.data,
+                                        from->lower_bound.len) < 0) ||
                             (from->has_upper_bound &&
-                             buf_append(&to->upper_bound, from->upper_bound.data, from->upper_bound.len) < 0)) {
+                             buf_append(&to->upper_bound, from->upper_bound.data,
+                                        from->upper_bound.len) < 0)) {
                                 manifest_file_deinit(&f);
                                 return -ENOMEM;
                         }
@@ -457,9 +476,10 @@ static int batch_count_manifest(Batch *b, ManifestFile *m, const Buf *bytes) {
                 return 0;
         r = manifest_count_entries(buf_slice(bytes), &limits, &counts, &b->error);
         if (r < 0)
-                return error_prefix(&b->error, r == -ENOMEM || r == -EIO ? r : -EINVAL,
-                                    "counting the rows of manifest '%s' (its list entry has null counts)",
-                                    m->path);
+                return error_prefix(
+                        &b->error, r == -ENOMEM || r == -EIO ? r : -EINVAL,
+                        "counting the rows of manifest '%s' (its list entry has null counts)",
+                        m->path);
 
         grown = reallocarray(b->counted, b->n_counted + 1, sizeof(*b->counted));
         if (!grown)
@@ -480,9 +500,11 @@ static int batch_assemble_list(Batch *b) {
         int r;
 
         if (b->parent_list_location) {
-                r = manifest_list_read(buf_slice(&b->parent_bytes), &b->parent_files, &b->n_parent_files, &b->error);
+                r = manifest_list_read(buf_slice(&b->parent_bytes), &b->parent_files,
+                                       &b->n_parent_files, &b->error);
                 if (r < 0)
-                        return error_prefix(&b->error, r, "parent manifest list '%s'", b->parent_list_location);
+                        return error_prefix(&b->error, r, "parent manifest list '%s'",
+                                            b->parent_list_location);
                 buf_deinit(&b->parent_bytes);
         }
 
@@ -494,7 +516,8 @@ static int batch_assemble_list(Batch *b) {
 
                 j->list_offset = n;
                 for (size_t k = 0; k < j->n_manifests; k++) {
-                        r = manifest_file_from_staged(j->manifests[k], data_files_manifest_location(j, k),
+                        r = manifest_file_from_staged(j->manifests[k],
+                                                      data_files_manifest_location(j, k),
                                                       j->manifest_lengths[k], &b->list[n]);
                         if (r < 0) {
                                 b->n_list = n;
@@ -538,7 +561,8 @@ static int batch_assemble_list(Batch *b) {
 /* Where a job's k-th manifest's entry e stands, for messages. */
 static void batch_describe(const Job *j, size_t k, char *out, size_t size) {
         if (k < j->writer->request->n_manifests)
-                (void)snprintf(out, size, "staged-manifests[%zu] '%s'", k, data_files_manifest_location(j, k));
+                (void)snprintf(out, size, "staged-manifests[%zu] '%s'", k,
+                               data_files_manifest_location(j, k));
         else
                 (void)snprintf(out, size, "'data-files'");
 }
@@ -547,7 +571,7 @@ static void batch_describe(const Job *j, size_t k, char *out, size_t size) {
  * one file, would give the same rows two row-id ranges). Flags the later request of each clash
  * (refusal_type, error); returns 1 when any was flagged, 0, or -ENOMEM. */
 static int batch_find_repeats(Batch *b) {
-        _cleanup_(duplicates_deinit) Duplicates manifests = {}, files = {};
+        _cleanup_(duplicates_deinit) Duplicates manifests = { 0 }, files = { 0 };
         const DuplicatesRef *first, *again;
         size_t pos = 0;
         int r = 0, found = 0;
@@ -558,12 +582,14 @@ static int batch_find_repeats(Batch *b) {
                 r = duplicates_add(&manifests, b->list[i].path, 0, i, 0);
         for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
                 for (size_t k = 0; r == 0 && k < b->jobs[i]->writer->request->n_manifests; k++)
-                        r = duplicates_add(&manifests, data_files_manifest_location(b->jobs[i], k), i + 1, k, 0);
+                        r = duplicates_add(&manifests, data_files_manifest_location(b->jobs[i], k),
+                                           i + 1, k, 0);
         /* Data files: each request's against the others' (within one request: at intake). */
         for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
                 for (size_t k = 0; r == 0 && k < b->jobs[i]->n_manifests; k++)
                         for (size_t e = 0; r == 0 && e < b->jobs[i]->manifests[k]->n_files; e++)
-                                r = duplicates_add(&files, b->jobs[i]->manifests[k]->files[e].path, i, k, e);
+                                r = duplicates_add(&files, b->jobs[i]->manifests[k]->files[e].path,
+                                                   i, k, e);
         if (r < 0)
                 return r;
         duplicates_sort(&manifests);
@@ -580,7 +606,8 @@ static int batch_find_repeats(Batch *b) {
                 batch_describe(j, again->manifest, where, sizeof(where));
                 j->refusal_type = "manifest-already-committed";
                 (void)error_set(&j->error, -EEXIST,
-                                "%s is already in the table (added by snapshot %" PRId64 "): its files would be "
+                                "%s is already in the table (added by snapshot %" PRId64
+                                "): its files would be "
                                 "committed twice",
                                 where, b->list[first->manifest].added_snapshot_id);
                 found = 1;
@@ -590,15 +617,21 @@ static int batch_find_repeats(Batch *b) {
                 Job *j = b->jobs[again->owner];
                 char where[512];
 
-                if (first->owner == again->owner || j->refusal_type || b->jobs[first->owner]->refusal_type)
+                if (first->owner == again->owner || j->refusal_type ||
+                    b->jobs[first->owner]->refusal_type)
                         continue;
                 batch_describe(j, again->manifest, where, sizeof(where));
                 j->refusal_type = "duplicate-data-file";
-                (void)error_set(&j->error, -EEXIST,
-                                "%s entry %zu '%s' is a data file another request of this batch commits "
-                                "(as '%s'); retry once that one is answered",
-                                where, again->entry, j->manifests[again->manifest]->files[again->entry].path,
-                                b->jobs[first->owner]->manifests[first->manifest]->files[first->entry].path);
+                (void)error_set(
+                        &j->error, -EEXIST,
+                        "%s entry %zu '%s' is a data file another request of this batch commits "
+                        "(as '%s'); retry once that one is answered",
+                        where, again->entry,
+                        j->manifests[again->manifest]->files[again->entry].path,
+                        b->jobs[first->owner]
+                                ->manifests[first->manifest]
+                                ->files[first->entry]
+                                .path);
                 found = 1;
         }
         return found;
@@ -690,8 +723,10 @@ static void batch_on_count_read(StorageResult *result, void *userdata) {
         b->n_io_done++;
         if (result->status < 0 && b->io_status == 0) {
                 b->io_status = result->status;
-                (void)error_set(&b->error, result->status, "counting the rows of manifest '%s' (its list entry has "
-                                "null counts): %s", b->list[b->to_count[slot->index]].path, result->error.message);
+                (void)error_set(&b->error, result->status,
+                                "counting the rows of manifest '%s' (its list entry has "
+                                "null counts): %s",
+                                b->list[b->to_count[slot->index]].path, result->error.message);
         } else if (result->status == 0) {
                 b->count_bytes[slot->index] = result->data;
                 buf_init(&result->data, 0);
@@ -711,8 +746,9 @@ static void batch_count_pump(Batch *b) {
                 size_t i = b->n_io_started;
 
                 b->io[i] = (IoSlot){ .batch = b, .index = i };
-                r = storage_read(e->storage, &ctx, b->list[b->to_count[i]].path, e->storage_config->max_manifest_bytes,
-                                 batch_on_count_read, &b->io[i], &b->error);
+                r = storage_read(e->storage, &ctx, b->list[b->to_count[i]].path,
+                                 e->storage_config->max_manifest_bytes, batch_on_count_read,
+                                 &b->io[i], &b->error);
                 if (r < 0) {
                         b->io_status = r;
                         break;
@@ -744,10 +780,12 @@ static void batch_work_after(uv_work_t *w, int status) {
         if (r < 0) {
                 /* The list is unusable: a definite failure, nothing sent. */
                 if (r == -ENOMEM || status < 0)
-                        batch_fail(b, KEY_FAILED, 503, "storage-failed", "cannot build the manifest list: %s",
+                        batch_fail(b, KEY_FAILED, 503, "storage-failed",
+                                   "cannot build the manifest list: %s",
                                    b->error.message[0] ? b->error.message : strerror(-r));
                 else
-                        batch_fail(b, KEY_FAILED, 422, "invalid-table-state", "%s", b->error.message);
+                        batch_fail(b, KEY_FAILED, 422, "invalid-table-state", "%s",
+                                   b->error.message);
                 return;
         }
         /* Once per attempt, after the list is assembled: the data files against the table. */
@@ -775,10 +813,11 @@ void batch_refuse_flagged(Batch *b) {
                         continue;
                 }
                 batch_remove_job(b, i);
-                log_warning("key='%s' refused: %s", j->writer->request->idempotency_key, j->error.message);
+                log_warning("key='%s' refused: %s", j->writer->request->idempotency_key,
+                            j->error.message);
                 engine_job_fail(j, 422, j->refusal_type, "%s", j->error.message);
         }
-        batch_free_attempt(b);         /* nothing of this attempt was written */
+        batch_free_attempt(b); /* nothing of this attempt was written */
         if (b->n_jobs == 0) {
                 batch_end(b);
                 return;
@@ -811,8 +850,8 @@ static void batch_list_ready(Batch *b) {
         StorageContext ctx = engine_storage_context(e, b->props, b->started_ns);
         int r;
 
-        r = storage_write(e->storage, &ctx, b->list_location, buf_slice(&b->list_bytes), STORAGE_WRITE_IF_ABSENT,
-                          batch_on_list_written, b, &b->error);
+        r = storage_write(e->storage, &ctx, b->list_location, buf_slice(&b->list_bytes),
+                          STORAGE_WRITE_IF_ABSENT, batch_on_list_written, b, &b->error);
         if (r < 0) {
                 batch_storage_failed(b, r, b->error.message);
                 return;
@@ -828,8 +867,10 @@ static void batch_on_list_written(StorageResult *result, void *userdata) {
         if (result->status < 0) {
                 char message[sizeof(b->error.message) + 64];
 
-                (void)snprintf(message, sizeof(message), "cannot write the manifest list: %s", result->error.message);
-                batch_storage_failed(b, result->status == -EEXIST ? -EAGAIN : result->status, message);
+                (void)snprintf(message, sizeof(message), "cannot write the manifest list: %s",
+                               result->error.message);
+                batch_storage_failed(b, result->status == -EEXIST ? -EAGAIN : result->status,
+                                     message);
                 return;
         }
         batch_build_after(b);
@@ -840,7 +881,7 @@ static void batch_build_after(Batch *b) {
         const CommitRequest *first = b->jobs[0]->writer->request;
         _cleanup_(freep) char *keys = NULL;
         json_t *summary = NULL, *request = NULL, *writer_props, *parent_summary;
-        SnapshotAdded added = {};
+        SnapshotAdded added = { 0 };
         SnapshotSpec spec;
         Buf key_list;
         int r;
@@ -855,8 +896,10 @@ static void batch_build_after(Batch *b) {
                  * With authentication on, keys are recorded as "principal/key": one key of two
                  * principals is two requests in history too. */
                 if (r == 0)
-                        r = buf_printf(&key_list, "%s%s", i ? "," : "", j->writer->request->recorded_key);
-                if (r == 0 && json_object_update(writer_props, j->writer->request->snapshot_properties) < 0)
+                        r = buf_printf(&key_list, "%s%s", i ? "," : "",
+                                       j->writer->request->recorded_key);
+                if (r == 0 &&
+                    json_object_update(writer_props, j->writer->request->snapshot_properties) < 0)
                         r = -ENOMEM;
                 for (size_t k = 0; k < j->n_manifests; k++) {
                         const StagedManifest *m = j->manifests[k];
@@ -882,7 +925,8 @@ static void batch_build_after(Batch *b) {
          * branch holds the parent's data too). */
         parent_summary = b->parent.snapshot ? json_object_get(b->parent.snapshot, "summary") : NULL;
         r = !keys ? -ENOMEM
-                  : snapshot_summary_build(parent_summary, &added, writer_props, keys, &summary, &b->error);
+                  : snapshot_summary_build(parent_summary, &added, writer_props, keys, &summary,
+                                           &b->error);
         json_decref(writer_props);
         if (r < 0) {
                 engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
@@ -947,7 +991,7 @@ static int batch_equality_delete_policy(const Batch *b, bool *ret_allow) {
  * the older write.folder-storage.path and write.object-storage.path), or one of the table
  * property icecommit.allowed-prefixes. A staged manifest must not commit another table's files. */
 static bool batch_file_is_confined(const TableMetadata *t, const char *path) {
-        _cleanup_(freep) char *root = probe_confinement_root(t, path);   /* the rule is probe.c's */
+        _cleanup_(freep) char *root = probe_confinement_root(t, path); /* the rule is probe.c's */
 
         return root != NULL;
 }
@@ -963,30 +1007,35 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
 
         /* Ours (written for data-files, after the staged ones) lives in the metadata directory,
          * which write.metadata.path may put elsewhere. */
-        if (k < j->writer->request->n_manifests && !storage_location_is_within(location, b->table->location)) {
-                engine_job_fail(j, 422, "invalid-manifest", "staged-manifests[%zu] '%s' is outside the table location '%s'", k,
-                         location, b->table->location);
+        if (k < j->writer->request->n_manifests &&
+            !storage_location_is_within(location, b->table->location)) {
+                engine_job_fail(j, 422, "invalid-manifest",
+                                "staged-manifests[%zu] '%s' is outside the table location '%s'", k,
+                                location, b->table->location);
                 return false;
         }
         if (!table_has_partition_spec(b->table, m->partition_spec_id)) {
                 engine_job_fail(j, 422, "invalid-manifest",
-                         "staged-manifests[%zu] '%s' uses partition spec %d, which the table does not have", k,
-                         location, m->partition_spec_id);
+                                "staged-manifests[%zu] '%s' uses partition spec %d, which the "
+                                "table does not have",
+                                k, location, m->partition_spec_id);
                 return false;
         }
         if (m->format_version == 1 && b->table->format_version != 1) {
                 /* Format 1 entries carry no sequence numbers: v2+ writers must write v2+
                  * manifests (spec "Writer requirements"). */
                 engine_job_fail(j, 422, "invalid-manifest",
-                         "staged-manifests[%zu] '%s' is a format-version 1 manifest; the table is version %d and "
-                         "takes version 2 or 3 manifests",
-                         k, location, b->table->format_version);
+                                "staged-manifests[%zu] '%s' is a format-version 1 manifest; the "
+                                "table is version %d and "
+                                "takes version 2 or 3 manifests",
+                                k, location, b->table->format_version);
                 return false;
         }
         if (m->format_version > b->table->format_version) {
                 engine_job_fail(j, 422, "invalid-manifest",
-                         "staged-manifests[%zu] '%s' is a format-version %d manifest; the table is version %d", k,
-                         location, m->format_version, b->table->format_version);
+                                "staged-manifests[%zu] '%s' is a format-version %d manifest; the "
+                                "table is version %d",
+                                k, location, m->format_version, b->table->format_version);
                 return false;
         }
 
@@ -994,9 +1043,11 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
                 if (!batch_file_is_confined(b->table, m->files[e].path)) {
                         /* Said without asking storage anything about the file. */
                         engine_job_fail(j, 422, "invalid-manifest",
-                                 "staged-manifests[%zu] '%s' entry %zu '%s' is outside the table location '%s' (and "
-                                 "write.data.path and the table property %s)",
-                                 k, location, e, m->files[e].path, b->table->location, TABLE_PROPERTY_ALLOWED_PREFIXES);
+                                        "staged-manifests[%zu] '%s' entry %zu '%s' is outside the "
+                                        "table location '%s' (and "
+                                        "write.data.path and the table property %s)",
+                                        k, location, e, m->files[e].path, b->table->location,
+                                        TABLE_PROPERTY_ALLOWED_PREFIXES);
                         return false;
                 }
         /* The schema the files were written with must still map onto the table's, by field id.
@@ -1004,29 +1055,35 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
         current = table_current_schema(b->table);
         if (m->schema_json) {
                 _cleanup_(json_decrefp) json_t *written = json_loads(m->schema_json, 0, NULL);
-                Error error = {};
+                Error error = { 0 };
                 int r;
 
                 if (!written) {
-                        engine_job_fail(j, 422, "invalid-manifest", "staged-manifests[%zu] '%s': its schema metadata is not JSON",
-                                 k, location);
+                        engine_job_fail(
+                                j, 422, "invalid-manifest",
+                                "staged-manifests[%zu] '%s': its schema metadata is not JSON", k,
+                                location);
                         return false;
                 }
                 if (!current) {
-                        engine_job_fail(j, 502, "catalog-bad-metadata", "the table metadata has no current schema");
+                        engine_job_fail(j, 502, "catalog-bad-metadata",
+                                        "the table metadata has no current schema");
                         return false;
                 }
                 r = schema_compat_check(written, current, b->table->format_version, &error);
                 if (r == SCHEMA_COMPAT_E_INCOMPATIBLE) {
                         engine_job_fail(j, 422, "schema-mismatch",
-                                 "staged-manifests[%zu] '%s' was written with a schema the table's current schema "
-                                 "(id %d) no longer matches: %s",
-                                 k, location, b->table->current_schema_id, error.message);
+                                        "staged-manifests[%zu] '%s' was written with a schema the "
+                                        "table's current schema "
+                                        "(id %d) no longer matches: %s",
+                                        k, location, b->table->current_schema_id, error.message);
                         return false;
                 }
                 if (r < 0) {
-                        engine_job_fail(j, r == -ENOMEM ? 503 : 422, r == -ENOMEM ? "out-of-memory" : "invalid-manifest",
-                                 "staged-manifests[%zu] '%s': cannot compare schemas: %s", k, location, error.message);
+                        engine_job_fail(j, r == -ENOMEM ? 503 : 422,
+                                        r == -ENOMEM ? "out-of-memory" : "invalid-manifest",
+                                        "staged-manifests[%zu] '%s': cannot compare schemas: %s", k,
+                                        location, error.message);
                         return false;
                 }
         }
@@ -1036,18 +1093,22 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
                 return true;
         if (batch_equality_delete_policy(b, &allow) < 0) {
                 engine_job_fail(j, 422, "lineage-guardrail",
-                         "staged-manifests[%zu] '%s' holds equality deletes and the table property '%s' is '%s', "
-                         "expected 'reject' or 'allow'",
-                         k, location, TABLE_PROPERTY_EQUALITY_DELETES,
-                         table_property(b->table, TABLE_PROPERTY_EQUALITY_DELETES));
+                                "staged-manifests[%zu] '%s' holds equality deletes and the table "
+                                "property '%s' is '%s', "
+                                "expected 'reject' or 'allow'",
+                                k, location, TABLE_PROPERTY_EQUALITY_DELETES,
+                                table_property(b->table, TABLE_PROPERTY_EQUALITY_DELETES));
                 return false;
         }
         if (!allow) {
                 engine_job_fail(j, 422, "lineage-guardrail",
-                         "staged-manifests[%zu] '%s' holds %" PRId32 " equality delete file(s); on a format-version 3 "
-                         "table equality deletes cannot keep row lineage, and the policy is reject (table property "
-                         "'%s' or [lineage] equality-deletes)",
-                         k, location, m->n_equality_delete_files, TABLE_PROPERTY_EQUALITY_DELETES);
+                                "staged-manifests[%zu] '%s' holds %" PRId32
+                                " equality delete file(s); on a format-version 3 "
+                                "table equality deletes cannot keep row lineage, and the policy is "
+                                "reject (table property "
+                                "'%s' or [lineage] equality-deletes)",
+                                k, location, m->n_equality_delete_files,
+                                TABLE_PROPERTY_EQUALITY_DELETES);
                 return false;
         }
         j->breaks_lineage = true;
@@ -1069,18 +1130,23 @@ static void batch_check_jobs(Batch *b) {
 
                         (void)table_json_get_i64(done, "snapshot-id", &id);
                         (void)table_json_get_i64(done, "sequence-number", &seq);
-                        log_notice("key='%s' already committed in snapshot %" PRId64 ", not committing it again",
+                        log_notice("key='%s' already committed in snapshot %" PRId64
+                                   ", not committing it again",
                                    r->idempotency_key, id);
                         batch_remove_job(b, i);
                         /* Committed by another request with this key (or an attempt of this
                          * one, which then had no verdict): our own data-files manifest is in
                          * no snapshot unless an attempt of ours may have landed. */
                         if (!j->may_be_committed)
-                                engine_delete_file_async(b->queue->engine, j->props ? j->props : b->props, TAKE_PTR(j->generated_cleanup));
+                                engine_delete_file_async(b->queue->engine,
+                                                         j->props ? j->props : b->props,
+                                                         TAKE_PTR(j->generated_cleanup));
                         engine_job_finish(j, KEY_COMMITTED, 200,
-                                   json_pack("{s:s, s:s, s:I, s:I, s:b}", "idempotency-key", r->idempotency_key,
-                                             "status", "committed", "snapshot-id", (json_int_t)id,
-                                             "sequence-number", (json_int_t)seq, "found-in-history", 1));
+                                          json_pack("{s:s, s:s, s:I, s:I, s:b}", "idempotency-key",
+                                                    r->idempotency_key, "status", "committed",
+                                                    "snapshot-id", (json_int_t)id,
+                                                    "sequence-number", (json_int_t)seq,
+                                                    "found-in-history", 1));
                         continue;
                 }
                 j->breaks_lineage = false;
@@ -1110,8 +1176,9 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
                 else if (r == 404)
                         batch_fail(b, KEY_FAILED, r, type, "%s", result->message);
                 else
-                        batch_fail(b, KEY_FAILED, r, type, "loading the table failed (HTTP %ld): %s",
-                                   result->http_status, result->message);
+                        batch_fail(b, KEY_FAILED, r, type,
+                                   "loading the table failed (HTTP %ld): %s", result->http_status,
+                                   result->message);
                 return;
         }
 
@@ -1119,15 +1186,18 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
         if (r >= 0)
                 r = storage_props_new(result->properties, result->body, &b->props, &b->error);
         if (r < 0) {
-                batch_fail(b, KEY_FAILED, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s", b->error.message);
+                batch_fail(b, KEY_FAILED, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s",
+                           b->error.message);
                 return;
         }
         /* Staged manifests leave snapshot ids to inheritance, which a format 1 table allows
          * only when told to (Java SnapshotProducer.canInheritSnapshotId). */
         if (!table_inherits_snapshot_ids(b->table)) {
                 batch_fail(b, KEY_FAILED, 422, "unsupported-format-version",
-                           "format-version 1 tables take staged manifests only with snapshot-id inheritance: "
-                           "set the table property %s=true, or upgrade the table to format version 2 or 3",
+                           "format-version 1 tables take staged manifests only with snapshot-id "
+                           "inheritance: "
+                           "set the table property %s=true, or upgrade the table to format version "
+                           "2 or 3",
                            TABLE_PROPERTY_SNAPSHOT_ID_INHERITANCE);
                 return;
         }
@@ -1166,7 +1236,8 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
         list = b->parent.snapshot ? json_object_get(b->parent.snapshot, "manifest-list") : NULL;
         if (b->parent.exists && !json_is_string(list)) {
                 batch_fail(b, KEY_FAILED, 502, "catalog-bad-metadata",
-                           "parent snapshot %" PRId64 " has no manifest-list", b->parent.snapshot_id);
+                           "parent snapshot %" PRId64 " has no manifest-list",
+                           b->parent.snapshot_id);
                 return;
         }
         if (list && !(b->parent_list_location = strdup(json_string_value(list)))) {
@@ -1187,8 +1258,9 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
         if (b->parent_list_location) {
                 StorageContext ctx = engine_storage_context(e, b->props, b->started_ns);
 
-                r = storage_read(e->storage, &ctx, b->parent_list_location, e->storage_config->max_manifest_bytes,
-                                 batch_on_parent_read, b, &b->error);
+                r = storage_read(e->storage, &ctx, b->parent_list_location,
+                                 e->storage_config->max_manifest_bytes, batch_on_parent_read, b,
+                                 &b->error);
                 if (r < 0) {
                         batch_storage_failed(b, r, b->error.message);
                         return;
@@ -1210,8 +1282,8 @@ static void batch_attempt_start(Batch *b) {
 
         b->attempt++;
         b->error.message[0] = 0;
-        r = catalog_load_table(e->catalog, (const char *const *)first->target.namespace, first->target.n_namespace,
-                               first->target.table, batch_on_loaded, b);
+        r = catalog_load_table(e->catalog, (const char *const *)first->target.namespace,
+                               first->target.n_namespace, first->target.table, batch_on_loaded, b);
         if (r < 0) {
                 batch_retry_later(b, "catalog-unavailable", 503, "catalog-unavailable",
                                   "cannot send the load-table request");
@@ -1225,7 +1297,7 @@ static bool properties_conflict(const json_t *merged, const json_t *props) {
         const char *key;
         json_t *v;
 
-        json_object_foreach((json_t *)props, key, v) {
+        json_object_foreach ((json_t *)props, key, v) {
                 json_t *other = json_object_get(merged, key);
 
                 if (other && !json_equal(other, v))
@@ -1251,14 +1323,15 @@ void batch_queue_kick(TableQueue *q) {
                         free(b->jobs);
                 free(b);
                 json_decref(props);
-                return;         /* retried on the next submission or batch end */
+                return; /* retried on the next submission or batch end */
         }
         while (q->head && b->n_jobs < e->config->max_batch_requests) {
                 Job *j = q->head;
                 const json_t *jp = j->writer->request->snapshot_properties;
 
-                if (b->n_jobs > 0 && (j->n_manifests > e->config->max_batch_manifests - n_manifests ||
-                                      properties_conflict(props, jp)))
+                if (b->n_jobs > 0 &&
+                    (j->n_manifests > e->config->max_batch_manifests - n_manifests ||
+                     properties_conflict(props, jp)))
                         break;
                 (void)json_object_update(props, (json_t *)jp);
                 n_manifests += j->n_manifests;
@@ -1272,4 +1345,3 @@ void batch_queue_kick(TableQueue *q) {
         q->batch = b;
         batch_attempt_start(b);
 }
-

@@ -24,15 +24,18 @@ const char *data_files_manifest_location(const Job *j, size_t k) {
 /* Sets the job's intake failure: the message, its HTTP status and error type. */
 static int intake_refuse(Job *j, int r, int status) {
         j->intake_status = r == -ENOMEM ? 503 : status;
-        j->intake_type = r == -ENOMEM ? "out-of-memory" : status >= 500 ? "storage-failed" : "invalid-data-file";
+        j->intake_type = r == -ENOMEM    ? "out-of-memory"
+                         : status >= 500 ? "storage-failed"
+                                         : "invalid-data-file";
         return r;
 }
 
 /* The reason a location cannot be read at all (a scheme no backend takes, a non-canonical key),
  * before the question whether it is inside the table. */
-static int job_location_check(Job *j, const char *what, size_t i, const char *location, const char *type) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
-        Error e = {};
+static int job_location_check(Job *j, const char *what, size_t i, const char *location,
+                              const char *type) {
+        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
+        Error e = { 0 };
         int r;
 
         r = storage_location_parse(location, &l, &e);
@@ -50,24 +53,31 @@ int data_files_check_locations(Job *j) {
         int rr;
 
         for (size_t i = 0; i < r->n_data_files; i++)
-                if ((rr = job_location_check(j, "'data-files'", i, r->data_files[i].location, "invalid-data-file")) < 0)
+                if ((rr = job_location_check(j, "'data-files'", i, r->data_files[i].location,
+                                             "invalid-data-file")) < 0)
                         return rr;
         for (size_t i = 0; i < r->n_manifests; i++)
-                if ((rr = job_location_check(j, "staged-manifests", i, r->manifests[i], "invalid-manifest")) < 0)
+                if ((rr = job_location_check(j, "staged-manifests", i, r->manifests[i],
+                                             "invalid-manifest")) < 0)
                         return rr;
 
         for (size_t i = 0; i < r->n_data_files; i++)
                 if (!storage_location_is_within(r->data_files[i].location, t->location))
-                        return intake_refuse(j, error_set(&j->error, -EINVAL,
-                                                          "'data-files'[%zu] '%s' is outside the table location '%s'",
-                                                          i, r->data_files[i].location, t->location),
-                                             422);
+                        return intake_refuse(
+                                j,
+                                error_set(
+                                        &j->error, -EINVAL,
+                                        "'data-files'[%zu] '%s' is outside the table location '%s'",
+                                        i, r->data_files[i].location, t->location),
+                                422);
         for (size_t i = 0; i < r->n_manifests; i++)
                 if (!storage_location_is_within(r->manifests[i], t->location)) {
                         j->intake_type = "invalid-manifest";
                         j->intake_status = 422;
-                        return error_set(&j->error, -EINVAL, "staged-manifests[%zu] '%s' is outside the table location '%s'",
-                                         i, r->manifests[i], t->location);
+                        return error_set(
+                                &j->error, -EINVAL,
+                                "staged-manifests[%zu] '%s' is outside the table location '%s'", i,
+                                r->manifests[i], t->location);
                 }
         return 0;
 }
@@ -79,19 +89,26 @@ static int check_file(Job *j, DataFile *f, size_t i, const json_t *schema, const
         int r;
 
         if (!storage_location_is_within(f->location, t->location))
-                return intake_refuse(j, error_set(&j->error, -EINVAL,
-                                                  "'data-files'[%zu] '%s' is outside the table location '%s'", i,
-                                                  f->location, t->location),
-                                     422);
+                return intake_refuse(
+                        j,
+                        error_set(&j->error, -EINVAL,
+                                  "'data-files'[%zu] '%s' is outside the table location '%s'", i,
+                                  f->location, t->location),
+                        422);
         r = data_file_resolve(f, schema, spec, &j->error);
         if (r < 0)
-                return intake_refuse(j, error_prefix(&j->error, r, "'data-files'[%zu] '%s'", i, f->location), 422);
-        if (size != (uint64_t)f->file_size_in_bytes)
-                return intake_refuse(j, error_set(&j->error, -EINVAL,
-                                                  "'data-files'[%zu] '%s' has %" PRIu64
-                                                  " bytes on storage but file-size-in-bytes says %" PRId64,
-                                                  i, f->location, size, f->file_size_in_bytes),
+                return intake_refuse(j,
+                                     error_prefix(&j->error, r, "'data-files'[%zu] '%s'", i,
+                                                  f->location),
                                      422);
+        if (size != (uint64_t)f->file_size_in_bytes)
+                return intake_refuse(
+                        j,
+                        error_set(&j->error, -EINVAL,
+                                  "'data-files'[%zu] '%s' has %" PRIu64
+                                  " bytes on storage but file-size-in-bytes says %" PRId64,
+                                  i, f->location, size, f->file_size_in_bytes),
+                        422);
         return 0;
 }
 
@@ -106,13 +123,17 @@ int data_files_intake(Job *j, uint64_t max_manifest_bytes) {
         int32_t spec_id;
         int rr;
 
-        buf_init(&out, max_manifest_bytes);     /* before any return: the cleanup frees it */
+        buf_init(&out, max_manifest_bytes); /* before any return: the cleanup frees it */
         schema = table_current_schema(t);
         if (!json_is_object(schema))
-                return intake_refuse(j, error_set(&j->error, -EINVAL, "the table metadata has no current schema"),
+                return intake_refuse(j,
+                                     error_set(&j->error, -EINVAL,
+                                               "the table metadata has no current schema"),
                                      422);
         if (table_default_spec_id(t, &spec_id) < 0)
-                return intake_refuse(j, error_set(&j->error, -EINVAL, "the table metadata has no default-spec-id"),
+                return intake_refuse(j,
+                                     error_set(&j->error, -EINVAL,
+                                               "the table metadata has no default-spec-id"),
                                      422);
         if (r->data_files[0].has_spec_id)
                 spec_id = r->data_files[0].spec_id;
@@ -121,18 +142,22 @@ int data_files_intake(Job *j, uint64_t max_manifest_bytes) {
                 int32_t id = r->data_files[i].has_spec_id ? r->data_files[i].spec_id : spec_id;
 
                 if (id != spec_id)
-                        return intake_refuse(j, error_set(&j->error, -EINVAL,
-                                                          "'data-files'[%zu] uses partition spec %" PRId32
-                                                          " but 'data-files'[0] spec %" PRId32
-                                                          ": describe the files of one spec per request",
-                                                          i, id, spec_id),
-                                             422);
+                        return intake_refuse(
+                                j,
+                                error_set(&j->error, -EINVAL,
+                                          "'data-files'[%zu] uses partition spec %" PRId32
+                                          " but 'data-files'[0] spec %" PRId32
+                                          ": describe the files of one spec per request",
+                                          i, id, spec_id),
+                                422);
         }
         spec = table_partition_spec(t, spec_id);
         if (!spec)
-                return intake_refuse(j, error_set(&j->error, -EINVAL,
-                                                  "'data-files': partition spec %" PRId32 " is not in the table",
-                                                  spec_id),
+                return intake_refuse(j,
+                                     error_set(&j->error, -EINVAL,
+                                               "'data-files': partition spec %" PRId32
+                                               " is not in the table",
+                                               spec_id),
                                      422);
         for (size_t i = 0; i < r->n_data_files; i++) {
                 rr = check_file(j, &r->data_files[i], i, schema, spec);
@@ -147,9 +172,12 @@ int data_files_intake(Job *j, uint64_t max_manifest_bytes) {
         if (rr < 0)
                 return intake_refuse(j, error_prefix(&j->error, rr, "'data-files'"),
                                      rr == -E2BIG ? 413 : 422);
-        rr = manifest_staged_parse(buf_slice(&out), /* location= */ NULL, /* limits= */ NULL, &m, &j->error);
+        rr = manifest_staged_parse(buf_slice(&out), /* location= */ NULL, /* limits= */ NULL, &m,
+                                   &j->error);
         if (rr < 0)
-                return intake_refuse(j, error_prefix(&j->error, rr, "'data-files': the manifest written for them"),
+                return intake_refuse(j,
+                                     error_prefix(&j->error, rr,
+                                                  "'data-files': the manifest written for them"),
                                      422);
 
         /* Where Java puts manifests: the metadata directory, a name no other request uses. */

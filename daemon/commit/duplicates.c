@@ -8,7 +8,8 @@
 #include "commit/duplicates.h"
 #include "storage/storage.h"
 
-int duplicates_add(Duplicates *d, const char *location, size_t owner, size_t manifest, size_t entry) {
+int duplicates_add(Duplicates *d, const char *location, size_t owner, size_t manifest,
+                   size_t entry) {
         char *canonical;
 
         if (d->n_refs == d->cap) {
@@ -68,5 +69,5 @@ void duplicates_deinit(Duplicates *d) {
         for (size_t i = 0; i < d->n_refs; i++)
                 free(d->refs[i].canonical);
         free(d->refs);
-        *d = (Duplicates){};
+        *d = (Duplicates){ 0 };
 }

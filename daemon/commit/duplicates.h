@@ -20,12 +20,13 @@ typedef struct Duplicates {
 } Duplicates;
 
 /* Adds a file; -ENOMEM. */
-int duplicates_add(Duplicates *d, const char *location, size_t owner, size_t manifest, size_t entry);
+int duplicates_add(Duplicates *d, const char *location, size_t owner, size_t manifest,
+                   size_t entry);
 /* Sorts by file, then owner, manifest and entry: of two names of one file the first is the one
  * that came first. */
 void duplicates_sort(Duplicates *d);
 /* After sorting: the next pair from position *pos on whose second names the file of the first
  * (the earliest name of that file); false when there is none. Advances *pos. */
 bool duplicates_next(const Duplicates *d, size_t *pos, const DuplicatesRef **ret_first,
-                      const DuplicatesRef **ret_again);
+                     const DuplicatesRef **ret_again);
 void duplicates_deinit(Duplicates *d);

@@ -68,8 +68,10 @@ void engine_job_finish(Job *j, KeyState state, int status, json_t *body) {
                 metrics_observe(e->metrics, METRIC_COMMIT_DURATION,
                                 (double)(now_monotonic_ns() - j->writer->accepted_ns) / 1e9);
 
-        outcome = state == KEY_COMMITTED ? "committed" : state == KEY_UNKNOWN ? "unknown"
-                  : status >= 500 ? "failed-retryable" : "rejected";
+        outcome = state == KEY_COMMITTED ? "committed"
+                  : state == KEY_UNKNOWN ? "unknown"
+                  : status >= 500        ? "failed-retryable"
+                                         : "rejected";
         metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, outcome, 1);
 
         /* The manifest written for data-files is this job's alone: when the commit is known
@@ -90,7 +92,8 @@ void engine_job_fail(Job *j, int status, const char *type, const char *fmt, ...)
         va_start(ap, fmt);
         (void)vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
-        engine_job_finish(j, KEY_FAILED, status, http_error_body(status, type, message, strlen(message)));
+        engine_job_finish(j, KEY_FAILED, status,
+                          http_error_body(status, type, message, strlen(message)));
 }
 
 /* --- queues ------------------------------------------------------------------------------ */
@@ -134,12 +137,14 @@ static void engine_on_deleted(StorageResult *result, void *userdata) {
         CommitEngine *e = userdata;
 
         if (result->status < 0)
-                log_warning("cannot delete an uncommitted file, leaving it: %s", result->error.message);
+                log_warning("cannot delete an uncommitted file, leaving it: %s",
+                            result->error.message);
         e->n_in_flight--;
         engine_maybe_stopped(e);
 }
 
-void engine_delete_file_async(CommitEngine *e, const StorageProps *props, char *location /* stolen */) {
+void engine_delete_file_async(CommitEngine *e, const StorageProps *props,
+                              char *location /* stolen */) {
         _cleanup_(freep) char *l = location;
         StorageContext ctx = { .props = props };
 
@@ -150,7 +155,8 @@ void engine_delete_file_async(CommitEngine *e, const StorageProps *props, char *
         e->n_in_flight++;
 }
 
-StorageContext engine_storage_context(const CommitEngine *e, const StorageProps *props, uint64_t accepted_ns) {
+StorageContext engine_storage_context(const CommitEngine *e, const StorageProps *props,
+                                      uint64_t accepted_ns) {
         return (StorageContext){
                 .props = props,
                 .deadline_ns = accepted_ns + e->config->total_timeout_ms * 1000000ull,
@@ -185,7 +191,8 @@ static void job_intake_enqueue(Job *j) {
         TableQueue *q;
 
         if (e->is_stopping) {
-                engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                engine_job_fail(j, 503, "shutting-down",
+                                "icecommitd is stopping; retry with the same key");
                 return;
         }
         q = queue_get(e, j->writer->request->queue_name);
@@ -200,7 +207,7 @@ static void job_intake_enqueue(Job *j) {
 /* Thread pool: one request naming one data file twice (in two manifests, twice in one, or under
  * two spellings) would commit its rows twice, each time with new row ids. */
 static int job_intake_check_repeats(Job *j) {
-        _cleanup_(duplicates_deinit) Duplicates files = {};
+        _cleanup_(duplicates_deinit) Duplicates files = { 0 };
         const DuplicatesRef *first, *again;
         const CommitRequest *r = j->writer->request;
         char where_first[600], where_again[600];
@@ -223,7 +230,8 @@ static int job_intake_check_repeats(Job *j) {
                 char *out = i ? where_again : where_first;
 
                 if (x->manifest < r->n_manifests)
-                        (void)snprintf(out, sizeof(where_first), "staged-manifests[%zu] entry %zu '%s'", x->manifest,
+                        (void)snprintf(out, sizeof(where_first),
+                                       "staged-manifests[%zu] entry %zu '%s'", x->manifest,
                                        x->entry, j->manifests[x->manifest]->files[x->entry].path);
                 else
                         (void)snprintf(out, sizeof(where_first), "'data-files'[%zu] '%s'", x->entry,
@@ -234,7 +242,8 @@ static int job_intake_check_repeats(Job *j) {
         free(j->generated_location);
         j->generated_location = NULL;
         buf_deinit(&j->generated_bytes);
-        return error_set(&j->error, -EEXIST, "%s names the same data file as %s: its rows would be committed twice",
+        return error_set(&j->error, -EEXIST,
+                         "%s names the same data file as %s: its rows would be committed twice",
                          where_again, where_first);
 }
 
@@ -275,10 +284,11 @@ static void job_intake_work(uv_work_t *w) {
         for (size_t i = 0; i < r->n_manifests; i++) {
                 int rr;
 
-                rr = manifest_staged_parse(buf_slice(&j->manifest_bytes[i]), r->manifests[i], &limits,
-                                           &j->manifests[i], &j->error);
+                rr = manifest_staged_parse(buf_slice(&j->manifest_bytes[i]), r->manifests[i],
+                                           &limits, &j->manifests[i], &j->error);
                 if (rr < 0) {
-                        (void)error_prefix(&j->error, rr, "staged-manifests[%zu] '%s'", i, r->manifests[i]);
+                        (void)error_prefix(&j->error, rr, "staged-manifests[%zu] '%s'", i,
+                                           r->manifests[i]);
                         j->intake_status = rr == -ENOMEM ? 503 : rr == -EFBIG ? 413 : 422;
                         return;
                 }
@@ -308,8 +318,10 @@ static void job_on_generated_written(StorageResult *result, void *userdata) {
                 if (result->status != -EEXIST)
                         engine_delete_file_async(e, j->props, TAKE_PTR(j->generated_cleanup));
                 status = engine_storage_http_status(result->status, &type, "invalid-data-file");
-                engine_job_fail(j, status == 422 ? 503 : status, status == 422 ? "storage-unavailable" : type,
-                         "'data-files': cannot write their manifest: %s", result->error.message);
+                engine_job_fail(j, status == 422 ? 503 : status,
+                                status == 422 ? "storage-unavailable" : type,
+                                "'data-files': cannot write their manifest: %s",
+                                result->error.message);
         } else
                 job_intake_enqueue(j);
         engine_maybe_stopped(e);
@@ -334,8 +346,8 @@ static void job_intake_write_generated(Job *j) {
                           STORAGE_WRITE_IF_ABSENT, job_on_generated_written, j, &j->error);
         if (r < 0) {
                 free(TAKE_PTR(j->generated_cleanup));
-                engine_job_fail(j, 503, "storage-unavailable", "'data-files': cannot write their manifest: %s",
-                         j->error.message);
+                engine_job_fail(j, 503, "storage-unavailable",
+                                "'data-files': cannot write their manifest: %s", j->error.message);
                 return;
         }
         e->n_in_flight++;
@@ -348,13 +360,16 @@ static void job_intake_after(uv_work_t *w, int status) {
         e->n_in_flight--;
         if (status < 0 || j->intake_status) {
                 engine_job_fail(j, status < 0 ? 503 : j->intake_status,
-                         status < 0 ? "shutting-down" : j->intake_type ? j->intake_type : "invalid-manifest", "%s",
-                         status < 0 ? "the request was cancelled" : j->error.message);
+                                status < 0       ? "shutting-down"
+                                : j->intake_type ? j->intake_type
+                                                 : "invalid-manifest",
+                                "%s", status < 0 ? "the request was cancelled" : j->error.message);
                 engine_maybe_stopped(e);
                 return;
         }
         if (e->is_stopping)
-                engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                engine_job_fail(j, 503, "shutting-down",
+                                "icecommitd is stopping; retry with the same key");
         else
                 /* The staged manifests' data files exist with their sizes before anything is
                  * written or queued. */
@@ -390,20 +405,28 @@ static void job_io_failed(Job *j, size_t i, int status, const char *why) {
                 j->intake_status = 422;
                 j->intake_type = is_manifest ? "invalid-manifest" : "invalid-data-file";
                 if (is_manifest)
-                        (void)error_set(&j->error, status, "staged-manifests[%zu] '%s' is outside the table location '%s'",
-                                        i, r->manifests[i], j->table->location);
+                        (void)error_set(
+                                &j->error, status,
+                                "staged-manifests[%zu] '%s' is outside the table location '%s'", i,
+                                r->manifests[i], j->table->location);
                 else
-                        (void)error_set(&j->error, status, "'data-files'[%zu] '%s' is outside the table location '%s'",
-                                        i - r->n_manifests, r->data_files[i - r->n_manifests].location,
+                        (void)error_set(&j->error, status,
+                                        "'data-files'[%zu] '%s' is outside the table location '%s'",
+                                        i - r->n_manifests,
+                                        r->data_files[i - r->n_manifests].location,
                                         j->table->location);
                 return;
         }
-        j->intake_status = engine_storage_http_status(status, &type, is_manifest ? "invalid-manifest" : "invalid-data-file");
+        j->intake_status =
+                engine_storage_http_status(status, &type,
+                                           is_manifest ? "invalid-manifest" : "invalid-data-file");
         j->intake_type = type;
         if (is_manifest)
-                (void)error_set(&j->error, status, "staged-manifests[%zu] '%s': %s", i, r->manifests[i], why);
+                (void)error_set(&j->error, status, "staged-manifests[%zu] '%s': %s", i,
+                                r->manifests[i], why);
         else
-                (void)error_set(&j->error, status, "'data-files'[%zu]: %s", i - r->n_manifests, why);
+                (void)error_set(&j->error, status, "'data-files'[%zu]: %s", i - r->n_manifests,
+                                why);
 }
 
 /* Starts intake read i: a staged manifest's bytes, a data file's size, or (for a described
@@ -418,14 +441,15 @@ static int job_io_start(Job *j, size_t i, uint64_t tail_bytes, Error *error) {
         ctx.root = j->table->location;
         j->io[i] = (IoSlot){ .job = j, .index = i };
         if (i < r->n_manifests)
-                rr = storage_read(e->storage, &ctx, r->manifests[i], e->storage_config->max_manifest_bytes, job_on_io,
-                                  &j->io[i], error);
-        else if (tail_bytes > 0)
-                rr = storage_read_tail(e->storage, &ctx, r->data_files[i - r->n_manifests].location, tail_bytes,
-                                       job_on_io, &j->io[i], error);
-        else
-                rr = storage_size(e->storage, &ctx, r->data_files[i - r->n_manifests].location, job_on_io, &j->io[i],
+                rr = storage_read(e->storage, &ctx, r->manifests[i],
+                                  e->storage_config->max_manifest_bytes, job_on_io, &j->io[i],
                                   error);
+        else if (tail_bytes > 0)
+                rr = storage_read_tail(e->storage, &ctx, r->data_files[i - r->n_manifests].location,
+                                       tail_bytes, job_on_io, &j->io[i], error);
+        else
+                rr = storage_size(e->storage, &ctx, r->data_files[i - r->n_manifests].location,
+                                  job_on_io, &j->io[i], error);
         if (rr == 0)
                 e->n_in_flight++;
         return rr;
@@ -437,7 +461,7 @@ static bool job_on_footer(Job *j, size_t i, StorageResult *result) {
         const CommitRequest *r = j->writer->request;
         size_t d = i - r->n_manifests;
         uint64_t need = 0;
-        Error error = {};
+        Error error = { 0 };
         int rr;
 
         if (j->file_reads[d]++ > 0 && result->size != j->file_sizes[d]) {
@@ -458,7 +482,7 @@ static bool job_on_footer(Job *j, size_t i, StorageResult *result) {
                 return false;
         }
         if (rr < 0)
-                j->io_status = rr;      /* the reason is set */
+                j->io_status = rr; /* the reason is set */
         return false;
 }
 
@@ -476,10 +500,11 @@ static void job_on_io(StorageResult *result, void *userdata) {
         else if (result->status == 0 && i < r->n_manifests) {
                 j->manifest_bytes[i] = result->data;
                 buf_init(&result->data, 0);
-        } else if (result->status == 0 && j->io_status == 0 && probe_wants_footer(j, i - r->n_manifests)) {
+        } else if (result->status == 0 && j->io_status == 0 &&
+                   probe_wants_footer(j, i - r->n_manifests)) {
                 if (job_on_footer(j, i, result)) {
                         engine_maybe_stopped(e);
-                        return;         /* the longer tail comes back here */
+                        return; /* the longer tail comes back here */
                 }
         } else if (result->status == 0)
                 j->file_sizes[i - r->n_manifests] = result->size;
@@ -499,7 +524,7 @@ static void job_io_pump(Job *j) {
                j->n_io_started - j->n_io_done < max) {
                 size_t i = j->n_io_started;
                 bool footer = i >= r->n_manifests && probe_wants_footer(j, i - r->n_manifests);
-                Error error = {};
+                Error error = { 0 };
                 int rr;
 
                 rr = job_io_start(j, i, footer ? e->config->parquet_tail_bytes : 0, &error);
@@ -510,9 +535,10 @@ static void job_io_pump(Job *j) {
                 j->n_io_started++;
         }
         if (j->n_io_done < j->n_io_started)
-                return;         /* the last answer comes back here */
+                return; /* the last answer comes back here */
         if (e->is_stopping && j->io_status == 0) {
-                engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                engine_job_fail(j, 503, "shutting-down",
+                                "icecommitd is stopping; retry with the same key");
                 return;
         }
         if (j->io_status != 0) {
@@ -551,13 +577,17 @@ static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
         e->n_in_flight--;
         if (result->status != 0) {
                 r = catalog_outcome_http_status(result->status, &type);
-                engine_job_fail(j, r, type, "%s%s", r == 404 ? "" : "cannot load the table to check the request: ",
+                engine_job_fail(j, r, type, "%s%s",
+                                r == 404 ? "" : "cannot load the table to check the request: ",
                                 result->message);
         } else if ((r = table_metadata_parse(result->body, &j->table, &j->error)) < 0 ||
-                 (r = storage_props_new(result->properties, result->body, &j->props, &j->error)) < 0)
-                engine_job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s", j->error.message);
+                   (r = storage_props_new(result->properties, result->body, &j->props, &j->error)) <
+                           0)
+                engine_job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s",
+                                j->error.message);
         else if (e->is_stopping)
-                engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                engine_job_fail(j, 503, "shutting-down",
+                                "icecommitd is stopping; retry with the same key");
         else
                 job_intake_fetch(j);
         engine_maybe_stopped(e);
@@ -573,14 +603,16 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         /* A refused request committed nothing: its answer is replayed for the same body only, and
          * a corrected body under the key is a new request (else one bad request, or someone's
          * stray key, would block the key until the entry ages out). */
-        if (entry && entry->state == KEY_FAILED && strcmp(entry->fingerprint, r->fingerprint) != 0) {
+        if (entry && entry->state == KEY_FAILED &&
+            strcmp(entry->fingerprint, r->fingerprint) != 0) {
                 registry_remove(e->keys, entry);
                 entry = NULL;
         }
         if (entry && strcmp(entry->fingerprint, r->fingerprint) != 0) {
-                writer_request_finish_error(w, 409, "idempotency-key-reused",
-                                            "idempotency key '%s' was already used with a different request body",
-                                            r->idempotency_key);
+                writer_request_finish_error(
+                        w, 409, "idempotency-key-reused",
+                        "idempotency key '%s' was already used with a different request body",
+                        r->idempotency_key);
                 return;
         }
         if (entry && entry->state == KEY_PENDING) {
@@ -594,20 +626,22 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                 writer_request_finish(w, entry->status, json_deep_copy(entry->body));
                 return;
         }
-        if (entry)      /* KEY_UNKNOWN: resolve by trying again; the history check finds a landed one */
+        if (entry) /* KEY_UNKNOWN: resolve by trying again; the history check finds a landed one */
                 registry_remove(e->keys, entry);
 
         if (e->is_stopping) {
                 engine_add_retry_after(e, w);
-                writer_request_finish_error(w, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                writer_request_finish_error(w, 503, "shutting-down",
+                                            "icecommitd is stopping; retry with the same key");
                 return;
         }
         if (e->n_queued >= e->config->max_queue_requests) {
                 engine_add_retry_after(e, w);
                 metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, "queue-full", 1);
-                writer_request_finish_error(w, 503, "queue-full",
-                                            "%zu requests are waiting (commit.max-queue-requests); retry later",
-                                            e->n_queued);
+                writer_request_finish_error(
+                        w, 503, "queue-full",
+                        "%zu requests are waiting (commit.max-queue-requests); retry later",
+                        e->n_queued);
                 return;
         }
 
@@ -636,10 +670,11 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         /* Once per request, not per attempt: every file the request names is read beneath
          * the table's location, and checked against its roots, schema and specs; objects are
          * read with the storage settings (and vended credentials) it comes with. */
-        rr = catalog_load_table(e->catalog, (const char *const *)r->target.namespace, r->target.n_namespace,
-                                r->target.table, job_on_intake_loaded, j);
+        rr = catalog_load_table(e->catalog, (const char *const *)r->target.namespace,
+                                r->target.n_namespace, r->target.table, job_on_intake_loaded, j);
         if (rr < 0) {
-                engine_job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s", strerror(-rr));
+                engine_job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s",
+                                strerror(-rr));
                 return;
         }
         e->n_in_flight++;
@@ -662,33 +697,34 @@ static bool engine_entry_is_visible(const KeyEntry *entry, void *userdata) {
         return auth_token_allows(caller, AUTH_RIGHT_READ, namespace_param, sep + 1);
 }
 
-static json_t *engine_lookup(const char *key, const char *namespace_param, const char *table, const AuthToken *caller,
-                             int *ret_status, void *userdata) {
+static json_t *engine_lookup(const char *key, const char *namespace_param, const char *table,
+                             const AuthToken *caller, int *ret_status, void *userdata) {
         CommitEngine *e = userdata;
         KeyEntry *entry;
         size_t n = 1;
 
         if (namespace_param && table) {
                 /* The caller's right on this table was checked by the handler. */
-                _cleanup_(freep) char *scope = request_key_scope(caller ? caller->principal : NULL, namespace_param,
-                                                                table);
+                _cleanup_(freep) char *scope = request_key_scope(caller ? caller->principal : NULL,
+                                                                 namespace_param, table);
 
                 if (!scope)
                         return NULL;
                 entry = registry_get(e->keys, scope, key);
         } else
-                entry = registry_find_any(e->keys, key, caller ? engine_entry_is_visible : NULL, (void *)caller,
-                                              &n);
+                entry = registry_find_any(e->keys, key, caller ? engine_entry_is_visible : NULL,
+                                          (void *)caller, &n);
         if (n > 1) {
-                static const char ambiguous[] =
-                        "the key was used on several tables: add ?namespace=NS&table=T to say which";
+                static const char ambiguous[] = "the key was used on several tables: add "
+                                                "?namespace=NS&table=T to say which";
 
                 *ret_status = 409;
                 return http_error_body(409, "key-ambiguous", ambiguous, sizeof(ambiguous) - 1);
         }
         if (!entry) {
-                static const char unknown[] = "this daemon has no record of the key (never seen, or evicted); add "
-                                              "?namespace=NS&table=T to search that table's history";
+                static const char unknown[] =
+                        "this daemon has no record of the key (never seen, or evicted); add "
+                        "?namespace=NS&table=T to search that table's history";
 
                 *ret_status = 404;
                 return http_error_body(404, "unknown-key", unknown, sizeof(unknown) - 1);
@@ -702,7 +738,7 @@ typedef struct HistoryLookup {
         CommitEngine *engine;
         WriterRequest *writer;
         char *key;
-        char *recorded_key;             /* as the summaries hold it: "principal/key" with auth */
+        char *recorded_key; /* as the summaries hold it: "principal/key" with auth */
         char *table;
 } HistoryLookup;
 
@@ -721,7 +757,7 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
         HistoryLookup *l = userdata;
         CommitEngine *e = l->engine;
         _cleanup_(table_metadata_freep) TableMetadata *t = NULL;
-        Error error = {};
+        Error error = { 0 };
         json_t *s;
 
         e->n_in_flight--;
@@ -729,26 +765,32 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
                 const char *type;
                 int status = catalog_outcome_http_status(result->status, &type);
 
-                writer_request_reply_error(l->writer, status, type, "%s%s",
-                                           status == 404 ? "" : "cannot load the table to search its history: ",
-                                           result->message);
+                writer_request_reply_error(
+                        l->writer, status, type, "%s%s",
+                        status == 404 ? "" : "cannot load the table to search its history: ",
+                        result->message);
         } else if (table_metadata_parse(result->body, &t, &error) < 0)
-                writer_request_reply_error(l->writer, 502, "catalog-bad-metadata", "%s", error.message);
-        else if ((s = snapshot_find_key(t->metadata, l->recorded_key, e->config->history_lookback))) {
+                writer_request_reply_error(l->writer, 502, "catalog-bad-metadata", "%s",
+                                           error.message);
+        else if ((s = snapshot_find_key(t->metadata, l->recorded_key,
+                                        e->config->history_lookback))) {
                 int64_t id = 0, seq = 0;
 
                 (void)table_json_get_i64(s, "snapshot-id", &id);
                 (void)table_json_get_i64(s, "sequence-number", &seq);
                 writer_request_reply(l->writer, 200,
-                                     json_pack("{s:s, s:s, s:{s:s, s:s, s:I, s:I, s:b}}", "idempotency-key", l->key,
-                                               "status", "committed", "receipt", "idempotency-key", l->key,
-                                               "table", l->table, "snapshot-id", (json_int_t)id,
-                                               "sequence-number", (json_int_t)seq, "found-in-history", 1));
+                                     json_pack("{s:s, s:s, s:{s:s, s:s, s:I, s:I, s:b}}",
+                                               "idempotency-key", l->key, "status", "committed",
+                                               "receipt", "idempotency-key", l->key, "table",
+                                               l->table, "snapshot-id", (json_int_t)id,
+                                               "sequence-number", (json_int_t)seq,
+                                               "found-in-history", 1));
         } else
-                writer_request_reply_error(l->writer, 404, "unknown-key",
-                                           "key '%s' is not in this daemon's memory nor in the newest %u snapshots "
-                                           "of the table (0 = all)",
-                                           l->key, e->config->history_lookback);
+                writer_request_reply_error(
+                        l->writer, 404, "unknown-key",
+                        "key '%s' is not in this daemon's memory nor in the newest %u snapshots "
+                        "of the table (0 = all)",
+                        l->key, e->config->history_lookback);
         history_lookup_free(l);
         engine_maybe_stopped(e);
 }
@@ -756,19 +798,21 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
 static void engine_lookup_history(WriterRequest *w, const char *key, const char *namespace_param,
                                   const char *table, const char *principal, void *userdata) {
         CommitEngine *e = userdata;
-        CommitTarget target = {};
+        CommitTarget target = { 0 };
         HistoryLookup *l;
-        Error error = {};
+        Error error = { 0 };
         int r;
 
         r = request_target_parse(namespace_param, table, &target, &error);
         if (r < 0) {
-                writer_request_finish_error(w, r == -ENOMEM ? 503 : 400, r == -ENOMEM ? "out-of-memory" : "bad-request",
-                                            "%s", error.message);
+                writer_request_finish_error(w, r == -ENOMEM ? 503 : 400,
+                                            r == -ENOMEM ? "out-of-memory" : "bad-request", "%s",
+                                            error.message);
                 return;
         }
         l = calloc(1, sizeof(*l));
-        if (!l || !(l->key = strdup(key)) || !(l->recorded_key = request_key_recorded(principal, key)) ||
+        if (!l || !(l->key = strdup(key)) ||
+            !(l->recorded_key = request_key_recorded(principal, key)) ||
             !(l->table = strdup(table))) {
                 if (l) {
                         free(l->key);
@@ -781,11 +825,12 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
         }
         l->engine = e;
         l->writer = w;
-        r = catalog_load_table(e->catalog, (const char *const *)target.namespace, target.n_namespace, target.table,
-                               engine_on_history_loaded, l);
+        r = catalog_load_table(e->catalog, (const char *const *)target.namespace,
+                               target.n_namespace, target.table, engine_on_history_loaded, l);
         request_target_deinit(&target);
         if (r < 0) {
-                writer_request_reply_error(w, 503, "catalog-unavailable", "cannot load the table: %s", strerror(-r));
+                writer_request_reply_error(w, 503, "catalog-unavailable",
+                                           "cannot load the table: %s", strerror(-r));
                 history_lookup_free(l);
                 return;
         }
@@ -811,7 +856,8 @@ static int engine_metrics(Buf *out, void *userdata) {
         CommitEngine *e = userdata;
 
         metrics_set(e->metrics, METRIC_CATALOG_READY, NULL, catalog_is_ready(e->catalog) ? 1 : 0);
-        metrics_set(e->metrics, METRIC_STORAGE_WRITABLE, NULL, storage_is_writable(e->storage, NULL) ? 1 : 0);
+        metrics_set(e->metrics, METRIC_STORAGE_WRITABLE, NULL,
+                    storage_is_writable(e->storage, NULL) ? 1 : 0);
         return metrics_expose(e->metrics, out);
 }
 
@@ -827,8 +873,9 @@ const WriterHooks *commit_engine_hooks(void) {
         return &engine_hooks;
 }
 
-int commit_engine_new(uv_loop_t *loop, const CommitConfig *config, const StorageConfig *storage_config,
-                      Storage *storage, Catalog *catalog, Metrics *metrics, CommitEngine **ret) {
+int commit_engine_new(uv_loop_t *loop, const CommitConfig *config,
+                      const StorageConfig *storage_config, Storage *storage, Catalog *catalog,
+                      Metrics *metrics, CommitEngine **ret) {
         CommitEngine *e = calloc(1, sizeof(*e));
         int r;
 
@@ -883,7 +930,8 @@ void commit_engine_stop(CommitEngine *e, void (*done)(void *userdata), void *use
         e->stop_userdata = userdata;
         for (TableQueue *q = e->queues; q; q = q->next) {
                 for (Job *j; (j = QUEUE_POP(q));)
-                        engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                        engine_job_fail(j, 503, "shutting-down",
+                                        "icecommitd is stopping; retry with the same key");
                 /* A batch waiting for its retry timer ends now; one talking to the catalog ends
                  * with its answer (batch_retry_later refuses to go on while stopping). */
                 if (q->batch && uv_is_active((uv_handle_t *)&q->retry_timer)) {
@@ -891,13 +939,17 @@ void commit_engine_stop(CommitEngine *e, void (*done)(void *userdata), void *use
                         /* After an attempt without a verdict "nothing was committed" would be a
                          * guess: the writer must resolve it by retrying the key. */
                         if (q->batch->has_unknown)
-                                batch_fail(q->batch, KEY_UNKNOWN, 504, "commit-state-unknown",
-                                           "icecommitd is stopping; an earlier attempt got no verdict and snapshot "
-                                           "%" PRId64 " may be committed; retry with the same key to resolve it",
-                                           q->batch->snapshot_id);
+                                batch_fail(
+                                        q->batch, KEY_UNKNOWN, 504, "commit-state-unknown",
+                                        "icecommitd is stopping; an earlier attempt got no verdict "
+                                        "and snapshot "
+                                        "%" PRId64
+                                        " may be committed; retry with the same key to resolve it",
+                                        q->batch->snapshot_id);
                         else
                                 batch_fail(q->batch, KEY_FAILED, 503, "shutting-down",
-                                           "icecommitd is stopping; nothing was committed, retry with the same key");
+                                           "icecommitd is stopping; nothing was committed, retry "
+                                           "with the same key");
                 }
         }
         engine_maybe_stopped(e);
@@ -910,4 +962,3 @@ CommitEngine *commit_engine_free(CommitEngine *e) {
         free(e);
         return NULL;
 }
-

@@ -17,8 +17,9 @@
 typedef struct CommitEngine CommitEngine;
 
 /* All pointers are borrowed and must outlive the engine. */
-int commit_engine_new(uv_loop_t *loop, const CommitConfig *config, const StorageConfig *storage_config,
-                      Storage *storage, Catalog *catalog, Metrics *metrics, CommitEngine **ret);
+int commit_engine_new(uv_loop_t *loop, const CommitConfig *config,
+                      const StorageConfig *storage_config, Storage *storage, Catalog *catalog,
+                      Metrics *metrics, CommitEngine **ret);
 /* Hooks for writer_api_register(), bound to this engine. */
 const WriterHooks *commit_engine_hooks(void);
 /* Fails waiting requests with 503 and stops starting attempts; in-flight ones finish. Calls

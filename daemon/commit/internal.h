@@ -37,9 +37,9 @@ typedef struct IoSlot {
 
 /* One data file a staged manifest names, to be sized on storage at intake (probe.c). */
 typedef struct Probe {
-        size_t manifest, entry;         /* staged-manifests[manifest] entry */
-        char *root;                     /* the table root it lies under (owned) */
-        int64_t size;                   /* its file_size_in_bytes */
+        size_t manifest, entry; /* staged-manifests[manifest] entry */
+        char *root;             /* the table root it lies under (owned) */
+        int64_t size;           /* its file_size_in_bytes */
 } Probe;
 
 /* One accepted writer request. Owned by its queue (pending list) or its batch. */
@@ -47,34 +47,34 @@ struct Job {
         CommitEngine *engine;
         WriterRequest *writer;
         KeyEntry *entry;
-        StagedManifest **manifests;     /* parsed at intake, reused unchanged by every attempt */
+        StagedManifest **manifests; /* parsed at intake, reused unchanged by every attempt */
         int64_t *manifest_lengths;
-        size_t n_manifests;             /* the request's staged ones, then the one for data-files */
-        size_t list_offset;             /* index of its first manifest in the attempt's list */
-        TableMetadata *table;           /* loaded at intake for data-files or object storage */
-        StorageProps *props;            /* the storage settings that load gave, or NULL */
-        Buf *manifest_bytes;            /* the staged manifests as read, until parsed */
-        uint64_t *file_sizes;           /* the data-files' sizes on storage */
-        uint8_t *file_reads;            /* tail reads of each data-file's footer so far */
-        Probe *probes;                  /* staged manifests' data files to size, after parsing */
+        size_t n_manifests;   /* the request's staged ones, then the one for data-files */
+        size_t list_offset;   /* index of its first manifest in the attempt's list */
+        TableMetadata *table; /* loaded at intake for data-files or object storage */
+        StorageProps *props;  /* the storage settings that load gave, or NULL */
+        Buf *manifest_bytes;  /* the staged manifests as read, until parsed */
+        uint64_t *file_sizes; /* the data-files' sizes on storage */
+        uint8_t *file_reads;  /* tail reads of each data-file's footer so far */
+        Probe *probes;        /* staged manifests' data files to size, after parsing */
         size_t n_probes, n_probes_started, n_probes_done;
         IoSlot *probe_io;
-        int probe_status;               /* the first failed probe's status, 0 if none */
+        int probe_status; /* the first failed probe's status, 0 if none */
         void (*probes_done)(Job *j);
-        IoSlot *io;                     /* intake reads: manifests, then data-file sizes */
+        IoSlot *io; /* intake reads: manifests, then data-file sizes */
         size_t n_io, n_io_started, n_io_done;
-        int io_status;                  /* the first failed read's status, 0 if none */
-        char *generated_location;       /* the manifest written for data-files, or NULL */
-        Buf generated_bytes;            /* its bytes, until written */
-        char *generated_cleanup;        /* its location while ours to delete; NULL once handed
-                                         * to deletion */
-        bool may_be_committed;          /* an attempt got no verdict: keep generated_path */
-        int intake_status;              /* HTTP status of an intake failure, 0 if fine */
-        bool breaks_lineage;            /* equality deletes on a v3 table, allowed by policy */
-        const char *refusal_type;       /* set on the thread pool when this attempt found the
-                                         * request naming what the table or the batch holds
-                                         * already; answered (422) by the loop, reason in error */
-        const char *intake_type;        /* its error type; NULL: "invalid-manifest" */
+        int io_status;            /* the first failed read's status, 0 if none */
+        char *generated_location; /* the manifest written for data-files, or NULL */
+        Buf generated_bytes;      /* its bytes, until written */
+        char *generated_cleanup;  /* its location while ours to delete; NULL once handed
+                                   * to deletion */
+        bool may_be_committed;    /* an attempt got no verdict: keep generated_path */
+        int intake_status;        /* HTTP status of an intake failure, 0 if fine */
+        bool breaks_lineage;      /* equality deletes on a v3 table, allowed by policy */
+        const char *refusal_type; /* set on the thread pool when this attempt found the
+                                   * request naming what the table or the batch holds
+                                   * already; answered (422) by the loop, reason in error */
+        const char *intake_type;  /* its error type; NULL: "invalid-manifest" */
         Error error;
         uv_work_t work;
         Job *next;
@@ -84,9 +84,9 @@ struct TableQueue {
         CommitEngine *engine;
         char *name;
         Job *head, *tail;
-        Batch *batch;                   /* in flight, at most one */
+        Batch *batch; /* in flight, at most one */
         uv_timer_t retry_timer;
-        LiveIndex live;                 /* the data files live in the table's branch */
+        LiveIndex live; /* the data files live in the table's branch */
         TableQueue *next;
 };
 
@@ -94,43 +94,43 @@ struct Batch {
         TableQueue *queue;
         Job **jobs;
         size_t n_jobs;
-        int64_t snapshot_id;            /* chosen once, reused by every attempt */
+        int64_t snapshot_id; /* chosen once, reused by every attempt */
         char commit_uuid[UUID_STRING_MAX];
         unsigned attempt;
         uint64_t started_ns;
         TableMetadata *table;
-        StorageProps *props;            /* this attempt's storage settings from its load */
-        TableBranch head;               /* the branch as loaded; not existing = created by this commit */
-        TableBranch parent;             /* the head, or for a new branch main's head (as Java does) */
+        StorageProps *props; /* this attempt's storage settings from its load */
+        TableBranch head;    /* the branch as loaded; not existing = created by this commit */
+        TableBranch parent;  /* the head, or for a new branch main's head (as Java does) */
         char *parent_list_location;
         int64_t sequence_number;
         int64_t first_row_id;
         int64_t next_row_id;
         int64_t timestamp_ms;
-        ManifestFile *list;             /* staged manifests first, then the parent's */
+        ManifestFile *list; /* staged manifests first, then the parent's */
         size_t n_list;
         size_t n_staged;
-        char *list_location;            /* as sent to the catalog */
-        char *list_cleanup;             /* the same, while ours to delete; NULL once committed
-                                         * or handed to deletion */
-        Buf parent_bytes;               /* the parent's manifest list as read */
-        ManifestFile *parent_files;     /* ... and parsed */
+        char *list_location;        /* as sent to the catalog */
+        char *list_cleanup;         /* the same, while ours to delete; NULL once committed
+                                     * or handed to deletion */
+        Buf parent_bytes;           /* the parent's manifest list as read */
+        ManifestFile *parent_files; /* ... and parsed */
         size_t n_parent_files;
-        size_t *to_count;               /* indices into list of manifests to count, this attempt */
-        Buf *count_bytes;               /* ... and their bytes */
+        size_t *to_count; /* indices into list of manifests to count, this attempt */
+        Buf *count_bytes; /* ... and their bytes */
         size_t n_to_count;
         IoSlot *io;
         size_t n_io_started, n_io_done;
         int io_status;
-        Buf list_bytes;                 /* the new manifest list, until written */
-        json_t *commit_request;         /* this attempt's CommitTableRequest, kept for replays */
+        Buf list_bytes;                   /* the new manifest list, until written */
+        json_t *commit_request;           /* this attempt's CommitTableRequest, kept for replays */
         char commit_key[UUID_STRING_MAX]; /* its Idempotency-Key ("" when none was sent) */
-        bool has_unknown;               /* an attempt got no verdict: it may have landed */
-        CountedManifest *counted;       /* manifests counted from their entries, kept across
-                                         * attempts so that a retry does not read them again */
+        bool has_unknown;                 /* an attempt got no verdict: it may have landed */
+        CountedManifest *counted;         /* manifests counted from their entries, kept across
+                                           * attempts so that a retry does not read them again */
         size_t n_counted;
         int work_status;
-        LiveIndexAttempt live;          /* this attempt's check against the live files */
+        LiveIndexAttempt live; /* this attempt's check against the live files */
         Error error;
         uv_work_t work;
 };
@@ -144,11 +144,11 @@ struct CommitEngine {
         Metrics *metrics;
         KeyRegistry *keys;
         TableQueue *queues;
-        size_t n_queued;                /* accepted requests not yet answered */
-        unsigned n_in_flight;           /* thread-pool jobs and catalog calls */
+        size_t n_queued;      /* accepted requests not yet answered */
+        unsigned n_in_flight; /* thread-pool jobs and catalog calls */
         unsigned n_open_handles;
-        LiveFilesBudget live_budget;    /* shared by every queue's index */
-        uint8_t live_key[SIPHASH_KEY_BYTES];    /* their hash key: random, drawn once */
+        LiveFilesBudget live_budget;         /* shared by every queue's index */
+        uint8_t live_key[SIPHASH_KEY_BYTES]; /* their hash key: random, drawn once */
         bool has_live_key;
         bool is_stopping;
         bool is_closing_handles;
@@ -166,7 +166,8 @@ void engine_job_fail(Job *j, int status, const char *type, const char *fmt, ...)
 void engine_delete_file_async(CommitEngine *e, const StorageProps *props, char *location);
 /* The storage context of an operation for a request accepted at accepted_ns: the commit's
  * deadline (commit.total-timeout-ms). */
-StorageContext engine_storage_context(const CommitEngine *e, const StorageProps *props, uint64_t accepted_ns);
+StorageContext engine_storage_context(const CommitEngine *e, const StorageProps *props,
+                                      uint64_t accepted_ns);
 /* The writer-API answer to a failed storage operation: HTTP status and error type. A transient
  * failure is 503 (retry with the same key), never a 4xx. */
 int engine_storage_http_status(int status, const char **ret_type, const char *permanent_type);
@@ -200,7 +201,8 @@ int probe_plan(Job *j);
  * calls done(j); on a missing file, a wrong size or a storage fault answers the job instead. */
 void probe_start(Job *j, void (*done)(Job *j));
 void probe_list_free(Job *j);
-/* Whether 'data-files'[i] gets its footer checked (a PARQUET file, commit.check-parquet-footers). */
+/* Whether 'data-files'[i] gets its footer checked (a PARQUET file, commit.check-parquet-footers).
+ */
 bool probe_wants_footer(const Job *j, size_t i);
 /* Checks 'data-files'[i]'s record-count against the footer in a tail read. Returns 0,
  * PARQUET_FOOTER_E_SHORT with the tail length that holds the footer, or <0 having set

@@ -15,8 +15,8 @@
 /* A set slot; empty while n_holders is 0. */
 typedef struct LiveFilesSlot {
         uint64_t lo, hi;
-        uint32_t n_holders;     /* manifests naming the file (more than one only in a table
-                                 * that holds one file twice already) */
+        uint32_t n_holders; /* manifests naming the file (more than one only in a table
+                             * that holds one file twice already) */
 } LiveFilesSlot;
 
 typedef struct LiveFilesManifest {
@@ -29,11 +29,11 @@ struct LiveFiles {
         uint8_t key[SIPHASH_KEY_BYTES];
         uint64_t max_bytes;
         LiveFilesBudget *budget;
-        uint64_t bytes;                 /* charged to max_bytes and the budget */
-        LiveFilesSlot *slots;           /* n_slots: 0 or a power of two */
+        uint64_t bytes;       /* charged to max_bytes and the budget */
+        LiveFilesSlot *slots; /* n_slots: 0 or a power of two */
         size_t n_slots;
         size_t n_used;
-        LiveFilesManifest *manifests;   /* sorted by strcmp of path */
+        LiveFilesManifest *manifests; /* sorted by strcmp of path */
         size_t n_manifests;
         size_t cap_manifests;
 };
@@ -65,8 +65,8 @@ static void live_files_release(LiveFiles *lf, uint64_t delta) {
                 atomic_fetch_sub(&lf->budget->used, delta);
 }
 
-int live_files_new(const uint8_t key[SIPHASH_KEY_BYTES], uint64_t max_bytes, LiveFilesBudget *budget,
-                   LiveFiles **ret_files) {
+int live_files_new(const uint8_t key[SIPHASH_KEY_BYTES], uint64_t max_bytes,
+                   LiveFilesBudget *budget, LiveFiles **ret_files) {
         LiveFiles *lf = calloc(1, sizeof(*lf));
 
         if (!lf)
@@ -142,7 +142,7 @@ static void live_files_slot_drop(LiveFiles *lf, LiveFileHash h) {
                 lf->slots[i] = lf->slots[j];
                 i = j;
         }
-        lf->slots[i] = (LiveFilesSlot){};
+        lf->slots[i] = (LiveFilesSlot){ 0 };
 }
 
 bool live_files_contains(const LiveFiles *lf, LiveFileHash hash) {
@@ -179,7 +179,8 @@ bool live_files_has_manifest(const LiveFiles *lf, const char *manifest) {
         return found;
 }
 
-int live_files_add_manifest(LiveFiles *lf, const char *manifest, const LiveFileHash *hashes, size_t n_hashes) {
+int live_files_add_manifest(LiveFiles *lf, const char *manifest, const LiveFileHash *hashes,
+                            size_t n_hashes) {
         _cleanup_(freep) LiveFilesSlot *slots = NULL;
         _cleanup_(freep) LiveFileHash *files = NULL;
         _cleanup_(freep) char *path = NULL;
@@ -206,7 +207,8 @@ int live_files_add_manifest(LiveFiles *lf, const char *manifest, const LiveFileH
         if (checked_mul_size(&file_bytes, n_hashes, sizeof(*hashes)))
                 return -E2BIG;
         delta = (uint64_t)(n_slots - lf->n_slots) * sizeof(LiveFilesSlot) +
-                (uint64_t)(cap - lf->cap_manifests) * sizeof(LiveFilesManifest) + path_bytes + file_bytes;
+                (uint64_t)(cap - lf->cap_manifests) * sizeof(LiveFilesManifest) + path_bytes +
+                file_bytes;
         r = live_files_charge(lf, delta);
         if (r < 0)
                 return r;
@@ -236,7 +238,9 @@ int live_files_add_manifest(LiveFiles *lf, const char *manifest, const LiveFileH
 
                 for (size_t i = 0; i < n_old; i++)
                         if (old[i].n_holders > 0)
-                                slots[live_files_probe(slots, n_slots, (LiveFileHash){ old[i].lo, old[i].hi })] = old[i];
+                                slots[live_files_probe(slots, n_slots,
+                                                       (LiveFileHash){ old[i].lo, old[i].hi })] =
+                                        old[i];
                 lf->slots = TAKE_PTR(slots);
                 lf->n_slots = n_slots;
                 free(old);
@@ -245,7 +249,8 @@ int live_files_add_manifest(LiveFiles *lf, const char *manifest, const LiveFileH
                 memcpy(files, hashes, file_bytes);
         for (size_t i = 0; i < n_hashes; i++)
                 live_files_slot_add(lf, hashes[i]);
-        memmove(&lf->manifests[pos + 1], &lf->manifests[pos], (lf->n_manifests - pos) * sizeof(*lf->manifests));
+        memmove(&lf->manifests[pos + 1], &lf->manifests[pos],
+                (lf->n_manifests - pos) * sizeof(*lf->manifests));
         lf->manifests[pos] = (LiveFilesManifest){ TAKE_PTR(path), TAKE_PTR(files), n_hashes };
         lf->n_manifests++;
         return 0;
@@ -259,7 +264,8 @@ static void live_files_remove_at(LiveFiles *lf, size_t pos) {
         live_files_release(lf, strlen(m.path) + 1 + (uint64_t)m.n_files * sizeof(*m.files));
         free(m.path);
         free(m.files);
-        memmove(&lf->manifests[pos], &lf->manifests[pos + 1], (lf->n_manifests - pos - 1) * sizeof(*lf->manifests));
+        memmove(&lf->manifests[pos], &lf->manifests[pos + 1],
+                (lf->n_manifests - pos - 1) * sizeof(*lf->manifests));
         lf->n_manifests--;
 }
 
@@ -302,7 +308,8 @@ int live_files_retain(LiveFiles *lf, const char *const *manifests, size_t n) {
 const char *live_files_find_manifest(const LiveFiles *lf, LiveFileHash hash) {
         for (size_t i = 0; i < lf->n_manifests; i++)
                 for (size_t k = 0; k < lf->manifests[i].n_files; k++)
-                        if (lf->manifests[i].files[k].lo == hash.lo && lf->manifests[i].files[k].hi == hash.hi)
+                        if (lf->manifests[i].files[k].lo == hash.lo &&
+                            lf->manifests[i].files[k].hi == hash.hi)
                                 return lf->manifests[i].path;
         return NULL;
 }

@@ -32,8 +32,8 @@ typedef struct LiveFiles LiveFiles;
 /* Creates an empty index hashing with `key` (copied), taking at most max_bytes itself and
  * charging budget (borrowed for its lifetime; NULL: no shared bound). -ENOMEM, or -E2BIG when
  * even the empty index does not fit. */
-int live_files_new(const uint8_t key[SIPHASH_KEY_BYTES], uint64_t max_bytes, LiveFilesBudget *budget,
-                   LiveFiles **ret_files);
+int live_files_new(const uint8_t key[SIPHASH_KEY_BYTES], uint64_t max_bytes,
+                   LiveFilesBudget *budget, LiveFiles **ret_files);
 /* Frees the index and gives its bytes back to the budget. NULL is fine; returns NULL. */
 LiveFiles *live_files_free(LiveFiles *lf);
 DEFINE_CLEANUP_FUNC(LiveFiles, live_files_free);
@@ -43,9 +43,10 @@ DEFINE_CLEANUP_FUNC(LiveFiles, live_files_free);
 int live_files_hash(const LiveFiles *lf, const char *location, LiveFileHash *ret_hash);
 
 /* Records the live files of a manifest (hashes copied; a file it names twice is held twice, and
- * let go twice by its removal). Returns 0; -EEXIST when the manifest is known already; -E2BIG when the index would
- * outgrow its own bound or the budget; -ENOMEM. On failure nothing changed. */
-int live_files_add_manifest(LiveFiles *lf, const char *manifest, const LiveFileHash *hashes, size_t n_hashes);
+ * let go twice by its removal). Returns 0; -EEXIST when the manifest is known already; -E2BIG when
+ * the index would outgrow its own bound or the budget; -ENOMEM. On failure nothing changed. */
+int live_files_add_manifest(LiveFiles *lf, const char *manifest, const LiveFileHash *hashes,
+                            size_t n_hashes);
 /* Forgets a manifest: its files stay live only if another manifest holds them too. Returns
  * whether it was known. */
 bool live_files_remove_manifest(LiveFiles *lf, const char *manifest);
@@ -59,6 +60,6 @@ bool live_files_contains(const LiveFiles *lf, LiveFileHash hash);
 /* A manifest that holds the file, or NULL: a scan of every manifest, for messages. */
 const char *live_files_find_manifest(const LiveFiles *lf, LiveFileHash hash);
 
-size_t live_files_n_files(const LiveFiles *lf);         /* distinct live files */
+size_t live_files_n_files(const LiveFiles *lf); /* distinct live files */
 size_t live_files_n_manifests(const LiveFiles *lf);
-uint64_t live_files_bytes(const LiveFiles *lf);         /* as charged to its bounds */
+uint64_t live_files_bytes(const LiveFiles *lf); /* as charged to its bounds */

@@ -38,16 +38,17 @@ void live_index_attempt_deinit(LiveIndexAttempt *a) {
                 free(a->staged[i]);
         free(a->staged);
         free(a->n_staged_files);
-        *a = (LiveIndexAttempt){};
+        *a = (LiveIndexAttempt){ 0 };
 }
 
 static void live_index_publish(CommitEngine *e) {
-        metrics_set(e->metrics, METRIC_LIVE_INDEX_BYTES, NULL, (double)atomic_load(&e->live_budget.used));
+        metrics_set(e->metrics, METRIC_LIVE_INDEX_BYTES, NULL,
+                    (double)atomic_load(&e->live_budget.used));
 }
 
 void live_index_deinit(CommitEngine *e, LiveIndex *ix) {
         ix->files = live_files_free(ix->files);
-        *ix = (LiveIndex){};
+        *ix = (LiveIndex){ 0 };
         live_index_publish(e);
 }
 
@@ -74,10 +75,12 @@ static void live_index_drop(Batch *b, int reason, const char *why) {
         LiveIndex *ix = &b->queue->live;
         const char *label = reason == LIVE_INDEX_TOO_LARGE ? "too-large" : "unreadable";
 
-        log_warning("live-file index dropped queue='%s' reason=%s: %s; committing without the check for "
+        log_warning("live-file index dropped queue='%s' reason=%s: %s; committing without the "
+                    "check for "
                     "data files already in the table%s",
                     b->queue->name, label, why,
-                    reason == LIVE_INDEX_TOO_LARGE ? " until a restart" : " until the branch moves");
+                    reason == LIVE_INDEX_TOO_LARGE ? " until a restart"
+                                                   : " until the branch moves");
         metrics_add(e->metrics, METRIC_LIVE_INDEX_DROPS, label, 1);
         live_index_deinit(e, ix);
         ix->is_too_large = reason == LIVE_INDEX_TOO_LARGE;
@@ -97,7 +100,8 @@ static int live_index_add_manifest(Batch *b, const char *location, const Buf *by
         size_t n = 0, n_live = 0;
         int r;
 
-        r = manifest_entries_read(buf_slice(bytes), b->queue->engine->storage_config->max_manifest_entries, &entries,
+        r = manifest_entries_read(buf_slice(bytes),
+                                  b->queue->engine->storage_config->max_manifest_entries, &entries,
                                   &n, &a->error);
         if (r < 0) {
                 if (r == -ENOMEM)
@@ -111,7 +115,8 @@ static int live_index_add_manifest(Batch *b, const char *location, const Buf *by
                 return -ENOMEM;
         }
         for (size_t i = 0; r == 0 && i < n; i++)
-                if (entries[i].status != MANIFEST_ENTRY_DELETED && entries[i].content == DATA_FILE_CONTENT_DATA)
+                if (entries[i].status != MANIFEST_ENTRY_DELETED &&
+                    entries[i].content == DATA_FILE_CONTENT_DATA)
                         r = live_files_hash(ix->files, entries[i].file_path, &hashes[n_live++]);
         manifest_entries_free(entries, n);
         if (r < 0)
@@ -139,7 +144,8 @@ static int live_index_sync(Batch *b) {
                 return 0;
         ix->is_current = false;
         if (!a->is_planned) {
-                _cleanup_(freep) const char **paths = calloc(b->n_list - b->n_staged + 1, sizeof(*paths));
+                _cleanup_(freep) const char **paths =
+                        calloc(b->n_list - b->n_staged + 1, sizeof(*paths));
                 size_t n = 0;
 
                 a->missing = calloc(b->n_list - b->n_staged + 1, sizeof(*a->missing));
@@ -153,12 +159,14 @@ static int live_index_sync(Batch *b) {
                 if (r < 0)
                         return r;
                 for (size_t i = b->n_staged; i < b->n_list; i++)
-                        if (b->list[i].content == MANIFEST_CONTENT_DATA && !live_files_has_manifest(ix->files, b->list[i].path))
+                        if (b->list[i].content == MANIFEST_CONTENT_DATA &&
+                            !live_files_has_manifest(ix->files, b->list[i].path))
                                 a->missing[a->n_missing++] = i;
                 a->is_planned = true;
         }
         for (size_t i = 0; i < a->n_items; i++) {
-                r = live_index_add_manifest(b, b->list[a->missing[a->n_read + i]].path, &a->items[i].data);
+                r = live_index_add_manifest(b, b->list[a->missing[a->n_read + i]].path,
+                                            &a->items[i].data);
                 if (r != 0)
                         return r;
                 buf_deinit(&a->items[i].data);
@@ -210,17 +218,21 @@ static int live_index_lookup(Batch *b) {
                                         continue;
                                 holder = live_files_find_manifest(ix->files, *h);
                                 if (k < j->writer->request->n_manifests)
-                                        (void)snprintf(where, sizeof(where), "staged-manifests[%zu] '%s' entry %zu",
-                                                       k, data_files_manifest_location(j, k), e);
+                                        (void)snprintf(where, sizeof(where),
+                                                       "staged-manifests[%zu] '%s' entry %zu", k,
+                                                       data_files_manifest_location(j, k), e);
                                 else
-                                        (void)snprintf(where, sizeof(where), "'data-files'[%zu]", e);
+                                        (void)snprintf(where, sizeof(where), "'data-files'[%zu]",
+                                                       e);
                                 j->refusal_type = "data-file-already-committed";
                                 (void)error_set(&j->error, -EEXIST,
-                                                "%s '%s' is a data file already live in the table (in manifest '%s' of "
-                                                "snapshot %" PRId64 " of branch '%s'): committing it again would make "
+                                                "%s '%s' is a data file already live in the table "
+                                                "(in manifest '%s' of "
+                                                "snapshot %" PRId64
+                                                " of branch '%s'): committing it again would make "
                                                 "readers see its rows twice",
-                                                where, m->files[e].path, holder ? holder : "?", b->parent.snapshot_id,
-                                                j->writer->request->branch);
+                                                where, m->files[e].path, holder ? holder : "?",
+                                                b->parent.snapshot_id, j->writer->request->branch);
                                 found = 1;
                         }
                 }
@@ -267,8 +279,10 @@ static void live_index_on_read(StorageReadItem *items, size_t n_items, void *use
                          * from there. */
                         char message[sizeof(items[i].error.message) + 64];
 
-                        (void)snprintf(message, sizeof(message), "reading the table's manifests for the live-file "
-                                       "index: %s", items[i].error.message);
+                        (void)snprintf(message, sizeof(message),
+                                       "reading the table's manifests for the live-file "
+                                       "index: %s",
+                                       items[i].error.message);
                         batch_storage_failed(b, items[i].status, message);
                         engine_maybe_stopped(e);
                         return;
@@ -314,7 +328,8 @@ static void live_index_read_chunk(Batch *b) {
         r = storage_read_many(e->storage, &ctx, locations, n, e->storage_config->max_manifest_bytes,
                               e->storage_config->s3.max_concurrent_requests, live_index_on_read, b);
         if (r < 0) {
-                batch_storage_failed(b, r, "cannot read the table's manifests for the live-file index");
+                batch_storage_failed(b, r,
+                                     "cannot read the table's manifests for the live-file index");
                 return;
         }
         e->n_in_flight++;
@@ -334,7 +349,8 @@ static void live_index_work_after(uv_work_t *w, int status) {
                 break;
         case 1:
                 for (size_t i = 0; i < b->n_jobs; i++)
-                        if (b->jobs[i]->refusal_type && strcmp(b->jobs[i]->refusal_type, "data-file-already-committed") == 0)
+                        if (b->jobs[i]->refusal_type &&
+                            strcmp(b->jobs[i]->refusal_type, "data-file-already-committed") == 0)
                                 metrics_add(e->metrics, METRIC_LIVE_FILE_REFUSALS, NULL, 1);
                 batch_refuse_flagged(b);
                 break;
@@ -350,7 +366,8 @@ static void live_index_work_after(uv_work_t *w, int status) {
                 /* Out of memory, or the work was cancelled: the index is left as far as it
                  * got (not current); the writers may retry. */
                 batch_fail(b, KEY_FAILED, 503, r == -ENOMEM ? "out-of-memory" : "internal",
-                           "cannot check the batch's data files against the table: %s", strerror(-r));
+                           "cannot check the batch's data files against the table: %s",
+                           strerror(-r));
                 break;
         }
         engine_maybe_stopped(e);
@@ -364,25 +381,27 @@ bool live_index_check_start(Batch *b) {
         b->live.is_checked = true;
         if (!live_index_is_enabled(b)) {
                 if (ix->files)
-                        live_index_deinit(e, ix);      /* turned off: give its memory back */
+                        live_index_deinit(e, ix); /* turned off: give its memory back */
                 return false;
         }
         if (ix->is_too_large)
                 return false;
         if (ix->is_unreadable) {
-                if (ix->has_snapshot == b->parent.exists && ix->snapshot_id == b->parent.snapshot_id)
+                if (ix->has_snapshot == b->parent.exists &&
+                    ix->snapshot_id == b->parent.snapshot_id)
                         return false;
                 ix->is_unreadable = false;
         }
         if (!ix->files) {
                 if (!e->has_live_key) {
-                        if (getrandom(e->live_key, sizeof(e->live_key), 0) != (ssize_t)sizeof(e->live_key))
-                                return false;   /* no key, no index: commits go on unchecked */
+                        if (getrandom(e->live_key, sizeof(e->live_key), 0) !=
+                            (ssize_t)sizeof(e->live_key))
+                                return false; /* no key, no index: commits go on unchecked */
                         e->has_live_key = true;
                 }
                 e->live_budget.max_bytes = e->config->live_file_index_max_bytes;
-                r = live_files_new(e->live_key, e->config->live_file_index_max_table_bytes, &e->live_budget,
-                                   &ix->files);
+                r = live_files_new(e->live_key, e->config->live_file_index_max_table_bytes,
+                                   &e->live_budget, &ix->files);
                 if (r == -E2BIG) {
                         live_index_drop(b, LIVE_INDEX_TOO_LARGE, "no room for another index");
                         return false;
@@ -392,8 +411,8 @@ bool live_index_check_start(Batch *b) {
                         return true;
                 }
                 if (b->parent.exists)
-                        log_info("building the live-file index queue='%s' snapshot=%" PRId64, b->queue->name,
-                                 b->parent.snapshot_id);
+                        log_info("building the live-file index queue='%s' snapshot=%" PRId64,
+                                 b->queue->name, b->parent.snapshot_id);
         }
         live_index_queue_work(b);
         return true;
@@ -413,9 +432,10 @@ void live_index_committed(Batch *b) {
         for (size_t i = 0; r == 0 && i < a->n_staged; i++) {
                 if (!a->staged[i])
                         continue;
-                r = live_files_add_manifest(ix->files, b->list[i].path, a->staged[i], a->n_staged_files[i]);
+                r = live_files_add_manifest(ix->files, b->list[i].path, a->staged[i],
+                                            a->n_staged_files[i]);
                 if (r == -EEXIST)
-                        r = 0;          /* refused as manifest-already-committed: cannot be */
+                        r = 0; /* refused as manifest-already-committed: cannot be */
         }
         if (r == -E2BIG) {
                 (void)error_set(&a->error, r, "%zu live files, %" PRIu64 " bytes for this table",
@@ -424,7 +444,7 @@ void live_index_committed(Batch *b) {
                 return;
         }
         if (r < 0) {
-                ix->is_current = false;         /* out of memory: the next attempt catches up */
+                ix->is_current = false; /* out of memory: the next attempt catches up */
                 live_index_publish(e);
                 return;
         }

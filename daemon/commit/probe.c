@@ -44,11 +44,12 @@ char *probe_confinement_root(const TableMetadata *t, const char *path) {
 void probe_outside_message(const Job *j, size_t k, size_t e, char *out, size_t size) {
         const StagedManifest *m = j->manifests[k];
 
-        (void)snprintf(out, size,
-                       "staged-manifests[%zu] '%s' entry %zu '%s' is outside the table location '%s' (and "
-                       "write.data.path and the table property %s)",
-                       k, data_files_manifest_location(j, k), e, m->files[e].path, j->table->location,
-                       TABLE_PROPERTY_ALLOWED_PREFIXES);
+        (void)snprintf(
+                out, size,
+                "staged-manifests[%zu] '%s' entry %zu '%s' is outside the table location '%s' (and "
+                "write.data.path and the table property %s)",
+                k, data_files_manifest_location(j, k), e, m->files[e].path, j->table->location,
+                TABLE_PROPERTY_ALLOWED_PREFIXES);
 }
 
 static int probe_refuse(Job *j, int r, int status, const char *type) {
@@ -75,13 +76,14 @@ int probe_plan(Job *j) {
         for (size_t k = 0; k < n_staged; k++)
                 n += j->manifests[k]->n_files;
         if (c->verify_data_files && n > c->max_verified_files_per_request)
-                return probe_refuse(j,
-                                    error_set(&j->error, -E2BIG,
-                                              "the staged manifests name %zu data files, above the %" PRIu32
-                                              " whose size is checked per request "
-                                              "(commit.max-verified-files-per-request); split the request",
-                                              n, c->max_verified_files_per_request),
-                                    422, "too-many-data-files");
+                return probe_refuse(
+                        j,
+                        error_set(&j->error, -E2BIG,
+                                  "the staged manifests name %zu data files, above the %" PRIu32
+                                  " whose size is checked per request "
+                                  "(commit.max-verified-files-per-request); split the request",
+                                  n, c->max_verified_files_per_request),
+                        422, "too-many-data-files");
         j->probes = calloc(n + 1, sizeof(*j->probes));
         if (!j->probes)
                 return probe_refuse(j, error_set(&j->error, -ENOMEM, "out of memory"), 503, NULL);
@@ -94,8 +96,8 @@ int probe_plan(Job *j) {
                         if (!root) {
                                 /* Said without asking storage anything about the file. */
                                 probe_outside_message(j, k, e, message, sizeof(message));
-                                return probe_refuse(j, error_set(&j->error, -EXDEV, "%s", message), 422,
-                                                    "invalid-manifest");
+                                return probe_refuse(j, error_set(&j->error, -EXDEV, "%s", message),
+                                                    422, "invalid-manifest");
                         }
                         if (!c->verify_data_files) {
                                 free(root);
@@ -117,7 +119,8 @@ static void probe_pump(Job *j);
 /* Records the first failure of a probe as the job's answer. */
 static void probe_fail(Job *j, const Probe *p, int status, const char *why) {
         const StagedManifest *m = j->manifests[p->manifest];
-        const char *path = m->files[p->entry].path, *location = data_files_manifest_location(j, p->manifest);
+        const char *path = m->files[p->entry].path,
+                   *location = data_files_manifest_location(j, p->manifest);
         char message[2048];
         const char *type;
         int http;
@@ -134,14 +137,17 @@ static void probe_fail(Job *j, const Probe *p, int status, const char *why) {
                 type = "invalid-manifest";
                 break;
         case -ENOENT:
-                (void)error_set(&j->error, status, "staged-manifests[%zu] '%s' entry %zu: data file '%s' does not exist",
-                                p->manifest, location, p->entry, path);
+                (void)error_set(
+                        &j->error, status,
+                        "staged-manifests[%zu] '%s' entry %zu: data file '%s' does not exist",
+                        p->manifest, location, p->entry, path);
                 http = 422;
                 type = "invalid-manifest";
                 break;
         default:
                 http = engine_storage_http_status(status, &type, "invalid-manifest");
-                (void)error_set(&j->error, status, "staged-manifests[%zu] '%s' entry %zu: data file '%s': %s",
+                (void)error_set(&j->error, status,
+                                "staged-manifests[%zu] '%s' entry %zu: data file '%s': %s",
                                 p->manifest, location, p->entry, path, why);
                 break;
         }
@@ -185,13 +191,13 @@ static void probe_pump(Job *j) {
                 size_t i = j->n_probes_started;
                 const Probe *p = &j->probes[i];
                 StorageContext ctx = engine_storage_context(e, j->props, j->writer->accepted_ns);
-                Error error = {};
+                Error error = { 0 };
                 int r;
 
                 ctx.root = p->root;
                 j->probe_io[i] = (IoSlot){ .job = j, .index = i };
-                r = storage_size(e->storage, &ctx, j->manifests[p->manifest]->files[p->entry].path, probe_on_size,
-                                 &j->probe_io[i], &error);
+                r = storage_size(e->storage, &ctx, j->manifests[p->manifest]->files[p->entry].path,
+                                 probe_on_size, &j->probe_io[i], &error);
                 if (r < 0) {
                         probe_fail(j, p, r, error.message);
                         break;
@@ -200,9 +206,10 @@ static void probe_pump(Job *j) {
                 e->n_in_flight++;
         }
         if (j->n_probes_done < j->n_probes_started)
-                return;         /* the last answer comes back here */
+                return; /* the last answer comes back here */
         if (j->probe_status == 0 && e->is_stopping) {
-                engine_job_fail(j, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                engine_job_fail(j, 503, "shutting-down",
+                                "icecommitd is stopping; retry with the same key");
                 return;
         }
         if (j->probe_status != 0) {
@@ -236,19 +243,20 @@ int probe_footer_check(Job *j, size_t i, const StorageResult *result, uint64_t *
         const DataFile *f = &j->writer->request->data_files[i];
         const CommitConfig *c = j->engine->config;
         ParquetFooter footer;
-        Error error = {};
+        Error error = { 0 };
         int r;
 
-        /* Parsed on the loop: linear in the footer, which commit.max-parquet-footer-bytes bounds. */
-        r = parquet_footer_parse(buf_slice(&result->data), result->size, c->max_parquet_footer_bytes, &footer,
-                                 ret_need, &error);
+        /* Parsed on the loop: linear in the footer, which commit.max-parquet-footer-bytes bounds.
+         */
+        r = parquet_footer_parse(buf_slice(&result->data), result->size,
+                                 c->max_parquet_footer_bytes, &footer, ret_need, &error);
         if (r == PARQUET_FOOTER_E_SHORT)
                 return r;
         if (r < 0)
                 return probe_refuse(j,
                                     error_set(&j->error, -EBADMSG,
-                                              "'data-files'[%zu] '%s' is described as PARQUET: %s", i,
-                                              f->location, error.message),
+                                              "'data-files'[%zu] '%s' is described as PARQUET: %s",
+                                              i, f->location, error.message),
                                     422, "invalid-data-file");
         if (footer.num_rows != f->record_count)
                 return probe_refuse(j,

@@ -16,7 +16,7 @@ struct KeyRegistry {
 };
 
 static uint64_t key_hash(const char *s) {
-        uint64_t h = 1469598103934665603ull;    /* FNV-1a: keys are short and not adversarial-sized */
+        uint64_t h = 1469598103934665603ull; /* FNV-1a: keys are short and not adversarial-sized */
 
         for (; *s; s++) {
                 h ^= (unsigned char)*s;
@@ -73,7 +73,7 @@ static void registry_grow(KeyRegistry *r) {
         KeyEntry **buckets = calloc(n, sizeof(*buckets));
 
         if (!buckets)
-                return;         /* longer chains, still correct */
+                return; /* longer chains, still correct */
         for (size_t i = 0; i < r->n_buckets; i++)
                 for (KeyEntry *e = r->buckets[i], *next; e; e = next) {
                         size_t b = key_hash(e->key) & (n - 1);
@@ -95,8 +95,9 @@ KeyEntry *registry_get(KeyRegistry *r, const char *scope, const char *key) {
         return NULL;
 }
 
-KeyEntry *registry_find_any(KeyRegistry *r, const char *key, bool (*accept)(const KeyEntry *e, void *userdata),
-                                void *userdata, size_t *ret_n) {
+KeyEntry *registry_find_any(KeyRegistry *r, const char *key,
+                            bool (*accept)(const KeyEntry *e, void *userdata), void *userdata,
+                            size_t *ret_n) {
         KeyEntry *first = NULL;
         size_t n = 0;
 
@@ -110,7 +111,8 @@ KeyEntry *registry_find_any(KeyRegistry *r, const char *key, bool (*accept)(cons
         return first;
 }
 
-int registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint, KeyEntry **ret) {
+int registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint,
+                 KeyEntry **ret) {
         KeyEntry *e = calloc(1, sizeof(*e));
         size_t b;
 
@@ -207,12 +209,14 @@ int registry_wait(KeyEntry *e, WriterRequest *w) {
 
 json_t *registry_entry_status_json(const KeyEntry *e) {
         static const char *const state_name[] = { "pending", "committed", "failed", "unknown" };
-        json_t *o = json_pack("{s:s, s:s}", "idempotency-key", e->key, "status", state_name[e->state]);
+        json_t *o =
+                json_pack("{s:s, s:s}", "idempotency-key", e->key, "status", state_name[e->state]);
 
         if (!o || e->state == KEY_PENDING)
                 return o;
         if (json_object_set(o, e->state == KEY_COMMITTED ? "receipt" : "error",
-                            e->state == KEY_COMMITTED ? e->body : json_object_get(e->body, "error")) < 0) {
+                            e->state == KEY_COMMITTED ? e->body
+                                                      : json_object_get(e->body, "error")) < 0) {
                 json_decref(o);
                 return NULL;
         }

@@ -23,13 +23,13 @@ typedef struct KeyEntry KeyEntry;
 typedef struct KeyRegistry KeyRegistry;
 
 struct KeyEntry {
-        char *scope;                    /* the table, and the principal when auth is on: request_key_scope() */
+        char *scope; /* the table, and the principal when auth is on: request_key_scope() */
         char *key;
         char *fingerprint;
         KeyState state;
-        int status;                     /* HTTP status of the final answer */
-        json_t *body;                   /* receipt or error body, owned */
-        WriterRequest **waiters;        /* later callers with the same key while pending */
+        int status;              /* HTTP status of the final answer */
+        json_t *body;            /* receipt or error body, owned */
+        WriterRequest **waiters; /* later callers with the same key while pending */
         size_t n_waiters;
         KeyEntry *hash_next;
         KeyEntry *done_prev, *done_next; /* finished entries, oldest first, for eviction */
@@ -43,10 +43,12 @@ DEFINE_CLEANUP_FUNC(KeyRegistry, registry_free);
 KeyEntry *registry_get(KeyRegistry *r, const char *scope, const char *key);
 /* The entries of `key` on any table that `accept` (NULL: every entry) lets through: the first
  * found, and how many there are. */
-KeyEntry *registry_find_any(KeyRegistry *r, const char *key, bool (*accept)(const KeyEntry *e, void *userdata),
-                                void *userdata, size_t *ret_n);
+KeyEntry *registry_find_any(KeyRegistry *r, const char *key,
+                            bool (*accept)(const KeyEntry *e, void *userdata), void *userdata,
+                            size_t *ret_n);
 /* Adds a pending entry for a key that has none on that table. */
-int registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint, KeyEntry **ret);
+int registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint,
+                 KeyEntry **ret);
 /* Records the final answer (body stolen), answers every waiter with a copy, and makes the entry
  * evictable. A retryable failure (KEY_FAILED with a 5xx) removes the entry instead. The entry
  * may be gone afterwards either way (eviction): do not use it again. */

@@ -18,14 +18,14 @@ typedef struct HttpConfig {
         uint64_t max_body_bytes;
         uint32_t max_connections;
         uint32_t idle_timeout_ms;
-        uint64_t max_buffered_bytes;          /* request bytes held, all connections and streams */
+        uint64_t max_buffered_bytes; /* request bytes held, all connections and streams */
         uint32_t max_connections_per_address;
-        uint32_t max_requests_per_address;    /* in flight: in a handler or waiting for the reply */
-        uint32_t header_timeout_ms;           /* connection accepted / request begun -> headers in */
-        uint32_t body_timeout_ms;             /* headers in -> whole body in */
-        char *tls_certificate_file;           /* PEM chain; set: the listener speaks TLS only */
+        uint32_t max_requests_per_address; /* in flight: in a handler or waiting for the reply */
+        uint32_t header_timeout_ms;        /* connection accepted / request begun -> headers in */
+        uint32_t body_timeout_ms;          /* headers in -> whole body in */
+        char *tls_certificate_file;        /* PEM chain; set: the listener speaks TLS only */
         char *tls_key_file;
-        char *tls_client_ca_file;             /* set: clients must present a certificate it signed */
+        char *tls_client_ca_file; /* set: clients must present a certificate it signed */
 } HttpConfig;
 
 typedef struct ConfigHeader {
@@ -44,12 +44,12 @@ typedef struct CatalogConfig {
         char *ca_file;
         bool tls_verify;
         bool send_idempotency_key;
-        char *access_delegation;  /* X-Iceberg-Access-Delegation, e.g. "vended-credentials" */
+        char *access_delegation; /* X-Iceberg-Access-Delegation, e.g. "vended-credentials" */
         uint32_t connect_timeout_ms;
         uint32_t request_timeout_ms;
         uint32_t max_connections;
         uint64_t max_response_bytes;
-        ConfigHeader *headers;   /* header.* keys, sent on every catalog request */
+        ConfigHeader *headers; /* header.* keys, sent on every catalog request */
         size_t n_headers;
 } CatalogConfig;
 
@@ -80,15 +80,15 @@ typedef struct CommitConfig {
         uint32_t max_data_files_per_request;
         uint32_t max_snapshot_properties;
         uint32_t max_snapshot_properties_bytes;
-        uint64_t max_rows_per_request;  /* added rows one request may claim row ids for */
-        bool verify_data_files;         /* size each data file a staged manifest names */
+        uint64_t max_rows_per_request; /* added rows one request may claim row ids for */
+        bool verify_data_files;        /* size each data file a staged manifest names */
         uint32_t max_verified_files_per_request;
-        bool check_parquet_footers;     /* record-count of described Parquet files vs. footer */
-        uint32_t parquet_tail_bytes;    /* the first read of a Parquet file's end */
+        bool check_parquet_footers;  /* record-count of described Parquet files vs. footer */
+        uint32_t parquet_tail_bytes; /* the first read of a Parquet file's end */
         uint32_t max_parquet_footer_bytes;
         uint32_t retry_after_s;
         uint32_t receipt_cache_size;
-        uint32_t history_lookback;      /* newest snapshots searched for a batch's keys; 0 = all */
+        uint32_t history_lookback; /* newest snapshots searched for a batch's keys; 0 = all */
         uint32_t shutdown_timeout_ms;
         /* [lineage] equality-deletes: the policy for staged equality deletes on v3 tables
          * where the table property icecommit.equality-deletes does not set one. */
@@ -104,18 +104,18 @@ typedef struct CommitConfig {
  * that a Spark or Java config carries over). The catalog's /v1/config, each table's
  * LoadTableResult.config and its storage-credentials override these per table. */
 typedef struct S3Config {
-        char *endpoint;                 /* s3.endpoint; NULL: https://s3.<region>.amazonaws.com */
-        bool path_style_access;         /* s3.path-style-access: endpoint/bucket/key */
-        char *access_key_id;            /* s3.access-key-id; NULL: vended by the catalog */
-        char *secret_access_key;        /* s3.secret-access-key */
-        char *session_token;            /* s3.session-token */
-        char *region;                   /* client.region */
+        char *endpoint;          /* s3.endpoint; NULL: https://s3.<region>.amazonaws.com */
+        bool path_style_access;  /* s3.path-style-access: endpoint/bucket/key */
+        char *access_key_id;     /* s3.access-key-id; NULL: vended by the catalog */
+        char *secret_access_key; /* s3.secret-access-key */
+        char *session_token;     /* s3.session-token */
+        char *region;            /* client.region */
         char *ca_file;
         bool tls_verify;
         uint32_t connect_timeout_ms;
-        uint32_t request_timeout_ms;    /* one request; retries stay within the commit's deadline */
+        uint32_t request_timeout_ms; /* one request; retries stay within the commit's deadline */
         uint32_t max_connections;
-        uint32_t max_attempts;          /* per operation, for 500, 503 SlowDown, resets, timeouts */
+        uint32_t max_attempts; /* per operation, for 500, 503 SlowDown, resets, timeouts */
         uint32_t min_backoff_ms;
         uint32_t max_backoff_ms;
         uint32_t max_concurrent_requests; /* requests one operation of the engine keeps in flight */
@@ -124,27 +124,27 @@ typedef struct S3Config {
 typedef struct StorageConfig {
         uint64_t max_manifest_bytes;
         uint64_t max_manifest_entries;
-        uint32_t probe_interval_ms;     /* write probes while storage is unwritable */
+        uint32_t probe_interval_ms; /* write probes while storage is unwritable */
         S3Config s3;
 } StorageConfig;
 
 typedef struct AuditConfig {
-        uint32_t max_snapshots;         /* snapshots in metadata an audit handles */
-        uint64_t max_manifests;         /* manifest-list entries read by one audit, all lists */
-        uint32_t max_findings;          /* findings listed per check */
-        uint32_t max_concurrent;        /* audits and lookups running at once */
+        uint32_t max_snapshots;  /* snapshots in metadata an audit handles */
+        uint64_t max_manifests;  /* manifest-list entries read by one audit, all lists */
+        uint32_t max_findings;   /* findings listed per check */
+        uint32_t max_concurrent; /* audits and lookups running at once */
 } AuditConfig;
 
 /* Table management (daemon/tables/). */
 typedef struct TablesConfig {
-        uint32_t upgrade_lookback;      /* newest snapshots whose writers an upgrade report lists */
+        uint32_t upgrade_lookback; /* newest snapshots whose writers an upgrade report lists */
 } TablesConfig;
 
 /* Writer authentication (daemon/auth/). Off while tokens_file is NULL. */
 typedef struct AuthConfig {
-        char *tokens_file;              /* auth.tokens-file, or $CREDENTIALS_DIRECTORY/auth.tokens */
-        bool health_requires_token;     /* /healthz and /readyz need the right `health` */
-        bool metrics_requires_token;    /* /metrics needs the right `metrics` */
+        char *tokens_file;           /* auth.tokens-file, or $CREDENTIALS_DIRECTORY/auth.tokens */
+        bool health_requires_token;  /* /healthz and /readyz need the right `health` */
+        bool metrics_requires_token; /* /metrics needs the right `metrics` */
         uint64_t max_tokens_file_bytes;
 } AuthConfig;
 
@@ -162,10 +162,10 @@ typedef struct Config {
 
 /* What a reload changed: comma-separated "section.key" names. */
 typedef struct ConfigReload {
-        char applied[2048];             /* applied to the live Config */
-        char need_restart[2048];        /* changed in the file, left as they were until a restart */
+        char applied[2048];      /* applied to the live Config */
+        char need_restart[2048]; /* changed in the file, left as they were until a restart */
         size_t n_applied;
-        bool is_truncated;              /* the lists were cut short */
+        bool is_truncated; /* the lists were cut short */
 } ConfigReload;
 
 /* Loads live->path again (checked as at start, credentials included) and applies to `live`,

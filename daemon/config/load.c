@@ -68,7 +68,8 @@ static int config_add_header(Config *c, const char *name, const char *value, Err
         char *n, *v;
 
         if (name[0] == '\0' || strpbrk(name, " \t:\r\n"))
-                return error_set(error, -EINVAL, "header name '%s' is not a valid HTTP field name", name);
+                return error_set(error, -EINVAL, "header name '%s' is not a valid HTTP field name",
+                                 name);
         if (strpbrk(value, "\r\n"))
                 return error_set(error, -EINVAL, "header value must not contain line breaks");
         headers = reallocarray(c->catalog.headers, c->catalog.n_headers + 1, sizeof(*headers));
@@ -117,7 +118,8 @@ int config_set(Config *c, const char *section, const char *key, const char *valu
         case OPTION_KIND_BOOL:
                 r = parse_bool(value, &b);
                 if (r < 0)
-                        return error_set(error, -EINVAL, "'%s' is not a boolean (use true or false)", value);
+                        return error_set(error, -EINVAL,
+                                         "'%s' is not a boolean (use true or false)", value);
                 *(bool *)field = b;
                 return 0;
         case OPTION_KIND_U32:
@@ -134,14 +136,17 @@ int config_set(Config *c, const char *section, const char *key, const char *valu
                 return 0;
         case OPTION_KIND_POLICY:
                 if (strcmp(value, "reject") != 0 && strcmp(value, "allow") != 0)
-                        return error_set(error, -EINVAL, "'%s' is not a policy (use reject or allow)", value);
+                        return error_set(error, -EINVAL,
+                                         "'%s' is not a policy (use reject or allow)", value);
                 *(bool *)field = strcmp(value, "allow") == 0;
                 return 0;
         case OPTION_KIND_LOG_LEVEL:
                 r = log_level_from_string(value);
                 if (r < 0)
-                        return error_set(error, -EINVAL,
-                                         "'%s' is not a log level (error, warning, notice, info, debug)", value);
+                        return error_set(
+                                error, -EINVAL,
+                                "'%s' is not a log level (error, warning, notice, info, debug)",
+                                value);
                 *(int *)field = r;
                 return 0;
         }
@@ -153,68 +158,94 @@ int config_verify(const Config *c, Error *error) {
 
         if (c->http.max_buffered_bytes < c->http.max_body_bytes)
                 return error_set(error, -EINVAL,
-                                 "key 'http.max-buffered-bytes': %" PRIu64 " is below http.max-body-bytes %" PRIu64,
+                                 "key 'http.max-buffered-bytes': %" PRIu64
+                                 " is below http.max-body-bytes %" PRIu64,
                                  c->http.max_buffered_bytes, c->http.max_body_bytes);
         if (!c->http.tls_certificate_file != !c->http.tls_key_file)
                 return error_set(error, -EINVAL,
-                                 "keys 'http.tls-certificate-file' and 'http.tls-key-file': set both or neither");
+                                 "keys 'http.tls-certificate-file' and 'http.tls-key-file': set "
+                                 "both or neither");
         if (c->http.tls_client_ca_file && !c->http.tls_certificate_file)
                 return error_set(error, -EINVAL,
-                                 "key 'http.tls-client-ca-file': needs http.tls-certificate-file and http.tls-key-file");
+                                 "key 'http.tls-client-ca-file': needs http.tls-certificate-file "
+                                 "and http.tls-key-file");
         if (strcmp(type, "filesystem") == 0) {
                 const char *w = catalog_config_warehouse(&c->catalog);
                 if (w[0] != '/' && strncmp(w, "file:/", 6) != 0 && strncmp(w, "s3://", 5) != 0 &&
                     strncmp(w, "s3a://", 6) != 0 && strncmp(w, "s3n://", 6) != 0)
                         return error_set(error, -EINVAL,
-                                         "key 'catalog.warehouse': '%s' must be an absolute path, a file:// URI or an "
-                                         "s3:// bucket location for the filesystem catalog", w);
+                                         "key 'catalog.warehouse': '%s' must be an absolute path, "
+                                         "a file:// URI or an "
+                                         "s3:// bucket location for the filesystem catalog",
+                                         w);
                 if (c->catalog.uri)
                         return error_set(error, -EINVAL,
-                                         "key 'catalog.uri': not used by the filesystem catalog (set catalog.type = rest)");
+                                         "key 'catalog.uri': not used by the filesystem catalog "
+                                         "(set catalog.type = rest)");
         } else if (strcmp(type, "rest") == 0) {
                 if (!c->catalog.uri)
-                        return error_set(error, -EINVAL, "key 'catalog.uri': required, the REST catalog's base URI");
-                if (strncmp(c->catalog.uri, "http://", 7) != 0 && strncmp(c->catalog.uri, "https://", 8) != 0)
-                        return error_set(error, -EINVAL, "key 'catalog.uri': '%s' must start with http:// or https://",
-                                         c->catalog.uri);
+                        return error_set(
+                                error, -EINVAL,
+                                "key 'catalog.uri': required, the REST catalog's base URI");
+                if (strncmp(c->catalog.uri, "http://", 7) != 0 &&
+                    strncmp(c->catalog.uri, "https://", 8) != 0)
+                        return error_set(
+                                error, -EINVAL,
+                                "key 'catalog.uri': '%s' must start with http:// or https://",
+                                c->catalog.uri);
         } else
-                return error_set(error, -EINVAL, "key 'catalog.type': '%s' is not supported (use rest or filesystem)",
-                                 type);
+                return error_set(
+                        error, -EINVAL,
+                        "key 'catalog.type': '%s' is not supported (use rest or filesystem)", type);
         if (c->catalog.token && c->catalog.credential)
-                return error_set(error, -EINVAL,
-                                 "keys 'catalog.token' and 'catalog.credential': set one, not both");
+                return error_set(
+                        error, -EINVAL,
+                        "keys 'catalog.token' and 'catalog.credential': set one, not both");
         if (c->catalog.credential && !strchr(c->catalog.credential, ':'))
-                return error_set(error, -EINVAL, "key 'catalog.credential': expected 'client-id:client-secret'");
+                return error_set(error, -EINVAL,
+                                 "key 'catalog.credential': expected 'client-id:client-secret'");
         if (c->storage.s3.min_backoff_ms > c->storage.s3.max_backoff_ms)
-                return error_set(error, -EINVAL, "key 's3.min-backoff-ms': %u is above s3.max-backoff-ms %u",
+                return error_set(error, -EINVAL,
+                                 "key 's3.min-backoff-ms': %u is above s3.max-backoff-ms %u",
                                  c->storage.s3.min_backoff_ms, c->storage.s3.max_backoff_ms);
         if (!c->storage.s3.access_key_id != !c->storage.s3.secret_access_key)
-                return error_set(error, -EINVAL,
-                                 "keys 's3.access-key-id' and 's3.secret-access-key': set both or neither");
+                return error_set(
+                        error, -EINVAL,
+                        "keys 's3.access-key-id' and 's3.secret-access-key': set both or neither");
         if (c->storage.s3.endpoint && strncmp(c->storage.s3.endpoint, "http://", 7) != 0 &&
             strncmp(c->storage.s3.endpoint, "https://", 8) != 0)
-                return error_set(error, -EINVAL, "key 's3.endpoint': '%s' must start with http:// or https://",
+                return error_set(error, -EINVAL,
+                                 "key 's3.endpoint': '%s' must start with http:// or https://",
                                  c->storage.s3.endpoint);
-        if (c->catalog.access_delegation && strcmp(c->catalog.access_delegation, "vended-credentials") != 0 &&
+        if (c->catalog.access_delegation &&
+            strcmp(c->catalog.access_delegation, "vended-credentials") != 0 &&
             strcmp(c->catalog.access_delegation, "remote-signing") != 0)
                 return error_set(error, -EINVAL,
-                                 "key 'catalog.access-delegation': '%s' is not one of vended-credentials, remote-signing",
+                                 "key 'catalog.access-delegation': '%s' is not one of "
+                                 "vended-credentials, remote-signing",
                                  c->catalog.access_delegation);
-        if (c->catalog.access_delegation && strcmp(c->catalog.access_delegation, "remote-signing") == 0)
+        if (c->catalog.access_delegation &&
+            strcmp(c->catalog.access_delegation, "remote-signing") == 0)
                 return error_set(error, -EINVAL,
-                                 "key 'catalog.access-delegation': remote-signing is not supported; use vended-credentials");
+                                 "key 'catalog.access-delegation': remote-signing is not "
+                                 "supported; use vended-credentials");
         if (c->commit.min_backoff_ms > c->commit.max_backoff_ms)
-                return error_set(error, -EINVAL,
-                                 "key 'commit.min-backoff-ms': %u is above commit.max-backoff-ms %u",
-                                 c->commit.min_backoff_ms, c->commit.max_backoff_ms);
-        if ((c->auth.health_requires_token || c->auth.metrics_requires_token) && !c->auth.tokens_file)
-                return error_set(error, -EINVAL,
-                                 "keys 'auth.health-requires-token' and 'auth.metrics-requires-token' need "
-                                 "auth.tokens-file (or the credential auth.tokens)");
+                return error_set(
+                        error, -EINVAL,
+                        "key 'commit.min-backoff-ms': %u is above commit.max-backoff-ms %u",
+                        c->commit.min_backoff_ms, c->commit.max_backoff_ms);
+        if ((c->auth.health_requires_token || c->auth.metrics_requires_token) &&
+            !c->auth.tokens_file)
+                return error_set(
+                        error, -EINVAL,
+                        "keys 'auth.health-requires-token' and 'auth.metrics-requires-token' need "
+                        "auth.tokens-file (or the credential auth.tokens)");
         if (c->commit.max_manifests_per_request > c->commit.max_batch_manifests)
                 return error_set(error, -EINVAL,
-                                 "key 'commit.max-manifests-per-request': %u is above commit.max-batch-manifests %u",
-                                 c->commit.max_manifests_per_request, c->commit.max_batch_manifests);
+                                 "key 'commit.max-manifests-per-request': %u is above "
+                                 "commit.max-batch-manifests %u",
+                                 c->commit.max_manifests_per_request,
+                                 c->commit.max_batch_manifests);
         return 0;
 }
 
@@ -224,11 +255,12 @@ typedef struct LoadState {
         Error *error;
         int result;
         unsigned n_lines_seen;
-        char **seen;            /* "section.key" already set, to refuse repeats */
+        char **seen; /* "section.key" already set, to refuse repeats */
         size_t n_seen;
 } LoadState;
 
-static int config_ini_handler(void *userdata, const char *section, const char *key, const char *value) {
+static int config_ini_handler(void *userdata, const char *section, const char *key,
+                              const char *value) {
         LoadState *s = userdata;
         char full[256];
         char **seen;
@@ -266,9 +298,9 @@ static int config_ini_handler(void *userdata, const char *section, const char *k
         return 1;
 }
 
-/* systemd's LoadCredential=catalog.token:/path (or catalog.credential, or an s3.* key) puts the secret in
- * $CREDENTIALS_DIRECTORY, readable only by the service: a secret never needs to be in the config
- * file. A credential file wins over the same key in the file. */
+/* systemd's LoadCredential=catalog.token:/path (or catalog.credential, or an s3.* key) puts the
+ * secret in $CREDENTIALS_DIRECTORY, readable only by the service: a secret never needs to be in the
+ * config file. A credential file wins over the same key in the file. */
 static int config_load_credentials(Config *c, Error *error) {
         static const struct {
                 const char *name;
@@ -297,12 +329,15 @@ static int config_load_credentials(Config *c, Error *error) {
         for (size_t i = 0; i < ELEMENTSOF(secret_files); i++) {
                 char path[4096], **field;
 
-                if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, secret_files[i].name) >= sizeof(path))
-                        return error_set(error, -ENAMETOOLONG, "credentials directory path too long");
+                if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, secret_files[i].name) >=
+                    sizeof(path))
+                        return error_set(error, -ENAMETOOLONG,
+                                         "credentials directory path too long");
                 if (access(path, F_OK) < 0) {
                         if (errno == ENOENT)
                                 continue;
-                        return error_set(error, -errno, "%s: cannot access: %s", path, strerror(errno));
+                        return error_set(error, -errno, "%s: cannot access: %s", path,
+                                         strerror(errno));
                 }
                 field = (char **)((uint8_t *)c + secret_files[i].offset);
                 free(*field);
@@ -315,18 +350,21 @@ static int config_load_credentials(Config *c, Error *error) {
                 char value[8192], path[4096], **field;
                 size_t n;
 
-                if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, secrets[i].name) >= sizeof(path))
-                        return error_set(error, -ENAMETOOLONG, "credentials directory path too long");
+                if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, secrets[i].name) >=
+                    sizeof(path))
+                        return error_set(error, -ENAMETOOLONG,
+                                         "credentials directory path too long");
                 f = fopen(path, "re");
                 if (!f) {
                         if (errno == ENOENT)
                                 continue;
-                        return error_set(error, -errno, "%s: cannot open: %s", path, strerror(errno));
+                        return error_set(error, -errno, "%s: cannot open: %s", path,
+                                         strerror(errno));
                 }
                 n = fread(value, 1, sizeof(value) - 1, f);
                 if (ferror(f) || !feof(f))
-                        return error_set(error, -EINVAL, "%s: unreadable or longer than %zu bytes", path,
-                                         sizeof(value) - 1);
+                        return error_set(error, -EINVAL, "%s: unreadable or longer than %zu bytes",
+                                         path, sizeof(value) - 1);
                 while (n > 0 && (value[n - 1] == '\n' || value[n - 1] == '\r'))
                         n--;
                 value[n] = 0;
@@ -363,8 +401,9 @@ int config_load_file(FILE *f, const char *path, Config **ret_config, Error *erro
                 return s.result == -ENOMEM ? error_set(error, -ENOMEM, "%s: out of memory", path)
                                            : error_prefix(error, s.result, "%s:%d", path, line);
         if (line != 0)
-                return error_set(error, -EINVAL, "%s:%d: not an INI line (expected [section] or key = value)",
-                                 path, line);
+                return error_set(error, -EINVAL,
+                                 "%s:%d: not an INI line (expected [section] or key = value)", path,
+                                 line);
 
         r = config_load_credentials(c, error);
         if (r < 0)

@@ -13,14 +13,14 @@ typedef enum OptionKind {
         OPTION_KIND_U32,
         OPTION_KIND_U64,
         OPTION_KIND_LOG_LEVEL,
-        OPTION_KIND_POLICY,     /* "reject" (false) or "allow" (true), stored as bool */
+        OPTION_KIND_POLICY, /* "reject" (false) or "allow" (true), stored as bool */
 } OptionKind;
 
 typedef struct ConfigOption {
         const char *section;
         const char *key;
         OptionKind kind;
-        size_t offset;          /* into Config */
+        size_t offset; /* into Config */
         uint64_t default_number;
         const char *default_string;
         uint64_t min;

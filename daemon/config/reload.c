@@ -16,17 +16,38 @@
 /* The options applied by a reload: read live where they are used. */
 static const char *const config_reloadable[] = {
         "log.level",
-        "commit.max-attempts", "commit.min-backoff-ms", "commit.max-backoff-ms", "commit.total-timeout-ms",
-        "commit.max-batch-requests", "commit.max-batch-manifests", "commit.max-queue-requests",
-        "commit.max-manifests-per-request", "commit.max-data-files-per-request",
-        "commit.max-snapshot-properties", "commit.max-snapshot-properties-bytes", "commit.max-rows-per-request",
-        "commit.verify-data-files", "commit.max-verified-files-per-request", "commit.check-parquet-footers",
-        "commit.parquet-tail-bytes", "commit.max-parquet-footer-bytes", "commit.retry-after-s",
-        "commit.history-lookback", "commit.shutdown-timeout-ms", "commit.live-file-index",
-        "storage.max-manifest-bytes", "storage.max-manifest-entries",
-        "audit.max-snapshots", "audit.max-manifests", "audit.max-findings", "audit.max-concurrent",
-        "lineage.equality-deletes", "tables.upgrade-lookback",
-        "auth.health-requires-token", "auth.metrics-requires-token", "auth.max-tokens-file-bytes",
+        "commit.max-attempts",
+        "commit.min-backoff-ms",
+        "commit.max-backoff-ms",
+        "commit.total-timeout-ms",
+        "commit.max-batch-requests",
+        "commit.max-batch-manifests",
+        "commit.max-queue-requests",
+        "commit.max-manifests-per-request",
+        "commit.max-data-files-per-request",
+        "commit.max-snapshot-properties",
+        "commit.max-snapshot-properties-bytes",
+        "commit.max-rows-per-request",
+        "commit.verify-data-files",
+        "commit.max-verified-files-per-request",
+        "commit.check-parquet-footers",
+        "commit.parquet-tail-bytes",
+        "commit.max-parquet-footer-bytes",
+        "commit.retry-after-s",
+        "commit.history-lookback",
+        "commit.shutdown-timeout-ms",
+        "commit.live-file-index",
+        "storage.max-manifest-bytes",
+        "storage.max-manifest-entries",
+        "audit.max-snapshots",
+        "audit.max-manifests",
+        "audit.max-findings",
+        "audit.max-concurrent",
+        "lineage.equality-deletes",
+        "tables.upgrade-lookback",
+        "auth.health-requires-token",
+        "auth.metrics-requires-token",
+        "auth.max-tokens-file-bytes",
 };
 
 static bool config_option_is_reloadable(const ConfigOption *o) {
@@ -88,7 +109,7 @@ int config_reload(Config *live, ConfigReload *ret, Error *error) {
         _cleanup_(config_freep) Config *fresh = NULL;
         int r;
 
-        *ret = (ConfigReload){};
+        *ret = (ConfigReload){ 0 };
         r = config_load(live->path, &fresh, error);
         if (r < 0)
                 return r;
@@ -116,7 +137,8 @@ int config_reload(Config *live, ConfigReload *ret, Error *error) {
                 ret->n_applied++;
         }
         if (!config_headers_equal(&live->catalog, &fresh->catalog) &&
-            config_report_add(ret->need_restart, sizeof(ret->need_restart), "catalog", "header.*") < 0)
+            config_report_add(ret->need_restart, sizeof(ret->need_restart), "catalog", "header.*") <
+                    0)
                 ret->is_truncated = true;
         return 0;
 }

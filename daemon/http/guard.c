@@ -111,8 +111,8 @@ static bool guard_wake_refused(HttpConn *c) {
         }
         if (h2o_socket_is_reading(c->sock) && !uv_is_readable(stream)) {
                 c->sock->bytes_read = 0;
-                c->sock->_cb.read(c->sock, c->sock->ssl ? h2o_socket_error_io
-                                                        : h2o_socket_error_closed);
+                c->sock->_cb.read(c->sock,
+                                  c->sock->ssl ? h2o_socket_error_io : h2o_socket_error_closed);
                 return true;
         }
         return false;
@@ -151,8 +151,8 @@ void http_guard_force_close(HttpConn *c) {
                 /* libuv stops reading first, so this error is the only read h2o gets. */
                 (void)uv_read_stop(stream);
                 c->sock->bytes_read = 0;
-                c->sock->_cb.read(c->sock, c->sock->ssl ? h2o_socket_error_io
-                                                        : h2o_socket_error_closed);
+                c->sock->_cb.read(c->sock,
+                                  c->sock->ssl ? h2o_socket_error_io : h2o_socket_error_closed);
         }
         for (unsigned i = 0; i < 4 && guard_wake_refused(c); i++)
                 ;
@@ -186,8 +186,9 @@ int http_guard_check_framing(const char *buf, size_t len, const char **ret_reaso
                 if (guard_header_is(h, "transfer-encoding"))
                         has_transfer_encoding = true;
                 else if (guard_header_is(h, "content-length")) {
-                        if (content_length && (h->value_len != content_length_len ||
-                                               memcmp(h->value, content_length, h->value_len) != 0)) {
+                        if (content_length &&
+                            (h->value_len != content_length_len ||
+                             memcmp(h->value, content_length, h->value_len) != 0)) {
                                 *ret_reason = "two different Content-Length values";
                                 return -EBADMSG;
                         }
@@ -260,10 +261,10 @@ static size_t guard_buffer_bytes(const h2o_buffer_t *b) {
 }
 
 /* Every HTTP/2 connection, also those that began as HTTP/1.1 (prior knowledge, Upgrade). */
-#define GUARD_FOREACH_HTTP2(s, conn)                                                              \
-        for (h2o_linklist_t *_l = (s)->context.http2._conns.next;                                \
-             _l != &(s)->context.http2._conns &&                                                  \
-             ((conn) = H2O_STRUCT_FROM_MEMBER(h2o_http2_conn_t, _conns, _l), true);              \
+#define GUARD_FOREACH_HTTP2(s, conn)                                                               \
+        for (h2o_linklist_t *_l = (s)->context.http2._conns.next;                                  \
+             _l != &(s)->context.http2._conns &&                                                   \
+             ((conn) = H2O_STRUCT_FROM_MEMBER(h2o_http2_conn_t, _conns, _l), true);                \
              _l = _l->next)
 
 static uint64_t guard_count(HttpServer *s) {
@@ -275,7 +276,7 @@ static uint64_t guard_count(HttpServer *s) {
          * answered; HTTP/2 consumes that buffer frame by frame. */
         for (HttpConn *c = s->conns; c; c = c->next)
                 total += guard_buffer_bytes(c->sock->input);
-        GUARD_FOREACH_HTTP2(s, conn) {
+        GUARD_FOREACH_HTTP2 (s, conn) {
                 HttpConn *c = http_guard_conn_of_sock(conn->sock);
 
                 if (c)
@@ -295,7 +296,7 @@ static void guard_refuse_unfinished(HttpServer *s, uint64_t total) {
         h2o_http2_stream_t *stream;
         uint64_t n_suppressed, n_refused = 0;
 
-        GUARD_FOREACH_HTTP2(s, conn) {
+        GUARD_FOREACH_HTTP2 (s, conn) {
                 if (conn->state >= H2O_HTTP2_CONN_STATE_HALF_CLOSED)
                         continue;
                 kh_foreach_value(conn->streams, stream, {
@@ -307,8 +308,7 @@ static void guard_refuse_unfinished(HttpServer *s, uint64_t total) {
         }
         for (HttpConn *c = s->conns; c; c = c->next)
                 if (!c->is_http2 && !c->is_cut && !uv_is_closing((uv_handle_t *)&c->tcp) &&
-                    h2o_socket_is_reading(c->sock) &&
-                    c->sock->input->size > 0) {
+                    h2o_socket_is_reading(c->sock) && c->sock->input->size > 0) {
                         guard_cut_http1(c, 503, "server-busy",
                                         "too many request bytes held at once "
                                         "(http.max-buffered-bytes), retry",
@@ -364,7 +364,7 @@ static void guard_timeouts_http2(HttpServer *s, uint64_t now) {
         h2o_http2_conn_t *conn;
         h2o_http2_stream_t *stream;
 
-        GUARD_FOREACH_HTTP2(s, conn) {
+        GUARD_FOREACH_HTTP2 (s, conn) {
                 HttpConn *c = http_guard_conn_of_sock(conn->sock);
                 bool is_headers_late = false;
 
@@ -374,15 +374,15 @@ static void guard_timeouts_http2(HttpServer *s, uint64_t now) {
                         if (!guard_stream_is_receiving(stream))
                                 continue;
                         if (stream->state == H2O_HTTP2_STREAM_STATE_RECV_HEADERS) {
-                                uint64_t since = guard_stamp(
-                                        &stream->req.timestamps.request_begin_at, now);
+                                uint64_t since =
+                                        guard_stamp(&stream->req.timestamps.request_begin_at, now);
 
-                                if (s->header_timeout_ms > 0 &&
-                                    now - since >= s->header_timeout_ms)
+                                if (s->header_timeout_ms > 0 && now - since >= s->header_timeout_ms)
                                         is_headers_late = true;
                         } else {
-                                uint64_t since = guard_stamp(
-                                        &stream->req.timestamps.request_body_begin_at, now);
+                                uint64_t since =
+                                        guard_stamp(&stream->req.timestamps.request_body_begin_at,
+                                                    now);
 
                                 if (s->body_timeout_ms > 0 && now - since >= s->body_timeout_ms) {
                                         guard_log_timeout(s, c, "an HTTP/2 request body",

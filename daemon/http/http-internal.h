@@ -34,7 +34,7 @@ typedef struct HttpPeer {
         struct HttpPeer *next; /* in its bucket */
         uint8_t addr[16];      /* IPv6, or IPv4 mapped into IPv6 */
         uint32_t n_conns;
-        uint32_t n_requests;   /* in flight */
+        uint32_t n_requests; /* in flight */
 } HttpPeer;
 
 #define HTTP_PEERS_N_BUCKETS 1024
@@ -58,18 +58,18 @@ typedef struct HttpConn {
         uv_tcp_t tcp;
         HttpServer *server;
         struct HttpConn *prev, *next;
-        h2o_socket_t *sock;     /* h2o's, valid until server_on_conn_closed() */
-        HttpPeer *peer;         /* counts this connection */
-        uint64_t n_requests;    /* requests h2o handed us on it (server_on_req) */
-        uint64_t accepted_ms;   /* loop time of the accept */
+        h2o_socket_t *sock;         /* h2o's, valid until server_on_conn_closed() */
+        HttpPeer *peer;             /* counts this connection */
+        uint64_t n_requests;        /* requests h2o handed us on it (server_on_req) */
+        uint64_t accepted_ms;       /* loop time of the accept */
         uv_shutdown_t shutdown_req; /* http_guard_force_close() */
-        bool is_shut_down;      /* shutdown_req is in use */
+        bool is_shut_down;          /* shutdown_req is in use */
         /* guard.c's view, HTTP/1.1 only */
         uint64_t phase_n_requests;
         uint64_t phase_since_ms;
         HttpConnPhase phase;
         bool is_http2;
-        bool is_cut;            /* the guard cut it; h2o closes it soon */
+        bool is_cut; /* the guard cut it; h2o closes it soon */
 } HttpConn;
 
 /* Watches a connection h2o does not read while a request is out (HTTP/1.1). Owned by its request
@@ -120,9 +120,9 @@ typedef struct HttpRouteHandler {
 
 struct HttpServer {
         uv_loop_t *loop;
-        Metrics *metrics;           /* borrowed, may be NULL: answers counted by status code */
+        Metrics *metrics; /* borrowed, may be NULL: answers counted by status code */
         char *listen_address;
-        uint16_t port;     /* as configured */
+        uint16_t port; /* as configured */
         uint16_t bound_port;
         uint64_t max_body_bytes;
         uint32_t max_connections;
@@ -145,14 +145,14 @@ struct HttpServer {
         uv_idle_t close_idle; /* closed at once by a close that has nothing else to wait for */
         HttpConn *conns;
         size_t n_conns;
-        HttpRequest *requests;      /* waiting for a reply */
-        HttpRequest *dispatching;   /* the request inside its handler right now, or NULL */
-        size_t n_handles;           /* uv handles of ours not yet through their close callback */
-        uv_check_t buffer_check;    /* refused I/O and the total buffered bytes, once per loop
-                                     * turn (guard.c) */
-        uv_timer_t guard_timer;     /* header and body timeouts (guard.c) */
-        uv_timer_t close_timer;     /* the close deadline: forces connections still open shut */
-        uint64_t n_buffered_bytes;  /* as of the last check */
+        HttpRequest *requests;     /* waiting for a reply */
+        HttpRequest *dispatching;  /* the request inside its handler right now, or NULL */
+        size_t n_handles;          /* uv handles of ours not yet through their close callback */
+        uv_check_t buffer_check;   /* refused I/O and the total buffered bytes, once per loop
+                                    * turn (guard.c) */
+        uv_timer_t guard_timer;    /* header and body timeouts (guard.c) */
+        uv_timer_t close_timer;    /* the close deadline: forces connections still open shut */
+        uint64_t n_buffered_bytes; /* as of the last check */
 
         HttpRateLimit refuse_ratelimit;
         HttpRateLimit accept_ratelimit;

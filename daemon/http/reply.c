@@ -21,6 +21,7 @@ static const char oom_body[] = "{\"error\":{\"code\":503,\"type\":\"out-of-memor
 /* HTTP/1.1 reason phrases (HTTP/2 sends none). */
 static const char *status_reason(int status) {
         switch (status) {
+        /* clang-format off */
         case 200: return "OK";
         case 201: return "Created";
         case 202: return "Accepted";
@@ -43,6 +44,7 @@ static const char *status_reason(int status) {
         case 503: return "Service Unavailable";
         case 504: return "Gateway Timeout";
         default:  return status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error";
+                /* clang-format on */
         }
 }
 
@@ -50,10 +52,12 @@ static const char *status_reason(int status) {
  * this module answers by itself need one. */
 const char *http_reply_status_type(int status) {
         switch (status) {
+        /* clang-format off */
         case 404: return "not-found";
         case 405: return "method-not-allowed";
         case 413: return "body-too-large";
         default:  return status < 500 ? "bad-request" : "internal";
+                /* clang-format on */
         }
 }
 
@@ -91,7 +95,8 @@ json_t *http_error_body(int status, const char *type, const char *message, size_
 }
 
 /* Returns the error document as a malloc'd string, or NULL when out of memory. */
-static char *error_body(int status, const char *type, const char *msg, size_t msg_len, size_t *ret_len) {
+static char *error_body(int status, const char *type, const char *msg, size_t msg_len,
+                        size_t *ret_len) {
         _cleanup_(json_decrefp) json_t *root = http_error_body(status, type, msg, msg_len);
         char *s;
 
@@ -174,8 +179,8 @@ void http_reply_error(HttpRequest *r, int status, const char *type, const char *
         len = n < 0 ? 0 : (size_t)n >= sizeof(msg) ? sizeof(msg) - 1 : (size_t)n;
 
         log_debug("answering status=%d type=%s path='%.*s': %.*s", status, type,
-                  (int)(r->path.len < 256 ? r->path.len : 256), (const char *)r->path.ptr,
-                  (int)len, msg);
+                  (int)(r->path.len < 256 ? r->path.len : 256), (const char *)r->path.ptr, (int)len,
+                  msg);
         s = error_body(status, type, msg, len, &len);
         if (!s) {
                 reply_out_of_memory(r);
@@ -229,9 +234,8 @@ void http_reply_add_header(HttpRequest *r, const char *name, const char *value) 
 }
 
 void http_reply_abandoned(HttpRequest *r, bool is_shutdown) {
-        static const char shutdown_body[] =
-                "{\"error\":{\"code\":503,\"type\":\"shutting-down\","
-                "\"message\":\"the server is shutting down, retry\"}}";
+        static const char shutdown_body[] = "{\"error\":{\"code\":503,\"type\":\"shutting-down\","
+                                            "\"message\":\"the server is shutting down, retry\"}}";
         static h2o_generator_t generator = { /* proceed= */ NULL, /* stop= */ NULL };
         h2o_req_t *req = r->req;
         h2o_iovec_t buf = h2o_iovec_init(shutdown_body, sizeof(shutdown_body) - 1);

@@ -182,7 +182,7 @@ void http_router_deinit(HttpRouter *router) {
                 free(router->routes[i].pattern);
         }
         free(router->routes);
-        *router = (HttpRouter){};
+        *router = (HttpRouter){ 0 };
 }
 
 /* RFC 9110 token characters. */

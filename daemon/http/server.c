@@ -258,8 +258,7 @@ static int server_on_req(h2o_handler_t *self, h2o_req_t *req) {
                 /* Which body was meant is ambiguous (request smuggling): never reuse. */
                 req->http1_is_persistent = 0;
                 http_reply_error(r, 400, "bad-request",
-                                 "request framing is ambiguous: %s (RFC 9112 section 6.3)",
-                                 reason);
+                                 "request framing is ambiguous: %s (RFC 9112 section 6.3)", reason);
         } else if (c && s->max_requests_per_address > 0 &&
                    c->peer->n_requests >= s->max_requests_per_address) {
                 uint64_t n_suppressed;
@@ -268,10 +267,11 @@ static int server_on_req(h2o_handler_t *self, h2o_req_t *req) {
                         char addr[64];
 
                         http_peer_format(c->peer, addr, sizeof(addr));
-                        log_warning("refusing a request address=%s: max-requests-per-address=%"
-                                    PRIu32 " in flight (%" PRIu64 " more refused since the last "
-                                    "warning), answering 429",
-                                    addr, s->max_requests_per_address, n_suppressed);
+                        log_warning(
+                                "refusing a request address=%s: max-requests-per-address=%" PRIu32
+                                " in flight (%" PRIu64 " more refused since the last "
+                                "warning), answering 429",
+                                addr, s->max_requests_per_address, n_suppressed);
                 }
                 http_reply_add_header(r, "Retry-After", "1");
                 http_reply_error(r, 429, "too-many-requests",
@@ -325,7 +325,7 @@ int http_server_new(uv_loop_t *loop, const HttpConfig *config, HttpServer **ret)
         s->header_timeout_ms = config->header_timeout_ms;
         s->body_timeout_ms = config->body_timeout_ms;
         if (config->tls_certificate_file) {
-                Error error = {};
+                Error error = { 0 };
                 int k;
 
                 k = http_tls_new(config, &s->ssl_ctx, &error);
@@ -372,7 +372,7 @@ static int server_parse_address(const char *address, uint16_t port,
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ret_addr;
         struct sockaddr_in *in = (struct sockaddr_in *)ret_addr;
 
-        *ret_addr = (struct sockaddr_storage){};
+        *ret_addr = (struct sockaddr_storage){ 0 };
         if (inet_pton(AF_INET, address, &in->sin_addr) == 1) {
                 in->sin_family = AF_INET;
                 in->sin_port = htons(port);
@@ -413,9 +413,9 @@ int http_server_start(HttpServer *s) {
                 return -errno;
         if (getsockname(fd, (struct sockaddr *)&addr, &addr_len) < 0)
                 return -errno;
-        s->bound_port = ntohs(addr.ss_family == AF_INET
-                                      ? ((struct sockaddr_in *)&addr)->sin_port
-                                      : ((struct sockaddr_in6 *)&addr)->sin6_port);
+        s->bound_port =
+                ntohs(addr.ss_family == AF_INET ? ((struct sockaddr_in *)&addr)->sin_port
+                                                : ((struct sockaddr_in6 *)&addr)->sin6_port);
 
         /* From here on the loop holds our handles, and the owner must close the server. h2o's
          * context brings timers and an async handle; the async keeps the loop alive until
@@ -454,8 +454,8 @@ int http_server_start(HttpServer *s) {
                  s->listen_address, s->bound_port, s->ssl_ctx ? "yes" : "no",
                  s->ssl_ctx && SSL_CTX_get_verify_mode(s->ssl_ctx) != SSL_VERIFY_NONE ? "yes"
                                                                                       : "no",
-                 s->max_connections, s->max_body_bytes, s->max_buffered_bytes,
-                 s->idle_timeout_ms, s->header_timeout_ms, s->body_timeout_ms);
+                 s->max_connections, s->max_body_bytes, s->max_buffered_bytes, s->idle_timeout_ms,
+                 s->header_timeout_ms, s->body_timeout_ms);
         return 0;
 }
 
@@ -480,10 +480,14 @@ void http_server_stop_accepting(HttpServer *s) {
 static void server_context_dispose(HttpServer *s) {
         h2o_context_t *ctx = &s->context;
         h2o_timeout_t *timeouts[] = {
-                &ctx->zero_timeout,        &ctx->one_sec_timeout,
-                &ctx->hundred_ms_timeout,  &ctx->handshake_timeout,
-                &ctx->http1.req_timeout,   &ctx->http2.idle_timeout,
-                &ctx->http2.graceful_shutdown_timeout, &ctx->proxy.io_timeout,
+                &ctx->zero_timeout,
+                &ctx->one_sec_timeout,
+                &ctx->hundred_ms_timeout,
+                &ctx->handshake_timeout,
+                &ctx->http1.req_timeout,
+                &ctx->http2.idle_timeout,
+                &ctx->http2.graceful_shutdown_timeout,
+                &ctx->proxy.io_timeout,
         };
 
         /* stop_accepting's second GOAWAY may still be scheduled. */

@@ -49,14 +49,15 @@ int http_tls_new(const HttpConfig *config, SSL_CTX **ret_ctx, Error *error) {
                                   config->tls_key_file, tls_last_error(reason, sizeof(reason)));
                         goto fail;
                 }
-                error_set(error, -EINVAL,
-                          "http.tls-key-file '%s' does not match http.tls-certificate-file '%s': %s",
-                          config->tls_key_file, config->tls_certificate_file,
-                          tls_last_error(reason, sizeof(reason)));
+                error_set(
+                        error, -EINVAL,
+                        "http.tls-key-file '%s' does not match http.tls-certificate-file '%s': %s",
+                        config->tls_key_file, config->tls_certificate_file,
+                        tls_last_error(reason, sizeof(reason)));
                 goto fail;
         }
         if (config->tls_client_ca_file) {
-                STACK_OF(X509_NAME) *names;
+                STACK_OF(X509_NAME) * names;
 
                 if (SSL_CTX_load_verify_locations(ctx, config->tls_client_ca_file, NULL) != 1) {
                         error_set(error, -EINVAL, "http.tls-client-ca-file '%s': %s",

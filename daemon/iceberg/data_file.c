@@ -11,7 +11,7 @@
 static void counts_deinit(DataFileCounts *c) {
         free(c->ids);
         free(c->values);
-        *c = (DataFileCounts){};
+        *c = (DataFileCounts){ 0 };
 }
 
 static void bounds_deinit(DataFileBounds *b) {
@@ -23,7 +23,7 @@ static void bounds_deinit(DataFileBounds *b) {
         free(b->ids);
         free(b->json);
         free(b->bytes);
-        *b = (DataFileBounds){};
+        *b = (DataFileBounds){ 0 };
 }
 
 void data_file_deinit(DataFile *f) {
@@ -40,7 +40,7 @@ void data_file_deinit(DataFile *f) {
                 buf_deinit(&f->partition_values[i]);
         free(f->partition_values);
         free(f->partition_is_null);
-        *f = (DataFile){};
+        *f = (DataFile){ 0 };
 }
 
 const char *data_file_format_name(DataFileFormat format) {
@@ -60,7 +60,7 @@ static const json_t *schema_find_in_struct(const json_t *st, int64_t field_id) {
         const json_t *field, *found;
         size_t i;
 
-        json_array_foreach(json_object_get(st, "fields"), i, field) {
+        json_array_foreach (json_object_get(st, "fields"), i, field) {
                 json_t *type = json_object_get(field, "type");
 
                 if (json_integer_value(json_object_get(field, "id")) == field_id &&
@@ -92,7 +92,8 @@ static const json_t *schema_find_in_type(const json_t *type, int64_t field_id) {
                 if (json_integer_value(json_object_get(type, "value-id")) == field_id)
                         return json_object_get(type, "value");
                 found = schema_find_in_type(json_object_get(type, "key"), field_id);
-                return found ? found : schema_find_in_type(json_object_get(type, "value"), field_id);
+                return found ? found
+                             : schema_find_in_type(json_object_get(type, "value"), field_id);
         }
         return NULL;
 }
@@ -101,8 +102,8 @@ const json_t *data_file_schema_find(const json_t *schema, int64_t field_id) {
         return schema_find_in_struct(schema, field_id);
 }
 
-int data_file_partition_type(const json_t *schema, const json_t *partition_field,
-                             IcebergType *ret, Error *e) {
+int data_file_partition_type(const json_t *schema, const json_t *partition_field, IcebergType *ret,
+                             Error *e) {
         const char *transform = json_string_value(json_object_get(partition_field, "transform"));
         json_t *source = json_object_get(partition_field, "source-id");
         const json_t *source_type;
@@ -131,7 +132,9 @@ int data_file_partition_type(const json_t *schema, const json_t *partition_field
                 return error_set(e, -EINVAL, "source column %lld is not in the table schema",
                                  (long long)json_integer_value(source));
         r = iceberg_type_parse(source_type, ret, e);
-        return r < 0 ? error_prefix(e, r, "source column %lld", (long long)json_integer_value(source)) : 0;
+        return r < 0 ? error_prefix(e, r, "source column %lld",
+                                    (long long)json_integer_value(source))
+                     : 0;
 }
 
 static int resolve_partition(DataFile *f, const json_t *schema, const json_t *spec, Error *e) {
@@ -156,7 +159,8 @@ static int resolve_partition(DataFile *f, const json_t *schema, const json_t *sp
                 return error_set(e, -ENOMEM, "out of memory");
         f->n_partition_values = n;
         for (size_t i = 0; i < n; i++) {
-                const json_t *field = json_array_get(fields, i), *value = json_array_get(f->partition, i);
+                const json_t *field = json_array_get(fields, i),
+                             *value = json_array_get(f->partition, i);
                 const char *name = json_string_value(json_object_get(field, "name"));
                 const char *transform = json_string_value(json_object_get(field, "transform"));
                 IcebergType type;
@@ -165,18 +169,21 @@ static int resolve_partition(DataFile *f, const json_t *schema, const json_t *sp
                 buf_init(&f->partition_values[i], 1u << 20);
                 r = data_file_partition_type(schema, field, &type, e);
                 if (r < 0)
-                        return error_prefix(e, r, "'partition'[%zu] (field '%s')", i, name ? name : "?");
+                        return error_prefix(e, r, "'partition'[%zu] (field '%s')", i,
+                                            name ? name : "?");
                 if (json_is_null(value)) {
                         f->partition_is_null[i] = true;
                         continue;
                 }
                 if (transform && strcmp(transform, "void") == 0)
-                        return error_set(e, -EINVAL,
-                                         "'partition'[%zu] (field '%s') must be null: its transform is void",
-                                         i, name ? name : "?");
+                        return error_set(
+                                e, -EINVAL,
+                                "'partition'[%zu] (field '%s') must be null: its transform is void",
+                                i, name ? name : "?");
                 r = single_value_from_json(&type, value, &f->partition_values[i], e);
                 if (r < 0)
-                        return error_prefix(e, r, "'partition'[%zu] (field '%s')", i, name ? name : "?");
+                        return error_prefix(e, r, "'partition'[%zu] (field '%s')", i,
+                                            name ? name : "?");
         }
         return 0;
 }
@@ -184,8 +191,10 @@ static int resolve_partition(DataFile *f, const json_t *schema, const json_t *sp
 static int check_counts(const DataFileCounts *c, const char *name, const json_t *schema, Error *e) {
         for (size_t i = 0; i < c->n; i++)
                 if (!data_file_schema_find(schema, c->ids[i]))
-                        return error_set(e, -EINVAL, "'%s' has field id %d, which the table schema does not have",
-                                         name, c->ids[i]);
+                        return error_set(
+                                e, -EINVAL,
+                                "'%s' has field id %d, which the table schema does not have", name,
+                                c->ids[i]);
         return 0;
 }
 
@@ -203,13 +212,17 @@ static int resolve_bounds(DataFileBounds *b, const char *name, const json_t *sch
                 int r;
 
                 if (!type_json)
-                        return error_set(e, -EINVAL, "'%s' has field id %d, which the table schema does not have",
-                                         name, b->ids[i]);
+                        return error_set(
+                                e, -EINVAL,
+                                "'%s' has field id %d, which the table schema does not have", name,
+                                b->ids[i]);
                 if (iceberg_type_parse(type_json, &type, NULL) < 0)
-                        return error_set(e, -EINVAL, "'%s' has field id %d, which has no primitive type", name,
+                        return error_set(e, -EINVAL,
+                                         "'%s' has field id %d, which has no primitive type", name,
                                          b->ids[i]);
                 if (json_is_null(b->json[i]))
-                        return error_set(e, -EINVAL, "'%s' value for field id %d is null", name, b->ids[i]);
+                        return error_set(e, -EINVAL, "'%s' value for field id %d is null", name,
+                                         b->ids[i]);
                 r = single_value_from_json(&type, b->json[i], &b->bytes[i], e);
                 if (r < 0)
                         return error_prefix(e, r, "'%s' value for field id %d", name, b->ids[i]);

@@ -31,30 +31,30 @@ typedef struct DataFileCounts {
 typedef struct DataFileBounds {
         bool is_present;
         int32_t *ids;
-        json_t **json;  /* owned references */
-        Buf *bytes;     /* filled by data_file_resolve(): binary single values (Appendix D) */
+        json_t **json; /* owned references */
+        Buf *bytes;    /* filled by data_file_resolve(): binary single values (Appendix D) */
         size_t n;
 } DataFileBounds;
 
 /* One described data file; every pointer member is owned (data_file_deinit()). */
 typedef struct DataFile {
-        char *location;                 /* 100 file_path, as the writer sent it */
-        DataFileFormat format;          /* 101 */
-        int64_t record_count;           /* 103, >= 0 */
-        int64_t file_size_in_bytes;     /* 104, > 0 */
-        bool has_spec_id;               /* absent: the table's default spec */
+        char *location;             /* 100 file_path, as the writer sent it */
+        DataFileFormat format;      /* 101 */
+        int64_t record_count;       /* 103, >= 0 */
+        int64_t file_size_in_bytes; /* 104, > 0 */
+        bool has_spec_id;           /* absent: the table's default spec */
         int32_t spec_id;
-        json_t *partition;              /* owned JSON array in spec order, or NULL when absent */
-        DataFileCounts column_sizes;    /* 108 */
-        DataFileCounts value_counts;    /* 109 */
+        json_t *partition;                /* owned JSON array in spec order, or NULL when absent */
+        DataFileCounts column_sizes;      /* 108 */
+        DataFileCounts value_counts;      /* 109 */
         DataFileCounts null_value_counts; /* 110 */
         DataFileCounts nan_value_counts;  /* 137 */
-        DataFileBounds lower_bounds;    /* 125 */
-        DataFileBounds upper_bounds;    /* 128 */
-        bool has_split_offsets;         /* 132 */
+        DataFileBounds lower_bounds;      /* 125 */
+        DataFileBounds upper_bounds;      /* 128 */
+        bool has_split_offsets;           /* 132 */
         int64_t *split_offsets;
         size_t n_split_offsets;
-        bool has_sort_order_id;         /* 140 */
+        bool has_sort_order_id; /* 140 */
         int32_t sort_order_id;
 
         /* Filled by data_file_resolve(): one binary single value per partition field. */
@@ -82,5 +82,5 @@ const json_t *data_file_schema_find(const json_t *schema, int64_t field_id);
 /* The result type of a partition field: the source column's type for identity, truncate and
  * void; int for bucket, year, month, hour; date for day. Returns 0, -EINVAL (source id not in
  * the schema) or -EOPNOTSUPP (unknown transform, or a source type without single values). */
-int data_file_partition_type(const json_t *schema, const json_t *partition_field,
-                             IcebergType *ret, Error *e);
+int data_file_partition_type(const json_t *schema, const json_t *partition_field, IcebergType *ret,
+                             Error *e);

@@ -16,7 +16,8 @@ int lineage_assign(ManifestFile *files, size_t n_files, int64_t first_row_id,
         int64_t next = first_row_id;
 
         if (first_row_id < 0)
-                return error_set(error, -EINVAL, "first-row-id %" PRId64 " is negative", first_row_id);
+                return error_set(error, -EINVAL, "first-row-id %" PRId64 " is negative",
+                                 first_row_id);
 
         /* Pass 1: prove every assignment is possible before changing anything. */
         for (size_t i = 0; i < n_files; i++) {
@@ -31,7 +32,8 @@ int lineage_assign(ManifestFile *files, size_t n_files, int64_t first_row_id,
                                          "manifest '%s' has unknown row counts and no first_row_id",
                                          m->path);
                 if (m->added_rows_count < 0 || m->existing_rows_count < 0)
-                        return error_set(error, -EINVAL, "manifest '%s' has negative row counts", m->path);
+                        return error_set(error, -EINVAL, "manifest '%s' has negative row counts",
+                                         m->path);
                 if (checked_add_i64(&next, next, m->added_rows_count) ||
                     checked_add_i64(&next, next, m->existing_rows_count))
                         return error_set(error, -EOVERFLOW,
@@ -45,7 +47,7 @@ int lineage_assign(ManifestFile *files, size_t n_files, int64_t first_row_id,
                 ManifestFile *m = &files[i];
 
                 if (m->content != MANIFEST_CONTENT_DATA) {
-                        m->has_first_row_id = false;    /* delete manifests: always null */
+                        m->has_first_row_id = false; /* delete manifests: always null */
                         m->first_row_id = 0;
                         continue;
                 }

@@ -327,8 +327,7 @@ static const char *entry_status_name(int32_t status) {
 }
 
 /* Every rejection names the entry (0-based) and its file: "entry 2 (s3://b/x.parquet): ...". */
-#define ENTRY_ERROR(code, fmt, ...)                                                                \
-        error_set(e, (code), "entry %" PRIu64 " (%s): " fmt, idx, info->path, ##__VA_ARGS__)
+#define ENTRY_ERROR(code, ...) (error_set(e, (code), __VA_ARGS__), ENTRY_PREFIX(code))
 #define ENTRY_PREFIX(code) error_prefix(e, (code), "entry %" PRIu64 " (%s)", idx, info->path)
 
 /* Validates one entry against the staging rules and records its data file in `info`. */
@@ -378,9 +377,10 @@ static int manifest_staged_read_entry(StagedManifest *m, EntryFields *ef, avro_v
         if (r >= 0)
                 r = fields_get_long(entry, ef->sequence_number, &v, e);
         if (r > 0)
-                return ENTRY_ERROR(
-                        -EINVAL,
-                        "sequence_number is %" PRId64 ", staged entries must leave it null", v);
+                return ENTRY_ERROR(-EINVAL,
+                                   "sequence_number is %" PRId64
+                                   ", staged entries must leave it null",
+                                   v);
         if (r >= 0)
                 r = fields_get_long(entry, ef->file_sequence_number, &v, e);
         if (r > 0)
@@ -397,19 +397,23 @@ static int manifest_staged_read_entry(StagedManifest *m, EntryFields *ef, avro_v
                 return ENTRY_PREFIX(r);
         info->content = content;
         if (m->content == MANIFEST_CONTENT_DATA && content != DATA_FILE_CONTENT_DATA)
-                return ENTRY_ERROR(
-                        -EINVAL, "content %" PRId32 " (%s) in a data manifest, only data files belong there",
-                        content,
-                        content == DATA_FILE_CONTENT_POSITION_DELETES   ? "position deletes"
-                        : content == DATA_FILE_CONTENT_EQUALITY_DELETES ? "equality deletes"
-                                                                        : "unknown");
+                return ENTRY_ERROR(-EINVAL,
+                                   "content %" PRId32
+                                   " (%s) in a data manifest, only data files belong there",
+                                   content,
+                                   content == DATA_FILE_CONTENT_POSITION_DELETES
+                                           ? "position deletes"
+                                   : content == DATA_FILE_CONTENT_EQUALITY_DELETES
+                                           ? "equality deletes"
+                                           : "unknown");
         if (m->content == MANIFEST_CONTENT_DELETES && content == DATA_FILE_CONTENT_DATA)
                 return ENTRY_ERROR(-EINVAL, "a data file in a delete manifest");
         /* Position deletes must be deletion vectors in v3 tables and need the referenced data
          * files' checks (spec "Deletion Vectors"); icecommitd does not commit them. */
         if (m->content == MANIFEST_CONTENT_DELETES && content == DATA_FILE_CONTENT_POSITION_DELETES)
-                return ENTRY_ERROR(-EINVAL, "content 1 (position deletes): position delete files and "
-                                            "deletion vectors cannot be staged, only equality deletes");
+                return ENTRY_ERROR(-EINVAL,
+                                   "content 1 (position deletes): position delete files and "
+                                   "deletion vectors cannot be staged, only equality deletes");
         if (m->content == MANIFEST_CONTENT_DELETES && content != DATA_FILE_CONTENT_EQUALITY_DELETES)
                 return ENTRY_ERROR(-EINVAL, "unknown content %" PRId32, content);
         if (content == DATA_FILE_CONTENT_EQUALITY_DELETES) {
@@ -515,10 +519,12 @@ static int manifest_staged_read_meta(OcfReader *reader, StagedManifest *m, Error
         else if (slice_eq_str(content, "data"))
                 m->content = MANIFEST_CONTENT_DATA;
         else if (content.len <= 64 && utf8_ascii_is_printable(content.ptr, content.len))
-                return error_set(e, -EINVAL, "manifest content '%.*s' is neither 'data' nor 'deletes'",
+                return error_set(e, -EINVAL,
+                                 "manifest content '%.*s' is neither 'data' nor 'deletes'",
                                  (int)content.len, (const char *)content.ptr);
         else
-                return error_set(e, -EINVAL, "manifest content metadata is neither 'data' nor 'deletes'");
+                return error_set(e, -EINVAL,
+                                 "manifest content metadata is neither 'data' nor 'deletes'");
 
         r = ocf_reader_meta_i64(reader, "partition-spec-id", &v);
         if (r == 0)
@@ -559,14 +565,15 @@ static int manifest_staged_read_record(avro_value_t *record, uint64_t index, voi
 
 static int manifest_staged_parse_entries(OcfReader *reader, StagedManifest *m, EntryFields *ef,
                                          uint64_t max_entries, Error *e) {
-        /* added_files_count is an int32_t: never more entries than it counts, whatever the limit. */
+        /* added_files_count is an int32_t: never more entries than it counts, whatever the limit.
+         */
         const RecordsOptions options = {
                 .max_records = max_entries < INT32_MAX ? max_entries : INT32_MAX,
                 .name = "manifest",
                 .item_size = sizeof(DataFileInfo),
         };
         StagedManifestRead read = { .m = m, .ef = ef };
-        RecordsArray array = {};
+        RecordsArray array = { 0 };
         int r;
 
         r = records_read(reader, &options, manifest_staged_read_record, &read, &array, e);
@@ -586,7 +593,7 @@ int manifest_staged_parse(Slice bytes, const char *location, const ManifestLimit
         _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
         _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         uint64_t max_entries = limits ? limits->max_entries : MANIFEST_DEFAULT_MAX_ENTRIES;
-        EntryFields ef = {};
+        EntryFields ef = { 0 };
         FieldsRecord entry;
         int r;
 
@@ -629,7 +636,8 @@ static int manifest_count_record(avro_value_t *v, uint64_t index, void *item, vo
 
         (void)item;
         r = fields_get_int(v, c->status_index, &status, e);
-        if (r == 0 || (r > 0 && (status < MANIFEST_ENTRY_EXISTING || status > MANIFEST_ENTRY_DELETED)))
+        if (r == 0 ||
+            (r > 0 && (status < MANIFEST_ENTRY_EXISTING || status > MANIFEST_ENTRY_DELETED)))
                 return error_set(e, -EBADMSG, "entry %" PRIu64 ": status is null or unknown",
                                  index);
         if (r > 0)
@@ -639,8 +647,8 @@ static int manifest_count_record(avro_value_t *v, uint64_t index, void *item, vo
         if (r < 0)
                 return error_prefix(e, r, "entry %" PRIu64, index);
         if (r == 0 || count < 0)
-                return error_set(e, -EBADMSG,
-                                 "entry %" PRIu64 ": record_count is null or negative", index);
+                return error_set(e, -EBADMSG, "entry %" PRIu64 ": record_count is null or negative",
+                                 index);
         if (checked_add_i64(&c->rows[status], c->rows[status], count) ||
             c->files[status] >= INT32_MAX)
                 return error_set(e, -EBADMSG, "entry %" PRIu64 ": counts overflow", index);
@@ -658,7 +666,7 @@ int manifest_count_entries(Slice bytes, const ManifestLimits *limits, ManifestCo
                 .name = "manifest",
                 .prefix = "manifest",
         };
-        ManifestCount count = {};
+        ManifestCount count = { 0 };
         FieldsRecord entry, data_file;
         int r;
 

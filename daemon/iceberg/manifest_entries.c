@@ -54,14 +54,13 @@ static int entry_indexes_resolve(const FieldsRecord *entry, EntryIndexes *ix, Er
         return 0;
 }
 
-static int entry_read(const EntryIndexes *ix, avro_value_t *entry, ManifestEntry *out,
-                      Error *e) {
+static int entry_read(const EntryIndexes *ix, avro_value_t *entry, ManifestEntry *out, Error *e) {
         const char *path;
         size_t path_len;
         avro_value_t df;
         int r;
 
-        *out = (ManifestEntry){};
+        *out = (ManifestEntry){ 0 };
         r = fields_get_int(entry, ix->status, &out->status, e);
         if (r == 0)
                 return error_set(e, -EBADMSG, "status is null");
@@ -125,7 +124,7 @@ int manifest_entries_read(Slice bytes, uint64_t max_entries, ManifestEntry **ret
                 .name = "manifest",
                 .item_size = sizeof(ManifestEntry),
         };
-        RecordsArray array = {};
+        RecordsArray array = { 0 };
         FieldsRecord record;
         EntryIndexes ix;
         int r;

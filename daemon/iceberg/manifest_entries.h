@@ -15,17 +15,17 @@
 
 /* One manifest_entry (ids 0-4) with the parts of data_file r2 lineage needs. */
 typedef struct ManifestEntry {
-        int32_t status;                 /* 0: MANIFEST_ENTRY_* */
-        bool has_snapshot_id;           /* 1 */
+        int32_t status;       /* 0: MANIFEST_ENTRY_* */
+        bool has_snapshot_id; /* 1 */
         int64_t snapshot_id;
-        bool has_sequence_number;       /* 3: the data sequence number */
+        bool has_sequence_number; /* 3: the data sequence number */
         int64_t sequence_number;
-        bool has_file_sequence_number;  /* 4 */
+        bool has_file_sequence_number; /* 4 */
         int64_t file_sequence_number;
-        int32_t content;                /* 134: 0 data, 1 position deletes, 2 equality deletes */
-        char *file_path;                /* 100, owned */
-        int64_t record_count;           /* 103 */
-        bool has_first_row_id;          /* 142 */
+        int32_t content;       /* 134: 0 data, 1 position deletes, 2 equality deletes */
+        char *file_path;       /* 100, owned */
+        int64_t record_count;  /* 103 */
+        bool has_first_row_id; /* 142 */
         int64_t first_row_id;
         bool is_first_row_id_inherited; /* set by manifest_entries_inherit() */
 } ManifestEntry;

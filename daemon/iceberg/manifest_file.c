@@ -14,5 +14,5 @@ void manifest_file_deinit(ManifestFile *m) {
         }
         free(m->partitions);
         buf_deinit(&m->key_metadata);
-        *m = (ManifestFile){};
+        *m = (ManifestFile){ 0 };
 }

@@ -8,14 +8,14 @@
 
 #include "util/buf.h"
 
-typedef struct PartitionFieldSummary {   /* r508 */
-        bool contains_null;              /* 509 */
+typedef struct PartitionFieldSummary { /* r508 */
+        bool contains_null;            /* 509 */
         bool has_contains_nan;
-        bool contains_nan;               /* 518 */
+        bool contains_nan; /* 518 */
         bool has_lower_bound;
-        Buf lower_bound;                 /* 510, single-value binary serialization */
+        Buf lower_bound; /* 510, single-value binary serialization */
         bool has_upper_bound;
-        Buf upper_bound;                 /* 511 */
+        Buf upper_bound; /* 511 */
 } PartitionFieldSummary;
 
 enum {
@@ -24,27 +24,27 @@ enum {
 };
 
 typedef struct ManifestFile {
-        char *path;                      /* 500 */
-        int64_t length;                  /* 501 */
-        int32_t partition_spec_id;       /* 502 */
-        int32_t content;                 /* 517: MANIFEST_CONTENT_* */
-        int64_t sequence_number;         /* 515 */
-        int64_t min_sequence_number;     /* 516 */
-        bool has_added_snapshot_id;      /* 503 is nullable only in v1 lists */
+        char *path;                  /* 500 */
+        int64_t length;              /* 501 */
+        int32_t partition_spec_id;   /* 502 */
+        int32_t content;             /* 517: MANIFEST_CONTENT_* */
+        int64_t sequence_number;     /* 515 */
+        int64_t min_sequence_number; /* 516 */
+        bool has_added_snapshot_id;  /* 503 is nullable only in v1 lists */
         int64_t added_snapshot_id;
-        bool has_counts;                 /* false when any count is null (v1 lists): unknown, never 0 */
-        int32_t added_files_count;       /* 504 */
-        int32_t existing_files_count;    /* 505 */
-        int32_t deleted_files_count;     /* 506 */
-        int64_t added_rows_count;        /* 512 */
-        int64_t existing_rows_count;     /* 513 */
-        int64_t deleted_rows_count;      /* 514 */
-        bool has_partitions;             /* 507 */
+        bool has_counts;           /* false when any count is null (v1 lists): unknown, never 0 */
+        int32_t added_files_count; /* 504 */
+        int32_t existing_files_count; /* 505 */
+        int32_t deleted_files_count;  /* 506 */
+        int64_t added_rows_count;     /* 512 */
+        int64_t existing_rows_count;  /* 513 */
+        int64_t deleted_rows_count;   /* 514 */
+        bool has_partitions;          /* 507 */
         PartitionFieldSummary *partitions;
         size_t n_partitions;
-        bool has_key_metadata;           /* 519 */
+        bool has_key_metadata; /* 519 */
         Buf key_metadata;
-        bool has_first_row_id;           /* 520 */
+        bool has_first_row_id; /* 520 */
         int64_t first_row_id;
 } ManifestFile;
 

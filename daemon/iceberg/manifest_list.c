@@ -180,7 +180,7 @@ static int manifest_list_read_entry(const ListFields *lf, avro_value_t *v, Manif
         bool has_counts = true;
         int r;
 
-        *m = (ManifestFile){};
+        *m = (ManifestFile){ 0 };
         buf_init(&m->key_metadata, MANIFEST_LIST_MAX_BOUND_BYTES);
 
         r = fields_get_string(v, lf->path, &path, &path_len, e);
@@ -296,7 +296,7 @@ int manifest_list_read(Slice bytes, ManifestFile **ret_files, size_t *ret_n, Err
                 .prefix = "manifest list",
                 .item_size = sizeof(ManifestFile),
         };
-        RecordsArray array = {};
+        RecordsArray array = { 0 };
         FieldsRecord rec;
         ListFields lf;
         int r;

@@ -19,7 +19,8 @@
 /* TypeUtil.decimalRequiredBytes: the fewest bytes whose two's complement holds 10^P - 1; the
  * most digits n bytes hold is floor(log10(2^(8n-1) - 1)). */
 static int decimal_required_bytes(int precision) {
-        static const int max_precision[] = { 0, 2, 4, 6, 9, 11, 14, 16, 18, 21, 23, 26, 28, 31, 33, 35, 38 };
+        static const int max_precision[] = { 0,  2,  4,  6,  9,  11, 14, 16, 18,
+                                             21, 23, 26, 28, 31, 33, 35, 38 };
         int n = 1;
 
         while (n < 16 && max_precision[n] < precision)
@@ -78,12 +79,14 @@ static json_t *partition_avro_type(const IcebergType *t, json_t *defined_names) 
                 return json_pack("{s:s, s:s}", "type", "long", "logicalType", "time-micros");
         case ICEBERG_TYPE_TIMESTAMP:
         case ICEBERG_TYPE_TIMESTAMPTZ:
-                return json_pack("{s:s, s:s, s:b}", "type", "long", "logicalType", "timestamp-micros",
-                                 "adjust-to-utc", t->id == ICEBERG_TYPE_TIMESTAMPTZ);
+                return json_pack("{s:s, s:s, s:b}", "type", "long", "logicalType",
+                                 "timestamp-micros", "adjust-to-utc",
+                                 t->id == ICEBERG_TYPE_TIMESTAMPTZ);
         case ICEBERG_TYPE_TIMESTAMP_NS:
         case ICEBERG_TYPE_TIMESTAMPTZ_NS:
-                return json_pack("{s:s, s:s, s:b}", "type", "long", "logicalType", "timestamp-nanos",
-                                 "adjust-to-utc", t->id == ICEBERG_TYPE_TIMESTAMPTZ_NS);
+                return json_pack("{s:s, s:s, s:b}", "type", "long", "logicalType",
+                                 "timestamp-nanos", "adjust-to-utc",
+                                 t->id == ICEBERG_TYPE_TIMESTAMPTZ_NS);
         case ICEBERG_TYPE_UUID:
                 (void)snprintf(name, sizeof(name), "uuid_fixed");
                 fixed = json_pack("{s:s, s:s, s:i, s:s}", "type", "fixed", "name", name, "size", 16,
@@ -91,13 +94,14 @@ static json_t *partition_avro_type(const IcebergType *t, json_t *defined_names) 
                 break;
         case ICEBERG_TYPE_FIXED:
                 (void)snprintf(name, sizeof(name), "fixed_%d", t->length);
-                fixed = json_pack("{s:s, s:s, s:i}", "type", "fixed", "name", name, "size", t->length);
+                fixed = json_pack("{s:s, s:s, s:i}", "type", "fixed", "name", name, "size",
+                                  t->length);
                 break;
         case ICEBERG_TYPE_DECIMAL:
                 (void)snprintf(name, sizeof(name), "decimal_%d_%d", t->precision, t->scale);
-                fixed = json_pack("{s:s, s:s, s:i, s:s, s:i, s:i}", "type", "fixed", "name", name, "size",
-                                  decimal_required_bytes(t->precision), "logicalType", "decimal",
-                                  "precision", t->precision, "scale", t->scale);
+                fixed = json_pack("{s:s, s:s, s:i, s:s, s:i, s:i}", "type", "fixed", "name", name,
+                                  "size", decimal_required_bytes(t->precision), "logicalType",
+                                  "decimal", "precision", t->precision, "scale", t->scale);
                 break;
         default:
                 return NULL;
@@ -119,7 +123,7 @@ static json_t *partition_record_fields(const ManifestWriteSpec *spec, Error *e) 
 
         if (!fields || !defined)
                 goto oom;
-        json_array_foreach(json_object_get(spec->partition_spec, "fields"), i, field) {
+        json_array_foreach (json_object_get(spec->partition_spec, "fields"), i, field) {
                 const char *name = json_string_value(json_object_get(field, "name"));
                 json_t *id = json_object_get(field, "field-id"), *type, *avro_field;
                 char *avro_name;
@@ -137,9 +141,10 @@ static json_t *partition_record_fields(const ManifestWriteSpec *spec, Error *e) 
                 }
                 avro_name = avro_compatible_name(name);
                 type = partition_avro_type(&t, defined);
-                avro_field = avro_name && type ? json_pack("{s:s, s:[s,O], s:n, s:O}", "name", avro_name, "type",
-                                                           "null", type, "default", "field-id", id)
-                                               : NULL;
+                avro_field = avro_name && type
+                                     ? json_pack("{s:s, s:[s,O], s:n, s:O}", "name", avro_name,
+                                                 "type", "null", type, "default", "field-id", id)
+                                     : NULL;
                 free(avro_name);
                 json_decref(type);
                 if (!avro_field || json_array_append_new(fields, avro_field) < 0)
@@ -160,18 +165,20 @@ static json_t *schema_field(json_t *record, int64_t id) {
         json_t *field;
         size_t i;
 
-        json_array_foreach(json_object_get(record, "fields"), i, field)
+        json_array_foreach (json_object_get(record, "fields"), i, field)
                 if (json_integer_value(json_object_get(field, "field-id")) == id)
                         return field;
         return NULL;
 }
 
 int manifest_write_schema(const ManifestWriteSpec *spec, json_t **ret_schema, Error *e) {
-        const char *text = spec->format_version == 3 ? proto_manifest_entry_v3_avsc : proto_manifest_entry_v2_avsc;
+        const char *text = spec->format_version == 3 ? proto_manifest_entry_v3_avsc
+                                                     : proto_manifest_entry_v2_avsc;
         json_t *schema, *data_file, *partition, *fields;
 
         if (spec->format_version != 2 && spec->format_version != 3)
-                return error_set(e, -EINVAL, "manifests of format-version %d cannot be written (2 or 3)",
+                return error_set(e, -EINVAL,
+                                 "manifests of format-version %d cannot be written (2 or 3)",
                                  spec->format_version);
         schema = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
         if (!schema)
@@ -180,7 +187,8 @@ int manifest_write_schema(const ManifestWriteSpec *spec, json_t **ret_schema, Er
         partition = json_object_get(schema_field(data_file, MANIFEST_FIELD_PARTITION), "type");
         if (!json_is_object(partition)) {
                 json_decref(schema);
-                return error_set(e, -EINVAL, "embedded manifest entry schema lacks data_file.partition");
+                return error_set(e, -EINVAL,
+                                 "embedded manifest entry schema lacks data_file.partition");
         }
         fields = partition_record_fields(spec, e);
         if (!fields || json_object_set_new(partition, "fields", fields) < 0) {
@@ -229,7 +237,9 @@ static int set_partition_value(avro_value_t *v, const IcebergType *t, const Buf 
         switch (t->id) {
         case ICEBERG_TYPE_STRING: {
                 /* Buf keeps a NUL after the bytes; avro-c counts it in the size. */
-                return avro_value_set_string_len(v, (const char *)(b->data ? (const char *)b->data : ""),
+                return avro_value_set_string_len(v,
+                                                 (const char *)(b->data ? (const char *)b->data
+                                                                        : ""),
                                                  b->len + 1);
         }
         case ICEBERG_TYPE_BINARY:
@@ -266,7 +276,8 @@ static int set_all_null(avro_value_t *rec, const FieldsRecord *fr) {
         return 0;
 }
 
-static int set_counts(avro_value_t *df, const FieldsRecord *fr, int64_t id, const DataFileCounts *c) {
+static int set_counts(avro_value_t *df, const FieldsRecord *fr, int64_t id,
+                      const DataFileCounts *c) {
         avro_value_t array, element, k, v;
         int index = fields_index(fr, id);
 
@@ -278,13 +289,15 @@ static int set_counts(avro_value_t *df, const FieldsRecord *fr, int64_t id, cons
                 if (avro_value_append(&array, &element, NULL) != 0 ||
                     avro_value_get_by_index(&element, 0, &k, NULL) != 0 ||
                     avro_value_get_by_index(&element, 1, &v, NULL) != 0 ||
-                    avro_value_set_int(&k, c->ids[i]) != 0 || avro_value_set_long(&v, c->values[i]) != 0)
+                    avro_value_set_int(&k, c->ids[i]) != 0 ||
+                    avro_value_set_long(&v, c->values[i]) != 0)
                         return -ENOMEM;
         }
         return 0;
 }
 
-static int set_bounds(avro_value_t *df, const FieldsRecord *fr, int64_t id, const DataFileBounds *b) {
+static int set_bounds(avro_value_t *df, const FieldsRecord *fr, int64_t id,
+                      const DataFileBounds *b) {
         avro_value_t array, element, k, v;
         int index = fields_index(fr, id);
 
@@ -316,7 +329,8 @@ static int set_entry(const EntryLayout *l, const DataFile *f, avro_value_t *entr
 
         r = set_all_null(entry, &l->entry);
         if (r >= 0)
-                r = fields_set_int(entry, fields_index(&l->entry, MANIFEST_FIELD_STATUS), 1); /* ADDED */
+                r = fields_set_int(entry, fields_index(&l->entry, MANIFEST_FIELD_STATUS),
+                                   1); /* ADDED */
         if (r >= 0)
                 r = fields_set_value(entry, fields_index(&l->entry, MANIFEST_FIELD_DATA_FILE), &df);
         if (r < 0)
@@ -328,16 +342,20 @@ static int set_entry(const EntryLayout *l, const DataFile *f, avro_value_t *entr
         if (r >= 0)
                 r = fields_set_int(&df, fields_index(&l->data_file, MANIFEST_FIELD_CONTENT), 0);
         if (r >= 0)
-                r = fields_set_string(&df, fields_index(&l->data_file, MANIFEST_FIELD_FILE_PATH), f->location);
+                r = fields_set_string(&df, fields_index(&l->data_file, MANIFEST_FIELD_FILE_PATH),
+                                      f->location);
         if (r >= 0)
                 r = fields_set_string(&df, fields_index(&l->data_file, MANIFEST_FIELD_FILE_FORMAT),
                                       data_file_format_name(f->format));
         if (r >= 0)
-                r = fields_set_long(&df, fields_index(&l->data_file, MANIFEST_FIELD_RECORD_COUNT), f->record_count);
+                r = fields_set_long(&df, fields_index(&l->data_file, MANIFEST_FIELD_RECORD_COUNT),
+                                    f->record_count);
         if (r >= 0)
-                r = fields_set_long(&df, fields_index(&l->data_file, MANIFEST_FIELD_FILE_SIZE), f->file_size_in_bytes);
+                r = fields_set_long(&df, fields_index(&l->data_file, MANIFEST_FIELD_FILE_SIZE),
+                                    f->file_size_in_bytes);
         if (r >= 0)
-                r = fields_set_value(&df, fields_index(&l->data_file, MANIFEST_FIELD_PARTITION), &tuple);
+                r = fields_set_value(&df, fields_index(&l->data_file, MANIFEST_FIELD_PARTITION),
+                                     &tuple);
         if (r < 0)
                 return r;
         if (f->n_partition_values != l->n_partition)
@@ -359,17 +377,21 @@ static int set_entry(const EntryLayout *l, const DataFile *f, avro_value_t *entr
         if (r >= 0)
                 r = set_counts(&df, &l->data_file, MANIFEST_FIELD_VALUE_COUNTS, &f->value_counts);
         if (r >= 0)
-                r = set_counts(&df, &l->data_file, MANIFEST_FIELD_NULL_VALUE_COUNTS, &f->null_value_counts);
+                r = set_counts(&df, &l->data_file, MANIFEST_FIELD_NULL_VALUE_COUNTS,
+                               &f->null_value_counts);
         if (r >= 0)
-                r = set_counts(&df, &l->data_file, MANIFEST_FIELD_NAN_VALUE_COUNTS, &f->nan_value_counts);
+                r = set_counts(&df, &l->data_file, MANIFEST_FIELD_NAN_VALUE_COUNTS,
+                               &f->nan_value_counts);
         if (r >= 0)
                 r = set_bounds(&df, &l->data_file, MANIFEST_FIELD_LOWER_BOUNDS, &f->lower_bounds);
         if (r >= 0)
                 r = set_bounds(&df, &l->data_file, MANIFEST_FIELD_UPPER_BOUNDS, &f->upper_bounds);
         if (r >= 0 && f->has_sort_order_id)
-                r = fields_set_int(&df, fields_index(&l->data_file, MANIFEST_FIELD_SORT_ORDER_ID), f->sort_order_id);
+                r = fields_set_int(&df, fields_index(&l->data_file, MANIFEST_FIELD_SORT_ORDER_ID),
+                                   f->sort_order_id);
         if (r >= 0 && f->has_split_offsets) {
-                r = fields_set_value(&df, fields_index(&l->data_file, MANIFEST_FIELD_SPLIT_OFFSETS), &array);
+                r = fields_set_value(&df, fields_index(&l->data_file, MANIFEST_FIELD_SPLIT_OFFSETS),
+                                     &array);
                 for (size_t i = 0; r >= 0 && i < f->n_split_offsets; i++)
                         if (avro_value_append(&array, &element, NULL) != 0 ||
                             avro_value_set_long(&element, f->split_offsets[i]) != 0)
@@ -406,12 +428,14 @@ static int write_meta(OcfWriter *w, const ManifestWriteSpec *spec) {
          * spec asks for schema-id too, which Java leaves out; readers may use it. */
         r = set_meta_json(w, "schema", spec->schema);
         if (r >= 0 && json_is_integer(json_object_get(spec->schema, "schema-id")))
-                r = set_meta_i64(w, "schema-id", json_integer_value(json_object_get(spec->schema, "schema-id")));
+                r = set_meta_i64(w, "schema-id",
+                                 json_integer_value(json_object_get(spec->schema, "schema-id")));
         if (r >= 0)
                 r = set_meta_json(w, "partition-spec", spec_fields ? spec_fields : json_array());
         if (r >= 0)
                 r = set_meta_i64(w, "partition-spec-id",
-                                 json_integer_value(json_object_get(spec->partition_spec, "spec-id")));
+                                 json_integer_value(
+                                         json_object_get(spec->partition_spec, "spec-id")));
         if (r >= 0)
                 r = set_meta_i64(w, "format-version", spec->format_version);
         if (r >= 0)
@@ -421,14 +445,18 @@ static int write_meta(OcfWriter *w, const ManifestWriteSpec *spec) {
         return r;
 }
 
-static int entry_layout_init(OcfWriter *w, const ManifestWriteSpec *spec, EntryLayout *l, Error *e) {
+static int entry_layout_init(OcfWriter *w, const ManifestWriteSpec *spec, EntryLayout *l,
+                             Error *e) {
         int r;
 
         r = fields_record_init(ocf_writer_schema_json(w), ocf_writer_schema(w), &l->entry, e);
         if (r >= 0)
-                r = fields_record_nested(&l->entry, fields_index(&l->entry, MANIFEST_FIELD_DATA_FILE), &l->data_file, e);
+                r = fields_record_nested(&l->entry,
+                                         fields_index(&l->entry, MANIFEST_FIELD_DATA_FILE),
+                                         &l->data_file, e);
         if (r >= 0)
-                r = fields_record_nested(&l->data_file, fields_index(&l->data_file, MANIFEST_FIELD_PARTITION),
+                r = fields_record_nested(&l->data_file,
+                                         fields_index(&l->data_file, MANIFEST_FIELD_PARTITION),
                                          &l->partition, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest entry schema");
@@ -440,7 +468,9 @@ static int entry_layout_init(OcfWriter *w, const ManifestWriteSpec *spec, EntryL
                 return error_set(e, -ENOMEM, "out of memory");
         for (size_t i = 0; i < l->n_partition; i++) {
                 r = data_file_partition_type(spec->schema,
-                                             json_array_get(json_object_get(spec->partition_spec, "fields"), i),
+                                             json_array_get(json_object_get(spec->partition_spec,
+                                                                            "fields"),
+                                                            i),
                                              &l->partition_types[i], e);
                 if (r < 0)
                         return r;
@@ -452,7 +482,7 @@ int manifest_write(const ManifestWriteSpec *spec, const DataFile *files, size_t 
                    Error *e) {
         _cleanup_(ocf_writer_freep) OcfWriter *w = NULL;
         _cleanup_(freep) char *schema_text = NULL;
-        EntryLayout layout = {};
+        EntryLayout layout = { 0 };
         avro_value_t value;
         json_t *schema;
         int r;
@@ -492,8 +522,8 @@ int manifest_write(const ManifestWriteSpec *spec, const DataFile *files, size_t 
                 if (r >= 0)
                         r = ocf_writer_append(w, &value);
                 if (r < 0) {
-                        error_set(e, r, "data file %zu (%s): cannot encode: %s", i, files[i].location,
-                                  r == -EIO ? avro_strerror() : strerror(-r));
+                        error_set(e, r, "data file %zu (%s): cannot encode: %s", i,
+                                  files[i].location, r == -EIO ? avro_strerror() : strerror(-r));
                         break;
                 }
         }

@@ -49,7 +49,7 @@ static void schema_index_deinit(SchemaIndex *x) {
         for (size_t i = 0; i < x->n; i++)
                 free(x->entries[i].path);
         free(x->entries);
-        *x = (SchemaIndex){};
+        *x = (SchemaIndex){ 0 };
 }
 
 static const SchemaEntry *schema_index_by_id(const SchemaIndex *x, int64_t id) {
@@ -134,8 +134,8 @@ static int type_child(const json_t *type, size_t i, SchemaNode *ret, Error *erro
                         .has_initial_default = json_object_get(field, "initial-default") != NULL,
                         .type = json_object_get(field, "type"),
                 };
-                if (json_id(field, "id", &ret->id) < 0 || !ret->name || !json_is_boolean(required) ||
-                    !ret->type)
+                if (json_id(field, "id", &ret->id) < 0 || !ret->name ||
+                    !json_is_boolean(required) || !ret->type)
                         return error_set(error, -EINVAL,
                                          "struct field %zu lacks id, name, required or type", i);
                 return 1;
@@ -160,12 +160,14 @@ static int type_child(const json_t *type, size_t i, SchemaNode *ret, Error *erro
                         .type = json_object_get(type, i == 0 ? "key" : "value"),
                 };
                 if (json_id(type, i == 0 ? "key-id" : "value-id", &ret->id) < 0 || !ret->type)
-                        return error_set(error, -EINVAL, "map lacks key-id, key, value-id or value");
+                        return error_set(error, -EINVAL,
+                                         "map lacks key-id, key, value-id or value");
                 return 1;
         case TYPE_KIND_PRIMITIVE:
                 return 0;
         default:
-                return error_set(error, -EINVAL, "type is neither a primitive nor struct, list or map");
+                return error_set(error, -EINVAL,
+                                 "type is neither a primitive nor struct, list or map");
         }
 }
 
@@ -230,7 +232,7 @@ static int compat_problem(CompatState *s, const char *fmt, ...) {
 
 /* "decimal(P, S)" -> P and S; false when `t` is not a decimal. */
 static bool decimal_parse(const char *t, unsigned *ret_precision, unsigned *ret_scale) {
-        unsigned v[2] = {};
+        unsigned v[2] = { 0 };
         const char *p;
 
         if (strncmp(t, "decimal(", 8) != 0)
@@ -295,7 +297,8 @@ static int compat_check_missing(CompatState *s, const json_t *current_type, cons
                 if (!child_path)
                         return -ENOMEM;
                 r = compat_problem(s,
-                                   "required field '%s' (id %" PRId64 ") is not in the data and has "
+                                   "required field '%s' (id %" PRId64
+                                   ") is not in the data and has "
                                    "no initial-default",
                                    child_path, child.id);
                 if (r < 0)
@@ -322,7 +325,8 @@ static int compat_check_children(CompatState *s, const json_t *written_type, con
                 by_name = schema_index_by_path(&s->current, w_path);
                 if (!c)
                         r = compat_problem(s,
-                                           "field '%s' (id %" PRId64 ") was dropped from the table schema",
+                                           "field '%s' (id %" PRId64
+                                           ") was dropped from the table schema",
                                            w_path, w.id);
                 if (r >= 0 && by_name && by_name->node.id != w.id)
                         r = compat_problem(s,
@@ -350,8 +354,8 @@ static int compat_check_type(CompatState *s, const json_t *written_type, const c
         if (wk == TYPE_KIND_INVALID || ck == TYPE_KIND_INVALID)
                 return error_set(s->error, -EINVAL, "field '%s' has an invalid type", written_path);
         if (wk == TYPE_KIND_PRIMITIVE && ck == TYPE_KIND_PRIMITIVE) {
-                if (primitive_promotes(json_string_value(written_type), json_string_value(current_type),
-                                       s->format_version))
+                if (primitive_promotes(json_string_value(written_type),
+                                       json_string_value(current_type), s->format_version))
                         return 0;
         } else if (wk == ck) {
                 r = compat_check_children(s, written_type, written_path);
@@ -359,8 +363,9 @@ static int compat_check_type(CompatState *s, const json_t *written_type, const c
                         r = compat_check_missing(s, current_type, current_path);
                 return r;
         }
-        return compat_problem(s, "field '%s' changed type from %s to %s, which is no allowed promotion",
-                              current_path, type_name(written_type), type_name(current_type));
+        return compat_problem(
+                s, "field '%s' changed type from %s to %s, which is no allowed promotion",
+                current_path, type_name(written_type), type_name(current_type));
 }
 
 int schema_compat_check(const json_t *written, const json_t *current, int format_version,
@@ -388,8 +393,8 @@ int schema_compat_check(const json_t *written, const json_t *current, int format
                 r = compat_check_missing(&s, current, NULL);
         if (r >= 0 && s.n_problems > 0)
                 r = error_set(error, SCHEMA_COMPAT_E_INCOMPATIBLE, "%u field%s no longer map%s: %s",
-                              s.n_problems, s.n_problems == 1 ? "" : "s", s.n_problems == 1 ? "s" : "",
-                              buf_str(&s.message));
+                              s.n_problems, s.n_problems == 1 ? "" : "s",
+                              s.n_problems == 1 ? "s" : "", buf_str(&s.message));
         if (r == -ENOMEM)
                 (void)error_set(error, r, "out of memory");
         schema_index_deinit(&s.written);

@@ -10,7 +10,8 @@
 
 enum {
         _SCHEMA_COMPAT_E_SUCCESS,
-        SCHEMA_COMPAT_E_INCOMPATIBLE, /* the data does not map: *error names every offending field */
+        SCHEMA_COMPAT_E_INCOMPATIBLE, /* the data does not map: *error names every offending field
+                                       */
 };
 
 /* Compares `written` (the schema the data was written with) to `current` (the table's current

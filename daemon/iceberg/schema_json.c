@@ -99,7 +99,8 @@ static json_t *schema_json_type(const json_t *t, bool *ret_optional) {
                         bool key_optional, value_optional;
                         json_t *key, *value;
 
-                        if (json_array_size(kv) != 2 || !json_is_integer(json_object_get(k, "field-id")) ||
+                        if (json_array_size(kv) != 2 ||
+                            !json_is_integer(json_object_get(k, "field-id")) ||
                             !json_is_integer(json_object_get(v, "field-id")))
                                 return NULL;
                         key = schema_json_type(json_object_get(k, "type"), &key_optional);
@@ -111,8 +112,8 @@ static json_t *schema_json_type(const json_t *t, bool *ret_optional) {
                         }
                         return json_pack("{s:s, s:O, s:o, s:O, s:o, s:b}", "type", "map", "key-id",
                                          json_object_get(k, "field-id"), "key", key, "value-id",
-                                         json_object_get(v, "field-id"), "value", value, "value-required",
-                                         !value_optional);
+                                         json_object_get(v, "field-id"), "value", value,
+                                         "value-required", !value_optional);
                 }
                 if (!json_is_integer(element_id))
                         return NULL;
@@ -142,7 +143,8 @@ static json_t *schema_json_type(const json_t *t, bool *ret_optional) {
                         char text[32];
 
                         (void)snprintf(text, sizeof(text), "decimal(%lld, %lld)",
-                                       (long long)json_integer_value(json_object_get(t, "precision")),
+                                       (long long)json_integer_value(
+                                               json_object_get(t, "precision")),
                                        (long long)json_integer_value(json_object_get(t, "scale")));
                         return json_string(text);
                 }

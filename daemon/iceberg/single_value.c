@@ -106,7 +106,8 @@ const char *iceberg_type_name(const IcebergType *t, char buf[static ICEBERG_TYPE
         if (t->id == ICEBERG_TYPE_FIXED)
                 (void)snprintf(buf, ICEBERG_TYPE_NAME_MAX, "fixed[%d]", t->length);
         else
-                (void)snprintf(buf, ICEBERG_TYPE_NAME_MAX, "decimal(%d, %d)", t->precision, t->scale);
+                (void)snprintf(buf, ICEBERG_TYPE_NAME_MAX, "decimal(%d, %d)", t->precision,
+                               t->scale);
         return buf;
 }
 
@@ -144,11 +145,10 @@ static bool parse_date(const char **p, int64_t *ret_days) {
         static const unsigned month_days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
         int64_t y, m, d;
 
-        if (!read_digits(p, 4, &y) || *(*p)++ != '-' || !read_digits(p, 2, &m) ||
-            *(*p)++ != '-' || !read_digits(p, 2, &d))
+        if (!read_digits(p, 4, &y) || *(*p)++ != '-' || !read_digits(p, 2, &m) || *(*p)++ != '-' ||
+            !read_digits(p, 2, &d))
                 return false;
-        if (m < 1 || m > 12 || d < 1 ||
-            d > (int64_t)month_days[m - 1] + (m == 2 && is_leap(y)))
+        if (m < 1 || m > 12 || d < 1 || d > (int64_t)month_days[m - 1] + (m == 2 && is_leap(y)))
                 return false;
         *ret_days = single_value_days_from_civil(y, (unsigned)m, (unsigned)d);
         return true;
@@ -159,8 +159,8 @@ static bool parse_time(const char **p, int digits, int64_t *ret) {
         int64_t h, m, s, frac = 0;
         int n = 0;
 
-        if (!read_digits(p, 2, &h) || *(*p)++ != ':' || !read_digits(p, 2, &m) ||
-            *(*p)++ != ':' || !read_digits(p, 2, &s))
+        if (!read_digits(p, 2, &h) || *(*p)++ != ':' || !read_digits(p, 2, &m) || *(*p)++ != ':' ||
+            !read_digits(p, 2, &s))
                 return false;
         if (h > 23 || m > 59 || s > 59)
                 return false;
@@ -197,11 +197,12 @@ static bool parse_timestamp(const char *s, int digits, bool with_zone, int64_t *
         if (!parse_date(&p, &days) || *p++ != 'T' || !parse_time(&p, digits, &t))
                 return false;
         /* Java's SingleValueParser accepts timestamptz values in UTC only. */
-        if (with_zone && (strcmp(p, "+00:00") == 0 || strcmp(p, "-00:00") == 0 || strcmp(p, "Z") == 0))
+        if (with_zone &&
+            (strcmp(p, "+00:00") == 0 || strcmp(p, "-00:00") == 0 || strcmp(p, "Z") == 0))
                 p += strlen(p);
         if (*p)
                 return false;
-        *ret = days * per_day + t;      /* |days| < 2^22, per_day <= 2^47: no overflow */
+        *ret = days * per_day + t; /* |days| < 2^22, per_day <= 2^47: no overflow */
         return true;
 }
 
@@ -237,7 +238,7 @@ static int append_decimal(Buf *out, Int128 v) {
 
         for (int i = 15; i >= 0; i--) {
                 b[i] = (uint8_t)(v & 0xff);
-                v >>= 8;        /* arithmetic shift: GCC and clang keep the sign */
+                v >>= 8; /* arithmetic shift: GCC and clang keep the sign */
         }
         while (n > 1 && ((b[16 - n] == 0x00 && !(b[17 - n] & 0x80)) ||
                          (b[16 - n] == 0xff && (b[17 - n] & 0x80))))
@@ -278,7 +279,8 @@ static bool parse_decimal(const char *s, const IcebergType *t, Int128 *ret) {
         return true;
 }
 
-#define EXPECTED(what) error_set(e, -EINVAL, "expected %s for type %s", what, iceberg_type_name(t, name))
+#define EXPECTED(what)                                                                             \
+        error_set(e, -EINVAL, "expected %s for type %s", what, iceberg_type_name(t, name))
 
 int single_value_from_json(const IcebergType *t, const json_t *value, Buf *out, Error *e) {
         char name[ICEBERG_TYPE_NAME_MAX];
@@ -342,7 +344,8 @@ int single_value_from_json(const IcebergType *t, const json_t *value, Buf *out, 
                 return append_le(out, (uint64_t)v, 8);
         case ICEBERG_TYPE_TIMESTAMPTZ:
                 if (!s || !parse_timestamp(s, 6, true, &v))
-                        return EXPECTED("a UTC timestamp string 'YYYY-MM-DDTHH:MM:SS[.ssssss]+00:00'");
+                        return EXPECTED(
+                                "a UTC timestamp string 'YYYY-MM-DDTHH:MM:SS[.ssssss]+00:00'");
                 return append_le(out, (uint64_t)v, 8);
         case ICEBERG_TYPE_TIMESTAMP_NS:
                 if (!s || !parse_timestamp(s, 9, false, &v))
@@ -350,7 +353,8 @@ int single_value_from_json(const IcebergType *t, const json_t *value, Buf *out, 
                 return append_le(out, (uint64_t)v, 8);
         case ICEBERG_TYPE_TIMESTAMPTZ_NS:
                 if (!s || !parse_timestamp(s, 9, true, &v))
-                        return EXPECTED("a UTC timestamp string 'YYYY-MM-DDTHH:MM:SS[.sssssssss]+00:00'");
+                        return EXPECTED(
+                                "a UTC timestamp string 'YYYY-MM-DDTHH:MM:SS[.sssssssss]+00:00'");
                 return append_le(out, (uint64_t)v, 8);
         case ICEBERG_TYPE_STRING:
                 if (!s)
@@ -365,7 +369,8 @@ int single_value_from_json(const IcebergType *t, const json_t *value, Buf *out, 
                                 k++;
                         r = append_hex(s + k, 2, out);
                         if (r == -EINVAL)
-                                return EXPECTED("a UUID string 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'");
+                                return EXPECTED(
+                                        "a UUID string 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'");
                         if (r < 0)
                                 return r;
                 }
@@ -382,7 +387,8 @@ int single_value_from_json(const IcebergType *t, const json_t *value, Buf *out, 
                 return r == -EINVAL ? EXPECTED("a string of hexadecimal digits, two per byte") : r;
         case ICEBERG_TYPE_DECIMAL:
                 if (!s || strlen(s) != len || !parse_decimal(s, t, &dec))
-                        return EXPECTED("a decimal string with exactly the type's scale of fraction digits");
+                        return EXPECTED("a decimal string with exactly the type's scale of "
+                                        "fraction digits");
                 return append_decimal(out, dec);
         }
         return error_set(e, -EINVAL, "unknown type");

@@ -12,19 +12,38 @@
 
 /* Keys computed here; a writer may not set them (nor anything under "icecommit."). */
 static const char *const snapshot_computed_keys[] = {
-        "operation", "added-data-files", "added-records", "added-files-size",
-        "total-data-files", "total-records", "total-files-size", "total-delete-files",
-        "total-position-deletes", "total-equality-deletes", "manifests-created",
-        "manifests-kept", "manifests-replaced", "engine-name", "engine-version",
-        "deleted-data-files", "deleted-records", "removed-files-size", "changed-partition-count",
-        "added-delete-files", "added-equality-delete-files", "added-equality-deletes",
-        "added-position-delete-files", "added-position-deletes", "added-dvs",
+        "operation",
+        "added-data-files",
+        "added-records",
+        "added-files-size",
+        "total-data-files",
+        "total-records",
+        "total-files-size",
+        "total-delete-files",
+        "total-position-deletes",
+        "total-equality-deletes",
+        "manifests-created",
+        "manifests-kept",
+        "manifests-replaced",
+        "engine-name",
+        "engine-version",
+        "deleted-data-files",
+        "deleted-records",
+        "removed-files-size",
+        "changed-partition-count",
+        "added-delete-files",
+        "added-equality-delete-files",
+        "added-equality-deletes",
+        "added-position-delete-files",
+        "added-position-deletes",
+        "added-dvs",
 };
 
 bool snapshot_summary_key_is_reserved(const char *key) {
         if (strncmp(key, "icecommit.", 10) == 0)
                 return true;
-        for (size_t i = 0; i < sizeof(snapshot_computed_keys) / sizeof(snapshot_computed_keys[0]); i++)
+        for (size_t i = 0; i < sizeof(snapshot_computed_keys) / sizeof(snapshot_computed_keys[0]);
+             i++)
                 if (strcmp(key, snapshot_computed_keys[i]) == 0)
                         return true;
         return false;
@@ -64,14 +83,16 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
 
         if (!summary)
                 return -ENOMEM;
-        json_object_foreach((json_t *)writer_properties, key, value) {
+        json_object_foreach ((json_t *)writer_properties, key, value) {
                 if (!json_is_string(value)) {
                         json_decref(summary);
-                        return error_set(error, -EINVAL, "snapshot property '%s' is not a string", key);
+                        return error_set(error, -EINVAL, "snapshot property '%s' is not a string",
+                                         key);
                 }
                 if (snapshot_summary_key_is_reserved(key)) {
                         json_decref(summary);
-                        return error_set(error, -EINVAL, "snapshot property '%s' is computed by icecommitd", key);
+                        return error_set(error, -EINVAL,
+                                         "snapshot property '%s' is computed by icecommitd", key);
                 }
                 if (json_object_set(summary, key, value) < 0)
                         r = -ENOMEM;
@@ -91,7 +112,8 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
         if (r == 0 && added->equality_delete_files > 0)
                 r = summary_set_i64(summary, "added-delete-files", added->equality_delete_files);
         if (r == 0 && added->equality_delete_files > 0)
-                r = summary_set_i64(summary, "added-equality-delete-files", added->equality_delete_files);
+                r = summary_set_i64(summary, "added-equality-delete-files",
+                                    added->equality_delete_files);
         if (r == 0 && added->files_size > 0)
                 r = summary_set_i64(summary, "added-files-size", added->files_size);
         if (r == 0 && added->equality_deletes > 0)
@@ -99,9 +121,11 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
         if (r == 0)
                 r = summary_set_total(summary, parent_summary, "total-records", added->records);
         if (r == 0)
-                r = summary_set_total(summary, parent_summary, "total-files-size", added->files_size);
+                r = summary_set_total(summary, parent_summary, "total-files-size",
+                                      added->files_size);
         if (r == 0)
-                r = summary_set_total(summary, parent_summary, "total-data-files", added->data_files);
+                r = summary_set_total(summary, parent_summary, "total-data-files",
+                                      added->data_files);
         if (r == 0)
                 r = summary_set_total(summary, parent_summary, "total-delete-files",
                                       added->equality_delete_files);
@@ -116,8 +140,9 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
                 r = summary_set_i64(summary, "manifests-kept", added->manifests_kept);
         if (r == 0)
                 r = summary_set_i64(summary, "manifests-replaced", 0);
-        if (r == 0 && (json_object_set_new(summary, "engine-name", json_string("icecommit")) < 0 ||
-                       json_object_set_new(summary, "engine-version", json_string(ICECOMMIT_VERSION)) < 0))
+        if (r == 0 &&
+            (json_object_set_new(summary, "engine-name", json_string("icecommit")) < 0 ||
+             json_object_set_new(summary, "engine-version", json_string(ICECOMMIT_VERSION)) < 0))
                 r = -ENOMEM;
         if (r == 0 && idempotency_keys &&
             json_object_set_new(summary, SNAPSHOT_SUMMARY_KEYS, json_string(idempotency_keys)) < 0)
@@ -131,10 +156,8 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
 }
 
 static json_t *snapshot_json(const SnapshotSpec *s) {
-        json_t *o = json_pack("{s:I, s:I, s:O, s:s}",
-                              "snapshot-id", (json_int_t)s->snapshot_id,
-                              "timestamp-ms", (json_int_t)s->timestamp_ms,
-                              "summary", s->summary,
+        json_t *o = json_pack("{s:I, s:I, s:O, s:s}", "snapshot-id", (json_int_t)s->snapshot_id,
+                              "timestamp-ms", (json_int_t)s->timestamp_ms, "summary", s->summary,
                               "manifest-list", s->manifest_list);
 
         if (!o)
@@ -168,8 +191,9 @@ int snapshot_commit_request_build(const TableMetadata *table, const char *branch
         snap = snapshot_json(snapshot);
         if (!snap)
                 return -ENOMEM;
-        set_ref = json_pack("{s:s, s:s, s:s, s:I}", "action", "set-snapshot-ref", "ref-name", branch,
-                            "type", "branch", "snapshot-id", (json_int_t)snapshot->snapshot_id);
+        set_ref =
+                json_pack("{s:s, s:s, s:s, s:I}", "action", "set-snapshot-ref", "ref-name", branch,
+                          "type", "branch", "snapshot-id", (json_int_t)snapshot->snapshot_id);
         if (!set_ref) {
                 json_decref(snap);
                 return -ENOMEM;
@@ -186,14 +210,11 @@ int snapshot_commit_request_build(const TableMetadata *table, const char *branch
         }
 
         /* "snapshot-id": null asserts that the branch does not exist yet. */
-        request = json_pack("{s:[{s:s, s:s}, {s:s, s:s, s:o}], s:[{s:s, s:o}, o]}",
-                            "requirements",
-                            "type", "assert-table-uuid", "uuid", table->uuid,
-                            "type", "assert-ref-snapshot-id", "ref", branch, "snapshot-id",
-                            head->exists ? json_integer(head->snapshot_id) : json_null(),
-                            "updates",
-                            "action", "add-snapshot", "snapshot", snap,
-                            set_ref);
+        request = json_pack("{s:[{s:s, s:s}, {s:s, s:s, s:o}], s:[{s:s, s:o}, o]}", "requirements",
+                            "type", "assert-table-uuid", "uuid", table->uuid, "type",
+                            "assert-ref-snapshot-id", "ref", branch, "snapshot-id",
+                            head->exists ? json_integer(head->snapshot_id) : json_null(), "updates",
+                            "action", "add-snapshot", "snapshot", snap, set_ref);
         if (!request)
                 return -ENOMEM;
         *ret_request = request;
@@ -219,8 +240,8 @@ json_t *snapshot_find_key(const json_t *metadata, const char *key, size_t lookba
         /* Snapshots are listed in the order they were added: search the newest first. */
         for (size_t i = n; i > 0 && (lookback == 0 || n - i < lookback); i--) {
                 json_t *s = json_array_get(snapshots, i - 1);
-                const char *keys = json_string_value(json_object_get(json_object_get(s, "summary"),
-                                                                     SNAPSHOT_SUMMARY_KEYS));
+                const char *keys = json_string_value(
+                        json_object_get(json_object_get(s, "summary"), SNAPSHOT_SUMMARY_KEYS));
 
                 for (const char *p = keys; p && *p;) {
                         const char *end = strchr(p, ',');

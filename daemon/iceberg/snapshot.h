@@ -16,11 +16,11 @@
 typedef struct SnapshotAdded {
         int64_t data_files;
         int64_t records;
-        int64_t files_size;             /* data and delete files (Java: addedSize) */
-        int64_t equality_delete_files;  /* the only delete files icecommitd commits */
-        int64_t equality_deletes;       /* their record counts */
-        int64_t manifests_created;      /* list entries added by this snapshot */
-        int64_t manifests_kept;         /* inherited from the parent */
+        int64_t files_size;            /* data and delete files (Java: addedSize) */
+        int64_t equality_delete_files; /* the only delete files icecommitd commits */
+        int64_t equality_deletes;      /* their record counts */
+        int64_t manifests_created;     /* list entries added by this snapshot */
+        int64_t manifests_kept;        /* inherited from the parent */
 } SnapshotAdded;
 
 typedef struct SnapshotSpec {
@@ -28,15 +28,15 @@ typedef struct SnapshotSpec {
         bool has_parent;
         int64_t parent_snapshot_id;
         int64_t sequence_number;
-        bool is_v1;                     /* format 1: no sequence-number (SnapshotParser reads 0) */
+        bool is_v1; /* format 1: no sequence-number (SnapshotParser reads 0) */
         int64_t timestamp_ms;
         bool has_schema_id;
         int32_t schema_id;
         const char *manifest_list;
-        bool has_first_row_id;          /* v3 only */
+        bool has_first_row_id; /* v3 only */
         int64_t first_row_id;
         int64_t added_rows;
-        json_t *summary;                /* borrowed; string values only */
+        json_t *summary; /* borrowed; string values only */
 } SnapshotSpec;
 
 /* Whether a writer's snapshot property would clash with a key icecommitd computes. */

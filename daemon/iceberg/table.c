@@ -42,21 +42,26 @@ int table_metadata_parse(json_t *load_result, TableMetadata **ret_table, Error *
         t->metadata = json_incref(metadata);
 
         if (table_json_get_i64(metadata, "format-version", &v) < 0 || v < 1 || v > 3)
-                return error_set(error, -EINVAL, "table metadata has no supported format-version (1 to 3)");
+                return error_set(error, -EINVAL,
+                                 "table metadata has no supported format-version (1 to 3)");
         t->format_version = (int)v;
         t->uuid = json_get_str(metadata, "table-uuid");
         t->location = json_get_str(metadata, "location");
         if (!t->uuid || !t->location || t->location[0] == '\0')
                 return error_set(error, -EINVAL, "table metadata lacks table-uuid or location");
         if (table_json_get_i64(metadata, "last-sequence-number", &t->last_sequence_number) < 0)
-                t->last_sequence_number = 0;    /* v1 metadata may omit it */
+                t->last_sequence_number = 0; /* v1 metadata may omit it */
         if (t->last_sequence_number < 0)
-                return error_set(error, -EINVAL, "table metadata has a negative last-sequence-number");
+                return error_set(error, -EINVAL,
+                                 "table metadata has a negative last-sequence-number");
         if (t->format_version >= 3) {
-                if (table_json_get_i64(metadata, "next-row-id", &t->next_row_id) < 0 || t->next_row_id < 0)
-                        return error_set(error, -EINVAL, "v3 table metadata lacks a valid next-row-id");
+                if (table_json_get_i64(metadata, "next-row-id", &t->next_row_id) < 0 ||
+                    t->next_row_id < 0)
+                        return error_set(error, -EINVAL,
+                                         "v3 table metadata lacks a valid next-row-id");
         }
-        if (table_json_get_i64(metadata, "current-schema-id", &v) == 0 && v >= INT32_MIN && v <= INT32_MAX) {
+        if (table_json_get_i64(metadata, "current-schema-id", &v) == 0 && v >= INT32_MIN &&
+            v <= INT32_MAX) {
                 t->current_schema_id = (int32_t)v;
                 t->has_current_schema_id = true;
         }
@@ -92,7 +97,7 @@ static json_t *json_array_find_id(const json_t *array, const char *key, int64_t 
         size_t i;
         json_t *o;
 
-        json_array_foreach((json_t *)array, i, o) {
+        json_array_foreach ((json_t *)array, i, o) {
                 int64_t v;
 
                 if (table_json_get_i64(o, key, &v) == 0 && v == id)
@@ -102,10 +107,12 @@ static json_t *json_array_find_id(const json_t *array, const char *key, int64_t 
 }
 
 json_t *table_snapshot(const TableMetadata *t, int64_t snapshot_id) {
-        return json_array_find_id(json_object_get(t->metadata, "snapshots"), "snapshot-id", snapshot_id);
+        return json_array_find_id(json_object_get(t->metadata, "snapshots"), "snapshot-id",
+                                  snapshot_id);
 }
 
-int table_branch(const TableMetadata *t, const char *branch, TableBranch *ret_branch, Error *error) {
+int table_branch(const TableMetadata *t, const char *branch, TableBranch *ret_branch,
+                 Error *error) {
         json_t *refs = json_object_get(t->metadata, "refs");
         json_t *ref = json_object_get(refs, branch);
         const char *type;
@@ -114,7 +121,8 @@ int table_branch(const TableMetadata *t, const char *branch, TableBranch *ret_br
         if (!ref && strcmp(branch, "main") == 0) {
                 /* Old metadata without refs: main is current-snapshot-id (-1 or null = none). */
                 if (table_json_get_i64(t->metadata, "current-snapshot-id", &id) == 0 && id >= 0) {
-                        *ret_branch = (TableBranch){ .exists = true, .snapshot_id = id,
+                        *ret_branch = (TableBranch){ .exists = true,
+                                                     .snapshot_id = id,
                                                      .snapshot = table_snapshot(t, id) };
                         return 0;
                 }
@@ -128,8 +136,9 @@ int table_branch(const TableMetadata *t, const char *branch, TableBranch *ret_br
                 return error_set(error, -EINVAL, "ref '%s' is a %s, not a branch", branch, type);
         if (table_json_get_i64(ref, "snapshot-id", &id) < 0)
                 return error_set(error, -EINVAL, "ref '%s' has no snapshot-id", branch);
-        *ret_branch = (TableBranch){ .exists = true, .snapshot_id = id, .ref = ref,
-                                     .snapshot = table_snapshot(t, id) };
+        *ret_branch = (TableBranch){
+                .exists = true, .snapshot_id = id, .ref = ref, .snapshot = table_snapshot(t, id)
+        };
         return 0;
 }
 
@@ -169,7 +178,8 @@ int table_default_spec_id(const TableMetadata *t, int32_t *ret) {
 }
 
 json_t *table_partition_spec(const TableMetadata *t, int32_t spec_id) {
-        return json_array_find_id(json_object_get(t->metadata, "partition-specs"), "spec-id", spec_id);
+        return json_array_find_id(json_object_get(t->metadata, "partition-specs"), "spec-id",
+                                  spec_id);
 }
 
 bool table_inherits_snapshot_ids(const TableMetadata *t) {
@@ -193,7 +203,7 @@ bool table_json_int_array_has(const json_t *array, int64_t v) {
         size_t i;
         json_t *x;
 
-        json_array_foreach(array, i, x)
+        json_array_foreach (array, i, x)
                 if (json_is_integer(x) && json_integer_value(x) == v)
                         return true;
         return false;

@@ -11,22 +11,22 @@
 #include "util/error.h"
 
 typedef struct TableMetadata {
-        json_t *metadata;               /* owned reference to the "metadata" object */
+        json_t *metadata; /* owned reference to the "metadata" object */
         int format_version;
-        const char *uuid;               /* borrowed from metadata */
+        const char *uuid; /* borrowed from metadata */
         const char *location;
-        const char *metadata_dir;       /* write.metadata.path, else <location>/metadata (owned) */
+        const char *metadata_dir; /* write.metadata.path, else <location>/metadata (owned) */
         int64_t last_sequence_number;
-        int64_t next_row_id;            /* 0 when absent (v1/v2) */
+        int64_t next_row_id; /* 0 when absent (v1/v2) */
         int32_t current_schema_id;
         bool has_current_schema_id;
 } TableMetadata;
 
 typedef struct TableBranch {
-        bool exists;                    /* false: the commit creates the branch */
+        bool exists; /* false: the commit creates the branch */
         int64_t snapshot_id;
-        json_t *ref;                    /* borrowed ref object (retention fields), NULL if new */
-        json_t *snapshot;               /* borrowed head snapshot, NULL if new or not listed */
+        json_t *ref;      /* borrowed ref object (retention fields), NULL if new */
+        json_t *snapshot; /* borrowed head snapshot, NULL if new or not listed */
 } TableBranch;
 
 /* Parses a LoadTableResult (or a bare metadata object). Returns -EINVAL with the reason for

@@ -11,18 +11,17 @@
 #include "iceberg/table.h"
 #include "iceberg/table_schema.h"
 
-#define PARTITION_FIELD_ID_START 1000         /* PartitionSpec.PARTITION_DATA_ID_START */
+#define PARTITION_FIELD_ID_START 1000 /* PartitionSpec.PARTITION_DATA_ID_START */
 
 /* ---- schemas ---------------------------------------------------------------------------- */
 
-
 void table_schema_field_ids_deinit(SchemaFieldIds *s) {
         free(s->ids);
-        *s = (SchemaFieldIds){};
+        *s = (SchemaFieldIds){ 0 };
 }
 
-static int table_schema_field_ids_add(SchemaFieldIds *s, const json_t *v, const char *what, const char *path,
-                         Error *error) {
+static int table_schema_field_ids_add(SchemaFieldIds *s, const json_t *v, const char *what,
+                                      const char *path, Error *error) {
         json_int_t id;
 
         if (!json_is_integer(v))
@@ -111,11 +110,11 @@ static bool primitive_with_args(const char *t, const char *name) {
 
 /* Returns the minimum format version of a primitive type, or 0 for an unknown type. */
 static int primitive_min_format_version(const char *t) {
-        static const char *const v1[] = { "boolean", "int", "long", "float", "double", "date",
-                                          "time", "timestamp", "timestamptz", "string", "uuid",
-                                          "binary" };
-        static const char *const v3[] = { "timestamp_ns", "timestamptz_ns", "variant", "unknown",
-                                          "geometry", "geography" };
+        static const char *const v1[] = { "boolean",     "int",    "long", "float",
+                                          "double",      "date",   "time", "timestamp",
+                                          "timestamptz", "string", "uuid", "binary" };
+        static const char *const v3[] = { "timestamp_ns", "timestamptz_ns", "variant",
+                                          "unknown",      "geometry",       "geography" };
 
         for (size_t i = 0; i < ELEMENTSOF(v1); i++)
                 if (strcasecmp(t, v1[i]) == 0)
@@ -141,29 +140,32 @@ static int schema_validate_struct(const json_t *type, int format_version, Schema
         int r;
 
         if (!json_is_array(fields))
-                return error_set(error, -EINVAL, "schema: struct '%s' has no \"fields\" array", path);
-        json_array_foreach(fields, i, f) {
+                return error_set(error, -EINVAL, "schema: struct '%s' has no \"fields\" array",
+                                 path);
+        json_array_foreach (fields, i, f) {
                 const char *name = json_string_value(json_object_get(f, "name"));
                 char child[512];
 
                 if (!json_is_object(f))
-                        return error_set(error, -EINVAL, "schema: field %zu of '%s' is not an object",
-                                         i, path);
+                        return error_set(error, -EINVAL,
+                                         "schema: field %zu of '%s' is not an object", i, path);
                 if (!name || name[0] == '\0')
                         return error_set(error, -EINVAL, "schema: field %zu of '%s' has no name", i,
                                          path);
                 snprintf(child, sizeof(child), "%s%s%s", path, path[0] ? "." : "", name);
                 for (size_t j = 0; j < i; j++)
-                        if (strcmp(name, json_string_value(json_object_get(json_array_get(fields, j),
-                                                                           "name"))) == 0)
-                                return error_set(error, -EINVAL, "schema: duplicate field name '%s'",
-                                                 child);
-                r = table_schema_field_ids_add(ids, json_object_get(f, "id"), "field id", child, error);
+                        if (strcmp(name,
+                                   json_string_value(json_object_get(json_array_get(fields, j),
+                                                                     "name"))) == 0)
+                                return error_set(error, -EINVAL,
+                                                 "schema: duplicate field name '%s'", child);
+                r = table_schema_field_ids_add(ids, json_object_get(f, "id"), "field id", child,
+                                               error);
                 if (r < 0)
                         return r;
                 if (!json_is_boolean(json_object_get(f, "required")))
-                        return error_set(error, -EINVAL, "schema: field '%s' has no boolean \"required\"",
-                                         child);
+                        return error_set(error, -EINVAL,
+                                         "schema: field '%s' has no boolean \"required\"", child);
                 r = schema_validate_type(json_object_get(f, "type"), format_version, ids, child,
                                          depth + 1, error);
                 if (r < 0)
@@ -180,7 +182,8 @@ static int schema_validate_type(const json_t *type, int format_version, SchemaFi
 
         /* Nesting comes from input: bound the recursion. */
         if (depth > 64)
-                return error_set(error, -EINVAL, "schema: '%s' is nested deeper than 64 levels", path);
+                return error_set(error, -EINVAL, "schema: '%s' is nested deeper than 64 levels",
+                                 path);
         if (json_is_string(type)) {
                 const char *t = json_string_value(type);
                 int min = primitive_min_format_version(t);
@@ -190,7 +193,8 @@ static int schema_validate_type(const json_t *type, int format_version, SchemaFi
                                          path, t);
                 if (min > format_version)
                         return error_set(error, -EINVAL,
-                                         "schema: type '%s' of field '%s' requires format version %d, the table has %d",
+                                         "schema: type '%s' of field '%s' requires format version "
+                                         "%d, the table has %d",
                                          t, path, min, format_version);
                 return 0;
         }
@@ -201,25 +205,30 @@ static int schema_validate_type(const json_t *type, int format_version, SchemaFi
                 return schema_validate_struct(type, format_version, ids, path, depth, error);
         if (strcmp(kind, "list") == 0) {
                 snprintf(child, sizeof(child), "%s.element", path);
-                r = table_schema_field_ids_add(ids, json_object_get(type, "element-id"), "element-id", path, error);
+                r = table_schema_field_ids_add(ids, json_object_get(type, "element-id"),
+                                               "element-id", path, error);
                 if (r < 0)
                         return r;
                 if (!json_is_boolean(json_object_get(type, "element-required")))
                         return error_set(error, -EINVAL,
-                                         "schema: list '%s' has no boolean \"element-required\"", path);
+                                         "schema: list '%s' has no boolean \"element-required\"",
+                                         path);
                 return schema_validate_type(json_object_get(type, "element"), format_version, ids,
                                             child, depth + 1, error);
         }
         if (strcmp(kind, "map") == 0) {
-                r = table_schema_field_ids_add(ids, json_object_get(type, "key-id"), "key-id", path, error);
+                r = table_schema_field_ids_add(ids, json_object_get(type, "key-id"), "key-id", path,
+                                               error);
                 if (r < 0)
                         return r;
-                r = table_schema_field_ids_add(ids, json_object_get(type, "value-id"), "value-id", path, error);
+                r = table_schema_field_ids_add(ids, json_object_get(type, "value-id"), "value-id",
+                                               path, error);
                 if (r < 0)
                         return r;
                 if (!json_is_boolean(json_object_get(type, "value-required")))
                         return error_set(error, -EINVAL,
-                                         "schema: map '%s' has no boolean \"value-required\"", path);
+                                         "schema: map '%s' has no boolean \"value-required\"",
+                                         path);
                 snprintf(child, sizeof(child), "%s.key", path);
                 r = schema_validate_type(json_object_get(type, "key"), format_version, ids, child,
                                          depth + 1, error);
@@ -234,14 +243,14 @@ static int schema_validate_type(const json_t *type, int format_version, SchemaFi
 
 /* Validates and returns the sorted field ids of `schema` (caller deinits ids). */
 int table_schema_field_ids_collect(const json_t *schema, int format_version, SchemaFieldIds *ids,
-                              Error *error) {
+                                   Error *error) {
+        const char *type = json_string_value(json_object_get(schema, "type"));
         const json_t *identifiers;
         size_t i;
         json_t *v;
         int r;
 
-        if (!json_is_object(schema) ||
-            strcmp(json_string_value(json_object_get(schema, "type")) ?: "", "struct") != 0)
+        if (!json_is_object(schema) || !type || strcmp(type, "struct") != 0)
                 return error_set(error, -EINVAL, "schema: must be an object of type \"struct\"");
         r = schema_validate_struct(schema, format_version, ids, "", 0, error);
         if (r < 0)
@@ -250,22 +259,23 @@ int table_schema_field_ids_collect(const json_t *schema, int format_version, Sch
                 qsort(ids->ids, ids->n, sizeof(ids->ids[0]), compare_i32);
         for (i = 1; i < ids->n; i++)
                 if (ids->ids[i] == ids->ids[i - 1])
-                        return error_set(error, -EINVAL, "schema: field id %" PRId32 " is used twice",
-                                         ids->ids[i]);
+                        return error_set(error, -EINVAL,
+                                         "schema: field id %" PRId32 " is used twice", ids->ids[i]);
         identifiers = json_object_get(schema, "identifier-field-ids");
         if (identifiers && !json_is_array(identifiers))
                 return error_set(error, -EINVAL, "schema: identifier-field-ids is not an array");
-        json_array_foreach(identifiers, i, v)
+        json_array_foreach (identifiers, i, v)
                 if (!json_is_integer(v) || !table_schema_field_ids_has(ids, json_integer_value(v)))
-                        return error_set(error, -EINVAL,
-                                         "schema: identifier-field-ids[%zu] is not a field id of the schema",
-                                         i);
+                        return error_set(
+                                error, -EINVAL,
+                                "schema: identifier-field-ids[%zu] is not a field id of the schema",
+                                i);
         return 0;
 }
 
 int table_schema_validate(const json_t *schema, int format_version, int32_t *ret_highest_id,
                           Error *error) {
-        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = { 0 };
         int r;
 
         r = table_schema_field_ids_collect(schema, format_version, &ids, error);
@@ -301,7 +311,7 @@ const json_t *table_schema_by_id(const json_t *md, int64_t schema_id) {
         size_t i;
         json_t *s;
 
-        json_array_foreach(json_object_get(md, "schemas"), i, s) {
+        json_array_foreach (json_object_get(md, "schemas"), i, s) {
                 int64_t id;
 
                 if (table_json_get_i64(s, "schema-id", &id) == 0 && id == schema_id)
@@ -326,7 +336,7 @@ static const json_t *struct_field_by_id(const json_t *type, int64_t id) {
         size_t i;
         json_t *f;
 
-        json_array_foreach(fields, i, f) {
+        json_array_foreach (fields, i, f) {
                 const json_t *t = json_object_get(f, "type"), *found;
                 json_int_t fid = json_integer_value(json_object_get(f, "id"));
 
@@ -346,9 +356,10 @@ static const json_t *struct_field_by_id(const json_t *type, int64_t id) {
  * given; else the id an existing spec uses for the same source and transform, as Java's
  * freshSpec does in v2+; else *last_partition_id + 1), validated against `ids` and `schema`
  * (sources are primitive fields outside lists and maps). */
-int table_schema_partition_spec_fresh(const json_t *spec, const json_t *existing_specs, int format_version,
-                      int32_t spec_id, const SchemaFieldIds *ids, const json_t *schema, int32_t *last_partition_id,
-                      json_t **ret_spec, Error *error) {
+int table_schema_partition_spec_fresh(const json_t *spec, const json_t *existing_specs,
+                                      int format_version, int32_t spec_id,
+                                      const SchemaFieldIds *ids, const json_t *schema,
+                                      int32_t *last_partition_id, json_t **ret_spec, Error *error) {
         _cleanup_(json_decrefp) json_t *out = NULL;
         const json_t *fields;
         json_t *f, *new_fields;
@@ -364,7 +375,7 @@ int table_schema_partition_spec_fresh(const json_t *spec, const json_t *existing
         if (!out)
                 return -ENOMEM;
         new_fields = json_object_get(out, "fields");
-        json_array_foreach(fields, i, f) {
+        json_array_foreach (fields, i, f) {
                 const char *name = json_string_value(json_object_get(f, "name"));
                 const char *transform = json_string_value(json_object_get(f, "transform"));
                 int64_t source_id;
@@ -372,15 +383,18 @@ int table_schema_partition_spec_fresh(const json_t *spec, const json_t *existing
                 json_t *copy;
 
                 if (!name || name[0] == '\0')
-                        return error_set(error, -EINVAL, "partition spec: field %zu has no name", i);
+                        return error_set(error, -EINVAL, "partition spec: field %zu has no name",
+                                         i);
                 for (size_t j = 0; j < i; j++)
-                        if (strcmp(name, json_string_value(json_object_get(json_array_get(fields, j),
-                                                                           "name"))) == 0)
+                        if (strcmp(name,
+                                   json_string_value(json_object_get(json_array_get(fields, j),
+                                                                     "name"))) == 0)
                                 return error_set(error, -EINVAL,
                                                  "partition spec: duplicate field name '%s'", name);
                 if (table_json_get_i64(f, "source-id", &source_id) < 0)
                         return error_set(error, -EINVAL,
-                                         "partition spec: field '%s' has no integer source-id", name);
+                                         "partition spec: field '%s' has no integer source-id",
+                                         name);
                 if (!table_schema_field_ids_has(ids, source_id))
                         return error_set(error, -EINVAL,
                                          "partition spec: field '%s' has source-id %" PRId64
@@ -392,7 +406,8 @@ int table_schema_partition_spec_fresh(const json_t *spec, const json_t *existing
                         if (!source)
                                 return error_set(error, -EINVAL,
                                                  "partition spec: field '%s' has source-id %" PRId64
-                                                 ", a field inside a list or map, which cannot be a partition source",
+                                                 ", a field inside a list or map, which cannot be "
+                                                 "a partition source",
                                                  name, source_id);
                         if (!json_is_string(json_object_get(source, "type")))
                                 return error_set(error, -EINVAL,
@@ -402,29 +417,31 @@ int table_schema_partition_spec_fresh(const json_t *spec, const json_t *existing
                 }
                 if (!transform_is_known(transform))
                         return error_set(error, -EINVAL,
-                                         "partition spec: field '%s' has unknown transform '%s'", name,
-                                         transform ?: "(none)");
+                                         "partition spec: field '%s' has unknown transform '%s'",
+                                         name, transform ? transform : "(none)");
                 if (json_object_get(f, "field-id")) {
                         if (table_json_get_i32(f, "field-id", &field_id) < 0 ||
                             field_id < PARTITION_FIELD_ID_START)
-                                return error_set(error, -EINVAL,
-                                                 "partition spec: field '%s' has a field-id below %d",
-                                                 name, PARTITION_FIELD_ID_START);
+                                return error_set(
+                                        error, -EINVAL,
+                                        "partition spec: field '%s' has a field-id below %d", name,
+                                        PARTITION_FIELD_ID_START);
                 } else {
                         size_t k, m;
                         json_t *s, *g;
                         bool found = false;
 
                         if (format_version > 1)
-                                json_array_foreach(existing_specs, k, s) {
-                                        json_array_foreach(json_object_get(s, "fields"), m, g) {
+                                json_array_foreach (existing_specs, k, s) {
+                                        json_array_foreach (json_object_get(s, "fields"), m, g) {
                                                 int64_t sid;
 
                                                 if (table_json_get_i64(g, "source-id", &sid) == 0 &&
                                                     sid == source_id &&
                                                     json_equal(json_object_get(g, "transform"),
                                                                json_object_get(f, "transform")) &&
-                                                    table_json_get_i32(g, "field-id", &field_id) == 0) {
+                                                    table_json_get_i32(g, "field-id", &field_id) ==
+                                                            0) {
                                                         found = true;
                                                         break;
                                                 }
@@ -434,7 +451,8 @@ int table_schema_partition_spec_fresh(const json_t *spec, const json_t *existing
                                 }
                         if (!found) {
                                 if (last == INT32_MAX)
-                                        return error_set(error, -EINVAL, "partition spec: field ids exhausted");
+                                        return error_set(error, -EINVAL,
+                                                         "partition spec: field ids exhausted");
                                 field_id = ++last;
                         }
                 }
@@ -456,35 +474,41 @@ int table_schema_sort_order_validate(const json_t *order, const SchemaFieldIds *
         json_t *f;
 
         if (!json_is_object(order) || !json_is_array(fields))
-                return error_set(error, -EINVAL, "sort order: not an object with a \"fields\" array");
-        json_array_foreach(fields, i, f) {
+                return error_set(error, -EINVAL,
+                                 "sort order: not an object with a \"fields\" array");
+        json_array_foreach (fields, i, f) {
                 const char *transform = json_string_value(json_object_get(f, "transform"));
                 const char *direction = json_string_value(json_object_get(f, "direction"));
                 const char *null_order = json_string_value(json_object_get(f, "null-order"));
                 int64_t source_id;
 
-                if (table_json_get_i64(f, "source-id", &source_id) < 0 || !table_schema_field_ids_has(ids, source_id))
+                if (table_json_get_i64(f, "source-id", &source_id) < 0 ||
+                    !table_schema_field_ids_has(ids, source_id))
                         return error_set(error, -EINVAL,
-                                         "sort order: field %zu has a source-id that is not a field of the current schema",
+                                         "sort order: field %zu has a source-id that is not a "
+                                         "field of the current schema",
                                          i);
                 if (!transform_is_known(transform))
-                        return error_set(error, -EINVAL, "sort order: field %zu has unknown transform '%s'",
-                                         i, transform ?: "(none)");
-                if (!direction || (strcmp(direction, "asc") != 0 && strcmp(direction, "desc") != 0))
                         return error_set(error, -EINVAL,
-                                         "sort order: field %zu has direction '%s', not \"asc\" or \"desc\"",
-                                         i, direction ?: "(none)");
+                                         "sort order: field %zu has unknown transform '%s'", i,
+                                         transform ? transform : "(none)");
+                if (!direction || (strcmp(direction, "asc") != 0 && strcmp(direction, "desc") != 0))
+                        return error_set(
+                                error, -EINVAL,
+                                "sort order: field %zu has direction '%s', not \"asc\" or \"desc\"",
+                                i, direction ? direction : "(none)");
                 if (!null_order || (strcmp(null_order, "nulls-first") != 0 &&
                                     strcmp(null_order, "nulls-last") != 0))
                         return error_set(error, -EINVAL,
-                                         "sort order: field %zu has null-order '%s', not \"nulls-first\" or \"nulls-last\"",
-                                         i, null_order ?: "(none)");
+                                         "sort order: field %zu has null-order '%s', not "
+                                         "\"nulls-first\" or \"nulls-last\"",
+                                         i, null_order ? null_order : "(none)");
         }
         return 0;
 }
 
 int table_schema_current_ids(const json_t *md, int format_version, SchemaFieldIds *ids,
-                              const char *what, Error *error) {
+                             const char *what, Error *error) {
         const json_t *schema = table_schema_current(md);
 
         if (!schema)

@@ -17,16 +17,16 @@
 #include "util/parse.h"
 
 #define TABLE_FORMAT_VERSION_MAX 3
-#define TABLE_FORMAT_VERSION_DEFAULT 2        /* the REST server's default for create */
+#define TABLE_FORMAT_VERSION_DEFAULT 2 /* the REST server's default for create */
 #define METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT 100
 
 /* ---- applying a commit ------------------------------------------------------------------ */
 
 typedef struct Apply {
-        json_t *md;                     /* the copy being changed, owned by table_update_apply */
+        json_t *md; /* the copy being changed, owned by table_update_apply */
         int format_version;
-        int64_t last_updated_ms;        /* the new value, for snapshot-log entries of rollbacks */
-        json_t *added_snapshots;        /* ids added by this request */
+        int64_t last_updated_ms; /* the new value, for snapshot-log entries of rollbacks */
+        json_t *added_snapshots; /* ids added by this request */
         json_t *added_schemas, *added_specs, *added_orders;
         int64_t last_added_schema, last_added_spec, last_added_order; /* -1: none */
         Error *error;
@@ -44,7 +44,7 @@ static json_t *snapshot_by_id(const json_t *md, int64_t snapshot_id) {
         size_t i;
         json_t *s;
 
-        json_array_foreach(json_object_get(md, "snapshots"), i, s) {
+        json_array_foreach (json_object_get(md, "snapshots"), i, s) {
                 int64_t id;
 
                 if (table_json_get_i64(s, "snapshot-id", &id) == 0 && id == snapshot_id)
@@ -56,7 +56,9 @@ static json_t *snapshot_by_id(const json_t *md, int64_t snapshot_id) {
 /* Java writes no current snapshot as null from v3 on, -1 before (TableMetadataParser). */
 static int set_no_current_snapshot(json_t *md, int format_version) {
         return json_object_set_new(md, "current-snapshot-id",
-                                   format_version >= 3 ? json_null() : json_integer(-1)) < 0 ? -ENOMEM : 0;
+                                   format_version >= 3 ? json_null() : json_integer(-1)) < 0
+                       ? -ENOMEM
+                       : 0;
 }
 
 static int update_assign_uuid(Apply *a, const json_t *u) {
@@ -71,11 +73,12 @@ static int update_upgrade_format_version(Apply *a, const json_t *u) {
         int64_t v;
 
         if (table_json_get_i64(u, "format-version", &v) < 0)
-                return error_set(a->error, -EINVAL, "upgrade-format-version: no integer format-version");
+                return error_set(a->error, -EINVAL,
+                                 "upgrade-format-version: no integer format-version");
         if (v > TABLE_FORMAT_VERSION_MAX)
                 return error_set(a->error, -EINVAL,
-                                 "upgrade-format-version: Cannot upgrade table to unsupported format version: v%" PRId64
-                                 " (supported: v%d)",
+                                 "upgrade-format-version: Cannot upgrade table to unsupported "
+                                 "format version: v%" PRId64 " (supported: v%d)",
                                  v, TABLE_FORMAT_VERSION_MAX);
         if (v < a->format_version)
                 return error_set(a->error, -EINVAL,
@@ -98,7 +101,7 @@ static int update_upgrade_format_version(Apply *a, const json_t *u) {
 
 static int update_add_schema(Apply *a, const json_t *u) {
         const json_t *schema = json_object_get(u, "schema");
-        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = { 0 };
         json_t *schemas, *s, *copy;
         int64_t last_column_id = 0, current_id = 0, new_id;
         int32_t highest;
@@ -122,7 +125,7 @@ static int update_add_schema(Apply *a, const json_t *u) {
                         return -ENOMEM;
         }
         new_id = current_id;
-        json_array_foreach(schemas, i, s) {
+        json_array_foreach (schemas, i, s) {
                 int64_t id;
                 json_t *a_ids = json_object_get(s, "identifier-field-ids"),
                        *b_ids = json_object_get(schema, "identifier-field-ids");
@@ -130,7 +133,8 @@ static int update_add_schema(Apply *a, const json_t *u) {
                 if (table_json_get_i64(s, "schema-id", &id) < 0)
                         continue;
                 if (json_equal(json_object_get(s, "fields"), json_object_get(schema, "fields")) &&
-                    (json_array_size(a_ids) == 0 ? json_array_size(b_ids) == 0 : json_equal(a_ids, b_ids))) {
+                    (json_array_size(a_ids) == 0 ? json_array_size(b_ids) == 0
+                                                 : json_equal(a_ids, b_ids))) {
                         new_id = id;
                         found = true;
                         break;
@@ -139,7 +143,8 @@ static int update_add_schema(Apply *a, const json_t *u) {
                         new_id = id + 1;
         }
         if (found && highest <= last_column_id) {
-                a->last_added_schema = table_json_int_array_has(a->added_schemas, new_id) ? new_id : -1;
+                a->last_added_schema =
+                        table_json_int_array_has(a->added_schemas, new_id) ? new_id : -1;
                 return 0;
         }
         if (highest > last_column_id &&
@@ -163,12 +168,15 @@ static int update_set_current_schema(Apply *a, const json_t *u) {
         if (id == -1) {
                 if (a->last_added_schema < 0)
                         return error_set(a->error, -EINVAL,
-                                         "set-current-schema: Cannot set last added schema: no schema has been added");
+                                         "set-current-schema: Cannot set last added schema: no "
+                                         "schema has been added");
                 id = a->last_added_schema;
         }
         if (!table_schema_by_id(a->md, id))
-                return error_set(a->error, -EINVAL,
-                                 "set-current-schema: Cannot set current schema to unknown schema: %" PRId64, id);
+                return error_set(
+                        a->error, -EINVAL,
+                        "set-current-schema: Cannot set current schema to unknown schema: %" PRId64,
+                        id);
         return json_object_set_new(a->md, "current-schema-id", json_integer(id)) < 0 ? -ENOMEM : 0;
 }
 
@@ -191,7 +199,7 @@ static bool spec_compatible(const json_t *a, const json_t *b) {
 
 static int update_add_spec(Apply *a, const json_t *u) {
         const json_t *spec = json_object_get(u, "spec");
-        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = { 0 };
         _cleanup_(json_decrefp) json_t *fresh = NULL;
         json_t *specs, *s;
         int64_t new_id = 0;
@@ -200,14 +208,15 @@ static int update_add_spec(Apply *a, const json_t *u) {
         int r;
 
         if (!json_is_object(spec) || !json_is_array(json_object_get(spec, "fields")))
-                return error_set(a->error, -EINVAL, "add-spec: no spec object with a \"fields\" array");
+                return error_set(a->error, -EINVAL,
+                                 "add-spec: no spec object with a \"fields\" array");
         specs = json_object_get(a->md, "partition-specs");
         if (!json_is_array(specs)) {
                 specs = json_array();
                 if (!specs || json_object_set_new(a->md, "partition-specs", specs) < 0)
                         return -ENOMEM;
         }
-        json_array_foreach(specs, i, s) {
+        json_array_foreach (specs, i, s) {
                 int64_t id;
 
                 if (table_json_get_i64(s, "spec-id", &id) < 0)
@@ -223,8 +232,9 @@ static int update_add_spec(Apply *a, const json_t *u) {
         if (r < 0)
                 return r;
         (void)table_json_get_i32(a->md, "last-partition-id", &last_partition_id);
-        r = table_schema_partition_spec_fresh(spec, specs, a->format_version, (int32_t)new_id, &ids, table_schema_current(a->md), &last_partition_id,
-                       &fresh, a->error);
+        r = table_schema_partition_spec_fresh(spec, specs, a->format_version, (int32_t)new_id, &ids,
+                                              table_schema_current(a->md), &last_partition_id,
+                                              &fresh, a->error);
         if (r < 0)
                 return error_prefix(a->error, r, "add-spec");
         if (json_array_append(specs, fresh) < 0 ||
@@ -245,25 +255,27 @@ static int update_set_default_spec(Apply *a, const json_t *u) {
         if (id == -1) {
                 if (a->last_added_spec < 0)
                         return error_set(a->error, -EINVAL,
-                                         "set-default-spec: Cannot set last added spec: no spec has been added");
+                                         "set-default-spec: Cannot set last added spec: no spec "
+                                         "has been added");
                 id = a->last_added_spec;
         }
-        json_array_foreach(json_object_get(a->md, "partition-specs"), i, s) {
+        json_array_foreach (json_object_get(a->md, "partition-specs"), i, s) {
                 int64_t sid;
 
                 if (table_json_get_i64(s, "spec-id", &sid) == 0 && sid == id)
                         found = true;
         }
         if (!found)
-                return error_set(a->error, -EINVAL, "set-default-spec: unknown partition spec %" PRId64, id);
+                return error_set(a->error, -EINVAL,
+                                 "set-default-spec: unknown partition spec %" PRId64, id);
         return json_object_set_new(a->md, "default-spec-id", json_integer(id)) < 0 ? -ENOMEM : 0;
 }
 
 static int update_add_sort_order(Apply *a, const json_t *u) {
         const json_t *order = json_object_get(u, "sort-order");
-        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = { 0 };
         json_t *orders, *o, *copy;
-        int64_t new_id = 1;     /* SortOrder.INITIAL_SORT_ORDER_ID; 0 is unsorted */
+        int64_t new_id = 1; /* SortOrder.INITIAL_SORT_ORDER_ID; 0 is unsorted */
         size_t i;
         int r;
 
@@ -281,13 +293,14 @@ static int update_add_sort_order(Apply *a, const json_t *u) {
                 return error_prefix(a->error, r, "add-sort-order");
         if (json_array_size(json_object_get(order, "fields")) == 0)
                 new_id = 0;
-        json_array_foreach(orders, i, o) {
+        json_array_foreach (orders, i, o) {
                 int64_t id;
 
                 if (table_json_get_i64(o, "order-id", &id) < 0)
                         continue;
                 if (json_equal(json_object_get(o, "fields"), json_object_get(order, "fields"))) {
-                        a->last_added_order = table_json_int_array_has(a->added_orders, id) ? id : -1;
+                        a->last_added_order =
+                                table_json_int_array_has(a->added_orders, id) ? id : -1;
                         return 0;
                 }
                 if (new_id != 0 && id >= new_id)
@@ -308,22 +321,26 @@ static int update_set_default_sort_order(Apply *a, const json_t *u) {
         json_t *o;
 
         if (table_json_get_i64(u, "sort-order-id", &id) < 0)
-                return error_set(a->error, -EINVAL, "set-default-sort-order: no integer sort-order-id");
+                return error_set(a->error, -EINVAL,
+                                 "set-default-sort-order: no integer sort-order-id");
         if (id == -1) {
                 if (a->last_added_order < 0)
                         return error_set(a->error, -EINVAL,
-                                         "set-default-sort-order: Cannot set last added sort order: no sort order has been added");
+                                         "set-default-sort-order: Cannot set last added sort "
+                                         "order: no sort order has been added");
                 id = a->last_added_order;
         }
-        json_array_foreach(json_object_get(a->md, "sort-orders"), i, o) {
+        json_array_foreach (json_object_get(a->md, "sort-orders"), i, o) {
                 int64_t oid;
 
                 if (table_json_get_i64(o, "order-id", &oid) == 0 && oid == id)
                         found = true;
         }
         if (!found)
-                return error_set(a->error, -EINVAL, "set-default-sort-order: unknown sort order %" PRId64, id);
-        return json_object_set_new(a->md, "default-sort-order-id", json_integer(id)) < 0 ? -ENOMEM : 0;
+                return error_set(a->error, -EINVAL,
+                                 "set-default-sort-order: unknown sort order %" PRId64, id);
+        return json_object_set_new(a->md, "default-sort-order-id", json_integer(id)) < 0 ? -ENOMEM
+                                                                                         : 0;
 }
 
 static int update_add_snapshot(Apply *a, const json_t *u) {
@@ -332,21 +349,30 @@ static int update_add_snapshot(Apply *a, const json_t *u) {
         json_t *snapshots;
 
         if (!json_is_object(snap) || table_json_get_i64(snap, "snapshot-id", &id) < 0)
-                return error_set(a->error, -EINVAL, "add-snapshot: no snapshot with an integer snapshot-id");
+                return error_set(a->error, -EINVAL,
+                                 "add-snapshot: no snapshot with an integer snapshot-id");
         if (!json_is_integer(json_object_get(snap, "timestamp-ms")))
-                return error_set(a->error, -EINVAL, "add-snapshot: snapshot %" PRId64 " has no timestamp-ms", id);
+                return error_set(a->error, -EINVAL,
+                                 "add-snapshot: snapshot %" PRId64 " has no timestamp-ms", id);
         if (json_array_size(json_object_get(a->md, "schemas")) == 0)
-                return error_set(a->error, -EINVAL, "add-snapshot: Attempting to add a snapshot before a schema is added");
+                return error_set(
+                        a->error, -EINVAL,
+                        "add-snapshot: Attempting to add a snapshot before a schema is added");
         if (json_array_size(json_object_get(a->md, "partition-specs")) == 0)
                 return error_set(a->error, -EINVAL,
-                                 "add-snapshot: Attempting to add a snapshot before a partition spec is added");
+                                 "add-snapshot: Attempting to add a snapshot before a partition "
+                                 "spec is added");
         if (json_array_size(json_object_get(a->md, "sort-orders")) == 0)
-                return error_set(a->error, -EINVAL,
-                                 "add-snapshot: Attempting to add a snapshot before a sort order is added");
+                return error_set(
+                        a->error, -EINVAL,
+                        "add-snapshot: Attempting to add a snapshot before a sort order is added");
         if (snapshot_by_id(a->md, id))
-                return error_set(a->error, -EINVAL, "add-snapshot: Snapshot already exists for id: %" PRId64, id);
-        if (json_object_get(snap, "sequence-number") && table_json_get_i64(snap, "sequence-number", &seq) < 0)
-                return error_set(a->error, -EINVAL, "add-snapshot: sequence-number is not an integer");
+                return error_set(a->error, -EINVAL,
+                                 "add-snapshot: Snapshot already exists for id: %" PRId64, id);
+        if (json_object_get(snap, "sequence-number") &&
+            table_json_get_i64(snap, "sequence-number", &seq) < 0)
+                return error_set(a->error, -EINVAL,
+                                 "add-snapshot: sequence-number is not an integer");
         (void)table_json_get_i64(a->md, "last-sequence-number", &last_seq);
 
         /* A stale sequence number means the writer built on an older table: retryable. */
@@ -359,16 +385,19 @@ static int update_add_snapshot(Apply *a, const json_t *u) {
 
         if (a->format_version >= 3) {
                 if (table_json_get_i64(snap, "first-row-id", &first_row_id) < 0)
-                        return error_set(a->error, -EINVAL, "add-snapshot: Cannot add a snapshot: first-row-id is null");
+                        return error_set(
+                                a->error, -EINVAL,
+                                "add-snapshot: Cannot add a snapshot: first-row-id is null");
                 if (table_json_get_i64(snap, "added-rows", &added_rows) < 0 || added_rows < 0)
                         return error_set(a->error, -EINVAL,
-                                         "add-snapshot: snapshot %" PRId64 " has first-row-id but no added-rows",
+                                         "add-snapshot: snapshot %" PRId64
+                                         " has first-row-id but no added-rows",
                                          id);
                 (void)table_json_get_i64(a->md, "next-row-id", &next_row_id);
                 if (first_row_id < next_row_id)
                         return error_set(a->error, -ESTALE,
-                                         "add-snapshot: Cannot add a snapshot, first-row-id is behind table next-row-id: %" PRId64
-                                         " < %" PRId64,
+                                         "add-snapshot: Cannot add a snapshot, first-row-id is "
+                                         "behind table next-row-id: %" PRId64 " < %" PRId64,
                                          first_row_id, next_row_id);
                 if (checked_add_i64(&next, next_row_id, added_rows))
                         return error_set(a->error, -EINVAL, "add-snapshot: next-row-id overflows");
@@ -394,9 +423,11 @@ static int optional_positive(Apply *a, const json_t *u, const char *key, json_t 
         if (!v || json_is_null(v))
                 return 0;
         if (!json_is_integer(v) || json_integer_value(v) <= 0)
-                return error_set(a->error, -EINVAL, "set-snapshot-ref: %s must be a positive integer", key);
+                return error_set(a->error, -EINVAL,
+                                 "set-snapshot-ref: %s must be a positive integer", key);
         if (is_tag && strcmp(key, "max-ref-age-ms") != 0)
-                return error_set(a->error, -EINVAL, "set-snapshot-ref: Tags do not support setting %s", key);
+                return error_set(a->error, -EINVAL,
+                                 "set-snapshot-ref: Tags do not support setting %s", key);
         return json_object_set_new(ref, key, json_integer(json_integer_value(v))) < 0 ? -ENOMEM : 0;
 }
 
@@ -414,12 +445,15 @@ static int update_set_snapshot_ref(Apply *a, const json_t *u) {
         if (!name || name[0] == '\0')
                 return error_set(a->error, -EINVAL, "set-snapshot-ref: no ref-name");
         if (table_json_get_i64(u, "snapshot-id", &id) < 0)
-                return error_set(a->error, -EINVAL, "set-snapshot-ref: no integer snapshot-id for '%s'", name);
+                return error_set(a->error, -EINVAL,
+                                 "set-snapshot-ref: no integer snapshot-id for '%s'", name);
         if (!type || (strcasecmp(type, "branch") != 0 && strcasecmp(type, "tag") != 0))
-                return error_set(a->error, -EINVAL, "set-snapshot-ref: type of '%s' is not \"branch\" or \"tag\"",
+                return error_set(a->error, -EINVAL,
+                                 "set-snapshot-ref: type of '%s' is not \"branch\" or \"tag\"",
                                  name);
         is_tag = strcasecmp(type, "tag") == 0;
-        ref = json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)id, "type", is_tag ? "tag" : "branch");
+        ref = json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)id, "type",
+                        is_tag ? "tag" : "branch");
         if (!ref)
                 return -ENOMEM;
         for (size_t i = 0; i < ELEMENTSOF(retention); i++) {
@@ -433,10 +467,12 @@ static int update_set_snapshot_ref(Apply *a, const json_t *u) {
                 return 0;
         snap = snapshot_by_id(a->md, id);
         if (!snap)
-                return error_set(a->error, -EINVAL, "set-snapshot-ref: Cannot set %s to unknown snapshot: %" PRId64,
+                return error_set(a->error, -EINVAL,
+                                 "set-snapshot-ref: Cannot set %s to unknown snapshot: %" PRId64,
                                  name, id);
         if (strcmp(name, "main") == 0 && is_tag)
-                return error_set(a->error, -EINVAL, "set-snapshot-ref: Cannot set main to a tag, it must be a branch");
+                return error_set(a->error, -EINVAL,
+                                 "set-snapshot-ref: Cannot set main to a tag, it must be a branch");
 
         if (strcmp(name, "main") == 0) {
                 if (json_object_set_new(a->md, "current-snapshot-id", json_integer(id)) < 0)
@@ -477,10 +513,11 @@ static int update_set_properties(Apply *a, const json_t *u) {
 
         if (!json_is_object(updates))
                 return error_set(a->error, -EINVAL, "set-properties: no \"updates\" object");
-        json_object_foreach((json_t *)updates, key, v)
+        json_object_foreach ((json_t *)updates, key, v)
                 if (!json_is_string(v))
-                        return error_set(a->error, -EINVAL, "set-properties: value of '%s' is not a string", key);
-        json_object_foreach((json_t *)updates, key, v)
+                        return error_set(a->error, -EINVAL,
+                                         "set-properties: value of '%s' is not a string", key);
+        json_object_foreach ((json_t *)updates, key, v)
                 if (json_object_set(properties, key, v) < 0)
                         return -ENOMEM;
         return 0;
@@ -494,10 +531,11 @@ static int update_remove_properties(Apply *a, const json_t *u) {
 
         if (!json_is_array(removals))
                 return error_set(a->error, -EINVAL, "remove-properties: no \"removals\" array");
-        json_array_foreach(removals, i, v)
+        json_array_foreach (removals, i, v)
                 if (!json_is_string(v))
-                        return error_set(a->error, -EINVAL, "remove-properties: removals[%zu] is not a string", i);
-        json_array_foreach(removals, i, v)
+                        return error_set(a->error, -EINVAL,
+                                         "remove-properties: removals[%zu] is not a string", i);
+        json_array_foreach (removals, i, v)
                 (void)json_object_del(properties, json_string_value(v));
         return 0;
 }
@@ -542,7 +580,9 @@ static int requirement_int(const json_t *md, const json_t *req, const char *req_
                                  json_string_value(json_object_get(req, "type")), req_key);
         (void)table_json_get_i64(md, md_key, &actual);
         if (expected != actual)
-                return error_set(error, -ESTALE, "Requirement failed: %s changed: expected id %" PRId64 " != %" PRId64,
+                return error_set(error, -ESTALE,
+                                 "Requirement failed: %s changed: expected id %" PRId64
+                                 " != %" PRId64,
                                  what, expected, actual);
         return 0;
 }
@@ -559,10 +599,14 @@ static int requirement_check(const json_t *md, const json_t *req, Error *error) 
                 const char *actual = json_string_value(json_object_get(md, "table-uuid"));
 
                 if (!uuid)
-                        return error_set(error, -EINVAL, "requirement assert-table-uuid: Invalid required UUID: null");
+                        return error_set(
+                                error, -EINVAL,
+                                "requirement assert-table-uuid: Invalid required UUID: null");
                 if (!actual || strcasecmp(uuid, actual) != 0)
-                        return error_set(error, -ESTALE, "Requirement failed: UUID does not match: expected %s != %s",
-                                         actual ?: "(none)", uuid);
+                        return error_set(
+                                error, -ESTALE,
+                                "Requirement failed: UUID does not match: expected %s != %s",
+                                actual ? actual : "(none)", uuid);
                 return 0;
         }
         if (strcmp(type, "assert-ref-snapshot-id") == 0) {
@@ -572,26 +616,35 @@ static int requirement_check(const json_t *md, const json_t *req, Error *error) 
                 int64_t have;
 
                 if (!name)
-                        return error_set(error, -EINVAL, "requirement assert-ref-snapshot-id: no ref");
+                        return error_set(error, -EINVAL,
+                                         "requirement assert-ref-snapshot-id: no ref");
                 if (want && !json_is_null(want) && !json_is_integer(want))
                         return error_set(error, -EINVAL,
-                                         "requirement assert-ref-snapshot-id: snapshot-id is not an integer or null");
+                                         "requirement assert-ref-snapshot-id: snapshot-id is not "
+                                         "an integer or null");
                 ref = json_object_get(json_object_get(md, "refs"), name);
                 if (ref) {
-                        const char *kind = json_string_value(json_object_get(ref, "type")) ?: "branch";
+                        const char *kind = json_string_value(json_object_get(ref, "type"));
 
+                        if (!kind)
+                                kind = "branch";
                         (void)table_json_get_i64(ref, "snapshot-id", &have);
                         if (!json_is_integer(want))
-                                return error_set(error, -ESTALE, "Requirement failed: %s %s was created concurrently",
-                                                 kind, name);
+                                return error_set(
+                                        error, -ESTALE,
+                                        "Requirement failed: %s %s was created concurrently", kind,
+                                        name);
                         if (json_integer_value(want) != have)
                                 return error_set(error, -ESTALE,
-                                                 "Requirement failed: %s %s has changed: expected id %lld != %" PRId64,
-                                                 kind, name, (long long)json_integer_value(want), have);
+                                                 "Requirement failed: %s %s has changed: expected "
+                                                 "id %lld != %" PRId64,
+                                                 kind, name, (long long)json_integer_value(want),
+                                                 have);
                 } else if (json_is_integer(want))
-                        return error_set(error, -ESTALE,
-                                         "Requirement failed: branch or tag %s is missing, expected %lld", name,
-                                         (long long)json_integer_value(want));
+                        return error_set(
+                                error, -ESTALE,
+                                "Requirement failed: branch or tag %s is missing, expected %lld",
+                                name, (long long)json_integer_value(want));
                 return 0;
         }
         if (strcmp(type, "assert-last-assigned-field-id") == 0)
@@ -633,8 +686,9 @@ static int metadata_normalize(json_t *md) {
                 if (!refs || json_object_set_new(md, "refs", refs) < 0)
                         return -ENOMEM;
                 if (table_json_get_i64(md, "current-snapshot-id", &current) == 0 && current >= 0 &&
-                    json_object_set_new(refs, "main", json_pack("{s:I, s:s}", "snapshot-id",
-                                                                (json_int_t)current, "type", "branch")) < 0)
+                    json_object_set_new(refs, "main",
+                                        json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)current,
+                                                  "type", "branch")) < 0)
                         return -ENOMEM;
         }
         return 0;
@@ -650,16 +704,18 @@ static int snapshot_log_drop_intermediate(Apply *a) {
         for (size_t i = json_array_size(log); i > 0; i--) {
                 int64_t id;
 
-                if (table_json_get_i64(json_array_get(log, i - 1), "snapshot-id", &id) == 0 && id != current &&
-                    table_json_int_array_has(a->added_snapshots, id) && json_array_remove(log, i - 1) < 0)
+                if (table_json_get_i64(json_array_get(log, i - 1), "snapshot-id", &id) == 0 &&
+                    id != current && table_json_int_array_has(a->added_snapshots, id) &&
+                    json_array_remove(log, i - 1) < 0)
                         return -ENOMEM;
         }
         return 0;
 }
 
 static int metadata_log_append(json_t *md, int64_t previous_updated_ms, const char *previous) {
-        const char *max_text = json_string_value(
-                json_object_get(json_object_get(md, "properties"), "write.metadata.previous-versions-max"));
+        const char *max_text =
+                json_string_value(json_object_get(json_object_get(md, "properties"),
+                                                  "write.metadata.previous-versions-max"));
         json_t *log = json_object_get(md, "metadata-log"), *entry;
         int64_t max = METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT;
 
@@ -680,7 +736,10 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
                        const char *previous_metadata_location, json_t **ret_new_metadata,
                        Error *error) {
         _cleanup_(apply_deinit) Apply a = {
-                .last_added_schema = -1, .last_added_spec = -1, .last_added_order = -1, .error = error,
+                .last_added_schema = -1,
+                .last_added_spec = -1,
+                .last_added_order = -1,
+                .error = error,
         };
         const json_t *requirements, *updates, *x;
         int64_t format_version, previous_updated_ms = 0;
@@ -694,22 +753,25 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
         requirements = json_object_get(commit_request, "requirements");
         updates = json_object_get(commit_request, "updates");
         if ((requirements && !json_is_array(requirements)) || !json_is_array(updates))
-                return error_set(error, -EINVAL, "commit request needs \"updates\" (and \"requirements\") arrays");
-        if (table_json_get_i64(metadata, "format-version", &format_version) < 0 || format_version < 1 ||
-            format_version > TABLE_FORMAT_VERSION_MAX)
-                return error_set(error, -EINVAL, "table metadata has no supported format-version (1 to %d)",
+                return error_set(error, -EINVAL,
+                                 "commit request needs \"updates\" (and \"requirements\") arrays");
+        if (table_json_get_i64(metadata, "format-version", &format_version) < 0 ||
+            format_version < 1 || format_version > TABLE_FORMAT_VERSION_MAX)
+                return error_set(error, -EINVAL,
+                                 "table metadata has no supported format-version (1 to %d)",
                                  TABLE_FORMAT_VERSION_MAX);
 
         /* An unknown action makes the whole request unreadable (a 400 before any requirement). */
-        json_array_foreach(updates, i, x) {
+        json_array_foreach (updates, i, x) {
                 const char *action = json_string_value(json_object_get(x, "action"));
                 bool known = false;
 
                 for (size_t k = 0; action && k < ELEMENTSOF(updates_table); k++)
                         known = known || strcmp(action, updates_table[k].action) == 0;
                 if (!known)
-                        return error_set(error, -EINVAL, "updates[%zu]: unknown or unsupported action '%s'", i,
-                                         action ?: "(none)");
+                        return error_set(error, -EINVAL,
+                                         "updates[%zu]: unknown or unsupported action '%s'", i,
+                                         action ? action : "(none)");
         }
 
         a.md = json_deep_copy(metadata);
@@ -726,12 +788,12 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
         (void)table_json_get_i64(metadata, "last-updated-ms", &previous_updated_ms);
         a.last_updated_ms = now_ms > previous_updated_ms ? now_ms : previous_updated_ms;
 
-        json_array_foreach(requirements, i, x) {
+        json_array_foreach (requirements, i, x) {
                 r = requirement_check(a.md, x, error);
                 if (r < 0)
                         return r;
         }
-        json_array_foreach(updates, i, x) {
+        json_array_foreach (updates, i, x) {
                 const char *action = json_string_value(json_object_get(x, "action"));
 
                 r = 0;
@@ -767,8 +829,8 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
 /* ---- create ------------------------------------------------------------------------------- */
 
 int table_update_metadata_create(const json_t *create_request, const char *location, int64_t now_ms,
-                          const char *uuid, json_t **ret_metadata, Error *error) {
-        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = {};
+                                 const char *uuid, json_t **ret_metadata, Error *error) {
+        _cleanup_(table_schema_field_ids_deinit) SchemaFieldIds ids = { 0 };
         _cleanup_(json_decrefp) json_t *md = NULL, *properties = NULL, *spec = NULL, *schema = NULL,
                                        *order = NULL;
         const json_t *req_schema, *req_spec, *req_order, *req_properties;
@@ -790,16 +852,16 @@ int table_update_metadata_create(const json_t *create_request, const char *locat
         properties = json_object();
         if (!properties)
                 return -ENOMEM;
-        json_object_foreach((json_t *)req_properties, key, v) {
+        json_object_foreach ((json_t *)req_properties, key, v) {
                 if (!json_is_string(v))
                         return error_set(error, -EINVAL, "property '%s' is not a string", key);
                 if (strcmp(key, "format-version") == 0) {
-                        if (parse_i64(json_string_value(v), &format_version) < 0 || format_version < 1 ||
-                            format_version > TABLE_FORMAT_VERSION_MAX)
+                        if (parse_i64(json_string_value(v), &format_version) < 0 ||
+                            format_version < 1 || format_version > TABLE_FORMAT_VERSION_MAX)
                                 return error_set(error, -EINVAL,
                                                  "property format-version '%s' is not 1, 2 or 3",
                                                  json_string_value(v));
-                        continue;       /* a table property, not stored (TableMetadata) */
+                        continue; /* a table property, not stored (TableMetadata) */
                 }
                 if (json_object_set(properties, key, v) < 0)
                         return -ENOMEM;
@@ -824,8 +886,9 @@ int table_update_metadata_create(const json_t *create_request, const char *locat
 
         req_spec = json_object_get(create_request, "partition-spec");
         if (req_spec && !json_is_null(req_spec)) {
-                r = table_schema_partition_spec_fresh(req_spec, /* existing_specs= */ NULL, (int)format_version, 0, &ids, req_schema,
-                               &last_partition_id, &spec, error);
+                r = table_schema_partition_spec_fresh(req_spec, /* existing_specs= */ NULL,
+                                                      (int)format_version, 0, &ids, req_schema,
+                                                      &last_partition_id, &spec, error);
                 if (r < 0)
                         return r;
         } else {
@@ -841,34 +904,24 @@ int table_update_metadata_create(const json_t *create_request, const char *locat
                         return r;
         }
         if (req_order && json_array_size(json_object_get(req_order, "fields")) > 0)
-                order = json_pack("{s:i, s:O}", "order-id", 1, "fields", json_object_get(req_order, "fields"));
+                order = json_pack("{s:i, s:O}", "order-id", 1, "fields",
+                                  json_object_get(req_order, "fields"));
         else
                 order = json_pack("{s:i, s:[]}", "order-id", 0, "fields");
         if (!order)
                 return -ENOMEM;
 
-        md = json_pack("{s:I, s:s, s:s, s:I, s:I, s:i, s:i, s:[O], s:i, s:[O], s:i, s:I, s:[O], s:O,"
-                       " s:{}, s:[], s:[], s:[], s:[], s:[]}",
-                       "format-version", (json_int_t)format_version,
-                       "table-uuid", uuid,
-                       "location", loc,
-                       "last-sequence-number", (json_int_t)0,
-                       "last-updated-ms", (json_int_t)now_ms,
-                       "last-column-id", highest,
-                       "current-schema-id", 0,
-                       "schemas", schema,
-                       "default-spec-id", 0,
-                       "partition-specs", spec,
-                       "last-partition-id", last_partition_id,
-                       "default-sort-order-id", json_integer_value(json_object_get(order, "order-id")),
-                       "sort-orders", order,
-                       "properties", properties,
-                       "refs",
-                       "snapshots",
-                       "statistics",
-                       "partition-statistics",
-                       "snapshot-log",
-                       "metadata-log");
+        md = json_pack(
+                "{s:I, s:s, s:s, s:I, s:I, s:i, s:i, s:[O], s:i, s:[O], s:i, s:I, s:[O], s:O,"
+                " s:{}, s:[], s:[], s:[], s:[], s:[]}",
+                "format-version", (json_int_t)format_version, "table-uuid", uuid, "location", loc,
+                "last-sequence-number", (json_int_t)0, "last-updated-ms", (json_int_t)now_ms,
+                "last-column-id", highest, "current-schema-id", 0, "schemas", schema,
+                "default-spec-id", 0, "partition-specs", spec, "last-partition-id",
+                last_partition_id, "default-sort-order-id",
+                json_integer_value(json_object_get(order, "order-id")), "sort-orders", order,
+                "properties", properties, "refs", "snapshots", "statistics", "partition-statistics",
+                "snapshot-log", "metadata-log");
         if (!md)
                 return -ENOMEM;
         r = set_no_current_snapshot(md, (int)format_version);

@@ -27,5 +27,4 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
  * the stored properties. Field ids of the schema are kept as given (validated: unique, > 0).
  * Returns 0, -EINVAL with the field and rule that failed, or -ENOMEM. */
 int table_update_metadata_create(const json_t *create_request, const char *location, int64_t now_ms,
-                          const char *uuid, json_t **ret_metadata, Error *error);
-
+                                 const char *uuid, json_t **ret_metadata, Error *error);

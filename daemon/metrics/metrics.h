@@ -21,25 +21,25 @@ typedef enum MetricKind {
 } MetricKind;
 
 typedef enum MetricId {
-        METRIC_HTTP_REQUESTS,           /* counter{code} */
-        METRIC_COMMIT_REQUESTS,         /* counter{outcome}: writer requests by final outcome */
-        METRIC_COMMIT_ATTEMPTS,         /* counter{outcome}: catalog commit attempts */
-        METRIC_COMMIT_RETRIES,          /* counter{reason} */
-        METRIC_COMMIT_SNAPSHOTS,        /* counter: snapshots committed */
-        METRIC_COMMIT_DURATION,         /* histogram: request accepted -> durable, seconds */
-        METRIC_BATCH_REQUESTS,          /* histogram: requests per committed snapshot */
-        METRIC_QUEUE_REQUESTS,          /* gauge: requests waiting or in flight */
-        METRIC_ROWS_ASSIGNED,           /* counter: row ids assigned (sum of added-rows) */
-        METRIC_CATALOG_READY,           /* gauge: 1 once /v1/config was loaded */
-        METRIC_STORAGE_WRITABLE,        /* gauge: 0 while storage refuses writes */
-        METRIC_LINEAGE_BREAKS,          /* counter{table}: committed requests that broke v3 row lineage */
-        METRIC_STORAGE_REQUESTS,        /* counter{operation,outcome}: one per store round trip */
-        METRIC_STORAGE_BYTES,           /* counter{direction}: "read", "written" */
-        METRIC_STORAGE_DURATION,        /* histogram: seconds per store round trip */
-        METRIC_LIVE_INDEX_BYTES,        /* gauge: memory of every live-file index */
+        METRIC_HTTP_REQUESTS,    /* counter{code} */
+        METRIC_COMMIT_REQUESTS,  /* counter{outcome}: writer requests by final outcome */
+        METRIC_COMMIT_ATTEMPTS,  /* counter{outcome}: catalog commit attempts */
+        METRIC_COMMIT_RETRIES,   /* counter{reason} */
+        METRIC_COMMIT_SNAPSHOTS, /* counter: snapshots committed */
+        METRIC_COMMIT_DURATION,  /* histogram: request accepted -> durable, seconds */
+        METRIC_BATCH_REQUESTS,   /* histogram: requests per committed snapshot */
+        METRIC_QUEUE_REQUESTS,   /* gauge: requests waiting or in flight */
+        METRIC_ROWS_ASSIGNED,    /* counter: row ids assigned (sum of added-rows) */
+        METRIC_CATALOG_READY,    /* gauge: 1 once /v1/config was loaded */
+        METRIC_STORAGE_WRITABLE, /* gauge: 0 while storage refuses writes */
+        METRIC_LINEAGE_BREAKS,   /* counter{table}: committed requests that broke v3 row lineage */
+        METRIC_STORAGE_REQUESTS, /* counter{operation,outcome}: one per store round trip */
+        METRIC_STORAGE_BYTES,    /* counter{direction}: "read", "written" */
+        METRIC_STORAGE_DURATION, /* histogram: seconds per store round trip */
+        METRIC_LIVE_INDEX_BYTES, /* gauge: memory of every live-file index */
         METRIC_LIVE_INDEX_MANIFESTS_READ, /* counter: manifests read into live-file indexes */
-        METRIC_LIVE_INDEX_DROPS,        /* counter{reason}: indexes dropped ("too-large", "unreadable") */
-        METRIC_LIVE_FILE_REFUSALS,      /* counter: requests refused for a data file already live */
+        METRIC_LIVE_INDEX_DROPS, /* counter{reason}: indexes dropped ("too-large", "unreadable") */
+        METRIC_LIVE_FILE_REFUSALS, /* counter: requests refused for a data file already live */
         _METRIC_MAX,
 } MetricId;
 

@@ -13,33 +13,76 @@ typedef struct MetricInfo {
         const char *help;
         MetricKind kind;
         const char *label_name;
-        const char *label2_name;        /* a second label: the sample's label is "a" METRICS_LABEL_SEP "b" */
+        const char
+                *label2_name; /* a second label: the sample's label is "a" METRICS_LABEL_SEP "b" */
 } MetricInfo;
 
 static const MetricInfo metric_info[_METRIC_MAX] = {
-        [METRIC_HTTP_REQUESTS] = { "icecommit_http_requests_total", "HTTP requests answered, by status code.", METRIC_COUNTER, "code", NULL },
-        [METRIC_COMMIT_REQUESTS] = { "icecommit_commit_requests_total", "Writer commit requests by final outcome.", METRIC_COUNTER, "outcome", NULL },
-        [METRIC_COMMIT_ATTEMPTS] = { "icecommit_commit_attempts_total", "Catalog commit attempts by outcome.", METRIC_COUNTER, "outcome", NULL },
-        [METRIC_COMMIT_RETRIES] = { "icecommit_commit_retries_total", "Commit attempts retried, by reason.", METRIC_COUNTER, "reason", NULL },
-        [METRIC_COMMIT_SNAPSHOTS] = { "icecommit_snapshots_committed_total", "Snapshots committed.", METRIC_COUNTER, NULL, NULL },
-        [METRIC_COMMIT_DURATION] = { "icecommit_commit_duration_seconds", "Time from accepting a writer request to its durable commit.", METRIC_HISTOGRAM, NULL, NULL },
-        [METRIC_BATCH_REQUESTS] = { "icecommit_batch_requests", "Writer requests per committed snapshot.", METRIC_HISTOGRAM, NULL, NULL },
-        [METRIC_QUEUE_REQUESTS] = { "icecommit_queue_requests", "Writer requests waiting or in flight.", METRIC_GAUGE, NULL, NULL },
-        [METRIC_ROWS_ASSIGNED] = { "icecommit_row_ids_assigned_total", "Row ids assigned to committed snapshots (sum of added-rows).", METRIC_COUNTER, NULL, NULL },
-        [METRIC_LINEAGE_BREAKS] = { "icecommit_lineage_breaks_total", "Committed writer requests whose equality deletes break v3 row lineage (allowed by policy), by table.", METRIC_COUNTER, "table", NULL },
-        [METRIC_CATALOG_READY] = { "icecommit_catalog_ready", "1 once the catalog configuration was loaded.", METRIC_GAUGE, NULL, NULL },
-        [METRIC_STORAGE_WRITABLE] = { "icecommit_storage_writable", "0 from a write refused for a reason of the storage until a write or probe succeeds, else 1.", METRIC_GAUGE, NULL, NULL },
-        [METRIC_STORAGE_REQUESTS] = { "icecommit_storage_requests_total", "Object-store and file requests, by operation and outcome.", METRIC_COUNTER, "operation", "outcome" },
-        [METRIC_STORAGE_BYTES] = { "icecommit_storage_bytes_total", "Bytes read from and written to table storage, by direction.", METRIC_COUNTER, "direction", NULL },
-        [METRIC_STORAGE_DURATION] = { "icecommit_storage_request_duration_seconds", "Latency of one object-store or file request.", METRIC_HISTOGRAM, NULL, NULL },
-        [METRIC_LIVE_INDEX_BYTES] = { "icecommit_live_file_index_bytes", "Memory held by the live-file indexes of all tables.", METRIC_GAUGE, NULL, NULL },
-        [METRIC_LIVE_INDEX_MANIFESTS_READ] = { "icecommit_live_file_index_manifests_read_total", "Table manifests read into live-file indexes.", METRIC_COUNTER, NULL, NULL },
-        [METRIC_LIVE_INDEX_DROPS] = { "icecommit_live_file_index_drops_total", "Live-file indexes dropped (the table commits without the check), by reason.", METRIC_COUNTER, "reason", NULL },
-        [METRIC_LIVE_FILE_REFUSALS] = { "icecommit_live_file_refusals_total", "Writer requests refused for naming a data file already live in the table.", METRIC_COUNTER, NULL, NULL },
+        [METRIC_HTTP_REQUESTS] = { "icecommit_http_requests_total",
+                                   "HTTP requests answered, by status code.", METRIC_COUNTER,
+                                   "code", NULL },
+        [METRIC_COMMIT_REQUESTS] = { "icecommit_commit_requests_total",
+                                     "Writer commit requests by final outcome.", METRIC_COUNTER,
+                                     "outcome", NULL },
+        [METRIC_COMMIT_ATTEMPTS] = { "icecommit_commit_attempts_total",
+                                     "Catalog commit attempts by outcome.", METRIC_COUNTER,
+                                     "outcome", NULL },
+        [METRIC_COMMIT_RETRIES] = { "icecommit_commit_retries_total",
+                                    "Commit attempts retried, by reason.", METRIC_COUNTER, "reason",
+                                    NULL },
+        [METRIC_COMMIT_SNAPSHOTS] = { "icecommit_snapshots_committed_total", "Snapshots committed.",
+                                      METRIC_COUNTER, NULL, NULL },
+        [METRIC_COMMIT_DURATION] = { "icecommit_commit_duration_seconds",
+                                     "Time from accepting a writer request to its durable commit.",
+                                     METRIC_HISTOGRAM, NULL, NULL },
+        [METRIC_BATCH_REQUESTS] = { "icecommit_batch_requests",
+                                    "Writer requests per committed snapshot.", METRIC_HISTOGRAM,
+                                    NULL, NULL },
+        [METRIC_QUEUE_REQUESTS] = { "icecommit_queue_requests",
+                                    "Writer requests waiting or in flight.", METRIC_GAUGE, NULL,
+                                    NULL },
+        [METRIC_ROWS_ASSIGNED] = { "icecommit_row_ids_assigned_total",
+                                   "Row ids assigned to committed snapshots (sum of added-rows).",
+                                   METRIC_COUNTER, NULL, NULL },
+        [METRIC_LINEAGE_BREAKS] = { "icecommit_lineage_breaks_total",
+                                    "Committed writer requests whose equality deletes break v3 row "
+                                    "lineage (allowed by policy), by table.",
+                                    METRIC_COUNTER, "table", NULL },
+        [METRIC_CATALOG_READY] = { "icecommit_catalog_ready",
+                                   "1 once the catalog configuration was loaded.", METRIC_GAUGE,
+                                   NULL, NULL },
+        [METRIC_STORAGE_WRITABLE] = { "icecommit_storage_writable",
+                                      "0 from a write refused for a reason of the storage until a "
+                                      "write or probe succeeds, else 1.",
+                                      METRIC_GAUGE, NULL, NULL },
+        [METRIC_STORAGE_REQUESTS] = { "icecommit_storage_requests_total",
+                                      "Object-store and file requests, by operation and outcome.",
+                                      METRIC_COUNTER, "operation", "outcome" },
+        [METRIC_STORAGE_BYTES] = { "icecommit_storage_bytes_total",
+                                   "Bytes read from and written to table storage, by direction.",
+                                   METRIC_COUNTER, "direction", NULL },
+        [METRIC_STORAGE_DURATION] = { "icecommit_storage_request_duration_seconds",
+                                      "Latency of one object-store or file request.",
+                                      METRIC_HISTOGRAM, NULL, NULL },
+        [METRIC_LIVE_INDEX_BYTES] = { "icecommit_live_file_index_bytes",
+                                      "Memory held by the live-file indexes of all tables.",
+                                      METRIC_GAUGE, NULL, NULL },
+        [METRIC_LIVE_INDEX_MANIFESTS_READ] = { "icecommit_live_file_index_manifests_read_total",
+                                               "Table manifests read into live-file indexes.",
+                                               METRIC_COUNTER, NULL, NULL },
+        [METRIC_LIVE_INDEX_DROPS] = { "icecommit_live_file_index_drops_total",
+                                      "Live-file indexes dropped (the table commits without the "
+                                      "check), by reason.",
+                                      METRIC_COUNTER, "reason", NULL },
+        [METRIC_LIVE_FILE_REFUSALS] = { "icecommit_live_file_refusals_total",
+                                        "Writer requests refused for naming a data file already "
+                                        "live in the table.",
+                                        METRIC_COUNTER, NULL, NULL },
 };
 
 /* Upper bounds shared by both histograms: seconds for latency, counts for batch sizes. */
-static const double histogram_bounds[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 256, 1024 };
+static const double histogram_bounds[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                           2.5,   5,    10,    30,   60,  256,  1024 };
 #define N_BOUNDS (sizeof(histogram_bounds) / sizeof(histogram_bounds[0]))
 
 typedef struct Sample {
@@ -144,7 +187,7 @@ static int metrics_append_label_value(Buf *out, const char *v) {
         int r = 0;
 
         for (; *v && r == 0; v++)
-                r = *v == '\\' ? buf_append_str(out, "\\\\")
+                r = *v == '\\'   ? buf_append_str(out, "\\\\")
                     : *v == '"'  ? buf_append_str(out, "\\\"")
                     : *v == '\n' ? buf_append_str(out, "\\n")
                                  : buf_append_byte(out, (uint8_t)*v);
@@ -159,16 +202,19 @@ int metrics_expose(const Metrics *m, Buf *out) {
                 const MetricInfo *info = &metric_info[i];
                 const Family *f = &m->families[i];
 
-                r = buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", info->name, info->help, info->name,
-                               kind_name[info->kind]);
+                r = buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", info->name, info->help,
+                               info->name, kind_name[info->kind]);
                 if (info->kind == METRIC_HISTOGRAM) {
                         for (size_t b = 0; b < N_BOUNDS && r == 0; b++)
                                 r = buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", info->name,
-                                               histogram_bounds[b], (unsigned long long)f->buckets[b]);
+                                               histogram_bounds[b],
+                                               (unsigned long long)f->buckets[b]);
                         if (r == 0)
-                                r = buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.17g\n%s_count %llu\n",
-                                               info->name, (unsigned long long)f->count, info->name, f->sum,
-                                               info->name, (unsigned long long)f->count);
+                                r = buf_printf(out,
+                                               "%s_bucket{le=\"+Inf\"} %llu\n%s_sum "
+                                               "%.17g\n%s_count %llu\n",
+                                               info->name, (unsigned long long)f->count, info->name,
+                                               f->sum, info->name, (unsigned long long)f->count);
                         continue;
                 }
                 if (f->n_samples == 0 && !info->label_name)
@@ -176,12 +222,14 @@ int metrics_expose(const Metrics *m, Buf *out) {
                 for (size_t j = 0; j < f->n_samples && r == 0; j++) {
                         if (f->samples[j].label) {
                                 const char *label = f->samples[j].label;
-                                const char *sep = info->label2_name ? strchr(label, METRICS_LABEL_SEP[0]) : NULL;
+                                const char *sep = info->label2_name
+                                                          ? strchr(label, METRICS_LABEL_SEP[0])
+                                                          : NULL;
 
                                 r = buf_printf(out, "%s{%s=\"", info->name, info->label_name);
                                 if (r == 0)
-                                        r = sep ? buf_append(out, label, (size_t)(sep - label)) :
-                                                  metrics_append_label_value(out, label);
+                                        r = sep ? buf_append(out, label, (size_t)(sep - label))
+                                                : metrics_append_label_value(out, label);
                                 if (r == 0 && sep) {
                                         r = buf_printf(out, "\",%s=\"", info->label2_name);
                                         if (r == 0)

@@ -23,7 +23,7 @@ struct CurlUvSocket {
         uv_poll_t poll;
         CurlUv *owner;
         curl_socket_t fd;
-        int events;             /* what curl last asked for, to re-arm after a poll error */
+        int events; /* what curl last asked for, to re-arm after a poll error */
         CurlUvSocket *prev, *next;
 };
 
@@ -40,7 +40,7 @@ struct CurlUvTransfer {
          * just before it writes the request: at 0 no byte can have reached the server. Above 1,
          * curl resent the request on a fresh connection after a reused one died unanswered. */
         unsigned n_sends;
-        int socket_error;       /* we could not watch one of its sockets; failed by the reaper */
+        int socket_error; /* we could not watch one of its sockets; failed by the reaper */
         char errbuf[CURL_ERROR_SIZE];
         CurlUvCallback cb;
         void *userdata;
@@ -51,7 +51,7 @@ struct CurlUv {
         uv_loop_t *loop;
         CURLM *multi;
         uv_timer_t timer;
-        unsigned n_open_handles;        /* the timer and each socket's poll, until closed */
+        unsigned n_open_handles; /* the timer and each socket's poll, until closed */
         bool is_closing;
         bool is_global_initialized;
 
@@ -224,7 +224,8 @@ static void curl_uv_transfer_finish(CurlUvTransfer *t, CURLcode result) {
         (void)curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &content_length);
         response.content_length = content_length;
         /* Valid until the handle is cleaned up, after the callback. */
-        if (curl_easy_header(t->easy, "Content-Range", 0, CURLH_HEADER, -1, &content_range) == CURLHE_OK)
+        if (curl_easy_header(t->easy, "Content-Range", 0, CURLH_HEADER, -1, &content_range) ==
+            CURLHE_OK)
                 response.content_range = content_range->value;
         (void)curl_easy_getinfo(t->easy, CURLINFO_NUM_CONNECTS, &n_connects);
         if (n_connects > 0)
@@ -422,7 +423,7 @@ static size_t curl_uv_on_write(char *ptr, size_t size, size_t nmemb, void *userd
         r = buf_append(&t->body, ptr, n);
         if (r < 0) {
                 t->body_error = r;
-                return 0;       /* not n: curl aborts the transfer with CURLE_WRITE_ERROR */
+                return 0; /* not n: curl aborts the transfer with CURLE_WRITE_ERROR */
         }
         return n;
 }
@@ -435,11 +436,11 @@ static int curl_uv_on_prereq(void *clientp, char *conn_primary_ip, char *conn_lo
         return CURL_PREREQFUNC_OK;
 }
 
-#define EASY_SETOPT(easy, option, value)                                                          \
-        do {                                                                                      \
-                CURLcode _code = curl_easy_setopt((easy), (option), (value));                     \
-                if (_code != CURLE_OK)                                                            \
-                        return curl_code_to_errno(_code);                                         \
+#define EASY_SETOPT(easy, option, value)                                                           \
+        do {                                                                                       \
+                CURLcode _code = curl_easy_setopt((easy), (option), (value));                      \
+                if (_code != CURLE_OK)                                                             \
+                        return curl_code_to_errno(_code);                                          \
         } while (0)
 
 typedef enum CurlUvMethod {
@@ -452,7 +453,7 @@ typedef enum CurlUvMethod {
 
 static int curl_uv_method_parse(const char *method) {
         static const char *const names[] = {
-                [CURL_UV_GET] = "GET", [CURL_UV_HEAD] = "HEAD", [CURL_UV_POST] = "POST",
+                [CURL_UV_GET] = "GET", [CURL_UV_HEAD] = "HEAD",     [CURL_UV_POST] = "POST",
                 [CURL_UV_PUT] = "PUT", [CURL_UV_DELETE] = "DELETE",
         };
 
@@ -462,7 +463,8 @@ static int curl_uv_method_parse(const char *method) {
         return -EINVAL;
 }
 
-static int curl_uv_transfer_setup(CurlUvTransfer *t, const CurlUvRequest *req, CurlUvMethod method) {
+static int curl_uv_transfer_setup(CurlUvTransfer *t, const CurlUvRequest *req,
+                                  CurlUvMethod method) {
         CurlUv *cu = t->owner;
         CURL *easy = t->easy;
 
@@ -475,7 +477,8 @@ static int curl_uv_transfer_setup(CurlUvTransfer *t, const CurlUvRequest *req, C
         EASY_SETOPT(easy, CURLOPT_NOSIGNAL, 1L);
         EASY_SETOPT(easy, CURLOPT_TCP_KEEPALIVE, 1L);
         EASY_SETOPT(easy, CURLOPT_CONNECTTIMEOUT_MS, cu->connect_timeout_ms);
-        EASY_SETOPT(easy, CURLOPT_TIMEOUT_MS, req->timeout_ms ? (long)req->timeout_ms : cu->request_timeout_ms);
+        EASY_SETOPT(easy, CURLOPT_TIMEOUT_MS,
+                    req->timeout_ms ? (long)req->timeout_ms : cu->request_timeout_ms);
         EASY_SETOPT(easy, CURLOPT_SSL_VERIFYPEER, cu->tls_verify ? 1L : 0L);
         EASY_SETOPT(easy, CURLOPT_SSL_VERIFYHOST, cu->tls_verify ? 2L : 0L);
         if (cu->ca_file)
@@ -530,7 +533,7 @@ static int header_list_append(struct curl_slist **list, const char *line) {
 
         l = curl_slist_append(*list, line);
         if (!l)
-                return -ENOMEM;         /* *list is unchanged and still owned by the caller */
+                return -ENOMEM; /* *list is unchanged and still owned by the caller */
         *list = l;
         return 0;
 }
@@ -551,9 +554,10 @@ int curl_uv_send(CurlUv *cu, const CurlUvRequest *req, CurlUvCallback cb, void *
         if (!t)
                 return -ENOMEM;
         t->owner = cu;
-        buf_init(&t->body, req->max_response_bytes == 0 ? cu->max_response_bytes :
-                           req->max_response_bytes > SIZE_MAX - 1 ? SIZE_MAX - 1 :
-                                                                   (size_t)req->max_response_bytes);
+        buf_init(&t->body, req->max_response_bytes == 0 ? cu->max_response_bytes
+                           : req->max_response_bytes > SIZE_MAX - 1
+                                   ? SIZE_MAX - 1
+                                   : (size_t)req->max_response_bytes);
         t->easy = cu->n_idle > 0 ? cu->idle[--cu->n_idle] : curl_easy_init();
         if (!t->easy)
                 return -ENOMEM;
@@ -637,11 +641,11 @@ uint64_t curl_uv_connections_opened(const CurlUv *cu) {
         return cu->n_connections;
 }
 
-#define MULTI_SETOPT(multi, option, value)                                                        \
-        do {                                                                                      \
-                CURLMcode _code = curl_multi_setopt((multi), (option), (value));                  \
-                if (_code != CURLM_OK)                                                            \
-                        return curl_mcode_to_errno(_code);                                        \
+#define MULTI_SETOPT(multi, option, value)                                                         \
+        do {                                                                                       \
+                CURLMcode _code = curl_multi_setopt((multi), (option), (value));                   \
+                if (_code != CURLM_OK)                                                             \
+                        return curl_mcode_to_errno(_code);                                         \
         } while (0)
 
 int curl_uv_new(uv_loop_t *loop, const CurlUvOptions *config, CurlUv **ret_curl_uv) {
@@ -665,8 +669,9 @@ int curl_uv_new(uv_loop_t *loop, const CurlUvOptions *config, CurlUv **ret_curl_
         cu->tls_verify = config->tls_verify;
         cu->connect_timeout_ms = (long)config->connect_timeout_ms;
         cu->request_timeout_ms = (long)config->request_timeout_ms;
-        cu->max_response_bytes = config->max_response_bytes > SIZE_MAX - 1 ?
-                                         SIZE_MAX - 1 : (size_t)config->max_response_bytes;
+        cu->max_response_bytes = config->max_response_bytes > SIZE_MAX - 1
+                                         ? SIZE_MAX - 1
+                                         : (size_t)config->max_response_bytes;
         cu->user_agent = strdup(config->user_agent);
         if (!cu->user_agent)
                 return -ENOMEM;

@@ -17,12 +17,12 @@ typedef struct CurlUv CurlUv;
 
 /* What every transfer of one CurlUv shares. */
 typedef struct CurlUvOptions {
-        const char *ca_file;            /* NULL: the system's CA store */
+        const char *ca_file; /* NULL: the system's CA store */
         bool tls_verify;
         uint32_t connect_timeout_ms;
-        uint32_t request_timeout_ms;    /* whole transfer, unless the request sets its own */
-        uint32_t max_connections;       /* parallel and cached connections per host */
-        uint64_t max_response_bytes;    /* body limit, unless the request sets its own */
+        uint32_t request_timeout_ms; /* whole transfer, unless the request sets its own */
+        uint32_t max_connections;    /* parallel and cached connections per host */
+        uint64_t max_response_bytes; /* body limit, unless the request sets its own */
         const char *user_agent;
 } CurlUvOptions;
 
@@ -30,24 +30,24 @@ typedef struct CurlUvOptions {
  * section 11). */
 enum {
         _CURL_UV_E_SUCCESS,
-        CURL_UV_E_NOT_SENT,     /* failed before the request could leave: DNS, connect, TLS */
-        CURL_UV_E_NO_RESPONSE,  /* the request may have reached the server, no full response came */
+        CURL_UV_E_NOT_SENT,    /* failed before the request could leave: DNS, connect, TLS */
+        CURL_UV_E_NO_RESPONSE, /* the request may have reached the server, no full response came */
 };
 
 typedef struct CurlUvRequest {
-        const char *method;             /* "GET", "HEAD", "POST", "PUT" or "DELETE" */
+        const char *method; /* "GET", "HEAD", "POST", "PUT" or "DELETE" */
         const char *url;
-        const char *const *headers;     /* "Name: value" lines, sent as given */
+        const char *const *headers; /* "Name: value" lines, sent as given */
         size_t n_headers;
-        Slice body;                     /* POST/PUT body, copied before curl_uv_send() returns */
+        Slice body; /* POST/PUT body, copied before curl_uv_send() returns */
         /* AWS Signature V4 by libcurl (CURLOPT_AWS_SIGV4), e.g. "aws:amz:us-east-1:s3", with
          * the key pair below; NULL: unsigned. libcurl 7.88 signs the query as given and adds
          * no x-amz-content-sha256: the caller sends a canonical query and that header. */
         const char *aws_sigv4;
-        const char *username;           /* the access key id */
-        const char *password;           /* the secret key; copied by curl, never kept here */
-        uint64_t max_response_bytes;    /* 0: the CurlUv's limit */
-        uint32_t timeout_ms;            /* 0: the CurlUv's request timeout */
+        const char *username;        /* the access key id */
+        const char *password;        /* the secret key; copied by curl, never kept here */
+        uint64_t max_response_bytes; /* 0: the CurlUv's limit */
+        uint32_t timeout_ms;         /* 0: the CurlUv's request timeout */
 } CurlUvRequest;
 
 /* Everything in it is borrowed for the duration of the callback. */

@@ -184,7 +184,8 @@ static int skip_value(Cursor *c, uint8_t type, unsigned depth, bool in_list) {
                 if (n > cursor_left(c) / 2 || cursor_byte(c, &b) < 0)
                         return -EBADMSG;
                 for (uint64_t i = 0; i < n; i++)
-                        if (skip_value(c, b >> 4, depth + 1, true) < 0 || skip_value(c, b & 0x0f, depth + 1, true) < 0)
+                        if (skip_value(c, b >> 4, depth + 1, true) < 0 ||
+                            skip_value(c, b & 0x0f, depth + 1, true) < 0)
                                 return -EBADMSG;
                 return 0;
         case TYPE_STRUCT:
@@ -228,32 +229,42 @@ static int parse_file_metadata(Cursor *c, ParquetFooter *f, Error *error) {
                         break;
                 if (id == 1 && type == TYPE_I32) {
                         if (cursor_i32(c, &f->version) < 0)
-                                return error_set(error, -EBADMSG, "the footer's version is malformed");
+                                return error_set(error, -EBADMSG,
+                                                 "the footer's version is malformed");
                         has_version = true;
                 } else if (id == 2 && type == TYPE_LIST) {
                         if (cursor_list(c, &elem, &n) < 0 || elem != TYPE_STRUCT)
-                                return error_set(error, -EBADMSG, "the footer's schema is malformed");
+                                return error_set(error, -EBADMSG,
+                                                 "the footer's schema is malformed");
                         for (uint64_t i = 0; i < n; i++)
                                 if (skip_struct(c, 2) < 0)
-                                        return error_set(error, -EBADMSG, "the footer's schema is malformed");
+                                        return error_set(error, -EBADMSG,
+                                                         "the footer's schema is malformed");
                         f->n_schema_elements = n;
                         has_schema = true;
                 } else if (id == 3 && type == TYPE_I64) {
                         if (cursor_zigzag(c, &f->num_rows) < 0 || f->num_rows < 0)
-                                return error_set(error, -EBADMSG, "the footer's num_rows is malformed");
+                                return error_set(error, -EBADMSG,
+                                                 "the footer's num_rows is malformed");
                         has_rows = true;
                 } else if (id == 4 && type == TYPE_LIST) {
                         if (cursor_list(c, &elem, &n) < 0 || elem != TYPE_STRUCT)
-                                return error_set(error, -EBADMSG, "the footer's row groups are malformed");
+                                return error_set(error, -EBADMSG,
+                                                 "the footer's row groups are malformed");
                         f->row_group_rows = 0;
                         for (uint64_t i = 0; i < n; i++) {
                                 int64_t rows = 0;
 
                                 if (parse_row_group(c, &rows) < 0)
-                                        return error_set(error, -EBADMSG, "the footer's row group %" PRIu64 " is malformed",
+                                        return error_set(error, -EBADMSG,
+                                                         "the footer's row group %" PRIu64
+                                                         " is malformed",
                                                          i);
-                                if (__builtin_add_overflow(f->row_group_rows, rows, &f->row_group_rows))
-                                        return error_set(error, -EBADMSG, "the footer's row groups hold more than 2^63 rows");
+                                if (__builtin_add_overflow(f->row_group_rows, rows,
+                                                           &f->row_group_rows))
+                                        return error_set(
+                                                error, -EBADMSG,
+                                                "the footer's row groups hold more than 2^63 rows");
                         }
                         f->n_row_groups = n;
                         has_groups = true;
@@ -262,18 +273,22 @@ static int parse_file_metadata(Cursor *c, ParquetFooter *f, Error *error) {
         }
         if (!has_version || !has_schema || !has_rows || !has_groups)
                 return error_set(error, -EBADMSG, "the footer lacks a required field (%s)",
-                                 !has_version ? "version" : !has_schema ? "schema" : !has_rows ? "num_rows" : "row_groups");
+                                 !has_version  ? "version"
+                                 : !has_schema ? "schema"
+                                 : !has_rows   ? "num_rows"
+                                               : "row_groups");
         if (f->row_group_rows != f->num_rows)
                 return error_set(error, -EBADMSG,
-                                 "the footer says num_rows %" PRId64 " but its %" PRIu64 " row groups hold %" PRId64,
+                                 "the footer says num_rows %" PRId64 " but its %" PRIu64
+                                 " row groups hold %" PRId64,
                                  f->num_rows, f->n_row_groups, f->row_group_rows);
         return 0;
 }
 
-int parquet_footer_parse(Slice tail, uint64_t file_size, uint64_t max_footer_bytes, ParquetFooter *ret_footer,
-                         uint64_t *ret_need, Error *error) {
+int parquet_footer_parse(Slice tail, uint64_t file_size, uint64_t max_footer_bytes,
+                         ParquetFooter *ret_footer, uint64_t *ret_need, Error *error) {
         const uint8_t *trailer;
-        ParquetFooter f = {};
+        ParquetFooter f = { 0 };
         uint64_t length;
         Cursor c;
         int r;
@@ -281,20 +296,27 @@ int parquet_footer_parse(Slice tail, uint64_t file_size, uint64_t max_footer_byt
         /* Magic at both ends, a length, and at least the STOP of an empty struct. */
         if (tail.len > file_size)
                 return error_set(error, -EBADMSG, "more bytes than the file has");
-        if (file_size < 4 + 1 + PARQUET_FOOTER_TRAILER_BYTES || tail.len < PARQUET_FOOTER_TRAILER_BYTES)
-                return error_set(error, -EBADMSG, "not a Parquet file: %" PRIu64 " bytes", file_size);
+        if (file_size < 4 + 1 + PARQUET_FOOTER_TRAILER_BYTES ||
+            tail.len < PARQUET_FOOTER_TRAILER_BYTES)
+                return error_set(error, -EBADMSG, "not a Parquet file: %" PRIu64 " bytes",
+                                 file_size);
         trailer = tail.ptr + tail.len - PARQUET_FOOTER_TRAILER_BYTES;
         if (memcmp(trailer + 4, "PARE", 4) == 0)
-                return error_set(error, -EBADMSG, "an encrypted Parquet footer (PARE), which icecommitd cannot read");
+                return error_set(
+                        error, -EBADMSG,
+                        "an encrypted Parquet footer (PARE), which icecommitd cannot read");
         if (memcmp(trailer + 4, "PAR1", 4) != 0)
                 return error_set(error, -EBADMSG, "not a Parquet file: it does not end in PAR1");
         length = (uint64_t)trailer[0] | (uint64_t)trailer[1] << 8 | (uint64_t)trailer[2] << 16 |
                  (uint64_t)trailer[3] << 24;
         if (length > file_size - 4 - PARQUET_FOOTER_TRAILER_BYTES)
-                return error_set(error, -EBADMSG, "not a Parquet file: a footer of %" PRIu64 " bytes in %" PRIu64,
+                return error_set(error, -EBADMSG,
+                                 "not a Parquet file: a footer of %" PRIu64 " bytes in %" PRIu64,
                                  length, file_size);
         if (length > max_footer_bytes)
-                return error_set(error, -EFBIG, "a Parquet footer of %" PRIu64 " bytes, above the limit of %" PRIu64,
+                return error_set(error, -EFBIG,
+                                 "a Parquet footer of %" PRIu64
+                                 " bytes, above the limit of %" PRIu64,
                                  length, max_footer_bytes);
         if (length > tail.len - PARQUET_FOOTER_TRAILER_BYTES) {
                 *ret_need = length + PARQUET_FOOTER_TRAILER_BYTES;
@@ -302,14 +324,16 @@ int parquet_footer_parse(Slice tail, uint64_t file_size, uint64_t max_footer_byt
         }
         /* The leading magic is only checked when the tail reaches it (a small file read whole). */
         if (tail.len == file_size && memcmp(tail.ptr, "PAR1", 4) != 0)
-                return error_set(error, -EBADMSG, "not a Parquet file: it does not start with PAR1");
+                return error_set(error, -EBADMSG,
+                                 "not a Parquet file: it does not start with PAR1");
 
         c = (Cursor){ .p = trailer - length, .end = trailer };
         r = parse_file_metadata(&c, &f, error);
         if (r < 0)
                 return r;
         if (c.p != c.end)
-                return error_set(error, -EBADMSG, "%zu bytes after the footer's FileMetaData", cursor_left(&c));
+                return error_set(error, -EBADMSG, "%zu bytes after the footer's FileMetaData",
+                                 cursor_left(&c));
         f.footer_bytes = length;
         *ret_footer = f;
         return 0;

@@ -28,15 +28,18 @@ bool storage_health_status_is_storage_fault(int status) {
         return storage_status_is_transient(status);
 }
 
-void storage_health_init(StorageHealth *h, Storage *storage, uv_loop_t *loop, uint32_t probe_interval_ms) {
-        *h = (StorageHealth){ .storage = storage, .loop = loop, .probe_interval_ms = probe_interval_ms };
+void storage_health_init(StorageHealth *h, Storage *storage, uv_loop_t *loop,
+                         uint32_t probe_interval_ms) {
+        *h = (StorageHealth){ .storage = storage,
+                              .loop = loop,
+                              .probe_interval_ms = probe_interval_ms };
 }
 
 static void storage_health_set_writable(StorageHealth *h, const char *how) {
         if (!h->is_unwritable)
                 return;
-        log_info("storage writable again (%s) after %" PRIu64 " failed write(s); last: %s", how, h->n_failures,
-                 h->reason);
+        log_info("storage writable again (%s) after %" PRIu64 " failed write(s); last: %s", how,
+                 h->n_failures, h->reason);
         h->is_unwritable = false;
         h->n_failures = 0;
         h->reason[0] = '\0';
@@ -62,8 +65,8 @@ static void storage_health_on_probe_written(StorageResult *result, void *userdat
                 return;
         if (result->status == 0 || result->status == -EEXIST) {
                 if (result->status == 0)
-                        (void)storage_delete(h->storage, &(StorageContext){ .props = h->props }, probe,
-                                             storage_health_on_probe_deleted, NULL, NULL);
+                        (void)storage_delete(h->storage, &(StorageContext){ .props = h->props },
+                                             probe, storage_health_on_probe_deleted, NULL, NULL);
                 storage_health_set_writable(h, "a probe write succeeded");
                 return;
         }
@@ -83,12 +86,14 @@ static void storage_health_on_timer(uv_timer_t *t) {
         if (!slash)
                 return;
         uuid_v4_string(id);
-        if (asprintf(&h->probe_location, "%.*s/.icecommit-probe-%s", (int)(slash - h->location), h->location, id) < 0) {
+        if (asprintf(&h->probe_location, "%.*s/.icecommit-probe-%s", (int)(slash - h->location),
+                     h->location, id) < 0) {
                 h->probe_location = NULL;
                 return;
         }
         h->is_probing = true;
-        r = storage_health_write_probe(h->storage, h->props, h->probe_location, storage_health_on_probe_written, h);
+        r = storage_health_write_probe(h->storage, h->props, h->probe_location,
+                                       storage_health_on_probe_written, h);
         if (r < 0) {
                 h->is_probing = false;
                 free(h->probe_location);
@@ -96,8 +101,8 @@ static void storage_health_on_timer(uv_timer_t *t) {
         }
 }
 
-void storage_health_note_write(StorageHealth *h, const char *location, const StorageProps *props, int status,
-                               const Error *error) {
+void storage_health_note_write(StorageHealth *h, const char *location, const StorageProps *props,
+                               int status, const Error *error) {
         if (status == 0 || status == -EEXIST) {
                 storage_health_set_writable(h, "a write succeeded");
                 return;
@@ -109,8 +114,9 @@ void storage_health_note_write(StorageHealth *h, const char *location, const Sto
                        error && error->message[0] ? error->message : strerror(-status));
         if (h->is_unwritable)
                 return;
-        log_warning("storage cannot be written, /readyz says not ready until a write succeeds (probing every %"
-                    PRIu32 " ms): %s", h->probe_interval_ms, h->reason);
+        log_warning("storage cannot be written, /readyz says not ready until a write succeeds "
+                    "(probing every %" PRIu32 " ms): %s",
+                    h->probe_interval_ms, h->reason);
         h->is_unwritable = true;
         free(h->location);
         h->location = strdup(location);
@@ -122,7 +128,8 @@ void storage_health_note_write(StorageHealth *h, const char *location, const Sto
                 h->timer.data = h;
                 h->has_timer = true;
         }
-        (void)uv_timer_start(&h->timer, storage_health_on_timer, h->probe_interval_ms, h->probe_interval_ms);
+        (void)uv_timer_start(&h->timer, storage_health_on_timer, h->probe_interval_ms,
+                             h->probe_interval_ms);
 }
 
 static void storage_health_on_timer_closed(uv_handle_t *handle) {

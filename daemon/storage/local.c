@@ -44,8 +44,9 @@ int storage_local_open_walk(int root_fd, const char *relative, int flags, int *r
                 struct stat st;
                 int next;
 
-                if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-                        return -EXDEV;  /* never in a normalized path; refused like an escape */
+                if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') ||
+                    (n == 2 && p[0] == '.' && p[1] == '.'))
+                        return -EXDEV; /* never in a normalized path; refused like an escape */
                 memcpy(name, p, n);
                 name[n] = 0;
                 /* Every symlink is refused: without openat2 there is no telling where it ends. */
@@ -53,7 +54,8 @@ int storage_local_open_walk(int root_fd, const char *relative, int flags, int *r
                         return -errno;
                 if (S_ISLNK(st.st_mode))
                         return -EXDEV;
-                next = openat(dir_fd, name, (slash ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
+                next = openat(dir_fd, name,
+                              (slash ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
                 if (next < 0)
                         /* ELOOP: a symlink swapped in since the fstatat. */
                         return errno == ELOOP ? -EXDEV : -errno;
@@ -69,8 +71,8 @@ int storage_local_open_walk(int root_fd, const char *relative, int flags, int *r
 }
 
 /* Opens path with flags (beneath root when it is not NULL) and checks it is a regular file. */
-static int storage_local_open(const char *root, const char *path, int flags, int *ret_fd, struct stat *ret_st,
-                              Error *error) {
+static int storage_local_open(const char *root, const char *path, int flags, int *ret_fd,
+                              struct stat *ret_st, Error *error) {
         _cleanup_(closep) int fd = -1, root_fd = -1;
         struct stat st;
         int r = 0;
@@ -98,13 +100,15 @@ static int storage_local_open(const char *root, const char *path, int flags, int
 
                         fd = (int)syscall(SYS_openat2, root_fd, relative, &how, sizeof(how));
                         r = fd < 0 ? -errno : 0;
-                        if (r == -ENOSYS || r == -EPERM) /* old kernels; seccomp filters say EPERM */
+                        if (r == -ENOSYS ||
+                            r == -EPERM) /* old kernels; seccomp filters say EPERM */
                                 r = storage_local_open_walk(root_fd, relative, flags, &fd);
                 }
         }
         if (fd < 0) {
                 if (r == -EXDEV)
-                        return error_set(error, r, "'%s' leads out of '%s'", path, root ? root : "/");
+                        return error_set(error, r, "'%s' leads out of '%s'", path,
+                                         root ? root : "/");
                 if (r == -ENOENT && (flags & O_PATH))
                         return error_set(error, r, "'%s' does not exist", path);
                 return error_set(error, r, "cannot open '%s': %s", path, strerror(-r));
@@ -124,9 +128,10 @@ int storage_local_read_file(const char *path, uint64_t max_bytes, Buf *out, Erro
         return storage_local_read_beneath(/* root= */ NULL, path, max_bytes, out, error);
 }
 
-int storage_local_read_beneath(const char *root, const char *path, uint64_t max_bytes, Buf *out, Error *error) {
+int storage_local_read_beneath(const char *root, const char *path, uint64_t max_bytes, Buf *out,
+                               Error *error) {
         _cleanup_(closep) int fd = -1;
-        struct stat st = {};
+        struct stat st = { 0 };
         int r;
 
         /* O_NONBLOCK: a FIFO given as a manifest must not hold a thread-pool thread in open();
@@ -151,15 +156,17 @@ int storage_local_read_beneath(const char *root, const char *path, uint64_t max_
 
                         k = read(fd, &probe, 1);
                         if (k > 0)
-                                return error_set(error, -EFBIG, "'%s' is above the limit of %llu bytes",
-                                                 path, (unsigned long long)max_bytes);
+                                return error_set(error, -EFBIG,
+                                                 "'%s' is above the limit of %llu bytes", path,
+                                                 (unsigned long long)max_bytes);
                         break;
                 }
                 k = read(fd, out->data + out->len, out->cap - out->len - 1);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
-                        return error_set(error, -errno, "cannot read '%s': %s", path, strerror(errno));
+                        return error_set(error, -errno, "cannot read '%s': %s", path,
+                                         strerror(errno));
                 if (k == 0)
                         break;
                 out->len += (size_t)k;
@@ -210,7 +217,8 @@ int storage_local_write_new_file(const char *path, const void *data, size_t len,
         }
         r = storage_local_fsync_parent(path);
         if (r < 0)
-                return error_set(error, r, "cannot fsync the directory of '%s': %s", path, strerror(-r));
+                return error_set(error, r, "cannot fsync the directory of '%s': %s", path,
+                                 strerror(-r));
         return 0;
 }
 
@@ -224,9 +232,10 @@ int storage_local_file_size(const char *path, uint64_t *ret_size, Error *error) 
         return storage_local_size_beneath(/* root= */ NULL, path, ret_size, error);
 }
 
-int storage_local_size_beneath(const char *root, const char *path, uint64_t *ret_size, Error *error) {
+int storage_local_size_beneath(const char *root, const char *path, uint64_t *ret_size,
+                               Error *error) {
         _cleanup_(closep) int fd = -1;
-        struct stat st = {};
+        struct stat st = { 0 };
         int r;
 
         /* O_PATH: nothing is opened for reading, so not even a device notices the question. */
@@ -237,18 +246,18 @@ int storage_local_size_beneath(const char *root, const char *path, uint64_t *ret
         return 0;
 }
 
-int storage_local_read_tail(const char *root, const char *path, uint64_t max_tail_bytes, uint64_t *ret_size,
-                            Buf *out, Error *error) {
+int storage_local_read_tail(const char *root, const char *path, uint64_t max_tail_bytes,
+                            uint64_t *ret_size, Buf *out, Error *error) {
         _cleanup_(closep) int fd = -1;
         uint64_t size, offset;
         size_t want, got = 0;
-        struct stat st = {};
+        struct stat st = { 0 };
         int r;
 
         assert(max_tail_bytes > 0);
         r = storage_local_open(root, path, O_RDONLY | O_NONBLOCK, &fd, &st, error);
         if (r == -ENOENT)
-                return error_set(error, r, "'%s' does not exist", path);        /* as a size says it */
+                return error_set(error, r, "'%s' does not exist", path); /* as a size says it */
         if (r < 0)
                 return r;
         size = (uint64_t)st.st_size;
@@ -265,7 +274,8 @@ int storage_local_read_tail(const char *root, const char *path, uint64_t max_tai
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
-                        return error_set(error, -errno, "cannot read '%s': %s", path, strerror(errno));
+                        return error_set(error, -errno, "cannot read '%s': %s", path,
+                                         strerror(errno));
                 if (k == 0)
                         /* Shorter than its size a moment ago: being rewritten; ask again later. */
                         return error_set(error, -EAGAIN, "'%s' changed while it was read", path);
@@ -286,8 +296,8 @@ static int storage_local_compare_names(const void *a, const void *b) {
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, size_t *ret_n, bool *ret_truncated,
-                       Error *error) {
+int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, size_t *ret_n,
+                       bool *ret_truncated, Error *error) {
         _cleanup_(freep) char *dir_path = strdup(prefix);
         _cleanup_(closedirp) DIR *dir = NULL;
         char **names = NULL, *slash;
@@ -315,9 +325,11 @@ int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, 
                 if (strncmp(de->d_name, base, n_base) != 0 || strcmp(de->d_name, ".") == 0 ||
                     strcmp(de->d_name, "..") == 0)
                         continue;
-                if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
                         continue;
-                if (asprintf(&full, "%s%s%s", dir_path, strcmp(dir_path, "/") == 0 ? "" : "/", de->d_name) < 0) {
+                if (asprintf(&full, "%s%s%s", dir_path, strcmp(dir_path, "/") == 0 ? "" : "/",
+                             de->d_name) < 0) {
                         r = -ENOMEM;
                         break;
                 }

@@ -15,11 +15,12 @@ int storage_local_read_file(const char *path, uint64_t max_bytes, Buf *out, Erro
 /* The same beneath root (a normalized directory path; NULL: anywhere): resolved with
  * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) from root, so that a path not under root or
  * a symlink out of it is -EXDEV; a kernel without openat2 gets storage_local_open_walk(). */
-int storage_local_read_beneath(const char *root, const char *path, uint64_t max_bytes, Buf *out, Error *error);
+int storage_local_read_beneath(const char *root, const char *path, uint64_t max_bytes, Buf *out,
+                               Error *error);
 /* The last max_tail_bytes (>= 1) of a regular file beneath root (as above), or all of it when it
  * is smaller, and its size. -EAGAIN when it shrank while read. */
-int storage_local_read_tail(const char *root, const char *path, uint64_t max_tail_bytes, uint64_t *ret_size,
-                            Buf *out, Error *error);
+int storage_local_read_tail(const char *root, const char *path, uint64_t max_tail_bytes,
+                            uint64_t *ret_size, Buf *out, Error *error);
 /* The fallback of the _beneath functions: opens relative (no "", "." or ".." components) from
  * root_fd one component at a time with O_NOFOLLOW, refusing every symlink with -EXDEV, the last
  * component with flags. Exported for the tests. */
@@ -30,11 +31,12 @@ int storage_local_write_new_file(const char *path, const void *data, size_t len,
  * it is a directory or no regular file, other -errno from stat(2), with the reason in *error. */
 int storage_local_file_size(const char *path, uint64_t *ret_size, Error *error);
 /* The same beneath root (see storage_local_read_beneath()); opened O_PATH, never read. */
-int storage_local_size_beneath(const char *root, const char *path, uint64_t *ret_size, Error *error);
+int storage_local_size_beneath(const char *root, const char *path, uint64_t *ret_size,
+                               Error *error);
 /* Deletes a file; a missing one is not an error. */
 int storage_local_delete_file(const char *path);
 /* The regular files whose path starts with `prefix` (one directory level: the prefix's
  * directory is listed), sorted: the first max_names, *ret_truncated when there were more.
  * -ENOENT when the directory is missing. */
-int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, size_t *ret_n, bool *ret_truncated,
-                       Error *error);
+int storage_local_list(const char *prefix, size_t max_names, char ***ret_names, size_t *ret_n,
+                       bool *ret_truncated, Error *error);

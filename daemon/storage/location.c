@@ -9,7 +9,8 @@
 
 #include "storage/storage.h"
 
-static int storage_local_normalize(const char *location, const char *p, char **ret_path, Error *error) {
+static int storage_local_normalize(const char *location, const char *p, char **ret_path,
+                                   Error *error) {
         _cleanup_(freep) char *out = NULL;
         size_t n = 0;
 
@@ -60,21 +61,25 @@ static bool storage_bucket_is_valid(const char *b, size_t n) {
         return true;
 }
 
-static int storage_s3_parse(const char *location, const char *rest, StorageLocation *l, Error *error) {
+static int storage_s3_parse(const char *location, const char *rest, StorageLocation *l,
+                            Error *error) {
         const char *slash = strchr(rest, '/');
         size_t n_bucket = slash ? (size_t)(slash - rest) : strlen(rest);
         const char *key = slash ? slash + 1 : "";
 
         if (!storage_bucket_is_valid(rest, n_bucket))
-                return error_set(error, -EINVAL, "'%s': '%.*s' is not a bucket name", location, (int)n_bucket, rest);
+                return error_set(error, -EINVAL, "'%s': '%.*s' is not a bucket name", location,
+                                 (int)n_bucket, rest);
         /* Keys are taken as given by stores: "a//b", "a/./b" and "a/b" are three objects. */
         for (const char *p = key; *p;) {
                 const char *end = strchr(p, '/');
                 size_t len = end ? (size_t)(end - p) : strlen(p);
 
-                if ((len == 0) || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+                if ((len == 0) || (len == 1 && p[0] == '.') ||
+                    (len == 2 && p[0] == '.' && p[1] == '.'))
                         return error_set(error, -EINVAL,
-                                         "'%s': the key has an empty, '.' or '..' segment; object stores do not "
+                                         "'%s': the key has an empty, '.' or '..' segment; object "
+                                         "stores do not "
                                          "normalize keys, so send the canonical location",
                                          location);
                 if (!end)
@@ -83,7 +88,8 @@ static int storage_s3_parse(const char *location, const char *rest, StorageLocat
         }
         for (const char *p = key; *p; p++)
                 if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                        return error_set(error, -EINVAL, "'%s': the key holds a control character", location);
+                        return error_set(error, -EINVAL, "'%s': the key holds a control character",
+                                         location);
         l->scheme = STORAGE_SCHEME_S3;
         l->bucket = strndup(rest, n_bucket);
         l->key = strdup(key);
@@ -93,10 +99,10 @@ static int storage_s3_parse(const char *location, const char *rest, StorageLocat
 }
 
 int storage_location_parse(const char *location, StorageLocation *ret, Error *error) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
         static const char *const s3_schemes[] = { "s3://", "s3a://", "s3n://" };
-        static const char *const refused[] = { "gs://", "abfs://", "abfss://", "wasb://", "wasbs://", "oss://",
-                                               "hdfs://", "viewfs://" };
+        static const char *const refused[] = { "gs://",    "abfs://", "abfss://", "wasb://",
+                                               "wasbs://", "oss://",  "hdfs://",  "viewfs://" };
         const char *p = location;
         int r;
 
@@ -106,27 +112,31 @@ int storage_location_parse(const char *location, StorageLocation *ret, Error *er
                         if (r < 0)
                                 return r;
                         *ret = l;
-                        l = (StorageLocation){};
+                        l = (StorageLocation){ 0 };
                         return 0;
                 }
         for (size_t i = 0; i < ELEMENTSOF(refused); i++)
                 if (strncmp(location, refused[i], strlen(refused[i])) == 0)
                         return error_set(error, -EPROTONOSUPPORT,
-                                         "'%s': %.*s locations are not supported; icecommitd reads and writes local "
-                                         "paths, file:// URIs and S3-compatible stores (s3://, s3a://, s3n://)",
+                                         "'%s': %.*s locations are not supported; icecommitd reads "
+                                         "and writes local "
+                                         "paths, file:// URIs and S3-compatible stores (s3://, "
+                                         "s3a://, s3n://)",
                                          location, (int)(strlen(refused[i]) - 3), refused[i]);
 
         if (strncmp(p, "file://", 7) == 0) {
                 p += 7;
                 /* file://host/p is not local; only an empty authority is. */
                 if (*p != '/')
-                        return error_set(error, -EINVAL, "'%s': only file:/// URIs with an empty host are local",
+                        return error_set(error, -EINVAL,
+                                         "'%s': only file:/// URIs with an empty host are local",
                                          location);
         } else if (strncmp(p, "file:", 5) == 0)
                 p += 5;
         else if (strchr(p, ':') && strstr(p, "://"))
                 return error_set(error, -EPROTONOSUPPORT,
-                                 "'%s': only local paths, file:// URIs and S3-compatible stores (s3://, s3a://, "
+                                 "'%s': only local paths, file:// URIs and S3-compatible stores "
+                                 "(s3://, s3a://, "
                                  "s3n://) are supported",
                                  location);
         r = storage_local_normalize(location, p, &l.path, error);
@@ -134,7 +144,7 @@ int storage_location_parse(const char *location, StorageLocation *ret, Error *er
                 return r;
         l.scheme = STORAGE_SCHEME_LOCAL;
         *ret = l;
-        l = (StorageLocation){};
+        l = (StorageLocation){ 0 };
         return 0;
 }
 
@@ -142,17 +152,17 @@ void storage_location_deinit(StorageLocation *l) {
         free(l->path);
         free(l->bucket);
         free(l->key);
-        *l = (StorageLocation){};
+        *l = (StorageLocation){ 0 };
 }
 
 bool storage_location_is_local(const char *location) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
 
         return storage_location_parse(location, &l, NULL) == 0 && l.scheme == STORAGE_SCHEME_LOCAL;
 }
 
 char *storage_location_canonical(const char *location) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
         char *out;
 
         if (storage_location_parse(location, &l, NULL) < 0)
@@ -163,7 +173,7 @@ char *storage_location_canonical(const char *location) {
 }
 
 int storage_path_from_location(const char *location, char **ret_path, Error *error) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
         int r;
 
         r = storage_location_parse(location, &l, error);
@@ -176,18 +186,19 @@ int storage_path_from_location(const char *location, char **ret_path, Error *err
 }
 
 bool storage_location_is_within(const char *location, const char *dir_location) {
-        _cleanup_(storage_location_deinit) StorageLocation inner = {}, dir = {};
+        _cleanup_(storage_location_deinit) StorageLocation inner = { 0 }, dir = { 0 };
         const char *a, *b;
         size_t n;
 
-        if (storage_location_parse(location, &inner, NULL) < 0 || storage_location_parse(dir_location, &dir, NULL) < 0 ||
-            inner.scheme != dir.scheme)
+        if (storage_location_parse(location, &inner, NULL) < 0 ||
+            storage_location_parse(dir_location, &dir, NULL) < 0 || inner.scheme != dir.scheme)
                 return false;
         if (inner.scheme == STORAGE_SCHEME_LOCAL) {
                 n = strlen(dir.path);
                 if (n == 1)
                         return inner.path[1] != 0;
-                return strncmp(inner.path, dir.path, n) == 0 && inner.path[n] == '/' && inner.path[n + 1] != 0;
+                return strncmp(inner.path, dir.path, n) == 0 && inner.path[n] == '/' &&
+                       inner.path[n + 1] != 0;
         }
         if (strcmp(inner.bucket, dir.bucket) != 0)
                 return false;

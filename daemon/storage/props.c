@@ -15,7 +15,7 @@ typedef struct StoragePrefixCredential {
 } StoragePrefixCredential;
 
 struct StorageProps {
-        json_t *properties;             /* string map */
+        json_t *properties; /* string map */
         StoragePrefixCredential *credentials;
         size_t n_credentials;
 };
@@ -33,7 +33,7 @@ static int storage_props_merge(json_t *into, const json_t *from, const char *wha
                 return 0;
         if (!json_is_object(from))
                 return error_set(error, -EBADMSG, "%s is not an object", what);
-        json_object_foreach((json_t *)from, key, v) {
+        json_object_foreach ((json_t *)from, key, v) {
                 if (!storage_props_key_kept(key))
                         continue;
                 if (!json_is_string(v))
@@ -57,8 +57,8 @@ StorageProps *storage_props_free(StorageProps *p) {
         return NULL;
 }
 
-int storage_props_new(const json_t *catalog_properties, const json_t *load_result, StorageProps **ret_props,
-                      Error *error) {
+int storage_props_new(const json_t *catalog_properties, const json_t *load_result,
+                      StorageProps **ret_props, Error *error) {
         _cleanup_(storage_props_freep) StorageProps *p = NULL;
         const json_t *credentials;
         int r;
@@ -83,16 +83,20 @@ int storage_props_new(const json_t *catalog_properties, const json_t *load_resul
                         json_t *c;
 
                         if (!json_is_array(credentials))
-                                return error_set(error, -EBADMSG, "storage-credentials is not an array");
-                        p->credentials = calloc(json_array_size(credentials) + 1, sizeof(*p->credentials));
+                                return error_set(error, -EBADMSG,
+                                                 "storage-credentials is not an array");
+                        p->credentials =
+                                calloc(json_array_size(credentials) + 1, sizeof(*p->credentials));
                         if (!p->credentials)
                                 return -ENOMEM;
-                        json_array_foreach(credentials, i, c) {
+                        json_array_foreach (credentials, i, c) {
                                 StoragePrefixCredential *pc = &p->credentials[p->n_credentials];
                                 const json_t *prefix = json_object_get(c, "prefix");
 
                                 if (!json_is_string(prefix))
-                                        return error_set(error, -EBADMSG, "storage-credentials[%zu] has no prefix", i);
+                                        return error_set(error, -EBADMSG,
+                                                         "storage-credentials[%zu] has no prefix",
+                                                         i);
                                 pc->prefix = strdup(json_string_value(prefix));
                                 pc->config = json_object();
                                 p->n_credentials++;
@@ -127,7 +131,8 @@ static const json_t *storage_props_credential(const StorageProps *p, const char 
                 size_t n = strlen(prefix);
                 bool match = strncmp(location, prefix, n) == 0;
 
-                if (!match && ptail && tail && storage_props_is_s3(prefix) && storage_props_is_s3(location))
+                if (!match && ptail && tail && storage_props_is_s3(prefix) &&
+                    storage_props_is_s3(location))
                         match = strncmp(tail, ptail, strlen(ptail)) == 0;
                 if (match && n >= best_n) {
                         best = p->credentials[i].config;
@@ -145,7 +150,8 @@ const char *storage_props_get(const StorageProps *p, const char *location, const
         credential = storage_props_credential(p, location);
         v = credential ? json_object_get(credential, key) : NULL;
         if (!v && credential && strncmp(key, "s3.", 3) == 0 && strcmp(key, "s3.endpoint") != 0 &&
-            strcmp(key, "s3.path-style-access") != 0 && json_object_get(credential, "s3.access-key-id"))
+            strcmp(key, "s3.path-style-access") != 0 &&
+            json_object_get(credential, "s3.access-key-id"))
                 /* A credential entry is a whole key set: never mix its key id with a token from
                  * the table config. */
                 return NULL;

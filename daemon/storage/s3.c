@@ -28,7 +28,7 @@ struct S3Client {
         Metrics *metrics;
         CurlUv *curl;
         S3Op *ops;
-        unsigned n_open_handles;        /* retry timers of ops, until closed */
+        unsigned n_open_handles; /* retry timers of ops, until closed */
         bool is_closing;
         bool curl_closed;
         uint64_t n_requests;
@@ -50,9 +50,9 @@ struct S3Op {
         uint64_t max_bytes;
         uint64_t deadline_ns;
         unsigned attempt;
-        bool may_have_written;          /* a PUT went out without a verdict */
-        bool is_verifying;              /* GET after a 412 that may be our own earlier PUT */
-        char *continuation;             /* LIST: the next page's token */
+        bool may_have_written; /* a PUT went out without a verdict */
+        bool is_verifying;     /* GET after a 412 that may be our own earlier PUT */
+        char *continuation;    /* LIST: the next page's token */
         StorageResult result;
         StorageCallback cb;
         void *userdata;
@@ -63,8 +63,8 @@ struct S3Op {
 };
 
 static const char *const s3_op_names[] = {
-        [S3_OP_GET] = "get", [S3_OP_HEAD] = "head", [S3_OP_PUT] = "put", [S3_OP_DELETE] = "delete",
-        [S3_OP_LIST] = "list", [S3_OP_GET_TAIL] = "get",
+        [S3_OP_GET] = "get",       [S3_OP_HEAD] = "head", [S3_OP_PUT] = "put",
+        [S3_OP_DELETE] = "delete", [S3_OP_LIST] = "list", [S3_OP_GET_TAIL] = "get",
 };
 
 static char *s3_secret_free(char *s) {
@@ -152,8 +152,9 @@ int s3_uri_encode(const char *s, bool keep_slash, Buf *out) {
         for (; *s && r == 0; s++) {
                 unsigned char ch = (unsigned char)*s;
 
-                if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-                    ch == '.' || ch == '_' || ch == '~' || (keep_slash && ch == '/'))
+                if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                    (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' || ch == '~' ||
+                    (keep_slash && ch == '/'))
                         r = buf_append_byte(out, ch);
                 else {
                         char e[3] = { '%', hex[ch >> 4], hex[ch & 15] };
@@ -164,14 +165,16 @@ int s3_uri_encode(const char *s, bool keep_slash, Buf *out) {
         return r;
 }
 
-int s3_url_build(const S3Settings *settings, const char *bucket, const char *key, const char *query, Buf *out) {
+int s3_url_build(const S3Settings *settings, const char *bucket, const char *key, const char *query,
+                 Buf *out) {
         _cleanup_(freep) char *fallback = NULL;
         const char *endpoint = settings->endpoint, *authority, *rest;
         size_t n_scheme, n_authority;
         int r;
 
         if (!endpoint) {
-                if (asprintf(&fallback, "https://s3.%s.amazonaws.com", settings->region ? settings->region : "us-east-1") < 0)
+                if (asprintf(&fallback, "https://s3.%s.amazonaws.com",
+                             settings->region ? settings->region : "us-east-1") < 0)
                         return -ENOMEM;
                 endpoint = fallback;
         }
@@ -215,7 +218,8 @@ static void s3_sha256_hex(Slice data, char hex[65]) {
         unsigned char md[EVP_MAX_MD_SIZE];
         unsigned n = 0;
 
-        if (EVP_Digest(data.ptr ? data.ptr : (const uint8_t *)"", data.len, md, &n, EVP_sha256(), NULL) != 1 ||
+        if (EVP_Digest(data.ptr ? data.ptr : (const uint8_t *)"", data.len, md, &n, EVP_sha256(),
+                       NULL) != 1 ||
             n != 32) {
                 /* Cannot happen with a working libcrypto; an unsigned payload still verifies the
                  * headers, and the store checks the body against nothing. */
@@ -280,7 +284,8 @@ static int s3_op_send(S3Op *op) {
                                 r = buf_append_byte(&query, '&');
                 }
                 if (r == 0)
-                        r = buf_printf(&query, "list-type=2&max-keys=%d&prefix=", S3_LIST_PAGE_KEYS);
+                        r = buf_printf(&query,
+                                       "list-type=2&max-keys=%d&prefix=", S3_LIST_PAGE_KEYS);
                 if (r == 0)
                         r = s3_uri_encode(op->key, false, &query);
                 if (r == 0)
@@ -342,9 +347,12 @@ static int s3_op_send(S3Op *op) {
                                  .aws_sigv4 = op->access_key_id ? buf_str(&sigv4) : NULL,
                                  .username = op->access_key_id,
                                  .password = op->secret_access_key,
-                                 .max_response_bytes = (op->kind == S3_OP_GET || op->kind == S3_OP_GET_TAIL) &&
-                                                                       !op->is_verifying ? op->max_bytes + 1 :
-                                                       op->is_verifying ? op->data.len + 1 : 1u << 20,
+                                 .max_response_bytes =
+                                         (op->kind == S3_OP_GET || op->kind == S3_OP_GET_TAIL) &&
+                                                         !op->is_verifying
+                                                 ? op->max_bytes + 1
+                                         : op->is_verifying ? op->data.len + 1
+                                                            : 1u << 20,
                                  .timeout_ms = (uint32_t)timeout_ms,
                          },
                          s3_op_on_response, op);
@@ -364,8 +372,9 @@ static void s3_op_on_timer(uv_timer_t *timer) {
 
         r = s3_op_send(op);
         if (r < 0)
-                s3_op_fail(op, r == -ETIMEDOUT ? -ETIMEDOUT : -EAGAIN, "%s: cannot send the %s request: %s",
-                           op->location, s3_op_names[op->kind], strerror(-r));
+                s3_op_fail(op, r == -ETIMEDOUT ? -ETIMEDOUT : -EAGAIN,
+                           "%s: cannot send the %s request: %s", op->location,
+                           s3_op_names[op->kind], strerror(-r));
 }
 
 /* Another round trip after a transient failure, with exponential backoff and jitter, unless the
@@ -381,11 +390,13 @@ static void s3_op_retry(S3Op *op, const char *why) {
                 backoff = c->config->max_backoff_ms;
         backoff = backoff / 2 + (uint64_t)random() % (backoff / 2 + 1);
         if (op->attempt >= c->config->max_attempts) {
-                s3_op_fail(op, -EAGAIN, "%s: %s; gave up after %u attempts", op->location, why, op->attempt);
+                s3_op_fail(op, -EAGAIN, "%s: %s; gave up after %u attempts", op->location, why,
+                           op->attempt);
                 return;
         }
         if (op->deadline_ns && now + backoff * 1000000 >= op->deadline_ns) {
-                s3_op_fail(op, -ETIMEDOUT, "%s: %s; the deadline leaves no time for another attempt", op->location,
+                s3_op_fail(op, -ETIMEDOUT,
+                           "%s: %s; the deadline leaves no time for another attempt", op->location,
                            why);
                 return;
         }
@@ -425,29 +436,33 @@ static void s3_op_count(S3Op *op, int status) {
         S3Client *c = op->client;
         char label[64];
 
-        (void)snprintf(label, sizeof(label), "%s" METRICS_LABEL_SEP "%s", op->is_verifying ? "get" : s3_op_names[op->kind],
-                       s3_outcome_of(status));
+        (void)snprintf(label, sizeof(label), "%s" METRICS_LABEL_SEP "%s",
+                       op->is_verifying ? "get" : s3_op_names[op->kind], s3_outcome_of(status));
         metrics_add(c->metrics, METRIC_STORAGE_REQUESTS, label, 1);
-        metrics_observe(c->metrics, METRIC_STORAGE_DURATION, (double)(now_monotonic_ns() - op->sent_ns) / 1e9);
+        metrics_observe(c->metrics, METRIC_STORAGE_DURATION,
+                        (double)(now_monotonic_ns() - op->sent_ns) / 1e9);
 }
 
 /* A LIST page: keep its keys (as full locations) and ask for the next one. */
 static int s3_op_take_page(S3Op *op, Slice body) {
-        _cleanup_(s3_xml_list_page_deinit) S3XmlListPage page = {};
-        size_t left = op->max_bytes > op->result.n_names ? (size_t)(op->max_bytes - op->result.n_names) : 0;
+        _cleanup_(s3_xml_list_page_deinit) S3XmlListPage page = { 0 };
+        size_t left = op->max_bytes > op->result.n_names
+                              ? (size_t)(op->max_bytes - op->result.n_names)
+                              : 0;
         char **grown;
         int r;
 
         r = s3_xml_list_parse(body, S3_LIST_PAGE_KEYS, &page);
         if (r < 0)
                 return r;
-        grown = reallocarray(op->result.names, op->result.n_names + page.n_keys + 1, sizeof(*grown));
+        grown = reallocarray(op->result.names, op->result.n_names + page.n_keys + 1,
+                             sizeof(*grown));
         if (!grown)
                 return -ENOMEM;
         op->result.names = grown;
         if (page.n_keys > left || (page.n_keys == left && page.is_truncated)) {
                 op->result.is_truncated = true;
-                page.is_truncated = false;      /* enough: ask for no further page */
+                page.is_truncated = false; /* enough: ask for no further page */
                 for (size_t k = left; k < page.n_keys; k++)
                         free(page.keys[k]);
                 if (page.n_keys > left)
@@ -465,7 +480,8 @@ static int s3_op_take_page(S3Op *op, Slice body) {
         return page.is_truncated ? 1 : 0;
 }
 
-int s3_content_range_parse(const char *value, uint64_t *ret_first, uint64_t *ret_last, uint64_t *ret_size) {
+int s3_content_range_parse(const char *value, uint64_t *ret_first, uint64_t *ret_last,
+                           uint64_t *ret_size) {
         uint64_t v[3];
         const char *p;
 
@@ -503,7 +519,8 @@ static int s3_op_take_tail(S3Op *op, const CurlUvResponse *response) {
         int r;
 
         if (response->body_error == -E2BIG || response->body.len > op->max_bytes) {
-                s3_op_fail(op, -EREMOTEIO, "%s: the store answered more than the %" PRIu64 " bytes asked for",
+                s3_op_fail(op, -EREMOTEIO,
+                           "%s: the store answered more than the %" PRIu64 " bytes asked for",
                            op->location, op->max_bytes);
                 return -EREMOTEIO;
         }
@@ -515,8 +532,10 @@ static int s3_op_take_tail(S3Op *op, const CurlUvResponse *response) {
         if (response->http_status == 206) {
                 if (s3_content_range_parse(response->content_range, &first, &last, &size) < 0 ||
                     last - first + 1 != response->body.len || last != size - 1) {
-                        s3_op_fail(op, -EREMOTEIO, "%s: a 206 answer with Content-Range '%s' and %zu bytes",
-                                   op->location, response->content_range ? response->content_range : "",
+                        s3_op_fail(op, -EREMOTEIO,
+                                   "%s: a 206 answer with Content-Range '%s' and %zu bytes",
+                                   op->location,
+                                   response->content_range ? response->content_range : "",
                                    response->body.len);
                         return -EREMOTEIO;
                 }
@@ -537,7 +556,7 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
         S3Op *op = userdata;
         S3Client *c = op->client;
         const char *method = s3_op_method(op);
-        S3XmlError xml = {};
+        S3XmlError xml = { 0 };
         char detail[900];
         long http = response->http_status;
         int r;
@@ -548,7 +567,8 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
         }
         if (response->status != 0) {
                 s3_op_count(op, -EAGAIN);
-                if (op->kind == S3_OP_PUT && !op->is_verifying && response->status == CURL_UV_E_NO_RESPONSE)
+                if (op->kind == S3_OP_PUT && !op->is_verifying &&
+                    response->status == CURL_UV_E_NO_RESPONSE)
                         op->may_have_written = true;
                 (void)snprintf(detail, sizeof(detail), "%s failed: %s", method, response->error);
                 s3_op_retry(op, detail);
@@ -559,26 +579,30 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
                 s3_op_count(op, 0);
                 if (op->is_verifying) {
                         /* Ours if byte for byte what we wrote: the earlier attempt landed. */
-                        bool same = response->body_error == 0 && response->body.len == op->data.len &&
-                                    (op->data.len == 0 || memcmp(response->body.ptr, op->data.ptr, op->data.len) == 0);
+                        bool same = response->body_error == 0 &&
+                                    response->body.len == op->data.len &&
+                                    (op->data.len == 0 ||
+                                     memcmp(response->body.ptr, op->data.ptr, op->data.len) == 0);
 
                         if (same) {
                                 op->result.status = 0;
                                 s3_op_finish(op);
                         } else
-                                s3_op_fail(op, -EEXIST, "%s already exists (created by another writer)", op->location);
+                                s3_op_fail(op, -EEXIST,
+                                           "%s already exists (created by another writer)",
+                                           op->location);
                         return;
                 }
                 switch (op->kind) {
                 case S3_OP_GET:
                         if (response->body_error == -E2BIG || response->body.len > op->max_bytes) {
-                                s3_op_fail(op, -EFBIG, "%s is above the limit of %" PRIu64 " bytes", op->location,
-                                           op->max_bytes);
+                                s3_op_fail(op, -EFBIG, "%s is above the limit of %" PRIu64 " bytes",
+                                           op->location, op->max_bytes);
                                 return;
                         }
                         if (response->body_error < 0) {
-                                s3_op_fail(op, response->body_error, "%s: cannot keep the body: %s", op->location,
-                                           strerror(-response->body_error));
+                                s3_op_fail(op, response->body_error, "%s: cannot keep the body: %s",
+                                           op->location, strerror(-response->body_error));
                                 return;
                         }
                         buf_init(&op->result.data, (size_t)op->max_bytes + 1);
@@ -587,7 +611,8 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
                                 s3_op_fail(op, r, "%s: out of memory", op->location);
                                 return;
                         }
-                        metrics_add(c->metrics, METRIC_STORAGE_BYTES, "read", (double)response->body.len);
+                        metrics_add(c->metrics, METRIC_STORAGE_BYTES, "read",
+                                    (double)response->body.len);
                         break;
                 case S3_OP_GET_TAIL:
                         r = s3_op_take_tail(op, response);
@@ -596,28 +621,35 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
                         break;
                 case S3_OP_HEAD:
                         if (response->content_length < 0) {
-                                s3_op_fail(op, -EREMOTEIO, "%s: HEAD answered without a Content-Length", op->location);
+                                s3_op_fail(op, -EREMOTEIO,
+                                           "%s: HEAD answered without a Content-Length",
+                                           op->location);
                                 return;
                         }
                         op->result.size = (uint64_t)response->content_length;
                         break;
                 case S3_OP_PUT:
-                        metrics_add(c->metrics, METRIC_STORAGE_BYTES, "written", (double)op->data.len);
+                        metrics_add(c->metrics, METRIC_STORAGE_BYTES, "written",
+                                    (double)op->data.len);
                         break;
                 case S3_OP_LIST:
                         r = s3_op_take_page(op, response->body);
                         if (r < 0) {
-                                s3_op_fail(op, r == -E2BIG ? -E2BIG : r == -ENOMEM ? r : -EREMOTEIO,
+                                s3_op_fail(op,
+                                           r == -E2BIG    ? -E2BIG
+                                           : r == -ENOMEM ? r
+                                                          : -EREMOTEIO,
                                            "%s: %s", op->location,
-                                           r == -E2BIG ? "more objects than the listing limit" :
-                                                         "unreadable ListObjectsV2 answer");
+                                           r == -E2BIG ? "more objects than the listing limit"
+                                                       : "unreadable ListObjectsV2 answer");
                                 return;
                         }
                         if (r > 0) {
                                 r = s3_op_send(op);
                                 if (r < 0)
-                                        s3_op_fail(op, -EAGAIN, "%s: cannot ask for the next page: %s", op->location,
-                                                   strerror(-r));
+                                        s3_op_fail(op, -EAGAIN,
+                                                   "%s: cannot ask for the next page: %s",
+                                                   op->location, strerror(-r));
                                 return;
                         }
                         break;
@@ -634,16 +666,22 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
         /* HEAD answers carry no body: the status is all there is. */
         if (!xml.code[0])
                 (void)snprintf(xml.code, sizeof(xml.code), "%s",
-                               http == 404 ? "NoSuchKey" : http == 403 ? "AccessDenied" : http == 412 ? "PreconditionFailed" : "");
-        (void)snprintf(detail, sizeof(detail), "%s of bucket '%s' key '%s' answered HTTP %ld%s%s%s%s", method, op->bucket,
-                       op->key, http, xml.code[0] ? " " : "", xml.code, xml.message[0] ? ": " : "", xml.message);
+                               http == 404   ? "NoSuchKey"
+                               : http == 403 ? "AccessDenied"
+                               : http == 412 ? "PreconditionFailed"
+                                             : "");
+        (void)snprintf(detail, sizeof(detail),
+                       "%s of bucket '%s' key '%s' answered HTTP %ld%s%s%s%s", method, op->bucket,
+                       op->key, http, xml.code[0] ? " " : "", xml.code, xml.message[0] ? ": " : "",
+                       xml.message);
 
-        if (http == 500 || http == 502 || http == 503 || http == 504 || http == 429 || http == 408 ||
-            strcmp(xml.code, "SlowDown") == 0 || strcmp(xml.code, "RequestTimeout") == 0 ||
-            strcmp(xml.code, "InternalError") == 0) {
+        if (http == 500 || http == 502 || http == 503 || http == 504 || http == 429 ||
+            http == 408 || strcmp(xml.code, "SlowDown") == 0 ||
+            strcmp(xml.code, "RequestTimeout") == 0 || strcmp(xml.code, "InternalError") == 0) {
                 s3_op_count(op, -EAGAIN);
                 if (op->kind == S3_OP_PUT && !op->is_verifying)
-                        op->may_have_written = true;    /* a 5xx after the body may still have landed */
+                        op->may_have_written =
+                                true; /* a 5xx after the body may still have landed */
                 s3_op_retry(op, detail);
                 return;
         }
@@ -655,8 +693,9 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
                         op->is_verifying = true;
                         r = s3_op_send(op);
                         if (r < 0)
-                                s3_op_fail(op, -EAGAIN, "%s: cannot read back an earlier attempt: %s", op->location,
-                                           strerror(-r));
+                                s3_op_fail(op, -EAGAIN,
+                                           "%s: cannot read back an earlier attempt: %s",
+                                           op->location, strerror(-r));
                         return;
                 }
                 s3_op_fail(op, -EEXIST, "%s already exists (%s)", op->location, detail);
@@ -681,26 +720,31 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
                 s3_op_count(op, -ENOENT);
                 if (op->is_verifying) {
                         /* 412, then gone: whoever created it deleted it; say so plainly. */
-                        s3_op_fail(op, -EAGAIN, "%s existed a moment ago and is gone now", op->location);
+                        s3_op_fail(op, -EAGAIN, "%s existed a moment ago and is gone now",
+                                   op->location);
                         return;
                 }
                 s3_op_fail(op, -ENOENT, "%s does not exist (%s)", op->location, detail);
                 return;
         }
-        if (strcmp(xml.code, "ExpiredToken") == 0 || strcmp(xml.code, "TokenRefreshRequired") == 0) {
+        if (strcmp(xml.code, "ExpiredToken") == 0 ||
+            strcmp(xml.code, "TokenRefreshRequired") == 0) {
                 s3_op_count(op, -EKEYEXPIRED);
-                s3_op_fail(op, -EKEYEXPIRED, "%s: the credentials expired (%s)", op->location, detail);
+                s3_op_fail(op, -EKEYEXPIRED, "%s: the credentials expired (%s)", op->location,
+                           detail);
                 return;
         }
         if (http == 401 || http == 403) {
                 s3_op_count(op, -EACCES);
                 s3_op_fail(op, -EACCES, "%s: access denied (%s)%s", op->location, detail,
-                           strcmp(xml.code, "RequestTimeTooSkewed") == 0 ? "; check this machine's clock" : "");
+                           strcmp(xml.code, "RequestTimeTooSkewed") == 0
+                                   ? "; check this machine's clock"
+                                   : "");
                 return;
         }
         s3_op_count(op, -EREMOTEIO);
-        s3_op_fail(op, -EREMOTEIO, "%s: %s%s%s", op->location, detail, xml.region[0] ? "; the bucket is in region " : "",
-                   xml.region);
+        s3_op_fail(op, -EREMOTEIO, "%s: %s%s%s", op->location, detail,
+                   xml.region[0] ? "; the bucket is in region " : "", xml.region);
 }
 
 static int s3_strdup_opt(char **dst, const char *src) {
@@ -710,8 +754,8 @@ static int s3_strdup_opt(char **dst, const char *src) {
         return *dst ? 0 : -ENOMEM;
 }
 
-int s3_client_submit(S3Client *c, const S3Settings *settings, const S3Request *req, StorageCallback cb,
-                     void *userdata, Error *error) {
+int s3_client_submit(S3Client *c, const S3Settings *settings, const S3Request *req,
+                     StorageCallback cb, void *userdata, Error *error) {
         _cleanup_(s3_op_freep) S3Op *op = NULL;
         int r;
 
@@ -720,8 +764,8 @@ int s3_client_submit(S3Client *c, const S3Settings *settings, const S3Request *r
                 return error_set(error, -ESHUTDOWN, "icecommitd is stopping");
         if (req->kind == S3_OP_PUT && req->data.len > (size_t)5 * 1024 * 1024 * 1024)
                 /* One PUT takes at most 5 GiB; manifests and lists are far below. */
-                return error_set(error, -EFBIG, "%s: %zu bytes are more than one S3 PUT takes", req->location,
-                                 req->data.len);
+                return error_set(error, -EFBIG, "%s: %zu bytes are more than one S3 PUT takes",
+                                 req->location, req->data.len);
         op = calloc(1, sizeof(*op));
         if (!op)
                 return -ENOMEM;
@@ -735,9 +779,11 @@ int s3_client_submit(S3Client *c, const S3Settings *settings, const S3Request *r
         op->attempt = 1;
         op->cb = cb;
         op->userdata = userdata;
-        if (s3_strdup_opt(&op->location, req->location) < 0 || s3_strdup_opt(&op->bucket, req->bucket) < 0 ||
-            s3_strdup_opt(&op->key, req->key) < 0 || s3_strdup_opt(&op->list_scheme, req->list_scheme ? req->list_scheme : "s3://") < 0 ||
-            s3_strdup_opt(&op->endpoint, settings->endpoint) < 0 || s3_strdup_opt(&op->region, settings->region) < 0 ||
+        if (s3_strdup_opt(&op->location, req->location) < 0 ||
+            s3_strdup_opt(&op->bucket, req->bucket) < 0 || s3_strdup_opt(&op->key, req->key) < 0 ||
+            s3_strdup_opt(&op->list_scheme, req->list_scheme ? req->list_scheme : "s3://") < 0 ||
+            s3_strdup_opt(&op->endpoint, settings->endpoint) < 0 ||
+            s3_strdup_opt(&op->region, settings->region) < 0 ||
             s3_strdup_opt(&op->access_key_id, settings->access_key_id) < 0 ||
             s3_strdup_opt(&op->secret_access_key, settings->secret_access_key) < 0 ||
             s3_strdup_opt(&op->session_token, settings->session_token) < 0)
@@ -747,8 +793,8 @@ int s3_client_submit(S3Client *c, const S3Settings *settings, const S3Request *r
 
         r = s3_op_send(op);
         if (r < 0)
-                return error_set(error, r, "%s: cannot send the %s request: %s", req->location, s3_op_names[req->kind],
-                                 strerror(-r));
+                return error_set(error, r, "%s: cannot send the %s request: %s", req->location,
+                                 s3_op_names[req->kind], strerror(-r));
         op->next = c->ops;
         if (c->ops)
                 c->ops->prev = op;
@@ -798,7 +844,8 @@ void s3_client_close(S3Client *c, void (*done)(void *userdata), void *userdata) 
         curl_uv_close(c->curl, s3_client_on_curl_closed, c);
 }
 
-int s3_client_new(uv_loop_t *loop, const S3Config *config, Metrics *metrics, S3Client **ret_client) {
+int s3_client_new(uv_loop_t *loop, const S3Config *config, Metrics *metrics,
+                  S3Client **ret_client) {
         S3Client *c;
         int r;
 

@@ -23,12 +23,13 @@ static bool s3_xml_find(const char *s, size_t len, size_t *pos, const char *name
                 if (!lt)
                         return false;
                 at = (size_t)(lt - s);
-                if (len - at - 1 >= n + 1 && memcmp(lt + 1, name, n) == 0 && (lt[n + 1] == '>' || lt[n + 1] == ' ')) {
+                if (len - at - 1 >= n + 1 && memcmp(lt + 1, name, n) == 0 &&
+                    (lt[n + 1] == '>' || lt[n + 1] == ' ')) {
                         const char *gt = memchr(lt, '>', len - at);
 
                         if (!gt)
                                 return false;
-                        if (gt > lt && gt[-1] == '/') {         /* <Name/>: empty */
+                        if (gt > lt && gt[-1] == '/') { /* <Name/>: empty */
                                 *ret_start = *ret_end = (size_t)(gt - s) + 1;
                                 *pos = *ret_end;
                                 return true;
@@ -40,8 +41,8 @@ static bool s3_xml_find(const char *s, size_t len, size_t *pos, const char *name
                                 if (!close)
                                         return false;
                                 k = (size_t)(close - s);
-                                if (len - k >= n + 3 && close[1] == '/' && memcmp(close + 2, name, n) == 0 &&
-                                    close[n + 2] == '>') {
+                                if (len - k >= n + 3 && close[1] == '/' &&
+                                    memcmp(close + 2, name, n) == 0 && close[n + 2] == '>') {
                                         *ret_start = j;
                                         *ret_end = k;
                                         *pos = k + n + 3;
@@ -88,7 +89,9 @@ static int s3_xml_decode(const char *s, size_t len, Buf *out) {
         static const struct {
                 const char *name;
                 char c;
-        } named[] = { { "lt;", '<' }, { "gt;", '>' }, { "amp;", '&' }, { "quot;", '"' }, { "apos;", '\'' } };
+        } named[] = {
+                { "lt;", '<' }, { "gt;", '>' }, { "amp;", '&' }, { "quot;", '"' }, { "apos;", '\'' }
+        };
         int r = 0;
 
         for (size_t i = 0; i < len && r == 0;) {
@@ -160,7 +163,7 @@ static void s3_xml_copy_text(const char *s, size_t start, size_t end, char *fiel
 int s3_xml_error_parse(Slice body, S3XmlError *ret) {
         const char *s = (const char *)body.ptr;
         size_t pos = 0, start, end, p;
-        S3XmlError e = {};
+        S3XmlError e = { 0 };
 
         if (!s || !s3_xml_find(s, body.len, &pos, "Error", &start, &end))
                 return -EBADMSG;
@@ -200,11 +203,11 @@ void s3_xml_list_page_deinit(S3XmlListPage *page) {
                 free(page->keys[i]);
         free(page->keys);
         free(page->next_token);
-        *page = (S3XmlListPage){};
+        *page = (S3XmlListPage){ 0 };
 }
 
 int s3_xml_list_parse(Slice body, size_t max_keys, S3XmlListPage *ret) {
-        _cleanup_(s3_xml_list_page_deinit) S3XmlListPage page = {};
+        _cleanup_(s3_xml_list_page_deinit) S3XmlListPage page = { 0 };
         const char *s = (const char *)body.ptr;
         size_t pos = 0, start, end, doc_end;
         int r = 0;
@@ -237,13 +240,14 @@ int s3_xml_list_parse(Slice body, size_t max_keys, S3XmlListPage *ret) {
                 page.is_truncated = end - start == 4 && memcmp(s + start, "true", 4) == 0;
         pos = 0;
         if (page.is_truncated) {
-                if (!s3_xml_find(s, doc_end, &pos, "NextContinuationToken", &start, &end) || end == start)
+                if (!s3_xml_find(s, doc_end, &pos, "NextContinuationToken", &start, &end) ||
+                    end == start)
                         return -EBADMSG;
                 page.next_token = s3_xml_dup_text(s, start, end, &r);
                 if (!page.next_token)
                         return r;
         }
         *ret = page;
-        page = (S3XmlListPage){};
+        page = (S3XmlListPage){ 0 };
         return 0;
 }

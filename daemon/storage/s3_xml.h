@@ -10,9 +10,9 @@
 #include "util/slice.h"
 
 typedef struct S3XmlError {
-        char code[128];         /* e.g. "AccessDenied", "" when absent */
+        char code[128]; /* e.g. "AccessDenied", "" when absent */
         char message[512];
-        char region[64];        /* <Region> of an AuthorizationHeaderMalformed/PermanentRedirect */
+        char region[64]; /* <Region> of an AuthorizationHeaderMalformed/PermanentRedirect */
 } S3XmlError;
 
 /* Reads <Error><Code>…</Code><Message>…</Message></Error>. Returns 0 or -EBADMSG (not one);
@@ -20,10 +20,10 @@ typedef struct S3XmlError {
 int s3_xml_error_parse(Slice body, S3XmlError *ret);
 
 typedef struct S3XmlListPage {
-        char **keys;            /* owned, decoded */
+        char **keys; /* owned, decoded */
         size_t n_keys;
         bool is_truncated;
-        char *next_token;       /* NextContinuationToken, owned, NULL when none */
+        char *next_token; /* NextContinuationToken, owned, NULL when none */
 } S3XmlListPage;
 
 /* Reads a ListBucketResult. Returns 0, -EBADMSG or -ENOMEM; at most max_keys keys (-E2BIG

@@ -24,9 +24,9 @@ struct Storage {
         S3Client *s3;
         unsigned n_local_in_flight;
         bool is_closing;
-        bool is_closed;                 /* every handle closed; storage_free() may run */
+        bool is_closed; /* every handle closed; storage_free() may run */
         bool s3_closed;
-        bool health_pending;            /* the health timer's close is not done yet */
+        bool health_pending; /* the health timer's close is not done yet */
         StorageHealth health;
         void (*close_done)(void *userdata);
         void *close_userdata;
@@ -47,7 +47,7 @@ typedef struct LocalJob {
         Storage *storage;
         LocalKind kind;
         char *path;
-        char *root;                     /* the context's root as a path, or NULL */
+        char *root; /* the context's root as a path, or NULL */
         Slice data;
         uint64_t max_bytes;
         uint64_t started_ns;
@@ -57,14 +57,15 @@ typedef struct LocalJob {
 } LocalJob;
 
 static const char *const local_kind_names[] = {
-        [LOCAL_READ] = "get", [LOCAL_SIZE] = "head", [LOCAL_WRITE] = "put", [LOCAL_DELETE] = "delete",
-        [LOCAL_LIST] = "list", [LOCAL_TAIL] = "get",
+        [LOCAL_READ] = "get",      [LOCAL_SIZE] = "head", [LOCAL_WRITE] = "put",
+        [LOCAL_DELETE] = "delete", [LOCAL_LIST] = "list", [LOCAL_TAIL] = "get",
 };
 
 static void storage_maybe_closed(Storage *s) {
         void (*done)(void *userdata);
 
-        if (!s->is_closing || !s->s3_closed || s->n_local_in_flight > 0 || s->health_pending || s->is_closed)
+        if (!s->is_closing || !s->s3_closed || s->n_local_in_flight > 0 || s->health_pending ||
+            s->is_closed)
                 return;
         s->is_closed = true;
         done = s->close_done;
@@ -89,17 +90,19 @@ static void local_job_work(uv_work_t *w) {
         switch (j->kind) {
         case LOCAL_READ:
                 buf_init(&res->data, (size_t)j->max_bytes + 1);
-                res->status = storage_local_read_beneath(j->root, j->path, j->max_bytes, &res->data, &res->error);
+                res->status = storage_local_read_beneath(j->root, j->path, j->max_bytes, &res->data,
+                                                         &res->error);
                 break;
         case LOCAL_TAIL:
-                res->status = storage_local_read_tail(j->root, j->path, j->max_bytes, &res->size, &res->data,
-                                                      &res->error);
+                res->status = storage_local_read_tail(j->root, j->path, j->max_bytes, &res->size,
+                                                      &res->data, &res->error);
                 break;
         case LOCAL_SIZE:
                 res->status = storage_local_size_beneath(j->root, j->path, &res->size, &res->error);
                 break;
         case LOCAL_WRITE:
-                res->status = storage_local_write_new_file(j->path, j->data.ptr, j->data.len, &res->error);
+                res->status = storage_local_write_new_file(j->path, j->data.ptr, j->data.len,
+                                                           &res->error);
                 break;
         case LOCAL_DELETE:
                 res->status = storage_local_delete_file(j->path);
@@ -108,14 +111,17 @@ static void local_job_work(uv_work_t *w) {
                                         strerror(-res->status));
                 break;
         case LOCAL_LIST:
-                res->status = storage_local_list(j->path, (size_t)j->max_bytes, &res->names, &res->n_names,
-                                                 &res->is_truncated, &res->error);
+                res->status = storage_local_list(j->path, (size_t)j->max_bytes, &res->names,
+                                                 &res->n_names, &res->is_truncated, &res->error);
                 break;
         }
 }
 
 static const char *local_outcome(int status) {
-        return status == 0 ? "success" : status == -ENOENT ? "not-found" : status == -EEXIST ? "exists" : "error";
+        return status == 0         ? "success"
+               : status == -ENOENT ? "not-found"
+               : status == -EEXIST ? "exists"
+                                   : "error";
 }
 
 static void local_job_after(uv_work_t *w, int status) {
@@ -125,10 +131,11 @@ static void local_job_after(uv_work_t *w, int status) {
 
         if (status < 0 && j->result.status == 0)
                 j->result.status = -ECANCELED;
-        (void)snprintf(label, sizeof(label), "local-%s" METRICS_LABEL_SEP "%s", local_kind_names[j->kind],
-                       local_outcome(j->result.status));
+        (void)snprintf(label, sizeof(label), "local-%s" METRICS_LABEL_SEP "%s",
+                       local_kind_names[j->kind], local_outcome(j->result.status));
         metrics_add(s->metrics, METRIC_STORAGE_REQUESTS, label, 1);
-        metrics_observe(s->metrics, METRIC_STORAGE_DURATION, (double)(now_monotonic_ns() - j->started_ns) / 1e9);
+        metrics_observe(s->metrics, METRIC_STORAGE_DURATION,
+                        (double)(now_monotonic_ns() - j->started_ns) / 1e9);
         if (j->result.status == 0 && (j->kind == LOCAL_READ || j->kind == LOCAL_TAIL))
                 metrics_add(s->metrics, METRIC_STORAGE_BYTES, "read", (double)j->result.data.len);
         if (j->result.status == 0 && j->kind == LOCAL_WRITE)
@@ -146,8 +153,9 @@ static void local_job_after(uv_work_t *w, int status) {
         storage_maybe_closed(s);
 }
 
-static int storage_local_submit(Storage *s, LocalKind kind, char *path /* stolen */, char *root /* stolen */,
-                                Slice data, uint64_t max, StorageCallback cb, void *userdata, Error *error) {
+static int storage_local_submit(Storage *s, LocalKind kind, char *path /* stolen */,
+                                char *root /* stolen */, Slice data, uint64_t max,
+                                StorageCallback cb, void *userdata, Error *error) {
         LocalJob *j;
         int r;
 
@@ -157,8 +165,15 @@ static int storage_local_submit(Storage *s, LocalKind kind, char *path /* stolen
                 free(root);
                 return -ENOMEM;
         }
-        *j = (LocalJob){ .storage = s, .kind = kind, .path = path, .root = root, .data = data, .max_bytes = max,
-                         .cb = cb, .userdata = userdata, .started_ns = now_monotonic_ns() };
+        *j = (LocalJob){ .storage = s,
+                         .kind = kind,
+                         .path = path,
+                         .root = root,
+                         .data = data,
+                         .max_bytes = max,
+                         .cb = cb,
+                         .userdata = userdata,
+                         .started_ns = now_monotonic_ns() };
         j->work.data = j;
         r = uv_queue_work(s->loop, &j->work, local_job_work, local_job_after);
         if (r < 0) {
@@ -183,7 +198,8 @@ static void storage_s3_settings(const Storage *s, const StorageProps *props, con
         *ret = (S3Settings){
                 .endpoint = endpoint ? endpoint : c->endpoint,
                 .region = region ? region : c->region,
-                .path_style_access = path_style ? strcmp(path_style, "true") == 0 : c->path_style_access,
+                .path_style_access =
+                        path_style ? strcmp(path_style, "true") == 0 : c->path_style_access,
         };
         if (key_id) {
                 /* A vended key set is whole: its secret and token, never the daemon's. */
@@ -198,9 +214,9 @@ static void storage_s3_settings(const Storage *s, const StorageProps *props, con
 }
 
 static int storage_submit(Storage *s, const StorageContext *ctx, LocalKind kind, S3OpKind s3_kind,
-                          const char *location, Slice data, unsigned flags, uint64_t max, StorageCallback cb,
-                          void *userdata, Error *error) {
-        _cleanup_(storage_location_deinit) StorageLocation l = {};
+                          const char *location, Slice data, unsigned flags, uint64_t max,
+                          StorageCallback cb, void *userdata, Error *error) {
+        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
         const StorageProps *props = ctx ? ctx->props : NULL;
         S3Settings settings;
         int r;
@@ -219,26 +235,32 @@ static int storage_submit(Storage *s, const StorageContext *ctx, LocalKind kind,
                 if (kind == LOCAL_WRITE && !(flags & STORAGE_WRITE_IF_ABSENT))
                         /* Every local write creates a new file: replacing needs a rename, which
                          * the filesystem catalog does itself. */
-                        return error_set(error, -EINVAL, "'%s': local writes only create new files", location);
-                if (ctx && ctx->root && (kind == LOCAL_READ || kind == LOCAL_SIZE || kind == LOCAL_TAIL)) {
+                        return error_set(error, -EINVAL, "'%s': local writes only create new files",
+                                         location);
+                if (ctx && ctx->root &&
+                    (kind == LOCAL_READ || kind == LOCAL_SIZE || kind == LOCAL_TAIL)) {
                         r = storage_path_from_location(ctx->root, &root, error);
                         if (r < 0)
                                 return r;
                 }
-                return storage_local_submit(s, kind, TAKE_PTR(l.path), TAKE_PTR(root), data, max, cb, userdata,
-                                            error);
+                return storage_local_submit(s, kind, TAKE_PTR(l.path), TAKE_PTR(root), data, max,
+                                            cb, userdata, error);
         }
 
-        if (props && storage_props_expire_before(props, location, now_realtime_ms() + STORAGE_CREDENTIAL_MARGIN_MS))
-                return error_set(error, -EKEYEXPIRED,
-                                 "%s: the catalog's credentials for it expire within %d s; reload the table",
-                                 location, STORAGE_CREDENTIAL_MARGIN_MS / 1000);
+        if (props && storage_props_expire_before(props, location,
+                                                 now_realtime_ms() + STORAGE_CREDENTIAL_MARGIN_MS))
+                return error_set(
+                        error, -EKEYEXPIRED,
+                        "%s: the catalog's credentials for it expire within %d s; reload the table",
+                        location, STORAGE_CREDENTIAL_MARGIN_MS / 1000);
         storage_s3_settings(s, props, location, &settings);
         if (!settings.access_key_id || !settings.secret_access_key)
-                return error_set(error, -EACCES,
-                                 "%s: no S3 credentials: set s3.access-key-id and s3.secret-access-key, or let the "
-                                 "catalog vend them (catalog.access-delegation = vended-credentials)",
-                                 location);
+                return error_set(
+                        error, -EACCES,
+                        "%s: no S3 credentials: set s3.access-key-id and s3.secret-access-key, or "
+                        "let the "
+                        "catalog vend them (catalog.access-delegation = vended-credentials)",
+                        location);
         return s3_client_submit(s->s3, &settings,
                                 &(S3Request){
                                         .kind = s3_kind,
@@ -249,37 +271,39 @@ static int storage_submit(Storage *s, const StorageContext *ctx, LocalKind kind,
                                         .if_absent = flags & STORAGE_WRITE_IF_ABSENT,
                                         .max_bytes = max,
                                         .deadline_ns = ctx ? ctx->deadline_ns : 0,
-                                        .list_scheme = strncmp(location, "s3a://", 6) == 0 ? "s3a://" :
-                                                       strncmp(location, "s3n://", 6) == 0 ? "s3n://" : "s3://",
+                                        .list_scheme =
+                                                strncmp(location, "s3a://", 6) == 0   ? "s3a://"
+                                                : strncmp(location, "s3n://", 6) == 0 ? "s3n://"
+                                                                                      : "s3://",
                                 },
                                 cb, userdata, error);
 }
 
 int storage_read(Storage *s, const StorageContext *ctx, const char *location, uint64_t max_bytes,
                  StorageCallback cb, void *userdata, Error *error) {
-        return storage_submit(s, ctx, LOCAL_READ, S3_OP_GET, location, slice_make(NULL, 0), 0, max_bytes, cb,
-                              userdata, error);
+        return storage_submit(s, ctx, LOCAL_READ, S3_OP_GET, location, slice_make(NULL, 0), 0,
+                              max_bytes, cb, userdata, error);
 }
 
-int storage_size(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb, void *userdata,
-                 Error *error) {
-        return storage_submit(s, ctx, LOCAL_SIZE, S3_OP_HEAD, location, slice_make(NULL, 0), 0, 0, cb, userdata,
-                              error);
+int storage_size(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb,
+                 void *userdata, Error *error) {
+        return storage_submit(s, ctx, LOCAL_SIZE, S3_OP_HEAD, location, slice_make(NULL, 0), 0, 0,
+                              cb, userdata, error);
 }
 
-int storage_read_tail(Storage *s, const StorageContext *ctx, const char *location, uint64_t max_tail_bytes,
-                      StorageCallback cb, void *userdata, Error *error) {
+int storage_read_tail(Storage *s, const StorageContext *ctx, const char *location,
+                      uint64_t max_tail_bytes, StorageCallback cb, void *userdata, Error *error) {
         if (max_tail_bytes == 0)
                 return error_set(error, -EINVAL, "'%s': a tail of 0 bytes", location);
-        return storage_submit(s, ctx, LOCAL_TAIL, S3_OP_GET_TAIL, location, slice_make(NULL, 0), 0, max_tail_bytes,
-                              cb, userdata, error);
+        return storage_submit(s, ctx, LOCAL_TAIL, S3_OP_GET_TAIL, location, slice_make(NULL, 0), 0,
+                              max_tail_bytes, cb, userdata, error);
 }
 
 /* A write on its way: its outcome feeds the write health before the caller hears it. */
 typedef struct StorageWrite {
         Storage *storage;
         char *location;
-        StorageProps *props;            /* a copy: the caller's may be gone by the answer */
+        StorageProps *props; /* a copy: the caller's may be gone by the answer */
         StorageCallback cb;
         void *userdata;
 } StorageWrite;
@@ -288,29 +312,32 @@ static void storage_on_written(StorageResult *result, void *userdata) {
         StorageWrite *w = userdata;
 
         if (result->status != -ECANCELED)
-                storage_health_note_write(&w->storage->health, w->location, w->props, result->status,
-                                          &result->error);
+                storage_health_note_write(&w->storage->health, w->location, w->props,
+                                          result->status, &result->error);
         w->cb(result, w->userdata);
         free(w->location);
         storage_props_free(w->props);
         free(w);
 }
 
-int storage_write(Storage *s, const StorageContext *ctx, const char *location, Slice data, unsigned flags,
-                  StorageCallback cb, void *userdata, Error *error) {
+int storage_write(Storage *s, const StorageContext *ctx, const char *location, Slice data,
+                  unsigned flags, StorageCallback cb, void *userdata, Error *error) {
         StorageWrite *w;
         int r;
 
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        *w = (StorageWrite){ .storage = s, .cb = cb, .userdata = userdata, .location = strdup(location) };
+        *w = (StorageWrite){
+                .storage = s, .cb = cb, .userdata = userdata, .location = strdup(location)
+        };
         if (!w->location || (ctx && storage_props_copy(ctx->props, &w->props) < 0)) {
                 free(w->location);
                 free(w);
                 return -ENOMEM;
         }
-        r = storage_submit(s, ctx, LOCAL_WRITE, S3_OP_PUT, location, data, flags, 0, storage_on_written, w, error);
+        r = storage_submit(s, ctx, LOCAL_WRITE, S3_OP_PUT, location, data, flags, 0,
+                           storage_on_written, w, error);
         if (r < 0) {
                 free(w->location);
                 storage_props_free(w->props);
@@ -319,10 +346,11 @@ int storage_write(Storage *s, const StorageContext *ctx, const char *location, S
         return r;
 }
 
-int storage_health_write_probe(Storage *s, const StorageProps *props, const char *location, StorageCallback cb,
-                               void *userdata) {
-        return storage_submit(s, &(StorageContext){ .props = props }, LOCAL_WRITE, S3_OP_PUT, location,
-                              slice_make(NULL, 0), STORAGE_WRITE_IF_ABSENT, 0, cb, userdata, NULL);
+int storage_health_write_probe(Storage *s, const StorageProps *props, const char *location,
+                               StorageCallback cb, void *userdata) {
+        return storage_submit(s, &(StorageContext){ .props = props }, LOCAL_WRITE, S3_OP_PUT,
+                              location, slice_make(NULL, 0), STORAGE_WRITE_IF_ABSENT, 0, cb,
+                              userdata, NULL);
 }
 
 bool storage_is_writable(const Storage *s, const char **ret_reason) {
@@ -338,14 +366,14 @@ void storage_health_closed(Storage *s) {
 
 int storage_delete(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb,
                    void *userdata, Error *error) {
-        return storage_submit(s, ctx, LOCAL_DELETE, S3_OP_DELETE, location, slice_make(NULL, 0), 0, 0, cb,
-                              userdata, error);
+        return storage_submit(s, ctx, LOCAL_DELETE, S3_OP_DELETE, location, slice_make(NULL, 0), 0,
+                              0, cb, userdata, error);
 }
 
-int storage_list(Storage *s, const StorageContext *ctx, const char *prefix_location, size_t max_names,
-                 StorageCallback cb, void *userdata, Error *error) {
-        return storage_submit(s, ctx, LOCAL_LIST, S3_OP_LIST, prefix_location, slice_make(NULL, 0), 0, max_names,
-                              cb, userdata, error);
+int storage_list(Storage *s, const StorageContext *ctx, const char *prefix_location,
+                 size_t max_names, StorageCallback cb, void *userdata, Error *error) {
+        return storage_submit(s, ctx, LOCAL_LIST, S3_OP_LIST, prefix_location, slice_make(NULL, 0),
+                              0, max_names, cb, userdata, error);
 }
 
 typedef struct StorageReadMany StorageReadMany;
@@ -361,14 +389,14 @@ typedef struct StorageReadSlot {
 struct StorageReadMany {
         Storage *storage;
         StorageContext ctx;
-        char *root;                     /* ctx.root's copy */
+        char *root; /* ctx.root's copy */
         char **locations;
         StorageReadItem *items;
         StorageReadSlot *slots;
         size_t n, n_started, n_done;
         uint64_t max_bytes;
         unsigned max_concurrent;
-        uv_work_t defer;                /* answers from the loop when nothing could be sent */
+        uv_work_t defer; /* answers from the loop when nothing could be sent */
         StorageReadManyCallback cb;
         void *userdata;
 };
@@ -415,8 +443,8 @@ static bool storage_read_many_pump(StorageReadMany *m, bool in_call) {
                 int r;
 
                 m->slots[i] = (StorageReadSlot){ .many = m, .index = i };
-                r = storage_read(m->storage, &m->ctx, m->locations[i], m->max_bytes, storage_read_many_on_item,
-                                 &m->slots[i], &item->error);
+                r = storage_read(m->storage, &m->ctx, m->locations[i], m->max_bytes,
+                                 storage_read_many_on_item, &m->slots[i], &item->error);
                 if (r < 0) {
                         item->status = r;
                         m->n_done++;
@@ -451,7 +479,8 @@ static void storage_read_many_on_item(StorageResult *result, void *userdata) {
 }
 
 int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *locations, size_t n,
-                      uint64_t max_bytes, unsigned max_concurrent, StorageReadManyCallback cb, void *userdata) {
+                      uint64_t max_bytes, unsigned max_concurrent, StorageReadManyCallback cb,
+                      void *userdata) {
         StorageReadMany *m;
 
         if (s->is_closing)
@@ -460,7 +489,7 @@ int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *
         if (!m)
                 return -ENOMEM;
         m->storage = s;
-        m->ctx = ctx ? *ctx : (StorageContext){};
+        m->ctx = ctx ? *ctx : (StorageContext){ 0 };
         if (m->ctx.root) {
                 m->root = strdup(m->ctx.root);
                 if (!m->root) {
@@ -516,7 +545,8 @@ void storage_close(Storage *s, void (*done)(void *userdata), void *userdata) {
         s3_client_close(s->s3, storage_on_s3_closed, s);
 }
 
-int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics, Storage **ret_storage) {
+int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics,
+                Storage **ret_storage) {
         Storage *s;
         int r;
 

@@ -30,8 +30,8 @@ typedef struct StorageProps StorageProps;
 /* Builds the settings from a catalog's properties (may be NULL) and a LoadTableResult (may be
  * NULL). Only keys of the storage namespaces (s3.*, client.*) are kept. Returns 0, -ENOMEM or
  * -EBADMSG (not string maps, a malformed storage-credentials entry). */
-int storage_props_new(const json_t *catalog_properties, const json_t *load_result, StorageProps **ret_props,
-                      Error *error);
+int storage_props_new(const json_t *catalog_properties, const json_t *load_result,
+                      StorageProps **ret_props, Error *error);
 StorageProps *storage_props_free(StorageProps *p);
 DEFINE_CLEANUP_FUNC(StorageProps, storage_props_free);
 /* Whether the catalog's credentials for `location` expire at or before when_ms (wall clock;
@@ -53,15 +53,15 @@ typedef struct StorageResult {
          * refused (a 4xx of its own); -ENOMEM. A failed write may
          * have left the object behind: delete it when unsure. */
         int status;
-        Buf data;               /* read: the object's bytes (NUL-terminated); read_tail: its
-                                 * last bytes */
-        uint64_t size;          /* size, read_tail: the object's size in bytes */
-        char **names;           /* list: full locations under the prefix, sorted */
+        Buf data;      /* read: the object's bytes (NUL-terminated); read_tail: its
+                        * last bytes */
+        uint64_t size; /* size, read_tail: the object's size in bytes */
+        char **names;  /* list: full locations under the prefix, sorted */
         size_t n_names;
-        bool is_truncated;      /* list: more than max_names exist; names holds the first ones */
-        unsigned n_requests;    /* round trips to the store (1 for a local operation) */
-        Error error;            /* the location, and for S3 bucket, key, the store's code and
-                                 * message; never a credential */
+        bool is_truncated;   /* list: more than max_names exist; names holds the first ones */
+        unsigned n_requests; /* round trips to the store (1 for a local operation) */
+        Error error;         /* the location, and for S3 bucket, key, the store's code and
+                              * message; never a credential */
 } StorageResult;
 
 /* Called exactly once per accepted operation, from the loop, never from inside the call. */
@@ -69,8 +69,8 @@ typedef void (*StorageCallback)(StorageResult *result, void *userdata);
 
 /* How one operation runs: whose settings, and by when it must be answered. */
 typedef struct StorageContext {
-        const StorageProps *props;      /* NULL: the daemon's own [s3] settings */
-        uint64_t deadline_ns;           /* CLOCK_MONOTONIC; 0: no deadline beyond the retries */
+        const StorageProps *props; /* NULL: the daemon's own [s3] settings */
+        uint64_t deadline_ns;      /* CLOCK_MONOTONIC; 0: no deadline beyond the retries */
         /* A directory location the object must be reached beneath (reads, sizes and tails),
          * or NULL. Local: opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
          * relative to it (an O_NOFOLLOW walk on kernels without openat2), so that a symlink
@@ -82,12 +82,13 @@ typedef struct StorageContext {
 
 /* Flags of storage_write(). */
 enum {
-        STORAGE_WRITE_IF_ABSENT = 1 << 0,       /* -EEXIST when the object exists; never replaces */
+        STORAGE_WRITE_IF_ABSENT = 1 << 0, /* -EEXIST when the object exists; never replaces */
 };
 
 /* Creates the storage on `loop` with `config` (borrowed for its lifetime). The S3 client starts
  * on first use. Returns 0, -ENOMEM or -EINVAL. */
-int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics, Storage **ret_storage);
+int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics,
+                Storage **ret_storage);
 /* Fails every operation in flight with -ECANCELED (S3) or waits for its thread-pool job (local),
  * closes every handle and calls done(userdata) from the loop (may be NULL). */
 void storage_close(Storage *s, void (*done)(void *userdata), void *userdata);
@@ -101,30 +102,30 @@ Storage *storage_free(Storage *s);
 int storage_read(Storage *s, const StorageContext *ctx, const char *location, uint64_t max_bytes,
                  StorageCallback cb, void *userdata, Error *error);
 /* The size of an object (S3: HEAD; local: a regular file's size). */
-int storage_size(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb, void *userdata,
-                 Error *error);
+int storage_size(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb,
+                 void *userdata, Error *error);
 /* The last max_tail_bytes (>= 1) of an object, and its size: the whole object when it is
  * smaller (S3: one GET with Range: bytes=-N, 206 or a 200 with the whole object; local: a
  * pread of a regular file). */
-int storage_read_tail(Storage *s, const StorageContext *ctx, const char *location, uint64_t max_tail_bytes,
-                      StorageCallback cb, void *userdata, Error *error);
+int storage_read_tail(Storage *s, const StorageContext *ctx, const char *location,
+                      uint64_t max_tail_bytes, StorageCallback cb, void *userdata, Error *error);
 /* Writes an object; data is borrowed until the callback. Local files are fsynced with their
  * directory; an S3 PUT is durable once answered. */
-int storage_write(Storage *s, const StorageContext *ctx, const char *location, Slice data, unsigned flags,
-                  StorageCallback cb, void *userdata, Error *error);
+int storage_write(Storage *s, const StorageContext *ctx, const char *location, Slice data,
+                  unsigned flags, StorageCallback cb, void *userdata, Error *error);
 /* Deletes an object; a missing one is success. */
 int storage_delete(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb,
                    void *userdata, Error *error);
 /* Lists the objects whose location starts with prefix_location: the first max_names of them in
  * byte order, is_truncated when there are more. Local: the regular files of the prefix's
  * directory whose names start with the rest. */
-int storage_list(Storage *s, const StorageContext *ctx, const char *prefix_location, size_t max_names,
-                 StorageCallback cb, void *userdata, Error *error);
+int storage_list(Storage *s, const StorageContext *ctx, const char *prefix_location,
+                 size_t max_names, StorageCallback cb, void *userdata, Error *error);
 
 /* One object of storage_read_many(). */
 typedef struct StorageReadItem {
-        int status;             /* as StorageResult.status */
-        Buf data;               /* the bytes; the callback may take them */
+        int status; /* as StorageResult.status */
+        Buf data;   /* the bytes; the callback may take them */
         Error error;
 } StorageReadItem;
 
@@ -135,7 +136,8 @@ typedef void (*StorageReadManyCallback)(StorageReadItem *items, size_t n_items, 
  * the call only). Returns <0 without calling cb (-ENOMEM, -ESHUTDOWN), or 0; each item's
  * failure is its own (an unsupported location fails that item). n may be 0. */
 int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *locations, size_t n,
-                      uint64_t max_bytes, unsigned max_concurrent, StorageReadManyCallback cb, void *userdata);
+                      uint64_t max_bytes, unsigned max_concurrent, StorageReadManyCallback cb,
+                      void *userdata);
 
 /* Whether writes work (GET /readyz): false from a write that failed for a reason of the
  * storage (read-only, full, out of quota, I/O error, denied, unavailable after the retries)
@@ -151,16 +153,16 @@ uint64_t storage_requests_sent(const Storage *s);
 /* --- locations (pure; location.c) ------------------------------------------------------- */
 
 typedef enum StorageScheme {
-        STORAGE_SCHEME_LOCAL,           /* "/p", "file:/p", "file:///p" */
-        STORAGE_SCHEME_S3,              /* s3://, s3a://, s3n:// */
+        STORAGE_SCHEME_LOCAL, /* "/p", "file:/p", "file:///p" */
+        STORAGE_SCHEME_S3,    /* s3://, s3a://, s3n:// */
 } StorageScheme;
 
 /* A location taken apart. For S3 the key never starts with '/'. Owned strings. */
 typedef struct StorageLocation {
         StorageScheme scheme;
-        char *path;                     /* local: the normalized absolute path */
-        char *bucket;                   /* S3 */
-        char *key;                      /* S3: may be "" for the bucket itself (a prefix) */
+        char *path;   /* local: the normalized absolute path */
+        char *bucket; /* S3 */
+        char *key;    /* S3: may be "" for the bucket itself (a prefix) */
 } StorageLocation;
 
 /* Parses a location. Local paths are normalized ("//" and "." collapsed) and ".." refused. An S3

@@ -22,18 +22,18 @@ struct TablesApi {
 
 typedef enum CallStep {
         STEP_CREATE_TABLE,
-        STEP_CREATE_NAMESPACE,          /* the table's namespace was missing */
-        STEP_LOAD_EXISTING,             /* the table exists: is it the same? */
-        STEP_NAMESPACE_ONLY,            /* POST /v1/namespaces */
+        STEP_CREATE_NAMESPACE, /* the table's namespace was missing */
+        STEP_LOAD_EXISTING,    /* the table exists: is it the same? */
+        STEP_NAMESPACE_ONLY,   /* POST /v1/namespaces */
 } CallStep;
 
 typedef struct TablesCall {
         TablesApi *api;
-        HttpRequest *http;              /* NULL once answered or gone */
+        HttpRequest *http; /* NULL once answered or gone */
         CallStep step;
         bool created_namespace;
         CommitTarget target;
-        json_t *request;                /* CreateTableRequest, or the namespace properties */
+        json_t *request; /* CreateTableRequest, or the namespace properties */
 } TablesCall;
 
 static TablesCall *call_free(TablesCall *c) {
@@ -62,8 +62,8 @@ static void call_fail(TablesCall *c, const CatalogResult *result, const char *wh
                 http_reply_error(c->http, 404, "not-found", "%s: %s", what, result->message);
                 break;
         case CATALOG_E_REJECTED:
-                http_reply_error(c->http, 422, "invalid-table", "%s: the catalog refused it: %s", what,
-                                 result->message);
+                http_reply_error(c->http, 422, "invalid-table", "%s: the catalog refused it: %s",
+                                 what, result->message);
                 break;
         case CATALOG_E_CONFLICT:
                 http_reply_error(c->http, 409, "table-exists", "%s: %s", what, result->message);
@@ -81,24 +81,27 @@ static void call_fail(TablesCall *c, const CatalogResult *result, const char *wh
 
 static json_t *table_answer(const TablesCall *c, bool created, const json_t *load_result) {
         const json_t *metadata = json_object_get(load_result, "metadata");
-        const json_t *schemas = json_object_get(metadata, "schemas"), *specs = json_object_get(metadata, "partition-specs");
+        const json_t *schemas = json_object_get(metadata, "schemas"),
+                     *specs = json_object_get(metadata, "partition-specs");
         json_t *schema = NULL, *spec = NULL, *s;
         size_t i;
 
-        json_array_foreach(schemas, i, s)
-                if (json_equal(json_object_get(s, "schema-id"), json_object_get(metadata, "current-schema-id")))
+        json_array_foreach (schemas, i, s)
+                if (json_equal(json_object_get(s, "schema-id"),
+                               json_object_get(metadata, "current-schema-id")))
                         schema = s;
-        json_array_foreach(specs, i, s)
-                if (json_equal(json_object_get(s, "spec-id"), json_object_get(metadata, "default-spec-id")))
+        json_array_foreach (specs, i, s)
+                if (json_equal(json_object_get(s, "spec-id"),
+                               json_object_get(metadata, "default-spec-id")))
                         spec = s;
-        return json_pack("{s:b, s:o, s:s, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
-                         "created", created, "namespace", request_target_namespace_json(&c->target),
-                         "name", c->target.table,
-                         "metadata-location", json_object_get(load_result, "metadata-location"),
-                         "table-uuid", json_object_get(metadata, "table-uuid"),
-                         "format-version", json_object_get(metadata, "format-version"),
-                         "location", json_object_get(metadata, "location"),
-                         "schema", schema, "partition-spec", spec);
+        return json_pack("{s:b, s:o, s:s, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "created", created,
+                         "namespace", request_target_namespace_json(&c->target), "name",
+                         c->target.table, "metadata-location",
+                         json_object_get(load_result, "metadata-location"), "table-uuid",
+                         json_object_get(metadata, "table-uuid"), "format-version",
+                         json_object_get(metadata, "format-version"), "location",
+                         json_object_get(metadata, "location"), "schema", schema, "partition-spec",
+                         spec);
 }
 
 static void call_on_catalog(const CatalogResult *result, void *userdata);
@@ -109,35 +112,36 @@ static int call_next(TablesCall *c, CallStep step) {
         c->step = step;
         switch (step) {
         case STEP_CREATE_TABLE:
-                return catalog_create_table(c->api->catalog, ns, c->target.n_namespace, c->target.table,
-                                            c->request, call_on_catalog, c);
+                return catalog_create_table(c->api->catalog, ns, c->target.n_namespace,
+                                            c->target.table, c->request, call_on_catalog, c);
         case STEP_CREATE_NAMESPACE:
                 c->created_namespace = true;
                 return catalog_create_namespace(c->api->catalog, ns, c->target.n_namespace, NULL,
                                                 call_on_catalog, c);
         case STEP_LOAD_EXISTING:
-                return catalog_load_table(c->api->catalog, ns, c->target.n_namespace, c->target.table,
-                                          call_on_catalog, c);
+                return catalog_load_table(c->api->catalog, ns, c->target.n_namespace,
+                                          c->target.table, call_on_catalog, c);
         case STEP_NAMESPACE_ONLY:
-                return catalog_create_namespace(c->api->catalog, ns, c->target.n_namespace, c->request,
-                                                call_on_catalog, c);
+                return catalog_create_namespace(c->api->catalog, ns, c->target.n_namespace,
+                                                c->request, call_on_catalog, c);
         }
         return -EINVAL;
 }
 
 static void call_on_catalog(const CatalogResult *result, void *userdata) {
         _cleanup_(call_freep) TablesCall *c = userdata;
-        Error error = {};
+        Error error = { 0 };
         CallStep next;
         int r;
 
         if (!c->http)
-                return;         /* the client went away; the catalog call itself stands */
+                return; /* the client went away; the catalog call itself stands */
         switch (c->step) {
         case STEP_CREATE_TABLE:
                 if (result->status == 0) {
                         log_info("created table %s (%s)", c->target.table,
-                                 json_string_value(json_object_get(result->body, "metadata-location")));
+                                 json_string_value(
+                                         json_object_get(result->body, "metadata-location")));
                         http_reply_json(c->http, 201, table_answer(c, true, result->body));
                         c->http = NULL;
                         return;
@@ -165,11 +169,12 @@ static void call_on_catalog(const CatalogResult *result, void *userdata) {
                         call_fail(c, result, "load the existing table");
                         return;
                 }
-                r = create_table_request_matches(c->request, json_object_get(result->body, "metadata"), &error);
+                r = create_table_request_matches(c->request,
+                                                 json_object_get(result->body, "metadata"), &error);
                 if (r < 0) {
                         http_reply_error(c->http, 409, "table-exists",
-                                         "table '%s' exists and differs from the request: %s", c->target.table,
-                                         error.message);
+                                         "table '%s' exists and differs from the request: %s",
+                                         c->target.table, error.message);
                         c->http = NULL;
                         return;
                 }
@@ -182,8 +187,9 @@ static void call_on_catalog(const CatalogResult *result, void *userdata) {
                         return;
                 }
                 http_reply_json(c->http, result->status == 0 ? 201 : 200,
-                                json_pack("{s:o, s:b}", "namespace", request_target_namespace_json(&c->target),
-                                          "created", result->status == 0));
+                                json_pack("{s:o, s:b}", "namespace",
+                                          request_target_namespace_json(&c->target), "created",
+                                          result->status == 0));
                 c->http = NULL;
                 return;
         default:
@@ -196,7 +202,7 @@ static void call_on_catalog(const CatalogResult *result, void *userdata) {
                 c->http = NULL;
                 return;
         }
-        TAKE_PTR(c);            /* the catalog calls back again */
+        TAKE_PTR(c); /* the catalog calls back again */
 }
 
 /* Answers a request that did not parse (parse_result < 0, the reason in `error`), or moves the
@@ -259,15 +265,17 @@ static void tables_handle_create_table(HttpRequest *r, void *userdata) {
         TablesCall c = { .api = userdata, .step = STEP_CREATE_TABLE };
         const AuthToken *caller;
         const char *name;
-        Error error = {};
+        Error error = { 0 };
         int rr;
 
-        if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
+        if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL,
+                       /* table= */ NULL, &caller) < 0)
                 return;
         rr = create_table_request_parse(http_request_body(r), &c.request, &name, &error);
         if (rr >= 0)
                 rr = request_target_parse(http_request_param(r, 0), name, &c.target, &error);
-        if (rr >= 0 && auth_check_target(r, caller, AUTH_RIGHT_CREATE, http_request_param(r, 0), c.target.table) < 0) {
+        if (rr >= 0 && auth_check_target(r, caller, AUTH_RIGHT_CREATE, http_request_param(r, 0),
+                                         c.target.table) < 0) {
                 request_target_deinit(&c.target);
                 json_decref(c.request);
                 return;
@@ -279,18 +287,20 @@ static void tables_handle_create_namespace(HttpRequest *r, void *userdata) {
         TablesCall c = { .api = userdata, .step = STEP_NAMESPACE_ONLY };
         _cleanup_(freep) char *namespace_param = NULL;
         const AuthToken *caller;
-        Error error = {};
+        Error error = { 0 };
         int rr;
 
-        if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
+        if (auth_check(c.api->auth, r, AUTH_RIGHT_CREATE, /* namespace_param= */ NULL,
+                       /* table= */ NULL, &caller) < 0)
                 return;
-        rr = create_namespace_request_parse(http_request_body(r), &c.target.namespace, &c.target.n_namespace,
-                                            &c.request, &error);
+        rr = create_namespace_request_parse(http_request_body(r), &c.target.namespace,
+                                            &c.target.n_namespace, &c.request, &error);
         if (rr >= 0 && caller) {
                 namespace_param = tables_namespace_param(&c.target);
                 if (!namespace_param)
                         rr = -ENOMEM;
-                else if (auth_check_target(r, caller, AUTH_RIGHT_CREATE, namespace_param, /* table= */ NULL) < 0) {
+                else if (auth_check_target(r, caller, AUTH_RIGHT_CREATE, namespace_param,
+                                           /* table= */ NULL) < 0) {
                         request_target_deinit(&c.target);
                         json_decref(c.request);
                         return;
@@ -299,8 +309,9 @@ static void tables_handle_create_namespace(HttpRequest *r, void *userdata) {
         tables_start(r, c, rr, &error);
 }
 
-int tables_api_new(HttpServer *server, Auth *auth, Catalog *catalog, uv_loop_t *loop, const TablesConfig *config,
-                   const StorageConfig *storage_config, Storage *storage, TablesApi **ret_api) {
+int tables_api_new(HttpServer *server, Auth *auth, Catalog *catalog, uv_loop_t *loop,
+                   const TablesConfig *config, const StorageConfig *storage_config,
+                   Storage *storage, TablesApi **ret_api) {
         _cleanup_(tables_api_freep) TablesApi *api = NULL;
         int r;
 
@@ -310,13 +321,19 @@ int tables_api_new(HttpServer *server, Auth *auth, Catalog *catalog, uv_loop_t *
         api->auth = auth;
         api->catalog = catalog;
         api->upgrade = (UpgradeContext){
-                .auth = auth, .catalog = catalog, .loop = loop, .config = config, .storage_config = storage_config,
+                .auth = auth,
+                .catalog = catalog,
+                .loop = loop,
+                .config = config,
+                .storage_config = storage_config,
                 .storage = storage,
         };
-        r = http_server_route(server, "POST", "/v1/namespaces", tables_handle_create_namespace, api);
+        r = http_server_route(server, "POST", "/v1/namespaces", tables_handle_create_namespace,
+                              api);
         if (r < 0)
                 return r;
-        r = http_server_route(server, "POST", "/v1/namespaces/{}/tables", tables_handle_create_table, api);
+        r = http_server_route(server, "POST", "/v1/namespaces/{}/tables",
+                              tables_handle_create_table, api);
         if (r < 0)
                 return r;
         r = http_server_route(server, "POST", "/v1/namespaces/{}/tables/{}/upgrade", upgrade_handle,

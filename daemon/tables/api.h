@@ -23,7 +23,8 @@ typedef struct TablesApi TablesApi;
 /* Registers the routes on `server` (before it starts); `auth` (NULL: no authentication),
  * `catalog`, `loop` (thread-pool reads of manifest lists) and both configs are borrowed.
  * Returns 0, -ENOMEM or the router's error. */
-int tables_api_new(HttpServer *server, Auth *auth, Catalog *catalog, uv_loop_t *loop, const TablesConfig *config,
-                   const StorageConfig *storage_config, Storage *storage, TablesApi **ret_api);
+int tables_api_new(HttpServer *server, Auth *auth, Catalog *catalog, uv_loop_t *loop,
+                   const TablesConfig *config, const StorageConfig *storage_config,
+                   Storage *storage, TablesApi **ret_api);
 TablesApi *tables_api_free(TablesApi *api);
 DEFINE_CLEANUP_FUNC(TablesApi, tables_api_free);

@@ -21,7 +21,8 @@ static bool name_is_valid(const char *s) {
         return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
-int create_table_request_parse(Slice body, json_t **ret_request, const char **ret_name, Error *error) {
+int create_table_request_parse(Slice body, json_t **ret_request, const char **ret_name,
+                               Error *error) {
         _cleanup_(json_decrefp) json_t *in = NULL, *out = NULL, *properties = NULL;
         json_error_t jerr;
         const json_t *name, *schema, *v;
@@ -35,24 +36,28 @@ int create_table_request_parse(Slice body, json_t **ret_request, const char **re
         if (!in || !json_is_object(in))
                 return error_set(error, -EINVAL, "body is not a JSON object%s%s", in ? "" : ": ",
                                  in ? "" : jerr.text);
-        json_object_foreach(in, key, v)
-                if (strcmp(key, "name") != 0 && strcmp(key, "schema") != 0 && strcmp(key, "partition-spec") != 0 &&
-                    strcmp(key, "write-order") != 0 && strcmp(key, "location") != 0 &&
-                    strcmp(key, "properties") != 0 && strcmp(key, "format-version") != 0)
+        json_object_foreach (in, key, v)
+                if (strcmp(key, "name") != 0 && strcmp(key, "schema") != 0 &&
+                    strcmp(key, "partition-spec") != 0 && strcmp(key, "write-order") != 0 &&
+                    strcmp(key, "location") != 0 && strcmp(key, "properties") != 0 &&
+                    strcmp(key, "format-version") != 0)
                         return error_set(error, -EINVAL, "unknown member \"%s\"", key);
         name = json_object_get(in, "name");
         if (!json_is_string(name) || !name_is_valid(json_string_value(name)))
                 return error_set(error, -EINVAL,
-                                 "\"name\" must be 1 to 255 bytes of UTF-8 without '/' or control characters");
+                                 "\"name\" must be 1 to 255 bytes of UTF-8 without '/' or control "
+                                 "characters");
         schema = json_object_get(in, "schema");
         if (!schema)
                 return error_set(error, -EINVAL, "\"schema\" is required");
         v = json_object_get(in, "partition-spec");
         if (v && (!json_is_object(v) || !json_is_array(json_object_get(v, "fields"))))
-                return error_set(error, -EINVAL, "\"partition-spec\" must be an object with a \"fields\" array");
+                return error_set(error, -EINVAL,
+                                 "\"partition-spec\" must be an object with a \"fields\" array");
         v = json_object_get(in, "write-order");
         if (v && (!json_is_object(v) || !json_is_array(json_object_get(v, "fields"))))
-                return error_set(error, -EINVAL, "\"write-order\" must be an object with a \"fields\" array");
+                return error_set(error, -EINVAL,
+                                 "\"write-order\" must be an object with a \"fields\" array");
         v = json_object_get(in, "location");
         if (v && (!json_is_string(v) || json_string_length(v) == 0))
                 return error_set(error, -EINVAL, "\"location\" must be a non-empty string");
@@ -77,13 +82,16 @@ int create_table_request_parse(Slice body, json_t **ret_request, const char **re
                 const json_t *pv;
 
                 if (!json_is_object(v))
-                        return error_set(error, -EINVAL, "\"properties\" must be an object of strings");
-                json_object_foreach((json_t *)v, key, pv) {
+                        return error_set(error, -EINVAL,
+                                         "\"properties\" must be an object of strings");
+                json_object_foreach ((json_t *)v, key, pv) {
                         if (!json_is_string(pv))
-                                return error_set(error, -EINVAL, "property \"%s\" must be a string", key);
+                                return error_set(error, -EINVAL, "property \"%s\" must be a string",
+                                                 key);
                         if (strcmp(key, "format-version") == 0)
                                 return error_set(error, -EINVAL,
-                                                 "set the format version with \"format-version\", not as a property");
+                                                 "set the format version with \"format-version\", "
+                                                 "not as a property");
                         if (json_object_set(properties, key, (json_t *)pv) < 0)
                                 return -ENOMEM;
                 }
@@ -98,11 +106,14 @@ int create_table_request_parse(Slice body, json_t **ret_request, const char **re
         (void)json_object_del(out, "format-version");
         /* Catalogs assign their own ids to the spec and the order but still insist on them. */
         v = json_object_get(out, "partition-spec");
-        if (v && !json_object_get(v, "spec-id") && json_object_set_new((json_t *)v, "spec-id", json_integer(0)) < 0)
+        if (v && !json_object_get(v, "spec-id") &&
+            json_object_set_new((json_t *)v, "spec-id", json_integer(0)) < 0)
                 return -ENOMEM;
         v = json_object_get(out, "write-order");
         if (v && !json_object_get(v, "order-id") &&
-            json_object_set_new((json_t *)v, "order-id", json_integer(json_array_size(json_object_get(v, "fields")) ? 1 : 0)) < 0)
+            json_object_set_new((json_t *)v, "order-id",
+                                json_integer(
+                                        json_array_size(json_object_get(v, "fields")) ? 1 : 0)) < 0)
                 return -ENOMEM;
         if (json_object_set(out, "properties", properties) < 0)
                 return -ENOMEM;
@@ -124,26 +135,29 @@ int create_namespace_request_parse(Slice body, char ***ret_levels, size_t *ret_n
         if (!in || !json_is_object(in))
                 return error_set(error, -EINVAL, "body is not a JSON object%s%s", in ? "" : ": ",
                                  in ? "" : jerr.text);
-        json_object_foreach(in, key, v)
+        json_object_foreach (in, key, v)
                 if (strcmp(key, "namespace") != 0 && strcmp(key, "properties") != 0)
                         return error_set(error, -EINVAL, "unknown member \"%s\"", key);
         levels = json_object_get(in, "namespace");
         n = json_array_size(levels);
         if (!json_is_array(levels) || n == 0 || n > 16)
                 return error_set(error, -EINVAL, "\"namespace\" must be an array of 1 to 16 names");
-        json_array_foreach(levels, i, v)
+        json_array_foreach (levels, i, v)
                 if (!json_is_string(v) || !name_is_valid(json_string_value(v)) ||
                     strchr(json_string_value(v), 0x1f))
                         return error_set(error, -EINVAL,
-                                         "namespace level %zu must be 1 to 255 bytes of UTF-8 without '/' or control characters",
+                                         "namespace level %zu must be 1 to 255 bytes of UTF-8 "
+                                         "without '/' or control characters",
                                          i);
         properties = json_object_get(in, "properties");
         if (properties) {
                 if (!json_is_object(properties))
-                        return error_set(error, -EINVAL, "\"properties\" must be an object of strings");
-                json_object_foreach((json_t *)properties, key, v)
+                        return error_set(error, -EINVAL,
+                                         "\"properties\" must be an object of strings");
+                json_object_foreach ((json_t *)properties, key, v)
                         if (!json_is_string(v))
-                                return error_set(error, -EINVAL, "property \"%s\" must be a string", key);
+                                return error_set(error, -EINVAL, "property \"%s\" must be a string",
+                                                 key);
         }
         out = calloc(n + 1, sizeof(*out));
         if (!out)
@@ -181,15 +195,18 @@ static bool struct_same(const json_t *a, const json_t *b, const char *path, Erro
                 const char *ny = json_string_value(json_object_get(y, "name"));
 
                 if (!nx || !ny || strcmp(nx, ny) != 0) {
-                        error_set(error, -EEXIST, "%s field %zu is '%s', the request names '%s'", path, i,
-                                  ny ? ny : "?", nx ? nx : "?");
+                        error_set(error, -EEXIST, "%s field %zu is '%s', the request names '%s'",
+                                  path, i, ny ? ny : "?", nx ? nx : "?");
                         return false;
                 }
                 (void)snprintf(sub, sizeof(sub), "%s.%s", path, nx);
-                if (json_is_true(json_object_get(x, "required")) != json_is_true(json_object_get(y, "required"))) {
+                if (json_is_true(json_object_get(x, "required")) !=
+                    json_is_true(json_object_get(y, "required"))) {
                         error_set(error, -EEXIST, "%s is %s, the request makes it %s", sub,
-                                  json_is_true(json_object_get(y, "required")) ? "required" : "optional",
-                                  json_is_true(json_object_get(x, "required")) ? "required" : "optional");
+                                  json_is_true(json_object_get(y, "required")) ? "required"
+                                                                               : "optional",
+                                  json_is_true(json_object_get(x, "required")) ? "required"
+                                                                               : "optional");
                         return false;
                 }
                 if (!type_same(json_object_get(x, "type"), json_object_get(y, "type"), sub, error))
@@ -212,8 +229,8 @@ static bool type_same(const json_t *a, const json_t *b, const char *path, Error 
         ka = json_string_value(json_object_get(a, "type"));
         kb = json_string_value(json_object_get(b, "type"));
         if (!ka || !kb || strcmp(ka, kb) != 0) {
-                error_set(error, -EEXIST, "%s is a %s, the request asks for a %s", path, kb ? kb : "?",
-                          ka ? ka : "?");
+                error_set(error, -EEXIST, "%s is a %s, the request asks for a %s", path,
+                          kb ? kb : "?", ka ? ka : "?");
                 return false;
         }
         if (strcmp(ka, "struct") == 0)
@@ -225,7 +242,8 @@ static bool type_same(const json_t *a, const json_t *b, const char *path, Error 
                         error_set(error, -EEXIST, "%s differs in nullability", sub);
                         return false;
                 }
-                return type_same(json_object_get(a, "element"), json_object_get(b, "element"), sub, error);
+                return type_same(json_object_get(a, "element"), json_object_get(b, "element"), sub,
+                                 error);
         }
         if (strcmp(ka, "map") == 0) {
                 (void)snprintf(sub, sizeof(sub), "%s.key", path);
@@ -237,7 +255,8 @@ static bool type_same(const json_t *a, const json_t *b, const char *path, Error 
                         error_set(error, -EEXIST, "%s differs in nullability", sub);
                         return false;
                 }
-                return type_same(json_object_get(a, "value"), json_object_get(b, "value"), sub, error);
+                return type_same(json_object_get(a, "value"), json_object_get(b, "value"), sub,
+                                 error);
         }
         error_set(error, -EEXIST, "%s has an unknown type '%s'", path, ka);
         return false;
@@ -249,7 +268,7 @@ static const char *schema_column_name(const json_t *type, json_int_t id) {
         size_t i;
         json_t *f;
 
-        json_array_foreach(fields, i, f) {
+        json_array_foreach (fields, i, f) {
                 const char *name;
 
                 if (json_integer_value(json_object_get(f, "id")) == id)
@@ -267,10 +286,10 @@ static const json_t *metadata_current_schema(const json_t *metadata) {
         size_t i;
         json_t *s;
 
-        json_array_foreach(schemas, i, s)
+        json_array_foreach (schemas, i, s)
                 if (json_integer_value(json_object_get(s, "schema-id")) == id)
                         return s;
-        return json_object_get(metadata, "schema");     /* v1 metadata */
+        return json_object_get(metadata, "schema"); /* v1 metadata */
 }
 
 static const json_t *metadata_default_spec(const json_t *metadata) {
@@ -279,59 +298,72 @@ static const json_t *metadata_default_spec(const json_t *metadata) {
         size_t i;
         json_t *s;
 
-        json_array_foreach(specs, i, s)
+        json_array_foreach (specs, i, s)
                 if (json_integer_value(json_object_get(s, "spec-id")) == id)
                         return s;
         return NULL;
 }
 
 int create_table_request_matches(const json_t *request, const json_t *metadata, Error *error) {
-        const json_t *schema = metadata_current_schema(metadata), *spec = metadata_default_spec(metadata);
+        const json_t *schema = metadata_current_schema(metadata),
+                     *spec = metadata_default_spec(metadata);
         const json_t *want_spec = json_object_get(request, "partition-spec");
-        const json_t *want_fields = json_object_get(want_spec, "fields"), *have_fields = json_object_get(spec, "fields");
+        const json_t *want_fields = json_object_get(want_spec, "fields"),
+                     *have_fields = json_object_get(spec, "fields");
         const json_t *properties = json_object_get(request, "properties");
         const json_t *have_properties = json_object_get(metadata, "properties");
         const char *key, *want_version;
         json_t *v;
         char have_version[8];
 
-        if (!json_is_object(schema) || !json_is_integer(json_object_get(metadata, "format-version")))
-                return error_set(error, -EINVAL, "the existing table's metadata has no current schema or format version");
+        if (!json_is_object(schema) ||
+            !json_is_integer(json_object_get(metadata, "format-version")))
+                return error_set(
+                        error, -EINVAL,
+                        "the existing table's metadata has no current schema or format version");
         want_version = json_string_value(json_object_get(properties, "format-version"));
         (void)snprintf(have_version, sizeof(have_version), "%d",
                        (int)json_integer_value(json_object_get(metadata, "format-version")));
         if (!want_version || strcmp(want_version, have_version) != 0)
-                return error_set(error, -EEXIST, "the table has format version %s, the request asks for %s",
+                return error_set(error, -EEXIST,
+                                 "the table has format version %s, the request asks for %s",
                                  have_version, want_version ? want_version : "?");
         if (!struct_same(json_object_get(request, "schema"), schema, "the schema", error))
                 return -EEXIST;
         if (json_array_size(want_fields) != json_array_size(have_fields))
-                return error_set(error, -EEXIST, "the table has %zu partition fields, the request %zu",
+                return error_set(error, -EEXIST,
+                                 "the table has %zu partition fields, the request %zu",
                                  json_array_size(have_fields), json_array_size(want_fields));
         for (size_t i = 0; i < json_array_size(want_fields); i++) {
-                const json_t *w = json_array_get(want_fields, i), *h = json_array_get(have_fields, i);
-                const char *wsrc = schema_column_name(json_object_get(request, "schema"),
-                                                      json_integer_value(json_object_get(w, "source-id")));
-                const char *hsrc = schema_column_name(schema, json_integer_value(json_object_get(h, "source-id")));
+                const json_t *w = json_array_get(want_fields, i),
+                             *h = json_array_get(have_fields, i);
+                const char *wsrc =
+                        schema_column_name(json_object_get(request, "schema"),
+                                           json_integer_value(json_object_get(w, "source-id")));
+                const char *hsrc =
+                        schema_column_name(schema,
+                                           json_integer_value(json_object_get(h, "source-id")));
                 const char *wt = json_string_value(json_object_get(w, "transform"));
                 const char *ht = json_string_value(json_object_get(h, "transform"));
                 const char *wn = json_string_value(json_object_get(w, "name"));
                 const char *hn = json_string_value(json_object_get(h, "name"));
 
-                if (!wsrc || !hsrc || strcmp(wsrc, hsrc) != 0 || !wt || !ht || strcmp(wt, ht) != 0 ||
-                    (wn && (!hn || strcmp(wn, hn) != 0)))
+                if (!wsrc || !hsrc || strcmp(wsrc, hsrc) != 0 || !wt || !ht ||
+                    strcmp(wt, ht) != 0 || (wn && (!hn || strcmp(wn, hn) != 0)))
                         return error_set(error, -EEXIST,
-                                         "partition field %zu is %s(%s) named '%s', the request asks for %s(%s)", i,
-                                         ht ? ht : "?", hsrc ? hsrc : "?", hn ? hn : "?", wt ? wt : "?",
-                                         wsrc ? wsrc : "?");
+                                         "partition field %zu is %s(%s) named '%s', the request "
+                                         "asks for %s(%s)",
+                                         i, ht ? ht : "?", hsrc ? hsrc : "?", hn ? hn : "?",
+                                         wt ? wt : "?", wsrc ? wsrc : "?");
         }
-        json_object_foreach((json_t *)properties, key, v) {
+        json_object_foreach ((json_t *)properties, key, v) {
                 const char *have = json_string_value(json_object_get(have_properties, key));
 
                 if (strcmp(key, "format-version") == 0)
                         continue;
                 if (!have || strcmp(have, json_string_value(v)) != 0)
-                        return error_set(error, -EEXIST, "property '%s' is %s%s%s, the request sets '%s'", key,
+                        return error_set(error, -EEXIST,
+                                         "property '%s' is %s%s%s, the request sets '%s'", key,
                                          have ? "'" : "", have ? have : "not set", have ? "'" : "",
                                          json_string_value(v));
         }

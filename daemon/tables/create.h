@@ -20,7 +20,8 @@
  * "properties" (string values), "format-version" (1, 2 or 3; default 3). Returns the
  * CreateTableRequest to send to the catalog (format version as the "format-version" property,
  * as the REST spec carries it) and the name, or -EINVAL with the reason. */
-int create_table_request_parse(Slice body, json_t **ret_request, const char **ret_name, Error *error);
+int create_table_request_parse(Slice body, json_t **ret_request, const char **ret_name,
+                               Error *error);
 
 /* Parses the body of POST /v1/namespaces: {"namespace": ["level", ...], "properties": {...}}.
  * Returns the levels (owned, NULL-terminated) and the properties (owned, may be NULL), or

@@ -17,28 +17,31 @@
  * engine-version from EnvironmentContext: Spark, Flink, Trino...), the application ids Spark
  * and others add, and ours (icecommitd writes engine-name=icecommit). */
 static const char *const writer_keys[] = {
-        "engine-name", "engine-version", "iceberg-version", "app-id", "spark.app.id", "flink.job-id",
+        "engine-name", "engine-version", "iceberg-version",
+        "app-id",      "spark.app.id",   "flink.job-id",
 };
 
 int preflight_request_parse(Slice body, UpgradeRequest *ret, Error *error) {
         json_t *root, *v;
         json_error_t je;
         const char *key;
-        UpgradeRequest req = {};
+        UpgradeRequest req = { 0 };
         int r = 0;
 
         root = json_loadb((const char *)body.ptr, body.len, JSON_REJECT_DUPLICATES, &je);
         if (!root)
-                return error_set(error, -EINVAL, "body is not JSON: %s (line %d, column %d)", je.text,
-                                 je.line, je.column);
+                return error_set(error, -EINVAL, "body is not JSON: %s (line %d, column %d)",
+                                 je.text, je.line, je.column);
         if (!json_is_object(root)) {
                 r = error_set(error, -EINVAL, "body must be a JSON object");
                 goto out;
         }
-        json_object_foreach(root, key, v) {
+        json_object_foreach (root, key, v) {
                 if (strcmp(key, "format-version") == 0) {
-                        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 3) {
-                                r = error_set(error, -EINVAL, "\"format-version\" must be 3 (an integer)");
+                        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                            json_integer_value(v) > 3) {
+                                r = error_set(error, -EINVAL,
+                                              "\"format-version\" must be 3 (an integer)");
                                 goto out;
                         }
                         req.format_version = (int)json_integer_value(v);
@@ -84,7 +87,7 @@ static int branch_compare(const void *a, const void *b) {
 }
 
 int preflight_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branches, size_t *ret_n,
-                             Error *error) {
+                               Error *error) {
         json_t *refs = json_object_get(t->metadata, "refs"), *ref;
         UpgradeBranch *branches;
         const char *name;
@@ -93,7 +96,7 @@ int preflight_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branc
         branches = calloc(json_object_size(refs) + 1, sizeof(*branches));
         if (!branches)
                 return -ENOMEM;
-        json_object_foreach(refs, name, ref) {
+        json_object_foreach (refs, name, ref) {
                 UpgradeBranch *b = &branches[n];
                 const char *list;
 
@@ -111,7 +114,8 @@ int preflight_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branc
                 list = json_string_value(json_object_get(b->snapshot, "manifest-list"));
                 if (!list) {
                         error_set(error, -EINVAL,
-                                  "branch '%s': snapshot %" PRId64 " is missing or has no manifest-list",
+                                  "branch '%s': snapshot %" PRId64
+                                  " is missing or has no manifest-list",
                                   name, b->snapshot_id);
                         preflight_branches_free(branches, n);
                         return -EINVAL;
@@ -161,7 +165,7 @@ static json_t *report_writers(const json_t *metadata, uint32_t lookback, size_t 
                                 goto fail;
                         }
                 }
-                json_array_foreach(writers, k, known)
+                json_array_foreach (writers, k, known)
                         if (json_equal(json_object_get(known, "writer"), identity)) {
                                 w = known;
                                 break;
@@ -169,11 +173,13 @@ static json_t *report_writers(const json_t *metadata, uint32_t lookback, size_t 
                 if (w) {
                         json_decref(identity);
                         json_object_set_new(w, "snapshots",
-                                            json_integer(json_integer_value(json_object_get(w, "snapshots")) + 1));
+                                            json_integer(json_integer_value(
+                                                                 json_object_get(w, "snapshots")) +
+                                                         1));
                         continue;
                 }
-                w = json_pack("{s:o, s:I, s:O?, s:O?}", "writer", identity, "snapshots", (json_int_t)1,
-                              "last-snapshot-id", json_object_get(s, "snapshot-id"),
+                w = json_pack("{s:o, s:I, s:O?, s:O?}", "writer", identity, "snapshots",
+                              (json_int_t)1, "last-snapshot-id", json_object_get(s, "snapshot-id"),
                               "last-timestamp-ms", json_object_get(s, "timestamp-ms"));
                 if (!w || json_array_append_new(writers, w) < 0)
                         goto fail;
@@ -186,7 +192,8 @@ fail:
 }
 
 static bool writer_is_ours(const json_t *w) {
-        const char *engine = json_string_value(json_object_get(json_object_get(w, "writer"), "engine-name"));
+        const char *engine =
+                json_string_value(json_object_get(json_object_get(w, "writer"), "engine-name"));
 
         return engine && strcmp(engine, "icecommit") == 0;
 }
@@ -206,15 +213,17 @@ static bool json_array_has_string(const json_t *array, const char *s) {
         const json_t *v;
         size_t i;
 
-        json_array_foreach(array, i, v)
+        json_array_foreach (array, i, v)
                 if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
                         return true;
         return false;
 }
 
-static json_t *report_branch(const UpgradeBranch *b, json_t *unknown, json_t *equality, json_t *warnings) {
+static json_t *report_branch(const UpgradeBranch *b, json_t *unknown, json_t *equality,
+                             json_t *warnings) {
         const json_t *summary = json_object_get(b->snapshot, "summary");
-        int64_t data = 0, deletes = 0, rows = 0, eq = summary_i64(summary, "total-equality-deletes");
+        int64_t data = 0, deletes = 0, rows = 0,
+                eq = summary_i64(summary, "total-equality-deletes");
         json_t *branch_unknown = json_array(), *o;
         bool rows_known = true;
 
@@ -241,23 +250,26 @@ static json_t *report_branch(const UpgradeBranch *b, json_t *unknown, json_t *eq
         if (eq > 0) {
                 json_array_append_new(equality,
                                       json_pack("{s:s, s:I, s:I}", "branch", b->name, "snapshot-id",
-                                                (json_int_t)b->snapshot_id, "total-equality-deletes",
-                                                (json_int_t)eq));
-                report_warn(warnings,
-                            "branch '%s' holds %" PRId64 " equality deletes: rows updated through equality "
-                            "deletes get new row ids, their lineage is not kept (spec: row lineage)",
-                            b->name, eq);
+                                                (json_int_t)b->snapshot_id,
+                                                "total-equality-deletes", (json_int_t)eq));
+                report_warn(
+                        warnings,
+                        "branch '%s' holds %" PRId64
+                        " equality deletes: rows updated through equality "
+                        "deletes get new row ids, their lineage is not kept (spec: row lineage)",
+                        b->name, eq);
         }
         o = json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:o}", "name", b->name, "snapshot-id",
-                      (json_int_t)b->snapshot_id, "data-manifests", (json_int_t)data, "delete-manifests",
-                      (json_int_t)deletes, "rows-to-assign", rows_known ? json_integer(rows) : json_null(),
-                      "total-equality-deletes", eq >= 0 ? json_integer(eq) : json_null(),
-                      "unknown-row-counts", branch_unknown);
+                      (json_int_t)b->snapshot_id, "data-manifests", (json_int_t)data,
+                      "delete-manifests", (json_int_t)deletes, "rows-to-assign",
+                      rows_known ? json_integer(rows) : json_null(), "total-equality-deletes",
+                      eq >= 0 ? json_integer(eq) : json_null(), "unknown-row-counts",
+                      branch_unknown);
         return o;
 }
 
 json_t *preflight_report_build(const TableMetadata *t, const UpgradeBranch *branches, size_t n,
-                             int target_format_version, uint32_t lookback) {
+                               int target_format_version, uint32_t lookback) {
         json_t *report = NULL, *writers, *list = json_array(), *unknown = json_array(),
                *equality = json_array(), *warnings = json_array(), *w;
         size_t inspected = 0, i;
@@ -271,33 +283,36 @@ json_t *preflight_report_build(const TableMetadata *t, const UpgradeBranch *bran
                 if (!b || json_array_append_new(list, b) < 0)
                         goto fail;
         }
-        json_array_foreach(writers, i, w) {
+        json_array_foreach (writers, i, w) {
                 char *identity;
 
                 if (writer_is_ours(w))
                         continue;
                 identity = json_dumps(json_object_get(w, "writer"), JSON_COMPACT | JSON_SORT_KEYS);
                 report_warn(warnings,
-                            "writer %s committed %" JSON_INTEGER_FORMAT " of the %zu newest snapshots: it must "
+                            "writer %s committed %" JSON_INTEGER_FORMAT
+                            " of the %zu newest snapshots: it must "
                             "support format version 3 with row lineage, or stop before the upgrade",
-                            identity ? identity : "?", json_integer_value(json_object_get(w, "snapshots")),
-                            inspected);
+                            identity ? identity : "?",
+                            json_integer_value(json_object_get(w, "snapshots")), inspected);
                 free(identity);
         }
         if (json_array_size(unknown) > 0)
                 report_warn(warnings,
-                            "%zu manifests have unknown (null) row counts: the first commit after the upgrade "
+                            "%zu manifests have unknown (null) row counts: the first commit after "
+                            "the upgrade "
                             "counts their rows from their entries",
                             json_array_size(unknown));
 
         report = json_pack("{s:i, s:i, s:I, s:{s:I, s:I}, s:o, s:o, s:o, s:o, s:o}",
-                           "format-version", t->format_version,
-                           "target-format-version", target_format_version,
-                           "next-row-id", (json_int_t)(t->format_version >= 3 ? t->next_row_id : 0),
-                           "snapshots", "total", (json_int_t)json_array_size(json_object_get(t->metadata, "snapshots")),
-                           "inspected", (json_int_t)inspected,
-                           "writers", writers, "branches", list, "equality-deletes", equality,
-                           "unknown-row-counts", unknown, "warnings", warnings);
+                           "format-version", t->format_version, "target-format-version",
+                           target_format_version, "next-row-id",
+                           (json_int_t)(t->format_version >= 3 ? t->next_row_id : 0), "snapshots",
+                           "total",
+                           (json_int_t)json_array_size(json_object_get(t->metadata, "snapshots")),
+                           "inspected", (json_int_t)inspected, "writers", writers, "branches", list,
+                           "equality-deletes", equality, "unknown-row-counts", unknown, "warnings",
+                           warnings);
         return report;
 fail:
         json_decref(writers);

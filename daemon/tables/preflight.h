@@ -16,17 +16,17 @@
 
 /* The body of POST /v1/namespaces/{namespace}/tables/{table}/upgrade. */
 typedef struct UpgradeRequest {
-        int format_version;     /* "format-version": the version asked for (1 to 3) */
-        bool dry_run;           /* "dry-run": report only, change nothing */
+        int format_version; /* "format-version": the version asked for (1 to 3) */
+        bool dry_run;       /* "dry-run": report only, change nothing */
 } UpgradeRequest;
 
 /* One branch head of the table, and its manifest list once read. */
 typedef struct UpgradeBranch {
-        const char *name;               /* borrowed from the metadata */
+        const char *name; /* borrowed from the metadata */
         int64_t snapshot_id;
-        const json_t *snapshot;         /* borrowed; NULL when the metadata lacks it */
-        char *list_location;            /* owned; NULL when there is no snapshot or list */
-        ManifestFile *files;            /* owned, filled by whoever reads the list */
+        const json_t *snapshot; /* borrowed; NULL when the metadata lacks it */
+        char *list_location;    /* owned; NULL when there is no snapshot or list */
+        ManifestFile *files;    /* owned, filled by whoever reads the list */
         size_t n_files;
 } UpgradeBranch;
 
@@ -38,11 +38,11 @@ int preflight_request_parse(Slice body, UpgradeRequest *ret, Error *error);
  * out: nothing commits to them. Returns 0, -EINVAL (a branch whose head is not a snapshot of
  * the table, or whose snapshot has no manifest-list), -ENOMEM. */
 int preflight_branches_collect(const TableMetadata *t, UpgradeBranch **ret_branches, size_t *ret_n,
-                             Error *error);
+                               Error *error);
 UpgradeBranch *preflight_branches_free(UpgradeBranch *branches, size_t n);
 
 /* Builds the report (proto/openapi.yaml UpgradeReport) from the metadata, the branches with
  * their lists read, and the newest `lookback` snapshots' summaries. "status" is set by the
  * caller. NULL on allocation failure. */
 json_t *preflight_report_build(const TableMetadata *t, const UpgradeBranch *branches, size_t n,
-                             int target_format_version, uint32_t lookback);
+                               int target_format_version, uint32_t lookback);

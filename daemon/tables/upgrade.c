@@ -25,7 +25,7 @@
 /* One request; owned by whichever callback is pending (catalog call or thread-pool work). */
 typedef struct UpgradeCall {
         UpgradeContext *ctx;
-        HttpRequest *http;              /* NULL once answered or gone */
+        HttpRequest *http; /* NULL once answered or gone */
         CommitTarget target;
         UpgradeRequest request;
         TableMetadata *table;
@@ -33,7 +33,7 @@ typedef struct UpgradeCall {
         size_t n_branches;
         json_t *report;
         StorageProps *props;
-        StorageReadItem *lists;         /* each branch head's manifest list as read */
+        StorageReadItem *lists; /* each branch head's manifest list as read */
         size_t n_lists;
         int work_status;
         Error error;
@@ -63,7 +63,8 @@ static void upgrade_on_gone(HttpRequest *r, void *userdata) {
         c->http = NULL;
 }
 
-static void upgrade_reply_catalog_error(UpgradeCall *c, const CatalogResult *result, const char *what) {
+static void upgrade_reply_catalog_error(UpgradeCall *c, const CatalogResult *result,
+                                        const char *what) {
         const char *type;
         int status = catalog_outcome_http_status(result->status, &type);
 
@@ -72,19 +73,22 @@ static void upgrade_reply_catalog_error(UpgradeCall *c, const CatalogResult *res
                 http_reply_error(c->http, status, type, "%s: %s", what, result->message);
                 break;
         case CATALOG_E_CONFLICT:
-                http_reply_error(c->http, 409, "table-changed",
-                                 "%s: the table changed since the report was made (%s); nothing was "
-                                 "upgraded, run the dry run again", what, result->message);
+                http_reply_error(
+                        c->http, 409, "table-changed",
+                        "%s: the table changed since the report was made (%s); nothing was "
+                        "upgraded, run the dry run again",
+                        what, result->message);
                 break;
         case CATALOG_E_REJECTED:
                 http_reply_error(c->http, status, type, "%s: the catalog refused it (HTTP %ld): %s",
                                  what, result->http_status, result->message);
                 break;
         case CATALOG_E_STATE_UNKNOWN:
-                http_reply_error(c->http, status, "upgrade-state-unknown",
-                                 "%s: no verdict from the catalog (%s); the table may be upgraded: send the "
-                                 "request again, an upgraded table answers \"already-upgraded\"",
-                                 what, result->message);
+                http_reply_error(
+                        c->http, status, "upgrade-state-unknown",
+                        "%s: no verdict from the catalog (%s); the table may be upgraded: send the "
+                        "request again, an upgraded table answers \"already-upgraded\"",
+                        what, result->message);
                 break;
         default:
                 http_reply_add_header(c->http, "Retry-After", "1");
@@ -144,12 +148,11 @@ static json_t *upgrade_commit_request(const UpgradeCall *c) {
         for (size_t i = 0; i < c->n_branches; i++)
                 if (strcmp(c->branches[i].name, "main") == 0)
                         main_id = json_integer(c->branches[i].snapshot_id);
-        return json_pack("{s:[{s:s, s:s}, {s:s, s:s, s:o}], s:[{s:s, s:i}]}",
-                         "requirements",
-                         "type", "assert-table-uuid", "uuid", c->table->uuid,
-                         "type", "assert-ref-snapshot-id", "ref", "main", "snapshot-id", main_id,
-                         "updates",
-                         "action", "upgrade-format-version", "format-version", UPGRADE_TARGET_FORMAT_VERSION);
+        return json_pack("{s:[{s:s, s:s}, {s:s, s:s, s:o}], s:[{s:s, s:i}]}", "requirements",
+                         "type", "assert-table-uuid", "uuid", c->table->uuid, "type",
+                         "assert-ref-snapshot-id", "ref", "main", "snapshot-id", main_id, "updates",
+                         "action", "upgrade-format-version", "format-version",
+                         UPGRADE_TARGET_FORMAT_VERSION);
 }
 
 /* Thread pool: parses the lists the loop read. */
@@ -165,11 +168,13 @@ static void upgrade_read_lists_work(uv_work_t *w) {
                 if (r < 0)
                         (void)error_set(&c->error, r, "%s", item->error.message);
                 if (r >= 0)
-                        r = manifest_list_read(buf_slice(&item->data), &b->files, &b->n_files, &c->error);
+                        r = manifest_list_read(buf_slice(&item->data), &b->files, &b->n_files,
+                                               &c->error);
                 buf_deinit(&item->data);
                 if (r < 0) {
-                        c->work_status = error_prefix(&c->error, r, "branch '%s': manifest list '%s'", b->name,
-                                                      b->list_location);
+                        c->work_status =
+                                error_prefix(&c->error, r, "branch '%s': manifest list '%s'",
+                                             b->name, b->list_location);
                         return;
                 }
         }
@@ -186,10 +191,12 @@ static void upgrade_on_lists_read(StorageReadItem *items, size_t n_items, void *
                 buf_init(&items[i].data, 0);
         }
         c->work.data = c;
-        r = uv_queue_work(c->ctx->loop, &c->work, upgrade_read_lists_work, upgrade_read_lists_after);
+        r = uv_queue_work(c->ctx->loop, &c->work, upgrade_read_lists_work,
+                          upgrade_read_lists_after);
         if (r < 0) {
                 if (c->http)
-                        http_reply_error(c->http, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+                        http_reply_error(c->http, 503, "internal", "cannot queue work: %s",
+                                         uv_strerror(r));
                 c->http = NULL;
                 return;
         }
@@ -207,8 +214,10 @@ static int upgrade_read_lists(UpgradeCall *c) {
         c->n_lists = c->n_branches;
         for (size_t i = 0; i < c->n_branches; i++)
                 locations[i] = c->branches[i].list_location;
-        return storage_read_many(c->ctx->storage, &ctx, locations, c->n_branches, c->ctx->storage_config->max_manifest_bytes,
-                                 c->ctx->storage_config->s3.max_concurrent_requests, upgrade_on_lists_read, c);
+        return storage_read_many(c->ctx->storage, &ctx, locations, c->n_branches,
+                                 c->ctx->storage_config->max_manifest_bytes,
+                                 c->ctx->storage_config->s3.max_concurrent_requests,
+                                 upgrade_on_lists_read, c);
 }
 
 static void upgrade_read_lists_after(uv_work_t *w, int status) {
@@ -217,19 +226,22 @@ static void upgrade_read_lists_after(uv_work_t *w, int status) {
         int r;
 
         if (!c->http)
-                return;         /* the client went away before anything was changed */
+                return; /* the client went away before anything was changed */
         if (status < 0 || c->work_status < 0) {
                 r = status < 0 ? status : c->work_status;
                 if (status < 0 || storage_status_is_transient(r))
-                        http_reply_error(c->http, 503, "storage-failed", "cannot read the table's manifest lists: %s",
+                        http_reply_error(c->http, 503, "storage-failed",
+                                         "cannot read the table's manifest lists: %s",
                                          c->error.message[0] ? c->error.message : strerror(-r));
                 else
-                        http_reply_error(c->http, 422, "invalid-table-state", "%s", c->error.message);
+                        http_reply_error(c->http, 422, "invalid-table-state", "%s",
+                                         c->error.message);
                 c->http = NULL;
                 return;
         }
-        c->report = preflight_report_build(c->table, c->branches, c->n_branches, UPGRADE_TARGET_FORMAT_VERSION,
-                                         c->ctx->config->upgrade_lookback);
+        c->report = preflight_report_build(c->table, c->branches, c->n_branches,
+                                           UPGRADE_TARGET_FORMAT_VERSION,
+                                           c->ctx->config->upgrade_lookback);
         if (!c->report) {
                 http_reply_error(c->http, 503, "out-of-memory", "out of memory, retry later");
                 c->http = NULL;
@@ -241,7 +253,8 @@ static void upgrade_read_lists_after(uv_work_t *w, int status) {
         }
 
         request = upgrade_commit_request(c);
-        r = request ? catalog_commit_table(c->ctx->catalog, (const char *const *)c->target.namespace,
+        r = request ? catalog_commit_table(c->ctx->catalog,
+                                           (const char *const *)c->target.namespace,
                                            c->target.n_namespace, c->target.table, request,
                                            /* idempotency_key= */ NULL, upgrade_on_committed, c)
                     : -ENOMEM;
@@ -273,15 +286,17 @@ static void upgrade_on_loaded(const CatalogResult *result, void *userdata) {
         }
         version = c->table->format_version;
         if (version > c->request.format_version) {
-                http_reply_error(c->http, 400, "downgrade-refused",
-                                 "the table is format version %d; format versions cannot be lowered to %d",
-                                 version, c->request.format_version);
+                http_reply_error(
+                        c->http, 400, "downgrade-refused",
+                        "the table is format version %d; format versions cannot be lowered to %d",
+                        version, c->request.format_version);
                 c->http = NULL;
                 return;
         }
         if (version == c->request.format_version) {
-                json_t *answer = json_pack("{s:i, s:i, s:O?}", "format-version", version, "target-format-version",
-                                           c->request.format_version, "metadata-location",
+                json_t *answer = json_pack("{s:i, s:i, s:O?}", "format-version", version,
+                                           "target-format-version", c->request.format_version,
+                                           "metadata-location",
                                            json_object_get(result->body, "metadata-location"));
 
                 upgrade_reply(c, "already-upgraded", answer);
@@ -289,7 +304,8 @@ static void upgrade_on_loaded(const CatalogResult *result, void *userdata) {
         }
         if (c->request.format_version != UPGRADE_TARGET_FORMAT_VERSION) {
                 http_reply_error(c->http, 400, "bad-request",
-                                 "only upgrades to format version %d are supported (the table is version %d)",
+                                 "only upgrades to format version %d are supported (the table is "
+                                 "version %d)",
                                  UPGRADE_TARGET_FORMAT_VERSION, version);
                 c->http = NULL;
                 return;
@@ -297,18 +313,22 @@ static void upgrade_on_loaded(const CatalogResult *result, void *userdata) {
         if (version == 1) {
                 /* A v1 table's manifests may hold entries that only snapshot-id inheritance makes
                  * readable, and lists without counts: the v2 upgrade rewrites none of that, but it
-                 * is the step every engine knows; do it first, with the engine that wrote the table. */
-                http_reply_error(c->http, 422, "unsupported-format-version",
-                                 "the table is format version 1: upgrade it to format version 2 first "
-                                 "(e.g. Spark: ALTER TABLE ... SET TBLPROPERTIES ('format-version'='2')), then to 3");
+                 * is the step every engine knows; do it first, with the engine that wrote the
+                 * table. */
+                http_reply_error(
+                        c->http, 422, "unsupported-format-version",
+                        "the table is format version 1: upgrade it to format version 2 first "
+                        "(e.g. Spark: ALTER TABLE ... SET TBLPROPERTIES ('format-version'='2')), "
+                        "then to 3");
                 c->http = NULL;
                 return;
         }
 
         r = preflight_branches_collect(c->table, &c->branches, &c->n_branches, &c->error);
         if (r < 0) {
-                http_reply_error(c->http, r == -ENOMEM ? 503 : 502, r == -ENOMEM ? "out-of-memory" : "catalog-bad-metadata",
-                                 "%s", r == -ENOMEM ? "out of memory, retry later" : c->error.message);
+                http_reply_error(c->http, r == -ENOMEM ? 503 : 502,
+                                 r == -ENOMEM ? "out-of-memory" : "catalog-bad-metadata", "%s",
+                                 r == -ENOMEM ? "out of memory, retry later" : c->error.message);
                 c->http = NULL;
                 return;
         }
@@ -316,7 +336,8 @@ static void upgrade_on_loaded(const CatalogResult *result, void *userdata) {
         if (r >= 0)
                 r = upgrade_read_lists(c);
         if (r < 0) {
-                http_reply_error(c->http, 503, r == -ENOMEM ? "out-of-memory" : "storage-unavailable",
+                http_reply_error(c->http, 503,
+                                 r == -ENOMEM ? "out-of-memory" : "storage-unavailable",
                                  "cannot read the table's manifest lists: %s", strerror(-r));
                 c->http = NULL;
                 return;
@@ -328,11 +349,11 @@ void upgrade_handle(HttpRequest *r, void *userdata) {
         UpgradeContext *ctx = userdata;
         _cleanup_(upgrade_call_freep) UpgradeCall *c = NULL;
         const AuthToken *caller;
-        Error error = {};
+        Error error = { 0 };
         int rr;
 
-        if (auth_check(ctx->auth, r, AUTH_RIGHT_UPGRADE, http_request_param(r, 0), http_request_param(r, 1),
-                       &caller) < 0)
+        if (auth_check(ctx->auth, r, AUTH_RIGHT_UPGRADE, http_request_param(r, 0),
+                       http_request_param(r, 1), &caller) < 0)
                 return;
         c = calloc(1, sizeof(*c));
         if (!c) {
@@ -342,7 +363,8 @@ void upgrade_handle(HttpRequest *r, void *userdata) {
         c->ctx = ctx;
         rr = preflight_request_parse(http_request_body(r), &c->request, &error);
         if (rr >= 0)
-                rr = request_target_parse(http_request_param(r, 0), http_request_param(r, 1), &c->target, &error);
+                rr = request_target_parse(http_request_param(r, 0), http_request_param(r, 1),
+                                          &c->target, &error);
         if (rr == -ENOMEM) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 return;
@@ -352,8 +374,8 @@ void upgrade_handle(HttpRequest *r, void *userdata) {
                 return;
         }
         c->http = r;
-        rr = catalog_load_table(ctx->catalog, (const char *const *)c->target.namespace, c->target.n_namespace,
-                                c->target.table, upgrade_on_loaded, c);
+        rr = catalog_load_table(ctx->catalog, (const char *const *)c->target.namespace,
+                                c->target.n_namespace, c->target.table, upgrade_on_loaded, c);
         if (rr < 0) {
                 http_reply_error(r, 503, rr == -ESHUTDOWN ? "shutting-down" : "out-of-memory",
                                  "cannot reach the catalog: %s", strerror(-rr));

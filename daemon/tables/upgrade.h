@@ -15,7 +15,7 @@
 
 /* What the handler needs; owned by TablesApi, every pointer borrowed from the daemon. */
 typedef struct UpgradeContext {
-        Auth *auth;                     /* NULL: no authentication */
+        Auth *auth; /* NULL: no authentication */
         Catalog *catalog;
         uv_loop_t *loop;
         const TablesConfig *config;

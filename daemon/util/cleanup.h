@@ -14,26 +14,26 @@
 #define _warn_unused_result_ __attribute__((warn_unused_result))
 
 /* Hands ownership of *p out of a cleanup-guarded variable. */
-#define TAKE_PTR(p)                                                                               \
-        __extension__({                                                                           \
-                __typeof__(p) _ptr_ = (p);                                                        \
-                (p) = NULL;                                                                       \
-                _ptr_;                                                                            \
+#define TAKE_PTR(p)                                                                                \
+        __extension__({                                                                            \
+                __typeof__(p) _ptr_ = (p);                                                         \
+                (p) = NULL;                                                                        \
+                _ptr_;                                                                             \
         })
 
-#define TAKE_FD(fd)                                                                               \
-        __extension__({                                                                           \
-                int _fd_ = (fd);                                                                  \
-                (fd) = -1;                                                                        \
-                _fd_;                                                                             \
+#define TAKE_FD(fd)                                                                                \
+        __extension__({                                                                            \
+                int _fd_ = (fd);                                                                   \
+                (fd) = -1;                                                                         \
+                _fd_;                                                                              \
         })
 
 /* Defines `name##p(type **)` calling `func(*p)` when *p is set. */
-#define DEFINE_CLEANUP_FUNC(type, func)                                                           \
-        static inline _unused_ void func##p(type **p) {                                           \
-                if (*p)                                                                           \
-                        func(*p);                                                                 \
-        }                                                                                         \
+#define DEFINE_CLEANUP_FUNC(type, func)                                                            \
+        static inline _unused_ void func##p(type **p) {                                            \
+                if (*p)                                                                            \
+                        func(*p);                                                                  \
+        }                                                                                          \
         struct cleanup_allow_trailing_semicolon_
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))

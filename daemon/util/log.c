@@ -15,7 +15,7 @@ int log_level_from_string(const char *s) {
                 const char *name;
                 int level;
         } table[] = {
-                { "error", LOG_LEVEL_ERROR }, { "warning", LOG_LEVEL_WARNING },
+                { "error", LOG_LEVEL_ERROR },   { "warning", LOG_LEVEL_WARNING },
                 { "notice", LOG_LEVEL_NOTICE }, { "info", LOG_LEVEL_INFO },
                 { "debug", LOG_LEVEL_DEBUG },
         };

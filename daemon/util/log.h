@@ -27,10 +27,10 @@ void log_emit(int level, const char *module, const char *fmt, ...) _printf_(3, 4
 #define LOG_MODULE "icecommitd"
 #endif
 
-#define log_at(level, ...)                                                                        \
-        do {                                                                                      \
-                if ((level) <= log_max_level)                                                     \
-                        log_emit((level), LOG_MODULE, __VA_ARGS__);                               \
+#define log_at(level, ...)                                                                         \
+        do {                                                                                       \
+                if ((level) <= log_max_level)                                                      \
+                        log_emit((level), LOG_MODULE, __VA_ARGS__);                                \
         } while (0)
 
 #define log_error(...) log_at(LOG_LEVEL_ERROR, __VA_ARGS__)

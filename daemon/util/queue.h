@@ -7,30 +7,30 @@
 #include <stddef.h>
 
 /* Appends `item` to queue `q` (a pointer to a struct with head and tail). */
-#define QUEUE_PUSH(q, item)                                     \
-        do {                                                    \
-                typeof(q) _q = (q);                             \
-                typeof(item) _item = (item);                    \
-                                                                \
-                _item->next = NULL;                             \
-                if (_q->tail)                                   \
-                        _q->tail->next = _item;                 \
-                else                                            \
-                        _q->head = _item;                       \
-                _q->tail = _item;                               \
+#define QUEUE_PUSH(q, item)                                                                        \
+        do {                                                                                       \
+                __typeof__(q) _q = (q);                                                            \
+                __typeof__(item) _item = (item);                                                   \
+                                                                                                   \
+                _item->next = NULL;                                                                \
+                if (_q->tail)                                                                      \
+                        _q->tail->next = _item;                                                    \
+                else                                                                               \
+                        _q->head = _item;                                                          \
+                _q->tail = _item;                                                                  \
         } while (0)
 
 /* Unlinks and returns the first item of `q` (its next cleared), or NULL when it is empty. */
-#define QUEUE_POP(q)                                            \
-        ({                                                      \
-                typeof(q) _q = (q);                             \
-                typeof(_q->head) _head = _q->head;              \
-                                                                \
-                if (_head) {                                    \
-                        _q->head = _head->next;                 \
-                        if (!_q->head)                          \
-                                _q->tail = NULL;                \
-                        _head->next = NULL;                     \
-                }                                               \
-                _head;                                          \
+#define QUEUE_POP(q)                                                                               \
+        __extension__({                                                                            \
+                __typeof__(q) _q = (q);                                                            \
+                __typeof__(_q->head) _head = _q->head;                                             \
+                                                                                                   \
+                if (_head) {                                                                       \
+                        _q->head = _head->next;                                                    \
+                        if (!_q->head)                                                             \
+                                _q->tail = NULL;                                                   \
+                        _head->next = NULL;                                                        \
+                }                                                                                  \
+                _head;                                                                             \
         })

@@ -38,13 +38,13 @@ static void siphash_rounds(SipState *s, unsigned n) {
         }
 }
 
-void siphash128(const uint8_t key[SIPHASH_KEY_BYTES], const void *data, size_t len, uint64_t *ret_lo,
-                uint64_t *ret_hi) {
+void siphash128(const uint8_t key[SIPHASH_KEY_BYTES], const void *data, size_t len,
+                uint64_t *ret_lo, uint64_t *ret_hi) {
         const uint8_t *p = data;
         uint64_t k0 = siphash_load_le(key), k1 = siphash_load_le(key + 8);
         SipState s = {
                 .v0 = 0x736f6d6570736575ull ^ k0,
-                .v1 = 0x646f72616e646f6dull ^ k1 ^ 0xee,        /* 128-bit output */
+                .v1 = 0x646f72616e646f6dull ^ k1 ^ 0xee, /* 128-bit output */
                 .v2 = 0x6c7967656e657261ull ^ k0,
                 .v3 = 0x7465646279746573ull ^ k1,
         };

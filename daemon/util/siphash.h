@@ -10,5 +10,5 @@
 
 /* The 128-bit SipHash-2-4 of data under key: the reference output bytes 0-7 in *ret_lo and
  * 8-15 in *ret_hi, each read little-endian. */
-void siphash128(const uint8_t key[SIPHASH_KEY_BYTES], const void *data, size_t len, uint64_t *ret_lo,
-                uint64_t *ret_hi);
+void siphash128(const uint8_t key[SIPHASH_KEY_BYTES], const void *data, size_t len,
+                uint64_t *ret_lo, uint64_t *ret_hi);

@@ -37,14 +37,14 @@ static void writer_handle_commit(HttpRequest *r, void *userdata) {
         _cleanup_(request_freep) CommitRequest *request = NULL;
         const AuthToken *caller;
         WriterRequest *w;
-        Error error = {};
+        Error error = { 0 };
         int rr;
 
-        if (auth_check(api->auth, r, AUTH_RIGHT_COMMIT, http_request_param(r, 0), http_request_param(r, 1),
-                       &caller) < 0)
+        if (auth_check(api->auth, r, AUTH_RIGHT_COMMIT, http_request_param(r, 0),
+                       http_request_param(r, 1), &caller) < 0)
                 return;
-        rr = request_parse(http_request_param(r, 0), http_request_param(r, 1),
-                                  http_request_body(r), &api->limits, &request, &error);
+        rr = request_parse(http_request_param(r, 0), http_request_param(r, 1), http_request_body(r),
+                           &api->limits, &request, &error);
         if (rr == 0 && caller)
                 rr = request_set_principal(request, caller->principal);
         if (rr == -ENOMEM) {
@@ -53,9 +53,10 @@ static void writer_handle_commit(HttpRequest *r, void *userdata) {
         }
         if (rr == -E2BIG) {
                 http_reply_error(r, 413,
-                                 strstr(error.message, "'snapshot-properties'") ? "snapshot-properties-too-large" :
-                                 strstr(error.message, "'data-files'")          ? "too-many-data-files" :
-                                                                                  "too-many-manifests",
+                                 strstr(error.message, "'snapshot-properties'")
+                                         ? "snapshot-properties-too-large"
+                                 : strstr(error.message, "'data-files'") ? "too-many-data-files"
+                                                                         : "too-many-manifests",
                                  "%s", error.message);
                 return;
         }
@@ -106,12 +107,13 @@ static void writer_handle_status(HttpRequest *r, void *userdata) {
                 return;
         }
         if (!request_key_is_valid(key)) {
-                http_reply_error(r, 400, "bad-request",
-                                 "idempotency key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -");
+                http_reply_error(
+                        r, 400, "bad-request",
+                        "idempotency key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -");
                 return;
         }
-        body = api->hooks.lookup(key, namespace && table ? namespace : NULL, namespace && table ? table : NULL, caller,
-                                 &status, api->userdata);
+        body = api->hooks.lookup(key, namespace && table ? namespace : NULL,
+                                 namespace && table ? table : NULL, caller, &status, api->userdata);
         if (!body) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 return;
@@ -137,7 +139,8 @@ static void writer_handle_healthz(HttpRequest *r, void *userdata) {
         WriterApi *api = userdata;
         const AuthToken *caller;
 
-        if (auth_check(api->auth, r, AUTH_RIGHT_HEALTH, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
+        if (auth_check(api->auth, r, AUTH_RIGHT_HEALTH, /* namespace_param= */ NULL,
+                       /* table= */ NULL, &caller) < 0)
                 return;
         http_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
@@ -147,7 +150,8 @@ static void writer_handle_readyz(HttpRequest *r, void *userdata) {
         const char *reason = "not ready";
         const AuthToken *caller;
 
-        if (auth_check(api->auth, r, AUTH_RIGHT_HEALTH, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
+        if (auth_check(api->auth, r, AUTH_RIGHT_HEALTH, /* namespace_param= */ NULL,
+                       /* table= */ NULL, &caller) < 0)
                 return;
         if (api->hooks.is_ready(&reason, api->userdata))
                 http_reply_json(r, 200, json_pack("{s:s}", "status", "ready"));
@@ -159,7 +163,8 @@ static void writer_handle_metrics(HttpRequest *r, void *userdata) {
         WriterApi *api = userdata;
         const AuthToken *caller;
 
-        if (auth_check(api->auth, r, AUTH_RIGHT_METRICS, /* namespace_param= */ NULL, /* table= */ NULL, &caller) < 0)
+        if (auth_check(api->auth, r, AUTH_RIGHT_METRICS, /* namespace_param= */ NULL,
+                       /* table= */ NULL, &caller) < 0)
                 return;
         _cleanup_(buf_deinitp) Buf b;
         buf_init(&b, 16u << 20);
@@ -174,8 +179,8 @@ void writer_api_set_limits(WriterApi *api, const CommitRequestLimits *limits) {
         api->limits = *limits;
 }
 
-int writer_api_new(HttpServer *server, Auth *auth, const CommitRequestLimits *limits, const WriterHooks *hooks,
-                   void *userdata, WriterApi **ret_api) {
+int writer_api_new(HttpServer *server, Auth *auth, const CommitRequestLimits *limits,
+                   const WriterHooks *hooks, void *userdata, WriterApi **ret_api) {
         static const struct {
                 const char *method, *pattern;
                 HttpHandler handler;
@@ -192,9 +197,12 @@ int writer_api_new(HttpServer *server, Auth *auth, const CommitRequestLimits *li
         api = calloc(1, sizeof(*api));
         if (!api)
                 return -ENOMEM;
-        *api = (WriterApi){ .auth = auth, .limits = *limits, .hooks = *hooks, .userdata = userdata };
+        *api = (WriterApi){
+                .auth = auth, .limits = *limits, .hooks = *hooks, .userdata = userdata
+        };
         for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
-                r = http_server_route(server, routes[i].method, routes[i].pattern, routes[i].handler, api);
+                r = http_server_route(server, routes[i].method, routes[i].pattern,
+                                      routes[i].handler, api);
                 if (r < 0)
                         return r;
         }
@@ -216,16 +224,20 @@ int writer_request_new_take(CommitRequest *request, const WriterReplySink *sink,
                 request_free(request);
                 return -ENOMEM;
         }
-        *w = (WriterRequest){ .sink = sink, .sink_userdata = userdata, .request = request, .accepted_ns = now_ns() };
+        *w = (WriterRequest){
+                .sink = sink, .sink_userdata = userdata, .request = request, .accepted_ns = now_ns()
+        };
         *ret = w;
         return 0;
 }
 
 /* The error document http_reply_error() sends, for a sink. */
-static void writer_sink_reply_error(WriterRequest *w, int status, const char *type, const char *message) {
+static void writer_sink_reply_error(WriterRequest *w, int status, const char *type,
+                                    const char *message) {
         const WriterReplySink *sink = TAKE_PTR(w->sink);
 
-        sink->reply(status, http_error_body(status, type, message, strlen(message)), w->sink_userdata);
+        sink->reply(status, http_error_body(status, type, message, strlen(message)),
+                    w->sink_userdata);
 }
 
 void writer_request_reply(WriterRequest *w, int status, json_t *body) {
@@ -241,8 +253,8 @@ void writer_request_reply(WriterRequest *w, int status, json_t *body) {
         w->http = NULL;
 }
 
-static void writer_request_vreply_error(WriterRequest *w, int status, const char *type, const char *fmt,
-                                        va_list ap) {
+static void writer_request_vreply_error(WriterRequest *w, int status, const char *type,
+                                        const char *fmt, va_list ap) {
         char message[2048];
 
         if (!w->http && !w->sink)
@@ -256,7 +268,8 @@ static void writer_request_vreply_error(WriterRequest *w, int status, const char
         w->http = NULL;
 }
 
-void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt, ...) {
+void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt,
+                                ...) {
         va_list ap;
 
         va_start(ap, fmt);
@@ -269,7 +282,8 @@ WriterRequest *writer_request_finish(WriterRequest *w, int status, json_t *body)
         return writer_request_free(w);
 }
 
-WriterRequest *writer_request_finish_error(WriterRequest *w, int status, const char *type, const char *fmt, ...) {
+WriterRequest *writer_request_finish_error(WriterRequest *w, int status, const char *type,
+                                           const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
@@ -290,11 +304,13 @@ WriterRequest *writer_request_free(WriterRequest *w) {
                 return NULL;
         /* A request freed unanswered (shutdown) still gets a definite answer. */
         if (w->http) {
-                http_reply_error(w->http, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                http_reply_error(w->http, 503, "shutting-down",
+                                 "icecommitd is stopping; retry with the same key");
                 w->http = NULL;
         }
         if (w->sink)
-                writer_sink_reply_error(w, 503, "shutting-down", "icecommitd is stopping; retry with the same key");
+                writer_sink_reply_error(w, 503, "shutting-down",
+                                        "icecommitd is stopping; retry with the same key");
         request_free(w->request);
         free(w);
         return NULL;

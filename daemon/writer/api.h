@@ -22,11 +22,11 @@ typedef struct WriterReplySink {
 
 /* One writer call waiting for its commit. Owned by the commit engine once submitted. */
 typedef struct WriterRequest {
-        HttpRequest *http;              /* NULL once answered or once the client went away */
-        const WriterReplySink *sink;    /* instead of http: NULL once answered */
+        HttpRequest *http;           /* NULL once answered or once the client went away */
+        const WriterReplySink *sink; /* instead of http: NULL once answered */
         void *sink_userdata;
         CommitRequest *request;
-        uint64_t accepted_ns;           /* CLOCK_MONOTONIC when the request arrived */
+        uint64_t accepted_ns; /* CLOCK_MONOTONIC when the request arrived */
 } WriterRequest;
 
 typedef struct WriterHooks {
@@ -37,8 +37,8 @@ typedef struct WriterHooks {
          * query names none) pick the table; without them a key used on several tables is
          * ambiguous (409). With authentication on, `caller` (borrowed for the call) is who
          * asks: only its own keys, on tables it may read, are found; others are unknown. */
-        json_t *(*lookup)(const char *key, const char *namespace_param, const char *table, const AuthToken *caller,
-                          int *ret_status, void *userdata);
+        json_t *(*lookup)(const char *key, const char *namespace_param, const char *table,
+                          const AuthToken *caller, int *ret_status, void *userdata);
         /* The same from the history of table `table` in `namespace_param` (0x1F-separated
          * levels), for a key the daemon does not remember: takes ownership of w and answers it.
          * `principal` (NULL when auth is off) is whose key it is. */
@@ -57,8 +57,8 @@ typedef struct WriterApi WriterApi;
 
 /* Registers the routes on `server` (before it starts). `auth` (borrowed; NULL: no
  * authentication) checks each request first. Returns 0, -ENOMEM or the router's error. */
-int writer_api_new(HttpServer *server, Auth *auth, const CommitRequestLimits *limits, const WriterHooks *hooks,
-                   void *userdata, WriterApi **ret_api);
+int writer_api_new(HttpServer *server, Auth *auth, const CommitRequestLimits *limits,
+                   const WriterHooks *hooks, void *userdata, WriterApi **ret_api);
 /* Replaces the request limits (a configuration reload); requests already parsed keep theirs. */
 void writer_api_set_limits(WriterApi *api, const CommitRequestLimits *limits);
 WriterApi *writer_api_free(WriterApi *api);
@@ -70,14 +70,14 @@ int writer_request_new_take(CommitRequest *request, const WriterReplySink *sink,
                             WriterRequest **ret);
 /* Answers the writer (when still connected). The body is stolen. Safe to call once. */
 void writer_request_reply(WriterRequest *w, int status, json_t *body);
-void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt, ...)
-        _printf_(4, 5);
+void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt,
+                                ...) _printf_(4, 5);
 /* Adds a header (e.g. Retry-After) to the pending answer. */
 void writer_request_add_header(WriterRequest *w, const char *name, const char *value);
 WriterRequest *writer_request_free(WriterRequest *w);
 /* Answers the writer as writer_request_reply*() do, then frees w: the end of a request the
  * engine does not keep. Return NULL. */
 WriterRequest *writer_request_finish(WriterRequest *w, int status, json_t *body);
-WriterRequest *writer_request_finish_error(WriterRequest *w, int status, const char *type, const char *fmt, ...)
-        _printf_(4, 5);
+WriterRequest *writer_request_finish_error(WriterRequest *w, int status, const char *type,
+                                           const char *fmt, ...) _printf_(4, 5);
 DEFINE_CLEANUP_FUNC(WriterRequest, writer_request_free);

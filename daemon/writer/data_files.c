@@ -13,9 +13,11 @@
 #include "writer/data_files.h"
 
 static const char *const known_fields[] = {
-        "content", "file-path", "location", "file-format", "spec-id", "partition", "record-count",
-        "file-size-in-bytes", "column-sizes", "value-counts", "null-value-counts", "nan-value-counts",
-        "lower-bounds", "upper-bounds", "split-offsets", "sort-order-id", "first-row-id", "key-metadata",
+        "content",      "file-path",    "location",          "file-format",
+        "spec-id",      "partition",    "record-count",      "file-size-in-bytes",
+        "column-sizes", "value-counts", "null-value-counts", "nan-value-counts",
+        "lower-bounds", "upper-bounds", "split-offsets",     "sort-order-id",
+        "first-row-id", "key-metadata",
 };
 
 DataFile *data_files_free(DataFile *files, size_t n) {
@@ -45,24 +47,32 @@ static int get_integer(const json_t *o, const char *key, int64_t min, int64_t ma
 }
 
 /* The "keys" of a CountMap or ValueMap: field ids (positive ints), none twice. */
-static int parse_map_keys(const json_t *map, const char *name, size_t *ret_n, int32_t **ret_ids, Error *e) {
-        const json_t *keys = json_object_get(map, "keys"), *values = json_object_get(map, "values"), *k;
+static int parse_map_keys(const json_t *map, const char *name, size_t *ret_n, int32_t **ret_ids,
+                          Error *e) {
+        const json_t *keys = json_object_get(map, "keys"), *values = json_object_get(map, "values"),
+                     *k;
         int32_t *ids;
         size_t i, n;
 
-        if (!json_is_object(map) || !json_is_array(keys) || !json_is_array(values) || json_object_size(map) != 2)
-                return error_set(e, -EINVAL, "'%s' must be an object {\"keys\": [field ids], \"values\": [...]}",
-                                 name);
+        if (!json_is_object(map) || !json_is_array(keys) || !json_is_array(values) ||
+            json_object_size(map) != 2)
+                return error_set(
+                        e, -EINVAL,
+                        "'%s' must be an object {\"keys\": [field ids], \"values\": [...]}", name);
         n = json_array_size(keys);
         if (json_array_size(values) != n)
-                return error_set(e, -EINVAL, "'%s' has %zu keys but %zu values", name, n, json_array_size(values));
+                return error_set(e, -EINVAL, "'%s' has %zu keys but %zu values", name, n,
+                                 json_array_size(values));
         ids = calloc(n ? n : 1, sizeof(*ids));
         if (!ids)
                 return error_set(e, -ENOMEM, "out of memory");
-        json_array_foreach(keys, i, k) {
-                if (!json_is_integer(k) || json_integer_value(k) < 1 || json_integer_value(k) > INT32_MAX) {
+        json_array_foreach (keys, i, k) {
+                if (!json_is_integer(k) || json_integer_value(k) < 1 ||
+                    json_integer_value(k) > INT32_MAX) {
                         free(ids);
-                        return error_set(e, -EINVAL, "'%s' key %zu must be a field id (a positive integer)", name, i);
+                        return error_set(e, -EINVAL,
+                                         "'%s' key %zu must be a field id (a positive integer)",
+                                         name, i);
                 }
                 ids[i] = (int32_t)json_integer_value(k);
                 for (size_t j = 0; j < i; j++)
@@ -70,7 +80,8 @@ static int parse_map_keys(const json_t *map, const char *name, size_t *ret_n, in
                                 int32_t id = ids[i];
 
                                 free(ids);
-                                return error_set(e, -EINVAL, "'%s' lists field id %d twice", name, id);
+                                return error_set(e, -EINVAL, "'%s' lists field id %d twice", name,
+                                                 id);
                         }
         }
         *ret_n = n;
@@ -92,13 +103,16 @@ static int parse_counts(const json_t *o, const char *name, DataFileCounts *c, Er
         c->values = calloc(c->n ? c->n : 1, sizeof(*c->values));
         if (!c->values)
                 return error_set(e, -ENOMEM, "out of memory");
-        json_array_foreach(json_object_get(map, "values"), i, v) {
+        json_array_foreach (json_object_get(map, "values"), i, v) {
                 if (!json_is_integer(v))
-                        return error_set(e, -EINVAL, "'%s' value %zu (field id %d) must be an integer", name, i,
+                        return error_set(e, -EINVAL,
+                                         "'%s' value %zu (field id %d) must be an integer", name, i,
                                          c->ids[i]);
                 if (json_integer_value(v) < 0)
-                        return error_set(e, -EINVAL, "'%s' value %zu (field id %d) is %lld, counts cannot be negative",
-                                         name, i, c->ids[i], (long long)json_integer_value(v));
+                        return error_set(
+                                e, -EINVAL,
+                                "'%s' value %zu (field id %d) is %lld, counts cannot be negative",
+                                name, i, c->ids[i], (long long)json_integer_value(v));
                 c->values[i] = json_integer_value(v);
         }
         return 0;
@@ -118,7 +132,7 @@ static int parse_bounds(const json_t *o, const char *name, DataFileBounds *b, Er
         b->json = calloc(b->n ? b->n : 1, sizeof(*b->json));
         if (!b->json)
                 return error_set(e, -ENOMEM, "out of memory");
-        json_array_foreach(json_object_get(map, "values"), i, v)
+        json_array_foreach (json_object_get(map, "values"), i, v)
                 b->json[i] = json_incref((json_t *)v);
         return 0;
 }
@@ -131,15 +145,18 @@ static int parse_split_offsets(const json_t *o, DataFile *f, Error *e) {
                 return 0;
         if (!json_is_array(array))
                 return error_set(e, -EINVAL, "'split-offsets' must be an array of byte offsets");
-        f->split_offsets = calloc(json_array_size(array) ? json_array_size(array) : 1, sizeof(*f->split_offsets));
+        f->split_offsets = calloc(json_array_size(array) ? json_array_size(array) : 1,
+                                  sizeof(*f->split_offsets));
         if (!f->split_offsets)
                 return error_set(e, -ENOMEM, "out of memory");
         f->has_split_offsets = true;
-        json_array_foreach(array, i, v) {
+        json_array_foreach (array, i, v) {
                 if (!json_is_integer(v) || json_integer_value(v) < 0 ||
                     json_integer_value(v) >= f->file_size_in_bytes)
                         return error_set(e, -EINVAL,
-                                         "'split-offsets'[%zu] must be an integer from 0 to file-size-in-bytes - 1", i);
+                                         "'split-offsets'[%zu] must be an integer from 0 to "
+                                         "file-size-in-bytes - 1",
+                                         i);
                 f->split_offsets[i] = json_integer_value(v);
                 f->n_split_offsets++;
         }
@@ -154,18 +171,23 @@ static int parse_one(const json_t *o, DataFile *f, Error *e) {
 
         if (!json_is_object(o))
                 return error_set(e, -EINVAL, "must be an object describing a data file");
-        json_object_foreach((json_t *)o, key, v)
+        json_object_foreach ((json_t *)o, key, v)
                 if (!is_known_field(key))
                         return error_set(e, -EINVAL, "unknown field '%s'", key);
 
         v = json_object_get(o, "content");
         if (v && !(json_is_string(v) && strcmp(json_string_value(v), "data") == 0))
-                return error_set(e, -EINVAL, "'content' must be \"data\": delete files cannot be described");
+                return error_set(e, -EINVAL,
+                                 "'content' must be \"data\": delete files cannot be described");
         if (json_object_get(o, "key-metadata"))
-                return error_set(e, -EINVAL, "'key-metadata' is not supported: encrypted files cannot be described");
+                return error_set(
+                        e, -EINVAL,
+                        "'key-metadata' is not supported: encrypted files cannot be described");
         v = json_object_get(o, "first-row-id");
         if (v && !json_is_null(v))
-                return error_set(e, -EINVAL, "'first-row-id' must be absent: row ids are assigned by the commit");
+                return error_set(
+                        e, -EINVAL,
+                        "'first-row-id' must be absent: row ids are assigned by the commit");
 
         /* The REST name is file-path; location is accepted for writers that think in URIs. */
         path = json_object_get(o, "file-path");
@@ -177,7 +199,9 @@ static int parse_one(const json_t *o, DataFile *f, Error *e) {
         s = json_string_value(path);
         if (!s || json_string_length(path) == 0 || json_string_length(path) > 4096 ||
             strlen(s) != json_string_length(path) || !utf8_is_valid(s, strlen(s)))
-                return error_set(e, -EINVAL, "'file-path' is required: the data file's location, 1 to 4096 characters");
+                return error_set(
+                        e, -EINVAL,
+                        "'file-path' is required: the data file's location, 1 to 4096 characters");
         for (const char *p = s; *p; p++)
                 if ((unsigned char)*p < 0x20 || *p == 0x7f)
                         return error_set(e, -EINVAL, "'file-path' contains control characters");
@@ -195,7 +219,9 @@ static int parse_one(const json_t *o, DataFile *f, Error *e) {
         else if (strcasecmp(s, "orc") == 0)
                 f->format = DATA_FILE_FORMAT_ORC;
         else
-                return error_set(e, -EINVAL, "'file-format' '%s' is not a data file format (parquet, avro or orc)", s);
+                return error_set(
+                        e, -EINVAL,
+                        "'file-format' '%s' is not a data file format (parquet, avro or orc)", s);
 
         r = get_integer(o, "record-count", 0, INT64_MAX, &f->record_count);
         if (r <= 0)
@@ -217,7 +243,8 @@ static int parse_one(const json_t *o, DataFile *f, Error *e) {
         v = json_object_get(o, "partition");
         if (v && !json_is_null(v) && !json_is_array(v))
                 return error_set(e, -EINVAL,
-                                 "'partition' must be a list of partition values in the order of the spec's fields");
+                                 "'partition' must be a list of partition values in the order of "
+                                 "the spec's fields");
         if (v && json_is_array(v))
                 f->partition = json_incref((json_t *)v);
 
@@ -244,24 +271,27 @@ int data_files_parse(const json_t *array, size_t max_files, DataFile **ret_files
         const json_t *o;
 
         if (!json_is_array(array))
-                return error_set(e, -EINVAL, "'data-files' must be an array of data file descriptions");
+                return error_set(e, -EINVAL,
+                                 "'data-files' must be an array of data file descriptions");
         n = json_array_size(array);
         if (n == 0)
                 return error_set(e, -EINVAL, "'data-files' is empty: nothing to commit");
         if (n > max_files)
                 return error_set(e, -E2BIG,
-                                 "'data-files' lists %zu files, above the limit of %zu (commit.max-data-files-per-request)",
+                                 "'data-files' lists %zu files, above the limit of %zu "
+                                 "(commit.max-data-files-per-request)",
                                  n, max_files);
         files = calloc(n, sizeof(*files));
         if (!files)
                 return error_set(e, -ENOMEM, "out of memory");
-        json_array_foreach(array, i, o) {
+        json_array_foreach (array, i, o) {
                 int r = parse_one(o, &files[i], e);
 
                 /* A path may appear once per snapshot: twice would count its rows twice. */
                 for (size_t j = 0; r >= 0 && j < i; j++)
                         if (strcmp(files[j].location, files[i].location) == 0)
-                                r = error_set(e, -EINVAL, "repeats the file-path of 'data-files'[%zu] '%s'", j,
+                                r = error_set(e, -EINVAL,
+                                              "repeats the file-path of 'data-files'[%zu] '%s'", j,
                                               files[i].location);
                 if (r < 0) {
                         data_files_free(files, n);

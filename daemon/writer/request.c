@@ -36,9 +36,10 @@ static bool text_is_valid(const char *s, size_t len, size_t max) {
         return true;
 }
 
-int request_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error) {
+int request_target_parse(const char *namespace_param, const char *table, CommitTarget *ret,
+                         Error *error) {
         const char *p = namespace_param;
-        CommitTarget t = {};
+        CommitTarget t = { 0 };
         int r;
 
         for (;;) {
@@ -47,7 +48,8 @@ int request_target_parse(const char *namespace_param, const char *table, CommitT
                 char **levels;
 
                 if (len == 0 || len > 255) {
-                        r = error_set(error, -EINVAL, "namespace level %zu is empty or too long", t.n_namespace);
+                        r = error_set(error, -EINVAL, "namespace level %zu is empty or too long",
+                                      t.n_namespace);
                         goto fail;
                 }
                 levels = reallocarray(t.namespace, t.n_namespace + 1, sizeof(*levels));
@@ -63,9 +65,10 @@ int request_target_parse(const char *namespace_param, const char *table, CommitT
                 }
                 t.n_namespace++;
                 if (!text_is_valid(t.namespace[t.n_namespace - 1], len, 255)) {
-                        r = error_set(error, -EINVAL,
-                                      "namespace level %zu is not UTF-8 or contains control characters",
-                                      t.n_namespace - 1);
+                        r = error_set(
+                                error, -EINVAL,
+                                "namespace level %zu is not UTF-8 or contains control characters",
+                                t.n_namespace - 1);
                         goto fail;
                 }
                 if (!end)
@@ -74,7 +77,8 @@ int request_target_parse(const char *namespace_param, const char *table, CommitT
         }
         if (!text_is_valid(table, strlen(table), 255)) {
                 r = error_set(error, -EINVAL,
-                              "table name is empty, longer than 255 bytes, not UTF-8 or has control characters");
+                              "table name is empty, longer than 255 bytes, not UTF-8 or has "
+                              "control characters");
                 goto fail;
         }
         t.table = strdup(table);
@@ -94,7 +98,7 @@ void request_target_deinit(CommitTarget *t) {
                 free(t->namespace[i]);
         free(t->namespace);
         free(t->table);
-        *t = (CommitTarget){};
+        *t = (CommitTarget){ 0 };
 }
 
 json_t *request_target_namespace_json(const CommitTarget *t) {
@@ -109,7 +113,7 @@ json_t *request_target_namespace_json(const CommitTarget *t) {
 /* Whether two locations name one file: local paths normalized, S3 by bucket and key whatever
  * the scheme's spelling. Unparsable ones compare as written (refused later, with the reason). */
 static bool request_same_file(const char *a, const char *b) {
-        _cleanup_(storage_location_deinit) StorageLocation la = {}, lb = {};
+        _cleanup_(storage_location_deinit) StorageLocation la = { 0 }, lb = { 0 };
 
         if (strcmp(a, b) == 0)
                 return true;
@@ -121,36 +125,42 @@ static bool request_same_file(const char *a, const char *b) {
         return strcmp(la.bucket, lb.bucket) == 0 && strcmp(la.key, lb.key) == 0;
 }
 
-static int request_parse_manifests(CommitRequest *r, json_t *array, const CommitRequestLimits *limits,
-                                   Error *error) {
+static int request_parse_manifests(CommitRequest *r, json_t *array,
+                                   const CommitRequestLimits *limits, Error *error) {
         size_t i, n;
         json_t *v;
 
         if (!json_is_array(array))
-                return error_set(error, -EINVAL, "'staged-manifests' must be an array of manifest locations");
+                return error_set(error, -EINVAL,
+                                 "'staged-manifests' must be an array of manifest locations");
         n = json_array_size(array);
         if (n == 0)
                 return error_set(error, -EINVAL, "'staged-manifests' is empty: nothing to commit");
         if (n > limits->max_manifests)
-                return error_set(error, -E2BIG, "'staged-manifests' lists %zu manifests, above the limit of %zu",
+                return error_set(error, -E2BIG,
+                                 "'staged-manifests' lists %zu manifests, above the limit of %zu",
                                  n, limits->max_manifests);
         r->manifests = calloc(n, sizeof(char *));
         if (!r->manifests)
                 return -ENOMEM;
-        json_array_foreach(array, i, v) {
+        json_array_foreach (array, i, v) {
                 const char *s = json_string_value(v);
 
                 if (!s || !text_is_valid(s, json_string_length(v), 4096))
                         return error_set(error, -EINVAL,
-                                         "'staged-manifests'[%zu] must be a location string of 1 to 4096 characters",
+                                         "'staged-manifests'[%zu] must be a location string of 1 "
+                                         "to 4096 characters",
                                          i);
                 /* The same file twice would register its data files twice (spec: a path may
                  * appear once per snapshot), also when spelled twice ("m", "./m", "//m",
                  * "file:m"; s3a:// for s3://): compared as the one file they name. */
                 for (size_t j = 0; j < r->n_manifests; j++)
                         if (request_same_file(r->manifests[j], s))
-                                return error_set(error, -EINVAL, "'staged-manifests'[%zu] '%s' names the same file as "
-                                                 "'staged-manifests'[%zu] '%s'", i, s, j, r->manifests[j]);
+                                return error_set(
+                                        error, -EINVAL,
+                                        "'staged-manifests'[%zu] '%s' names the same file as "
+                                        "'staged-manifests'[%zu] '%s'",
+                                        i, s, j, r->manifests[j]);
                 r->manifests[r->n_manifests] = strdup(s);
                 if (!r->manifests[r->n_manifests])
                         return -ENOMEM;
@@ -159,8 +169,8 @@ static int request_parse_manifests(CommitRequest *r, json_t *array, const Commit
         return 0;
 }
 
-static int request_parse_properties(CommitRequest *r, json_t *object, const CommitRequestLimits *limits,
-                                    Error *error) {
+static int request_parse_properties(CommitRequest *r, json_t *object,
+                                    const CommitRequestLimits *limits, Error *error) {
         size_t n_bytes = 0;
         const char *key;
         json_t *v;
@@ -170,7 +180,8 @@ static int request_parse_properties(CommitRequest *r, json_t *object, const Comm
                 return r->snapshot_properties ? 0 : -ENOMEM;
         }
         if (!json_is_object(object))
-                return error_set(error, -EINVAL, "'snapshot-properties' must be an object of strings");
+                return error_set(error, -EINVAL,
+                                 "'snapshot-properties' must be an object of strings");
         /* Every property is kept in the table's metadata for good: without a bound, a writer
          * grows every later commit's metadata (and its cost) without end. */
         if (json_object_size(object) > limits->max_properties)
@@ -178,17 +189,21 @@ static int request_parse_properties(CommitRequest *r, json_t *object, const Comm
                                  "'snapshot-properties' has %zu properties, above the limit of %zu "
                                  "(commit.max-snapshot-properties)",
                                  json_object_size(object), limits->max_properties);
-        json_object_foreach(object, key, v) {
+        json_object_foreach (object, key, v) {
                 n_bytes += strlen(key) + (json_is_string(v) ? json_string_length(v) : 0);
                 if (!json_is_string(v))
-                        return error_set(error, -EINVAL, "'snapshot-properties'.'%s' must be a string", key);
-                if (snapshot_summary_key_is_reserved(key))
                         return error_set(error, -EINVAL,
-                                         "'snapshot-properties'.'%s' is reserved: icecommitd computes it", key);
+                                         "'snapshot-properties'.'%s' must be a string", key);
+                if (snapshot_summary_key_is_reserved(key))
+                        return error_set(
+                                error, -EINVAL,
+                                "'snapshot-properties'.'%s' is reserved: icecommitd computes it",
+                                key);
         }
         if (n_bytes > limits->max_properties_bytes)
                 return error_set(error, -E2BIG,
-                                 "'snapshot-properties' hold %zu bytes of keys and values, above the limit of %zu "
+                                 "'snapshot-properties' hold %zu bytes of keys and values, above "
+                                 "the limit of %zu "
                                  "(commit.max-snapshot-properties-bytes)",
                                  n_bytes, limits->max_properties_bytes);
         r->snapshot_properties = json_incref(object);
@@ -196,7 +211,8 @@ static int request_parse_properties(CommitRequest *r, json_t *object, const Comm
 }
 
 static int request_fingerprint(CommitRequest *r) {
-        json_t *ns = request_target_namespace_json(&r->target), *manifests = json_array(), *canonical;
+        json_t *ns = request_target_namespace_json(&r->target), *manifests = json_array(),
+               *canonical;
         int rr = 0;
 
         if (!ns || !manifests) {
@@ -206,8 +222,8 @@ static int request_fingerprint(CommitRequest *r) {
         }
         for (size_t i = 0; i < r->n_manifests && rr == 0; i++)
                 rr = json_array_append_new(manifests, json_string(r->manifests[i]));
-        canonical = json_pack("{s:o, s:s, s:s, s:o, s:O}", "namespace", ns, "table", r->target.table,
-                              "branch", r->branch, "staged-manifests", manifests,
+        canonical = json_pack("{s:o, s:s, s:s, s:o, s:O}", "namespace", ns, "table",
+                              r->target.table, "branch", r->branch, "staged-manifests", manifests,
                               "snapshot-properties", r->snapshot_properties);
         /* Described files are part of "the same body": the same key with other files is a reuse. */
         if (canonical && r->data_files_json &&
@@ -228,7 +244,9 @@ char *request_key_scope(const char *principal, const char *namespace_param, cons
         /* Levels and names hold no control characters (request_target_parse), principals none
          * at all: 0x1D and 0x1E separate. */
         if (principal)
-                return asprintf(&scope, "%s\x1d%s\x1e%s", principal, namespace_param, table) < 0 ? NULL : scope;
+                return asprintf(&scope, "%s\x1d%s\x1e%s", principal, namespace_param, table) < 0
+                               ? NULL
+                               : scope;
         return asprintf(&scope, "%s\x1e%s", namespace_param, table) < 0 ? NULL : scope;
 }
 
@@ -249,7 +267,7 @@ int request_set_principal(CommitRequest *r, const char *principal) {
         if (!p || !recorded)
                 return -ENOMEM;
         if (asprintf(&scope, "%s\x1d%s", principal, r->key_scope) < 0) {
-                scope = NULL;   /* asprintf leaves it undefined on failure */
+                scope = NULL; /* asprintf leaves it undefined on failure */
                 return -ENOMEM;
         }
         free(r->key_scope);
@@ -261,7 +279,7 @@ int request_set_principal(CommitRequest *r, const char *principal) {
 }
 
 int request_parse(const char *namespace_param, const char *table, Slice body,
-                         const CommitRequestLimits *limits, CommitRequest **ret, Error *error) {
+                  const CommitRequestLimits *limits, CommitRequest **ret, Error *error) {
         _cleanup_(request_freep) CommitRequest *r = NULL;
         json_error_t json_error;
         json_t *root, *v;
@@ -285,10 +303,10 @@ int request_parse(const char *namespace_param, const char *table, Slice body,
         }
 
         rr = 0;
-        json_object_foreach(root, key, v)
+        json_object_foreach (root, key, v)
                 if (strcmp(key, "idempotency-key") != 0 && strcmp(key, "branch") != 0 &&
-                    strcmp(key, "staged-manifests") != 0 && strcmp(key, "snapshot-properties") != 0 &&
-                    strcmp(key, "data-files") != 0) {
+                    strcmp(key, "staged-manifests") != 0 &&
+                    strcmp(key, "snapshot-properties") != 0 && strcmp(key, "data-files") != 0) {
                         rr = error_set(error, -EINVAL, "unknown field '%s'", key);
                         break;
                 }
@@ -296,34 +314,42 @@ int request_parse(const char *namespace_param, const char *table, Slice body,
                 key = json_string_value(json_object_get(root, "idempotency-key"));
                 if (!key || !request_key_is_valid(key))
                         rr = error_set(error, -EINVAL,
-                                       "'idempotency-key' is required: 1 to 128 characters of A-Z a-z 0-9 . _ : -");
+                                       "'idempotency-key' is required: 1 to 128 characters of A-Z "
+                                       "a-z 0-9 . _ : -");
                 else if (!(r->idempotency_key = strdup(key)))
                         rr = -ENOMEM;
         }
         if (rr == 0) {
                 v = json_object_get(root, "branch");
                 branch = v ? json_string_value(v) : "main";
-                if (!branch || !text_is_valid(branch, strlen(branch), 255) || (v && json_string_length(v) != strlen(branch)))
-                        rr = error_set(error, -EINVAL, "'branch' must be a non-empty string without control characters");
+                if (!branch || !text_is_valid(branch, strlen(branch), 255) ||
+                    (v && json_string_length(v) != strlen(branch)))
+                        rr = error_set(
+                                error, -EINVAL,
+                                "'branch' must be a non-empty string without control characters");
                 else if (!(r->branch = strdup(branch)))
                         rr = -ENOMEM;
         }
-        if (rr == 0 && !json_object_get(root, "staged-manifests") && !json_object_get(root, "data-files"))
+        if (rr == 0 && !json_object_get(root, "staged-manifests") &&
+            !json_object_get(root, "data-files"))
                 rr = error_set(error, -EINVAL,
                                "nothing to commit: give 'staged-manifests' (manifest locations), "
                                "'data-files' (data file descriptions) or both");
         /* An empty staged-manifests list is fine beside data-files. */
         v = json_object_get(root, "staged-manifests");
-        if (rr == 0 && v && !(json_is_array(v) && json_array_size(v) == 0 && json_object_get(root, "data-files")))
+        if (rr == 0 && v &&
+            !(json_is_array(v) && json_array_size(v) == 0 && json_object_get(root, "data-files")))
                 rr = request_parse_manifests(r, v, limits, error);
         v = json_object_get(root, "data-files");
         if (rr == 0 && v) {
-                rr = data_files_parse(v, limits->max_data_files, &r->data_files, &r->n_data_files, error);
+                rr = data_files_parse(v, limits->max_data_files, &r->data_files, &r->n_data_files,
+                                      error);
                 if (rr == 0)
                         r->data_files_json = json_incref(v);
         }
         if (rr == 0)
-                rr = request_parse_properties(r, json_object_get(root, "snapshot-properties"), limits, error);
+                rr = request_parse_properties(r, json_object_get(root, "snapshot-properties"),
+                                              limits, error);
         json_decref(root);
         if (rr < 0)
                 return rr;
@@ -333,11 +359,13 @@ int request_parse(const char *namespace_param, const char *table, Slice body,
                 return rr;
         {
                 /* Queue identity: the namespace as sent (0x1F-joined), the table and the branch. */
-                r->key_scope = request_key_scope(/* principal= */ NULL, namespace_param, r->target.table);
+                r->key_scope =
+                        request_key_scope(/* principal= */ NULL, namespace_param, r->target.table);
                 r->recorded_key = strdup(r->idempotency_key);
                 if (!r->key_scope || !r->recorded_key)
                         return -ENOMEM;
-                if (asprintf(&r->queue_name, "%s\x1f%s@%s", namespace_param, r->target.table, r->branch) < 0) {
+                if (asprintf(&r->queue_name, "%s\x1f%s@%s", namespace_param, r->target.table,
+                             r->branch) < 0) {
                         r->queue_name = NULL;
                         return -ENOMEM;
                 }

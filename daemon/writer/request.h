@@ -15,14 +15,14 @@
 
 typedef struct CommitRequestLimits {
         size_t max_manifests;
-        size_t max_data_files;          /* commit.max-data-files-per-request */
-        size_t max_properties;          /* commit.max-snapshot-properties */
-        size_t max_properties_bytes;    /* commit.max-snapshot-properties-bytes: keys and values */
+        size_t max_data_files;       /* commit.max-data-files-per-request */
+        size_t max_properties;       /* commit.max-snapshot-properties */
+        size_t max_properties_bytes; /* commit.max-snapshot-properties-bytes: keys and values */
 } CommitRequestLimits;
 
 /* The table a request is for, from the URL path. */
 typedef struct CommitTarget {
-        char **namespace;               /* levels, from the path's %1F-separated namespace */
+        char **namespace; /* levels, from the path's %1F-separated namespace */
         size_t n_namespace;
         char *table;
 } CommitTarget;
@@ -30,25 +30,25 @@ typedef struct CommitTarget {
 typedef struct CommitRequest {
         CommitTarget target;
         char *idempotency_key;
-        char *branch;                   /* default "main" */
-        char **manifests;               /* staged manifest locations, request order */
+        char *branch;     /* default "main" */
+        char **manifests; /* staged manifest locations, request order */
         size_t n_manifests;
-        DataFile *data_files;           /* described files, request order: one manifest at intake */
+        DataFile *data_files; /* described files, request order: one manifest at intake */
         size_t n_data_files;
-        json_t *data_files_json;        /* as sent, for the fingerprint */
-        json_t *snapshot_properties;    /* owned object of strings */
-        char *fingerprint;              /* canonical JSON of all the above: same key, same body */
-        char *queue_name;               /* "ns\x1ftable@branch": one queue per table and branch */
-        char *key_scope;                /* "[principal\x1d]ns\x1etable": where its idempotency key counts */
-        char *principal;                /* who sent it; NULL when authentication is off */
-        char *recorded_key;             /* the key as snapshot summaries record it: "[principal/]key" */
+        json_t *data_files_json;     /* as sent, for the fingerprint */
+        json_t *snapshot_properties; /* owned object of strings */
+        char *fingerprint;           /* canonical JSON of all the above: same key, same body */
+        char *queue_name;            /* "ns\x1ftable@branch": one queue per table and branch */
+        char *key_scope;    /* "[principal\x1d]ns\x1etable": where its idempotency key counts */
+        char *principal;    /* who sent it; NULL when authentication is off */
+        char *recorded_key; /* the key as snapshot summaries record it: "[principal/]key" */
 } CommitRequest;
 
 /* Parses and checks a request body for table `table` in `namespace_param` (levels separated
  * by 0x1F). It needs `staged-manifests`, `data-files` or both. Returns -EINVAL with a message
  * naming the field and rule, -E2BIG above a limit. */
 int request_parse(const char *namespace_param, const char *table, Slice body,
-                         const CommitRequestLimits *limits, CommitRequest **ret, Error *error);
+                  const CommitRequestLimits *limits, CommitRequest **ret, Error *error);
 CommitRequest *request_free(CommitRequest *r);
 /* Makes the request `principal`'s (copied): its key then counts for that principal only, in
  * memory (key_scope) and in table history (recorded_key). Returns 0 or -ENOMEM. */
@@ -61,7 +61,8 @@ char *request_key_scope(const char *principal, const char *namespace_param, cons
 char *request_key_recorded(const char *principal, const char *key);
 /* Parses a namespace path parameter (levels separated by 0x1F) and a table name: each 1 to 255
  * bytes of UTF-8 without control characters. Returns -EINVAL with the reason, or -ENOMEM. */
-int request_target_parse(const char *namespace_param, const char *table, CommitTarget *ret, Error *error);
+int request_target_parse(const char *namespace_param, const char *table, CommitTarget *ret,
+                         Error *error);
 void request_target_deinit(CommitTarget *t);
 /* The namespace levels as a JSON array of strings (new reference), NULL when out of memory. */
 json_t *request_target_namespace_json(const CommitTarget *t);

@@ -17,7 +17,7 @@ static void check_text(const char *s, size_t size) {
         size_t n = strnlen(s, size);
 
         if (n == size)
-                abort();                        /* not terminated inside its field */
+                abort(); /* not terminated inside its field */
         for (size_t i = 0; i < n; i++)
                 if ((unsigned char)s[i] < 0x20 || s[i] == 0x7F)
                         abort();
@@ -28,7 +28,7 @@ static void fuzz_error(Slice body) {
 
         if (rest_error_parse(body, &e) < 0) {
                 if (e.message[0] || e.type[0] || e.code)
-                        abort();                /* zeroed on failure */
+                        abort(); /* zeroed on failure */
                 return;
         }
         check_text(e.message, sizeof(e.message));
@@ -38,8 +38,8 @@ static void fuzz_error(Slice body) {
 }
 
 static void fuzz_token(Slice body) {
-        RestToken t = {};
-        Error error = {};
+        RestToken t = { 0 };
+        Error error = { 0 };
 
         if (rest_token_parse(body, &t, &error) < 0) {
                 if (t.access_token)
@@ -50,7 +50,7 @@ static void fuzz_token(Slice body) {
                 abort();
         for (const char *s = t.access_token; *s; s++)
                 if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7F)
-                        abort();                /* would break the Authorization line */
+                        abort(); /* would break the Authorization line */
         if (t.has_expires_in && t.expires_in_s == 0)
                 abort();
         rest_token_deinit(&t);
@@ -60,7 +60,7 @@ static void fuzz_config(const json_t *j) {
         static const char *const ns[] = { "a", "b c" };
         json_t *client = json_pack("{s:s}", "warehouse", "wh");
         RestConfig c;
-        Error error = {};
+        Error error = { 0 };
         Buf path;
 
         if (!client)
@@ -70,7 +70,8 @@ static void fuzz_config(const json_t *j) {
                         abort();
                 if (c.prefix && !c.prefix[0])
                         abort();
-                (void)rest_config_has_endpoint(&c, "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}");
+                (void)rest_config_has_endpoint(
+                        &c, "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}");
                 /* Whatever the server said, the path stays one URL path: no space, '?' or '#'. */
                 buf_init(&path, 1 << 20);
                 if (rest_path_append(&path, REST_RESOURCE_TABLE, c.prefix, c.namespace_separator,
@@ -88,7 +89,7 @@ static int hex_value(uint8_t c) {
                 return c - '0';
         if (c >= 'A' && c <= 'F')
                 return c - 'A' + 10;
-        abort();                                /* we only ever write upper-case escapes */
+        abort(); /* we only ever write upper-case escapes */
 }
 
 static void fuzz_encoding(const uint8_t *data, size_t size) {
@@ -121,7 +122,7 @@ static void fuzz_encoding(const uint8_t *data, size_t size) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Slice body = slice_make(data, size);
         json_t *j = NULL;
-        Error error = {};
+        Error error = { 0 };
         char text[64];
         char *s;
 

@@ -11,12 +11,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        static const CommitRequestLimits limits = { .max_manifests = 16, .max_data_files = 16,
-                                                    .max_properties = 16, .max_properties_bytes = 4096 };
+        static const CommitRequestLimits limits = { .max_manifests = 16,
+                                                    .max_data_files = 16,
+                                                    .max_properties = 16,
+                                                    .max_properties_bytes = 4096 };
         const uint8_t *nl1, *nl2;
         char *ns, *table;
         CommitRequest *r = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         nl1 = memchr(data, '\n', size);
         if (!nl1)
@@ -28,8 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         table = strndup((const char *)nl1 + 1, (size_t)(nl2 - nl1 - 1));
         if (!ns || !table)
                 abort();
-        if (request_parse(ns, table, slice_make(nl2 + 1, size - (size_t)(nl2 + 1 - data)), &limits, &r,
-                                 &e) == 0) {
+        if (request_parse(ns, table, slice_make(nl2 + 1, size - (size_t)(nl2 + 1 - data)), &limits,
+                          &r, &e) == 0) {
                 if (!r->idempotency_key || !r->branch || r->n_manifests == 0 || !r->fingerprint ||
                     !request_key_is_valid(r->idempotency_key))
                         abort();

@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Config *c = NULL;
-        Error e = {};
+        Error e = { 0 };
         FILE *f;
 
         if (size == 0)
@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         abort();
                 config_free(c);
         } else if (e.message[0] == 0)
-                abort();        /* every refusal says why */
+                abort(); /* every refusal says why */
         fclose(f);
         return 0;
 }

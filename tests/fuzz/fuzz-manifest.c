@@ -23,8 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         if (manifest_entries_read(slice_make(data, size), 100000, &entries, &n_entries, &e) == 0) {
                 /* As the audit applies it: a manifest-list entry with a first_row_id. */
-                ManifestFile list_entry = { .path = (char *)"fuzz.avro", .sequence_number = 7,
-                                            .has_added_snapshot_id = true, .added_snapshot_id = 42, .has_first_row_id = true,
+                ManifestFile list_entry = { .path = (char *)"fuzz.avro",
+                                            .sequence_number = 7,
+                                            .has_added_snapshot_id = true,
+                                            .added_snapshot_id = 42,
+                                            .has_first_row_id = true,
                                             .first_row_id = 1000 };
 
                 for (size_t i = 0; i < n_entries; i++)

@@ -14,11 +14,13 @@ static void fuzz_tail(const uint8_t *data, size_t size, size_t tail_len, uint64_
         uint64_t need = 0;
         int r;
 
-        r = parquet_footer_parse(slice_make(data + size - tail_len, tail_len), size, max_footer, &f, &need, NULL);
-        if (r == 0 && (f.num_rows != f.row_group_rows || f.num_rows < 0 || f.footer_bytes + 12 > size ||
-                       f.footer_bytes + 8 > tail_len))
+        r = parquet_footer_parse(slice_make(data + size - tail_len, tail_len), size, max_footer, &f,
+                                 &need, NULL);
+        if (r == 0 && (f.num_rows != f.row_group_rows || f.num_rows < 0 ||
+                       f.footer_bytes + 12 > size || f.footer_bytes + 8 > tail_len))
                 abort();
-        if (r == PARQUET_FOOTER_E_SHORT && (need <= tail_len || need > max_footer + 8 || need > size))
+        if (r == PARQUET_FOOTER_E_SHORT &&
+            (need <= tail_len || need > max_footer + 8 || need > size))
                 abort();
         if (r > 0 && r != PARQUET_FOOTER_E_SHORT)
                 abort();

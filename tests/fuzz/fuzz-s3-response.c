@@ -24,7 +24,7 @@ static void check_text(const char *s, size_t size) {
 
 static void fuzz_locations(const uint8_t *data, size_t size) {
         char *text = malloc(size + 1), *dir;
-        StorageLocation l = {};
+        StorageLocation l = { 0 };
 
         if (!text)
                 return;
@@ -47,7 +47,7 @@ static void fuzz_locations(const uint8_t *data, size_t size) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Slice body = slice_make(data, size);
-        S3XmlListPage page = {};
+        S3XmlListPage page = { 0 };
         S3XmlError e;
 
         if (s3_xml_error_parse(body, &e) == 0) {

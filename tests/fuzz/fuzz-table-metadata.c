@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         json_t *metadata, *request, *updated = NULL;
         TableMetadata *t = NULL;
         json_error_t jerr;
-        Error e = {};
+        Error e = { 0 };
 
         metadata = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &jerr);
         if (!metadata)
@@ -28,22 +28,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 (void)table_current_schema(t);
                 t = table_metadata_free(t);
         }
-        request = json_pack("{s:[{s:s, s:s}, {s:s, s:s, s:n}], s:[{s:s, s:{s:I, s:I, s:I, s:s, s:{s:s}, s:I, s:I}},"
-                            " {s:s, s:s, s:s, s:I}]}",
-                            "requirements", "type", "assert-table-uuid", "uuid", "00000000-0000-4000-8000-000000000000",
-                            "type", "assert-ref-snapshot-id", "ref", "main", "snapshot-id",
-                            "updates", "action", "add-snapshot", "snapshot", "snapshot-id", (json_int_t)77,
-                            "sequence-number", (json_int_t)1, "timestamp-ms", (json_int_t)1700000000000,
-                            "manifest-list", "/warehouse/ns/t/metadata/snap-77.avro", "summary", "operation", "append",
-                            "first-row-id", (json_int_t)0, "added-rows", (json_int_t)5,
-                            "action", "set-snapshot-ref", "ref-name", "main", "type", "branch", "snapshot-id",
-                            (json_int_t)77);
-        if (request && table_update_apply(metadata, request, 1700000000001, "/warehouse/ns/t/metadata/v1.metadata.json",
-                                          &updated, &e) == 0) {
-                json_t *before = json_object_get(metadata, "next-row-id"), *after = json_object_get(updated, "next-row-id");
+        request =
+                json_pack("{s:[{s:s, s:s}, {s:s, s:s, s:n}], s:[{s:s, s:{s:I, s:I, s:I, s:s, "
+                          "s:{s:s}, s:I, s:I}},"
+                          " {s:s, s:s, s:s, s:I}]}",
+                          "requirements", "type", "assert-table-uuid", "uuid",
+                          "00000000-0000-4000-8000-000000000000", "type", "assert-ref-snapshot-id",
+                          "ref", "main", "snapshot-id", "updates", "action", "add-snapshot",
+                          "snapshot", "snapshot-id", (json_int_t)77, "sequence-number",
+                          (json_int_t)1, "timestamp-ms", (json_int_t)1700000000000, "manifest-list",
+                          "/warehouse/ns/t/metadata/snap-77.avro", "summary", "operation", "append",
+                          "first-row-id", (json_int_t)0, "added-rows", (json_int_t)5, "action",
+                          "set-snapshot-ref", "ref-name", "main", "type", "branch", "snapshot-id",
+                          (json_int_t)77);
+        if (request &&
+            table_update_apply(metadata, request, 1700000000001,
+                               "/warehouse/ns/t/metadata/v1.metadata.json", &updated, &e) == 0) {
+                json_t *before = json_object_get(metadata, "next-row-id"),
+                       *after = json_object_get(updated, "next-row-id");
 
-                if (json_is_integer(before) && json_integer_value(json_object_get(updated, "format-version")) >= 3 &&
-                    (!json_is_integer(after) || json_integer_value(after) != json_integer_value(before) + 5))
+                if (json_is_integer(before) &&
+                    json_integer_value(json_object_get(updated, "format-version")) >= 3 &&
+                    (!json_is_integer(after) ||
+                     json_integer_value(after) != json_integer_value(before) + 5))
                         abort();
                 json_decref(updated);
         }

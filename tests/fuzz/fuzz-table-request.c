@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *name = NULL;
         char **levels = NULL;
         size_t n_levels = 0;
-        Error e = {};
+        Error e = { 0 };
 
         if (preflight_request_parse(body, &upgrade, &e) == 0 && upgrade.format_version < 1)
                 abort();
@@ -37,8 +37,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         if (!name || !json_is_object(json_object_get(request, "properties")))
                 abort();
-        if (table_update_metadata_create(request, "/warehouse/ns/t", 1700000000000, "00000000-0000-4000-8000-000000000000",
-                                  &metadata, &e) == 0) {
+        if (table_update_metadata_create(request, "/warehouse/ns/t", 1700000000000,
+                                         "00000000-0000-4000-8000-000000000000", &metadata,
+                                         &e) == 0) {
                 /* The table just made from the request is the one it asks for. */
                 if (create_table_request_matches(request, metadata, &e) != 0)
                         abort();

@@ -13,13 +13,14 @@
 
 /* A byte-string literal as a Slice initializer, NUL bytes included:
  * ICEBERG_FIXTURE_BYTES("\x0a\x00\x00\x00") is 4 bytes. */
-#define ICEBERG_FIXTURE_BYTES(s) { (const uint8_t *)(s), sizeof(s) - 1 }
+#define ICEBERG_FIXTURE_BYTES(s)                                                                   \
+        { (const uint8_t *)(s), sizeof(s) - 1 }
 
 /* One partition field summary (r508). */
 typedef struct IcebergFixtureSummary {
-        bool contains_null;  /* 509 */
-        int contains_nan;    /* 518: 0 or 1, -1 for null */
-        Slice lower, upper;  /* 510, 511: .ptr NULL for null */
+        bool contains_null; /* 509 */
+        int contains_nan;   /* 518: 0 or 1, -1 for null */
+        Slice lower, upper; /* 510, 511: .ptr NULL for null */
 } IcebergFixtureSummary;
 
 /* One manifest-list entry (manifest_file, fields 500-520). added_snapshot_id and the counts

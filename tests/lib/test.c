@@ -69,7 +69,8 @@ int test_main(int argc, char **argv) {
                         continue;
                 n_run++;
                 fflush(NULL);
-                /* Under valgrind forking keeps its accounting per process, which is what we want. */
+                /* Under valgrind forking keeps its accounting per process, which is what we want.
+                 */
                 pid = fork();
                 if (pid < 0)
                         abort();

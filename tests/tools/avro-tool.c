@@ -86,15 +86,17 @@ static json_t *summaries_json(bool has, const PartitionFieldSummary *s, size_t n
                 return json_null();
         a = json_array();
         for (size_t i = 0; a && i < n; i++)
-                json_array_append_new(
-                        a, json_pack("{s:b, s:o, s:o, s:o}", "contains_null", s[i].contains_null,
-                                     "contains_nan",
-                                     s[i].has_contains_nan ? json_boolean(s[i].contains_nan)
+                json_array_append_new(a, json_pack("{s:b, s:o, s:o, s:o}", "contains_null",
+                                                   s[i].contains_null, "contains_nan",
+                                                   s[i].has_contains_nan
+                                                           ? json_boolean(s[i].contains_nan)
                                                            : json_null(),
-                                     "lower_bound",
-                                     optional_hex(s[i].has_lower_bound, &s[i].lower_bound),
-                                     "upper_bound",
-                                     optional_hex(s[i].has_upper_bound, &s[i].upper_bound)));
+                                                   "lower_bound",
+                                                   optional_hex(s[i].has_lower_bound,
+                                                                &s[i].lower_bound),
+                                                   "upper_bound",
+                                                   optional_hex(s[i].has_upper_bound,
+                                                                &s[i].upper_bound)));
         return a;
 }
 
@@ -102,21 +104,23 @@ static json_t *manifest_file_json(const ManifestFile *m) {
         json_t *counts = json_null();
 
         if (m->has_counts)
-                counts = json_pack(
-                        "{s:i, s:i, s:i, s:I, s:I, s:I}", "added_files_count", m->added_files_count,
-                        "existing_files_count", m->existing_files_count, "deleted_files_count",
-                        m->deleted_files_count, "added_rows_count", (json_int_t)m->added_rows_count,
-                        "existing_rows_count", (json_int_t)m->existing_rows_count,
-                        "deleted_rows_count", (json_int_t)m->deleted_rows_count);
-        return json_pack(
-                "{s:s, s:I, s:i, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "manifest_path", m->path,
-                "manifest_length", (json_int_t)m->length, "partition_spec_id", m->partition_spec_id,
-                "content", m->content, "sequence_number", (json_int_t)m->sequence_number,
-                "min_sequence_number", (json_int_t)m->min_sequence_number, "added_snapshot_id",
-                optional_int(m->has_added_snapshot_id, m->added_snapshot_id), "counts", counts,
-                "partitions", summaries_json(m->has_partitions, m->partitions, m->n_partitions),
-                "key_metadata", optional_hex(m->has_key_metadata, &m->key_metadata), "first_row_id",
-                optional_int(m->has_first_row_id, m->first_row_id));
+                counts = json_pack("{s:i, s:i, s:i, s:I, s:I, s:I}", "added_files_count",
+                                   m->added_files_count, "existing_files_count",
+                                   m->existing_files_count, "deleted_files_count",
+                                   m->deleted_files_count, "added_rows_count",
+                                   (json_int_t)m->added_rows_count, "existing_rows_count",
+                                   (json_int_t)m->existing_rows_count, "deleted_rows_count",
+                                   (json_int_t)m->deleted_rows_count);
+        return json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:o}", "manifest_path",
+                         m->path, "manifest_length", (json_int_t)m->length, "partition_spec_id",
+                         m->partition_spec_id, "content", m->content, "sequence_number",
+                         (json_int_t)m->sequence_number, "min_sequence_number",
+                         (json_int_t)m->min_sequence_number, "added_snapshot_id",
+                         optional_int(m->has_added_snapshot_id, m->added_snapshot_id), "counts",
+                         counts, "partitions",
+                         summaries_json(m->has_partitions, m->partitions, m->n_partitions),
+                         "key_metadata", optional_hex(m->has_key_metadata, &m->key_metadata),
+                         "first_row_id", optional_int(m->has_first_row_id, m->first_row_id));
 }
 
 /* Metadata values as text when they are UTF-8, else as "hex:...". */
@@ -168,7 +172,7 @@ static int cmd_read_list(const char *path) {
         ManifestFile *files = NULL;
         json_t *out, *list;
         size_t n = 0;
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         r = read_file(path, &file);
@@ -188,13 +192,15 @@ static int cmd_read_list(const char *path) {
         if (r < 0)
                 json_object_set_new(out, "header_error", json_string(e.message));
         else
-                json_object_set_new(
-                        out, "header",
-                        json_pack("{s:i, s:I, s:o, s:I, s:o}", "format_version", h.format_version,
-                                  "snapshot_id", (json_int_t)h.snapshot_id, "parent_snapshot_id",
-                                  optional_int(h.has_parent_snapshot_id, h.parent_snapshot_id),
-                                  "sequence_number", (json_int_t)h.sequence_number, "first_row_id",
-                                  optional_int(h.has_first_row_id, h.first_row_id)));
+                json_object_set_new(out, "header",
+                                    json_pack("{s:i, s:I, s:o, s:I, s:o}", "format_version",
+                                              h.format_version, "snapshot_id",
+                                              (json_int_t)h.snapshot_id, "parent_snapshot_id",
+                                              optional_int(h.has_parent_snapshot_id,
+                                                           h.parent_snapshot_id),
+                                              "sequence_number", (json_int_t)h.sequence_number,
+                                              "first_row_id",
+                                              optional_int(h.has_first_row_id, h.first_row_id)));
         list = json_array();
         for (size_t i = 0; i < n; i++)
                 json_array_append_new(list, manifest_file_json(&files[i]));
@@ -207,7 +213,7 @@ static int cmd_read_manifest(const char *path, const char *location) {
         _cleanup_(buf_deinitp) Buf file;
         _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
         json_t *out, *files;
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         r = read_file(path, &file);
@@ -219,11 +225,12 @@ static int cmd_read_manifest(const char *path, const char *location) {
 
         files = json_array();
         for (size_t i = 0; i < m->n_files; i++)
-                json_array_append_new(
-                        files, json_pack("{s:s, s:s, s:I, s:I}", "file_path", m->files[i].path,
-                                         "file_format", m->files[i].format, "record_count",
-                                         (json_int_t)m->files[i].record_count, "file_size_in_bytes",
-                                         (json_int_t)m->files[i].file_size_in_bytes));
+                json_array_append_new(files, json_pack("{s:s, s:s, s:I, s:I}", "file_path",
+                                                       m->files[i].path, "file_format",
+                                                       m->files[i].format, "record_count",
+                                                       (json_int_t)m->files[i].record_count,
+                                                       "file_size_in_bytes",
+                                                       (json_int_t)m->files[i].file_size_in_bytes));
         out = json_pack("{s:i, s:i, s:i, s:s?, s:s?, s:i, s:I, s:I, s:o, s:o}", "format_version",
                         m->format_version, "content", m->content, "partition_spec_id",
                         m->partition_spec_id, "schema", m->schema_json, "partition_spec",
@@ -239,25 +246,44 @@ static int cmd_read_manifest(const char *path, const char *location) {
  * first-row-id 1000; a staged data manifest whose null first_row_id became 1000, a delete
  * manifest (null first_row_id), a parent data manifest keeping first_row_id 925. */
 static const IcebergFixtureSummary list_v3_summaries[] = {
-        { .contains_nan = 0, .lower = ICEBERG_FIXTURE_BYTES("\x0a\x00\x00\x00"),
+        { .contains_nan = 0,
+          .lower = ICEBERG_FIXTURE_BYTES("\x0a\x00\x00\x00"),
           .upper = ICEBERG_FIXTURE_BYTES("\x64\x00\x00\x00") },
         { .contains_null = true, .contains_nan = -1, .lower = ICEBERG_FIXTURE_BYTES("alpha") },
 };
 
 static const IcebergFixtureManifest list_v3[] = {
-        { .path = "s3://bucket/wh/ns/t/metadata/staged-a-m0.avro", .length = 7012,
-          .partition_spec_id = 1, .sequence_number = 35, .min_sequence_number = 35,
-          .added_snapshot_id = 987134631982734, .file_counts = { 3, 0, 0 },
-          .row_counts = { 375, 0, 0 }, .has_partitions = true, .partitions = list_v3_summaries,
-          .n_partitions = ELEMENTSOF(list_v3_summaries), .has_first_row_id = true,
+        { .path = "s3://bucket/wh/ns/t/metadata/staged-a-m0.avro",
+          .length = 7012,
+          .partition_spec_id = 1,
+          .sequence_number = 35,
+          .min_sequence_number = 35,
+          .added_snapshot_id = 987134631982734,
+          .file_counts = { 3, 0, 0 },
+          .row_counts = { 375, 0, 0 },
+          .has_partitions = true,
+          .partitions = list_v3_summaries,
+          .n_partitions = ELEMENTSOF(list_v3_summaries),
+          .has_first_row_id = true,
           .first_row_id = 1000 },
-        { .path = "s3://bucket/wh/ns/t/metadata/deletes-m1.avro", .length = 5000, .content = 1,
-          .sequence_number = 34, .min_sequence_number = 10, .added_snapshot_id = 42,
-          .file_counts = { 1, 2, 3 }, .row_counts = { 4, 5, 6 }, .has_partitions = true,
+        { .path = "s3://bucket/wh/ns/t/metadata/deletes-m1.avro",
+          .length = 5000,
+          .content = 1,
+          .sequence_number = 34,
+          .min_sequence_number = 10,
+          .added_snapshot_id = 42,
+          .file_counts = { 1, 2, 3 },
+          .row_counts = { 4, 5, 6 },
+          .has_partitions = true,
           .key_metadata = ICEBERG_FIXTURE_BYTES("\x00\x01\xfe\xff") },
-        { .path = "s3://bucket/wh/ns/t/metadata/parent-m2.avro", .length = 9000,
-          .sequence_number = 1, .min_sequence_number = 1, .added_snapshot_id = 7,
-          .file_counts = { 0, 7, 0 }, .row_counts = { 0, 75, 0 }, .has_first_row_id = true,
+        { .path = "s3://bucket/wh/ns/t/metadata/parent-m2.avro",
+          .length = 9000,
+          .sequence_number = 1,
+          .min_sequence_number = 1,
+          .added_snapshot_id = 7,
+          .file_counts = { 0, 7, 0 },
+          .row_counts = { 0, 75, 0 },
+          .has_first_row_id = true,
           .first_row_id = 925 },
 };
 
@@ -273,7 +299,7 @@ static int cmd_write_list_v3(const char *path) {
                 .first_row_id = 1000,
         };
         ManifestFile *files = iceberg_fixture_manifest_files_new(list_v3, ELEMENTSOF(list_v3));
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         buf_init(&out, TOOL_MAX_FILE_BYTES);
@@ -296,10 +322,9 @@ int main(int argc, char **argv) {
                 return cmd_read_list(argv[2]);
         if ((argc == 3 || argc == 4) && strcmp(argv[1], "read-manifest") == 0)
                 return cmd_read_manifest(argv[2], argc == 4 ? argv[3] : NULL);
-        fprintf(stderr,
-                "usage: icecommit-avro-tool write-list-v3 OUT | read-list IN |\n"
-                "                           read-manifest IN [LOCATION]\n"
-                "exit: 0 ok, 1 the file was rejected (JSON with \"error\" on stdout),\n"
-                "      2 usage or I/O\n");
+        fprintf(stderr, "usage: icecommit-avro-tool write-list-v3 OUT | read-list IN |\n"
+                        "                           read-manifest IN [LOCATION]\n"
+                        "exit: 0 ok, 1 the file was rejected (JSON with \"error\" on stdout),\n"
+                        "      2 usage or I/O\n");
         return 2;
 }

@@ -8,12 +8,16 @@
 #include "audit/table.h"
 #include "test.h"
 
-static const AuditLimits limits = { .max_snapshots = 100, .max_manifests = 1000, .max_findings = 100 };
+static const AuditLimits limits = { .max_snapshots = 100,
+                                    .max_manifests = 1000,
+                                    .max_findings = 100 };
 
 /* A snapshot object: first_row_id < 0 leaves the v3 fields out; parent 0 means none. */
-static json_t *snap(int64_t id, int64_t parent, int64_t seq, int64_t first_row_id, int64_t added_rows) {
-        json_t *s = json_pack("{s:I, s:I, s:I, s:s, s:{s:s}}", "snapshot-id", (json_int_t)id, "sequence-number",
-                              (json_int_t)seq, "timestamp-ms", (json_int_t)(1000 + seq), "manifest-list",
+static json_t *snap(int64_t id, int64_t parent, int64_t seq, int64_t first_row_id,
+                    int64_t added_rows) {
+        json_t *s = json_pack("{s:I, s:I, s:I, s:s, s:{s:s}}", "snapshot-id", (json_int_t)id,
+                              "sequence-number", (json_int_t)seq, "timestamp-ms",
+                              (json_int_t)(1000 + seq), "manifest-list",
                               "file:/t/metadata/snap.avro", "summary", "operation", "append");
 
         if (parent)
@@ -26,13 +30,14 @@ static json_t *snap(int64_t id, int64_t parent, int64_t seq, int64_t first_row_i
 }
 
 /* A v3 table; `snapshots` is stolen; main points at `main_id`. */
-static AuditTable *table_new(int64_t next_row_id, int64_t last_seq, json_t *snapshots, int64_t main_id,
-                             const AuditLimits *l, int expect) {
-        json_t *md = json_pack("{s:i, s:s, s:s, s:I, s:I, s:o, s:{s:{s:s, s:I}}}", "format-version", 3,
-                               "table-uuid", "9c12d441-03fe-4693-9a96-a0705ddf69c1", "location", "file:/t",
-                               "last-sequence-number", (json_int_t)last_seq, "next-row-id", (json_int_t)next_row_id,
-                               "snapshots", snapshots, "refs", "main", "type", "branch", "snapshot-id",
-                               (json_int_t)main_id);
+static AuditTable *table_new(int64_t next_row_id, int64_t last_seq, json_t *snapshots,
+                             int64_t main_id, const AuditLimits *l, int expect) {
+        json_t *md =
+                json_pack("{s:i, s:s, s:s, s:I, s:I, s:o, s:{s:{s:s, s:I}}}", "format-version", 3,
+                          "table-uuid", "9c12d441-03fe-4693-9a96-a0705ddf69c1", "location",
+                          "file:/t", "last-sequence-number", (json_int_t)last_seq, "next-row-id",
+                          (json_int_t)next_row_id, "snapshots", snapshots, "refs", "main", "type",
+                          "branch", "snapshot-id", (json_int_t)main_id);
         TableMetadata *tm = NULL;
         AuditTable *t = NULL;
         Error e;
@@ -43,10 +48,16 @@ static AuditTable *table_new(int64_t next_row_id, int64_t last_seq, json_t *snap
         return t;
 }
 
-static ManifestFile data_manifest(const char *path, int64_t first_row_id, int64_t added, int64_t existing) {
-        ManifestFile m = { .path = strdup(path), .content = MANIFEST_CONTENT_DATA, .has_counts = true,
-                           .added_rows_count = added, .existing_rows_count = existing,
-                           .has_added_snapshot_id = true, .added_snapshot_id = 1, .sequence_number = 1 };
+static ManifestFile data_manifest(const char *path, int64_t first_row_id, int64_t added,
+                                  int64_t existing) {
+        ManifestFile m = { .path = strdup(path),
+                           .content = MANIFEST_CONTENT_DATA,
+                           .has_counts = true,
+                           .added_rows_count = added,
+                           .existing_rows_count = existing,
+                           .has_added_snapshot_id = true,
+                           .added_snapshot_id = 1,
+                           .sequence_number = 1 };
 
         if (first_row_id >= 0) {
                 m.has_first_row_id = true;
@@ -65,7 +76,8 @@ static void set_list(AuditTable *t, int64_t id, const ManifestFile *files, size_
         memcpy(copy, files, n * sizeof(*copy));
         for (size_t k = 0; k < n; k++)
                 copy[k].path = strdup(files[k].path);
-        ASSERT_OK(audit_snapshot_take_manifests(t, (size_t)i, 3, true, t->snapshots[i].first_row_id, copy, n, &e));
+        ASSERT_OK(audit_snapshot_take_manifests(t, (size_t)i, 3, true, t->snapshots[i].first_row_id,
+                                                copy, n, &e));
 }
 
 static void manifests_free(ManifestFile *m, size_t n) {
@@ -77,7 +89,7 @@ static json_t *check(json_t *report, const char *name) {
         size_t i;
         json_t *c;
 
-        json_array_foreach(json_object_get(report, "checks"), i, c)
+        json_array_foreach (json_object_get(report, "checks"), i, c)
                 if (strcmp(json_string_value(json_object_get(c, "name")), name) == 0)
                         return c;
         TEST_FAIL("no check %s", name);
@@ -97,10 +109,14 @@ static int64_t geti(json_t *o, const char *key) {
 TEST(healthy_table_all_checks_ok) {
         ManifestFile m1 = data_manifest("file:/t/m1.avro", 0, 10, 0);
         ManifestFile m2 = data_manifest("file:/t/m2.avro", 10, 15, 5);
-        ManifestFile del = { .path = strdup("file:/t/d.avro"), .content = MANIFEST_CONTENT_DELETES,
-                             .has_counts = true, .added_rows_count = 4 };
-        AuditTable *t = table_new(30, 3, json_pack("[o, o, o]", snap(1, 0, 1, 0, 10), snap(2, 1, 2, 10, 20),
-                                                   snap(3, 2, 3, 30, 0)), 3, NULL, 0);
+        ManifestFile del = { .path = strdup("file:/t/d.avro"),
+                             .content = MANIFEST_CONTENT_DELETES,
+                             .has_counts = true,
+                             .added_rows_count = 4 };
+        AuditTable *t = table_new(30, 3,
+                                  json_pack("[o, o, o]", snap(1, 0, 1, 0, 10),
+                                            snap(2, 1, 2, 10, 20), snap(3, 2, 3, 30, 0)),
+                                  3, NULL, 0);
         json_t *report, *s2, *assigned;
 
         set_list(t, 1, (ManifestFile[]){ m1 }, 1);
@@ -118,10 +134,12 @@ TEST(healthy_table_all_checks_ok) {
         ASSERT_STREQ(json_string_value(json_array_get(json_object_get(s2, "refs"), 0)), "main");
         assigned = json_object_get(s2, "manifests-assigned");
         ASSERT_EQ(json_array_size(assigned), 1);
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(assigned, 0), "path")), "file:/t/m2.avro");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(assigned, 0), "path")),
+                     "file:/t/m2.avro");
         ASSERT_EQ(geti(json_array_get(assigned, 0), "last-row-id"), 29);
-        ASSERT_TRUE(json_is_null(json_object_get(json_array_get(json_object_get(report, "snapshots"), 2),
-                                                 "last-row-id")));
+        ASSERT_TRUE(json_is_null(
+                json_object_get(json_array_get(json_object_get(report, "snapshots"), 2),
+                                "last-row-id")));
         json_decref(report);
         manifests_free((ManifestFile[]){ m1, m2, del }, 3);
         audit_table_free(t);
@@ -133,8 +151,10 @@ TEST(overlapping_manifest_is_flagged_with_both_names) {
         ManifestFile m1 = data_manifest("file:/t/m1.avro", 0, 5, 0);
         ManifestFile m2 = data_manifest("file:/t/m2.avro", 5, 10, 0);
         ManifestFile bad = data_manifest("file:/t/bad.avro", 0, 3, 0);
-        AuditTable *t = table_new(15, 3, json_pack("[o, o, o]", snap(1, 0, 1, 0, 5), snap(2, 1, 2, 5, 10),
-                                                   snap(3, 2, 3, 15, 0)), 3, NULL, 0);
+        AuditTable *t = table_new(15, 3,
+                                  json_pack("[o, o, o]", snap(1, 0, 1, 0, 5), snap(2, 1, 2, 5, 10),
+                                            snap(3, 2, 3, 15, 0)),
+                                  3, NULL, 0);
         json_t *report, *findings, *f, *names;
 
         set_list(t, 1, (ManifestFile[]){ m1 }, 1);
@@ -148,8 +168,10 @@ TEST(overlapping_manifest_is_flagged_with_both_names) {
         findings = json_object_get(check(report, "no-overlapping-ranges"), "findings");
         f = json_array_get(findings, 0);
         names = json_object_get(f, "manifests");
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(names, 0), "path")), "file:/t/bad.avro");
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(names, 1), "path")), "file:/t/m1.avro");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(names, 0), "path")),
+                     "file:/t/bad.avro");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(names, 1), "path")),
+                     "file:/t/m1.avro");
         ASSERT_EQ(geti(json_array_get(names, 0), "first-listed-by-snapshot-id"), 3);
         ASSERT_EQ(geti(json_array_get(names, 1), "first-listed-by-snapshot-id"), 1);
         ASSERT_EQ(geti(f, "first-row-id"), 0);
@@ -157,7 +179,8 @@ TEST(overlapping_manifest_is_flagged_with_both_names) {
         f = json_array_get(findings, 1);
         ASSERT_EQ(geti(f, "snapshot-id"), 3);
         ASSERT_STREQ(json_string_value(json_object_get(f, "manifest")), "file:/t/bad.avro");
-        ASSERT_CONTAINS(json_string_value(json_object_get(f, "message")), "outside the snapshot's range 15..14");
+        ASSERT_CONTAINS(json_string_value(json_object_get(f, "message")),
+                        "outside the snapshot's range 15..14");
         json_decref(report);
         manifests_free((ManifestFile[]){ m1, m2, bad }, 3);
         audit_table_free(t);
@@ -173,15 +196,17 @@ TEST(snapshot_ranges_overlap_and_findings_truncate) {
         json_t *report, *c, *f;
 
         one.max_findings = 1;
-        t = table_new(25, 2, json_pack("[o, o]", snap(1, 0, 1, 0, 10), snap(2, 1, 2, 5, 20)), 2, &one, 0);
+        t = table_new(25, 2, json_pack("[o, o]", snap(1, 0, 1, 0, 10), snap(2, 1, 2, 5, 20)), 2,
+                      &one, 0);
         set_list(t, 1, (ManifestFile[]){ a }, 1);
         set_list(t, 2, (ManifestFile[]){ a2 }, 1);
         report = audit_table_report(t);
         c = check(report, "no-overlapping-ranges");
         f = json_array_get(json_object_get(c, "findings"), 0);
         /* First the same path listed twice differently (found while gathering), then ranges. */
-        ASSERT_CONTAINS(json_string_value(json_object_get(f, "message")),
-                        "manifest 'file:/t/a.avro' has ids 0..9 in snapshot 1 but 100..109 in snapshot 2");
+        ASSERT_CONTAINS(
+                json_string_value(json_object_get(f, "message")),
+                "manifest 'file:/t/a.avro' has ids 0..9 in snapshot 1 but 100..109 in snapshot 2");
         ASSERT_EQ(json_array_size(json_object_get(c, "findings")), 1);
         ASSERT_TRUE(json_is_true(json_object_get(c, "findings-truncated")));
         /* a.avro of snapshot 2 at 100..109 also lies outside 5..24 and past next-row-id 25. */
@@ -190,7 +215,8 @@ TEST(snapshot_ranges_overlap_and_findings_truncate) {
         json_decref(report);
 
         audit_table_free(t);
-        t = table_new(25, 2, json_pack("[o, o]", snap(1, 0, 1, 0, 10), snap(2, 1, 2, 5, 20)), 2, NULL, 0);
+        t = table_new(25, 2, json_pack("[o, o]", snap(1, 0, 1, 0, 10), snap(2, 1, 2, 5, 20)), 2,
+                      NULL, 0);
         report = audit_table_report(t);
         f = json_array_get(json_object_get(check(report, "no-overlapping-ranges"), "findings"), 0);
         ASSERT_CONTAINS(json_string_value(json_object_get(f, "message")),
@@ -218,15 +244,18 @@ TEST(pre_upgrade_manifest_ranged_per_branch_is_valid) {
         ManifestFile m_branch = data_manifest("file:/t/m.avro", 18, 10, 0);
         ManifestFile m_main_again = data_manifest("file:/t/m.avro", 40, 10, 0);
         ManifestFile *v2 = calloc(1, sizeof(*v2));
-        AuditTable *t = table_new(28, 3, json_pack("[o, o, o]", snap(1, 0, 1, -1, 0), snap(2, 1, 2, 0, 15),
-                                                   snap(3, 1, 3, 15, 13)), 2, NULL, 0);
+        AuditTable *t = table_new(28, 3,
+                                  json_pack("[o, o, o]", snap(1, 0, 1, -1, 0), snap(2, 1, 2, 0, 15),
+                                            snap(3, 1, 3, 15, 13)),
+                                  2, NULL, 0);
         json_t *report;
         Error e;
 
         ASSERT_TRUE(v2);
         *v2 = m;
         v2->path = strdup(m.path);
-        ASSERT_OK(audit_snapshot_take_manifests(t, (size_t)audit_table_find_snapshot(t, 1), 2, false, 0, v2, 1, &e));
+        ASSERT_OK(audit_snapshot_take_manifests(t, (size_t)audit_table_find_snapshot(t, 1), 2,
+                                                false, 0, v2, 1, &e));
         set_list(t, 2, (ManifestFile[]){ n, m_main }, 2);
         set_list(t, 3, (ManifestFile[]){ p, m_branch }, 2);
         report = audit_table_report(t);
@@ -239,20 +268,26 @@ TEST(pre_upgrade_manifest_ranged_per_branch_is_valid) {
 
         /* Along main, though, M keeps 5..14: a child of snapshot 2 listing it at 40..49 gave
          * its rows new ids, and that snapshot 4 range 40..49 overlaps nothing else. */
-        t = table_new(50, 4, json_pack("[o, o, o, o]", snap(1, 0, 1, -1, 0), snap(2, 1, 2, 0, 15),
-                                       snap(3, 1, 3, 15, 13), snap(4, 2, 4, 40, 10)), 4, NULL, 0);
+        t = table_new(50, 4,
+                      json_pack("[o, o, o, o]", snap(1, 0, 1, -1, 0), snap(2, 1, 2, 0, 15),
+                                snap(3, 1, 3, 15, 13), snap(4, 2, 4, 40, 10)),
+                      4, NULL, 0);
         v2 = calloc(1, sizeof(*v2));
         ASSERT_TRUE(v2);
         *v2 = m;
         v2->path = strdup(m.path);
-        ASSERT_OK(audit_snapshot_take_manifests(t, (size_t)audit_table_find_snapshot(t, 1), 2, false, 0, v2, 1, &e));
+        ASSERT_OK(audit_snapshot_take_manifests(t, (size_t)audit_table_find_snapshot(t, 1), 2,
+                                                false, 0, v2, 1, &e));
         set_list(t, 2, (ManifestFile[]){ n, m_main }, 2);
         set_list(t, 3, (ManifestFile[]){ p, m_branch }, 2);
         set_list(t, 4, (ManifestFile[]){ n, m_main_again }, 2);
         report = audit_table_report(t);
         ASSERT_EQ(n_findings(report, "no-overlapping-ranges"), 1);
         ASSERT_CONTAINS(json_string_value(json_object_get(
-                                json_array_get(json_object_get(check(report, "no-overlapping-ranges"), "findings"), 0),
+                                json_array_get(json_object_get(check(report,
+                                                                     "no-overlapping-ranges"),
+                                                               "findings"),
+                                               0),
                                 "message")),
                         "has ids 5..14 in snapshot 2 but 40..49 in snapshot 4, its child");
         json_decref(report);
@@ -263,8 +298,9 @@ TEST(pre_upgrade_manifest_ranged_per_branch_is_valid) {
 /* Sequence numbers 2, 3 and 5 are gone (expired): the gaps they leave are explained. With 5
  * not missing (last-sequence-number 4), the ids after sequence 4 are a finding. */
 TEST(gaps_explained_by_missing_sequence_numbers) {
-        AuditTable *t = table_new(40, 5, json_pack("[o, o]", snap(1, 0, 1, 0, 10), snap(4, 0, 4, 25, 5)), 4,
-                                  NULL, 0);
+        AuditTable *t =
+                table_new(40, 5, json_pack("[o, o]", snap(1, 0, 1, 0, 10), snap(4, 0, 4, 25, 5)), 4,
+                          NULL, 0);
         AuditGap *gaps = NULL, gap;
         json_t *report;
         size_t n, idx = 99;
@@ -274,11 +310,13 @@ TEST(gaps_explained_by_missing_sequence_numbers) {
         ASSERT_EQ(gaps[0].first, 10);
         ASSERT_EQ(gaps[0].end, 25);
         ASSERT_TRUE(gaps[0].is_explained);
-        ASSERT_CONTAINS(gaps[0].explanation, "assigned by 2 snapshot(s) with sequence numbers between 1 and 4");
+        ASSERT_CONTAINS(gaps[0].explanation,
+                        "assigned by 2 snapshot(s) with sequence numbers between 1 and 4");
         ASSERT_EQ(gaps[1].first, 30);
         ASSERT_EQ(gaps[1].end, 40);
         ASSERT_TRUE(gaps[1].is_explained);
-        ASSERT_CONTAINS(gaps[1].explanation, "assigned by 1 snapshot(s) with sequence numbers between 4 and 6");
+        ASSERT_CONTAINS(gaps[1].explanation,
+                        "assigned by 1 snapshot(s) with sequence numbers between 4 and 6");
         free(gaps);
 
         ASSERT_EQ(audit_table_locate_snapshot(t, 12, &idx, &gap), AUDIT_ROW_IN_GAP);
@@ -288,13 +326,17 @@ TEST(gaps_explained_by_missing_sequence_numbers) {
         ASSERT_EQ(audit_table_locate_snapshot(t, 40, &idx, &gap), AUDIT_ROW_AT_OR_ABOVE_NEXT);
         audit_table_free(t);
 
-        t = table_new(40, 4, json_pack("[o, o]", snap(1, 0, 1, 0, 10), snap(4, 0, 4, 25, 5)), 4, NULL, 0);
+        t = table_new(40, 4, json_pack("[o, o]", snap(1, 0, 1, 0, 10), snap(4, 0, 4, 25, 5)), 4,
+                      NULL, 0);
         report = audit_table_report(t);
         ASSERT_EQ(n_findings(report, "gaps-explained"), 1);
         ASSERT_CONTAINS(json_string_value(json_object_get(
-                                json_array_get(json_object_get(check(report, "gaps-explained"), "findings"), 0),
+                                json_array_get(json_object_get(check(report, "gaps-explained"),
+                                                               "findings"),
+                                               0),
                                 "message")),
-                        "ids 30..39: no snapshot is missing between sequence numbers 4 and 5: next-row-id advanced by 10");
+                        "ids 30..39: no snapshot is missing between sequence numbers 4 and 5: "
+                        "next-row-id advanced by 10");
         ASSERT_EQ(json_array_size(json_object_get(report, "gaps")), 2);
         json_decref(report);
         audit_table_free(t);
@@ -306,14 +348,16 @@ TEST(gaps_explained_by_missing_sequence_numbers) {
 TEST(upgrade_missing_first_row_ids_and_next_row_id) {
         ManifestFile old = data_manifest("file:/t/old.avro", -1, 7, 0);
         ManifestFile m = data_manifest("file:/t/m.avro", 0, 7, 0);
-        AuditTable *t = table_new(6, 3, json_pack("[o, o, o]", snap(1, 0, 1, -1, 0), snap(2, 1, 2, 0, 7),
-                                                  snap(3, 2, 3, -1, 0)), 3, NULL, 0);
+        AuditTable *t = table_new(6, 3,
+                                  json_pack("[o, o, o]", snap(1, 0, 1, -1, 0), snap(2, 1, 2, 0, 7),
+                                            snap(3, 2, 3, -1, 0)),
+                                  3, NULL, 0);
         json_t *report;
 
         set_list(t, 2, (ManifestFile[]){ m, old }, 2);
         report = audit_table_report(t);
         ASSERT_EQ(n_findings(report, "data-manifests-have-first-row-id"), 2);
-        ASSERT_EQ(n_findings(report, "next-row-id-above-assigned"), 2);   /* snapshot 2 and m.avro */
+        ASSERT_EQ(n_findings(report, "next-row-id-above-assigned"), 2); /* snapshot 2 and m.avro */
         ASSERT_EQ(n_findings(report, "gaps-explained"), 0);
         ASSERT_EQ(n_findings(report, "no-overlapping-ranges"), 0);
         json_decref(report);
@@ -328,8 +372,8 @@ TEST(limits) {
         Error e;
 
         l.max_snapshots = 1;
-        ASSERT_TRUE(!table_new(10, 2, json_pack("[o, o]", snap(1, 0, 1, 0, 5), snap(2, 1, 2, 5, 5)), 2, &l,
-                               -E2BIG));
+        ASSERT_TRUE(!table_new(10, 2, json_pack("[o, o]", snap(1, 0, 1, 0, 5), snap(2, 1, 2, 5, 5)),
+                               2, &l, -E2BIG));
         l = limits;
         l.max_manifests = 1;
         t = table_new(10, 1, json_pack("[o]", snap(1, 0, 1, 0, 10)), 1, &l, 0);
@@ -342,9 +386,13 @@ TEST(limits) {
 
 /* Step 2 prefers the manifest assigned inside the snapshot's range. */
 TEST(find_manifest) {
-        ManifestFile files[] = { data_manifest("file:/t/old.avro", 0, 5, 0), data_manifest("file:/t/new.avro", 5, 10, 0),
+        ManifestFile files[] = { data_manifest("file:/t/old.avro", 0, 5, 0),
+                                 data_manifest("file:/t/new.avro", 5, 10, 0),
                                  data_manifest("file:/t/late.avro", 2, 3, 0) };
-        AuditSnapshot s = { .has_first_row_id = true, .first_row_id = 5, .added_rows = 10, .manifests = files,
+        AuditSnapshot s = { .has_first_row_id = true,
+                            .first_row_id = 5,
+                            .added_rows = 10,
+                            .manifests = files,
                             .n_manifests = 3 };
 
         ASSERT_EQ(audit_snapshot_find_manifest(&s, 7), 1);
@@ -357,16 +405,29 @@ TEST(find_manifest) {
  * 800, data2 and data3 ADDED (1000, 1050); a DELETED entry between them takes no ids. */
 TEST(entries_inherit_and_find_row) {
         ManifestEntry e[] = {
-                { .status = MANIFEST_ENTRY_EXISTING, .file_path = "data1", .record_count = 25,
-                  .has_first_row_id = true, .first_row_id = 800, .has_sequence_number = true, .sequence_number = 3,
-                  .has_file_sequence_number = true, .file_sequence_number = 3 },
+                { .status = MANIFEST_ENTRY_EXISTING,
+                  .file_path = "data1",
+                  .record_count = 25,
+                  .has_first_row_id = true,
+                  .first_row_id = 800,
+                  .has_sequence_number = true,
+                  .sequence_number = 3,
+                  .has_file_sequence_number = true,
+                  .file_sequence_number = 3 },
                 { .status = MANIFEST_ENTRY_ADDED, .file_path = "data2", .record_count = 50 },
-                { .status = MANIFEST_ENTRY_DELETED, .file_path = "gone", .record_count = 10,
-                  .has_sequence_number = true, .sequence_number = 2 },
+                { .status = MANIFEST_ENTRY_DELETED,
+                  .file_path = "gone",
+                  .record_count = 10,
+                  .has_sequence_number = true,
+                  .sequence_number = 2 },
                 { .status = MANIFEST_ENTRY_ADDED, .file_path = "data3", .record_count = 50 },
         };
-        ManifestFile m = { .content = MANIFEST_CONTENT_DATA, .has_first_row_id = true, .first_row_id = 1000,
-                           .sequence_number = 7, .has_added_snapshot_id = true, .added_snapshot_id = 42 };
+        ManifestFile m = { .content = MANIFEST_CONTENT_DATA,
+                           .has_first_row_id = true,
+                           .first_row_id = 1000,
+                           .sequence_number = 7,
+                           .has_added_snapshot_id = true,
+                           .added_snapshot_id = 42 };
         Error err;
 
         ASSERT_OK(manifest_entries_inherit(e, 4, &m, &err));

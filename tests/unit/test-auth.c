@@ -29,17 +29,16 @@ int CRYPTO_memcmp(const void *in_a, const void *in_b, size_t len) {
         return x;
 }
 
-static const char good_file[] =
-        "# principal   sha256(token)   scopes\n"
-        "alice " DIGEST_ALICE " commit,read:sales.*,ops.audit.events\r\n"
-        "\n"
-        "   # indented comment\n"
-        "bob\t" DIGEST_BOB "\tread:*   create:sales.staging.*\n"
-        "ops " DIGEST_OPS " metrics health upgrade:*";
+static const char good_file[] = "# principal   sha256(token)   scopes\n"
+                                "alice " DIGEST_ALICE " commit,read:sales.*,ops.audit.events\r\n"
+                                "\n"
+                                "   # indented comment\n"
+                                "bob\t" DIGEST_BOB "\tread:*   create:sales.staging.*\n"
+                                "ops " DIGEST_OPS " metrics health upgrade:*";
 
 static AuthTokens *parse(const char *text) {
         AuthTokens *t = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         if (auth_tokens_parse(slice_from_str(text), "tokens", &t, &e) < 0)
                 TEST_FAIL("parse failed: %s", e.message);
@@ -73,28 +72,33 @@ TEST(bad_files_are_refused_with_line_and_reason) {
                 { "# only a comment\n\n", "tokens: no tokens" },
                 { "alice\n", "tokens:1: expected PRINCIPAL SHA256 SCOPE" },
                 { "alice " DIGEST_ALICE "\n", "tokens:1: principal 'alice' has no scope" },
-                { "\nal/ice " DIGEST_ALICE " read:*\n", "tokens:2: principal 'al/ice' must be 1 to 64" },
+                { "\nal/ice " DIGEST_ALICE " read:*\n",
+                  "tokens:2: principal 'al/ice' must be 1 to 64" },
                 { "al,ice " DIGEST_ALICE " read:*\n", "principal 'al,ice' must be" },
-                { "alice token-alice read:*\n", "tokens:1: the second field must be the token's SHA-256" },
+                { "alice token-alice read:*\n",
+                  "tokens:1: the second field must be the token's SHA-256" },
                 { "alice " DIGEST_ALICE "0 read:*\n", "the second field must be" },
                 { "alice " DIGEST_ALICE " write:*\n", "tokens:1: unknown right 'write'" },
                 { "alice " DIGEST_ALICE " commit,:*\n", "unknown right ''" },
-                { "alice " DIGEST_ALICE " commit\n", "commit, create, upgrade and read need patterns" },
+                { "alice " DIGEST_ALICE " commit\n",
+                  "commit, create, upgrade and read need patterns" },
                 { "alice " DIGEST_ALICE " metrics:*\n", "metrics and health take no patterns" },
                 { "alice " DIGEST_ALICE " read:\n", "empty pattern" },
-                { "alice " DIGEST_ALICE " read:sales\n", "pattern 'sales' names no table: use 'sales.*'" },
+                { "alice " DIGEST_ALICE " read:sales\n",
+                  "pattern 'sales' names no table: use 'sales.*'" },
                 { "alice " DIGEST_ALICE " read:sales..t\n", "has an empty level" },
                 { "alice " DIGEST_ALICE " read:sales.\n", "has an empty level" },
                 { "alice " DIGEST_ALICE " read:sa*\n", "'*' stands alone" },
                 { "alice " DIGEST_ALICE " read:*.t\n", "'*' stands alone" },
                 { "alice " DIGEST_ALICE " read:a,\n", "pattern 'a' names no table" },
-                { "alice " DIGEST_ALICE " read:*\nbob " DIGEST_ALICE " read:*\n", "tokens:2: the same token as line 1" },
+                { "alice " DIGEST_ALICE " read:*\nbob " DIGEST_ALICE " read:*\n",
+                  "tokens:2: the same token as line 1" },
                 { "alice " DIGEST_ALICE " read:*\x01\n", "tokens:1: holds a control character" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 AuthTokens *t = NULL;
-                Error e = {};
+                Error e = { 0 };
 
                 if (auth_tokens_parse(slice_from_str(cases[i].text), "tokens", &t, &e) != -EINVAL)
                         TEST_FAIL("case %zu (%s) was not refused", i, cases[i].text);
@@ -106,7 +110,7 @@ TEST(bad_files_are_refused_with_line_and_reason) {
 TEST(nul_byte_is_refused) {
         static const char text[] = "alice " DIGEST_ALICE " read:*\n\0";
         AuthTokens *t = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_EQ(auth_tokens_parse(slice_make(text, sizeof(text) - 1), "tokens", &t, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "NUL byte");
@@ -125,7 +129,8 @@ TEST(one_principal_two_tokens) {
         ASSERT_TRUE(auth_token_allows(fresh, AUTH_RIGHT_COMMIT, "a", "t"));
 }
 
-static bool allows(const char *scopes, AuthRight right, const char *namespace_param, const char *table) {
+static bool allows(const char *scopes, AuthRight right, const char *namespace_param,
+                   const char *table) {
         char text[512];
         _cleanup_(auth_tokens_freep) AuthTokens *t = NULL;
 
@@ -138,7 +143,11 @@ TEST(patterns_match_whole_levels) {
         /* prefix: the namespace and everything below it, never a longer name */
         ASSERT_TRUE(allows("commit:ns.*", AUTH_RIGHT_COMMIT, "ns", "t"));
         ASSERT_TRUE(allows("commit:ns.*", AUTH_RIGHT_COMMIT, "ns\x1fsub", "t"));
-        ASSERT_TRUE(allows("commit:ns.*", AUTH_RIGHT_COMMIT, "ns\x1f" "sub\x1f" "deeper", "t"));
+        ASSERT_TRUE(allows("commit:ns.*", AUTH_RIGHT_COMMIT,
+                           "ns\x1f"
+                           "sub\x1f"
+                           "deeper",
+                           "t"));
         ASSERT_TRUE(!allows("commit:ns.*", AUTH_RIGHT_COMMIT, "nsx", "t"));
         ASSERT_TRUE(!allows("commit:ns.*", AUTH_RIGHT_COMMIT, "n", "t"));
         ASSERT_TRUE(!allows("commit:ns.*", AUTH_RIGHT_COMMIT, "other\x1fns", "t"));
@@ -154,11 +163,22 @@ TEST(patterns_match_whole_levels) {
         ASSERT_TRUE(!allows("commit:ns.t", AUTH_RIGHT_COMMIT, "ns", "tt"));
         ASSERT_TRUE(!allows("commit:ns.t", AUTH_RIGHT_COMMIT, "ns\x1fsub", "t"));
         ASSERT_TRUE(!allows("commit:ns.t", AUTH_RIGHT_COMMIT, "ns\x1ft", "x"));
-        ASSERT_TRUE(allows("commit:a.b.c.t", AUTH_RIGHT_COMMIT, "a\x1f" "b\x1f" "c", "t"));
-        ASSERT_TRUE(!allows("commit:a.b.c.t", AUTH_RIGHT_COMMIT, "a\x1f" "b", "c"));
+        ASSERT_TRUE(allows("commit:a.b.c.t", AUTH_RIGHT_COMMIT,
+                           "a\x1f"
+                           "b\x1f"
+                           "c",
+                           "t"));
+        ASSERT_TRUE(!allows("commit:a.b.c.t", AUTH_RIGHT_COMMIT,
+                            "a\x1f"
+                            "b",
+                            "c"));
         /* everything */
         ASSERT_TRUE(allows("commit:*", AUTH_RIGHT_COMMIT, "any", "t"));
-        ASSERT_TRUE(allows("commit:*", AUTH_RIGHT_COMMIT, "a\x1f" "b\x1f" "c", "t"));
+        ASSERT_TRUE(allows("commit:*", AUTH_RIGHT_COMMIT,
+                           "a\x1f"
+                           "b\x1f"
+                           "c",
+                           "t"));
         /* the right must be granted on the pattern that matches */
         ASSERT_TRUE(!allows("read:*", AUTH_RIGHT_COMMIT, "ns", "t"));
         ASSERT_TRUE(!allows("read:ns.* commit:other.*", AUTH_RIGHT_COMMIT, "ns", "t"));
@@ -183,7 +203,7 @@ TEST(lookup_compares_every_entry_in_constant_time) {
         n_memcmp_calls = 0;
         found = auth_tokens_find(t, slice_from_str("token-alice"));
         ASSERT_TRUE(found == &t->tokens[0]);
-        ASSERT_EQ(n_memcmp_calls, 3);   /* found first, compared with all three */
+        ASSERT_EQ(n_memcmp_calls, 3); /* found first, compared with all three */
 
         n_memcmp_calls = 0;
         found = auth_tokens_find(t, slice_from_str("token-ops"));
@@ -217,7 +237,7 @@ TEST(bearer_headers) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                Slice token = {};
+                Slice token = { 0 };
                 int r = auth_bearer_parse(slice_from_str(cases[i].header), &token);
 
                 if (!cases[i].token) {
@@ -245,7 +265,7 @@ static char *write_file(const char *text) {
 TEST(load_reads_a_regular_file_within_the_limit) {
         char *path = write_file(good_file);
         AuthTokens *t = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_EQ(auth_tokens_load(path, 64, &t, &e), -EFBIG);
         ASSERT_CONTAINS(e.message, "above auth.max-tokens-file-bytes=64");
@@ -266,7 +286,7 @@ TEST(reload_keeps_the_old_tokens_on_a_bad_file) {
         AuthConfig config = { .tokens_file = path, .max_tokens_file_bytes = 1 << 20 };
         _cleanup_(auth_freep) Auth *a = NULL;
         size_t n = 0;
-        Error e = {};
+        Error e = { 0 };
         FILE *f;
 
         ASSERT_OK(auth_new(&config, &a, &e));
@@ -290,7 +310,7 @@ TEST(auth_is_off_without_a_file) {
         AuthConfig config = { .max_tokens_file_bytes = 1 << 20 };
         _cleanup_(auth_freep) Auth *a = NULL;
         size_t n = 0;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_OK(auth_new(&config, &a, &e));
         ASSERT_TRUE(!auth_is_enabled(a));
@@ -311,7 +331,7 @@ static int load_config(const char *text, Config **ret, Error *e) {
 TEST(config_section) {
         _cleanup_(config_freep) Config *c = NULL;
         char dir[] = "/tmp/icecommit-test-credentials-XXXXXX", path[128];
-        Error e = {};
+        Error e = { 0 };
         FILE *f;
 
         ASSERT_OK(load_config("[auth]\n", &c, &e));
@@ -321,7 +341,8 @@ TEST(config_section) {
         c = config_free(c);
         ASSERT_EQ(load_config("[auth]\nmetrics-requires-token = true\n", &c, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "need auth.tokens-file");
-        ASSERT_OK(load_config("[auth]\ntokens-file = /etc/t\nhealth-requires-token = true\n", &c, &e));
+        ASSERT_OK(load_config("[auth]\ntokens-file = /etc/t\nhealth-requires-token = true\n", &c,
+                              &e));
         ASSERT_STREQ(c->auth.tokens_file, "/etc/t");
         ASSERT_TRUE(c->auth.health_requires_token);
         c = config_free(c);

@@ -51,7 +51,7 @@ typedef struct Outcome {
 static void outcome_record(const CatalogResult *result, void *userdata) {
         Outcome *o = userdata;
 
-        ASSERT_TRUE(!o->is_done);               /* exactly once */
+        ASSERT_TRUE(!o->is_done); /* exactly once */
         o->is_done = true;
         o->status = result->status;
         o->http_status = result->http_status;
@@ -62,20 +62,20 @@ static void outcome_record(const CatalogResult *result, void *userdata) {
 
 static void outcome_reset(Outcome *o) {
         json_decref(o->body);
-        *o = (Outcome){};
+        *o = (Outcome){ 0 };
 }
 
 /* An Outcome's status, with the catalog's words when it is not the one wanted. */
-#define ASSERT_OUTCOME(o, want)                                                                   \
-        do {                                                                                      \
-                const Outcome *_o = &(o);                                                         \
-                int _want = (want);                                                               \
-                if (_o->status != _want)                                                          \
-                        TEST_FAIL("ASSERT_OUTCOME(%s, %s) failed: %s (%d) != %s (%d): "           \
-                                  "HTTP %ld %s", #o, #want,                                       \
-                                  catalog_outcome_to_string(_o->status), _o->status,              \
-                                  catalog_outcome_to_string(_want), _want, _o->http_status,       \
-                                  _o->message);                                                   \
+#define ASSERT_OUTCOME(o, want)                                                                    \
+        do {                                                                                       \
+                const Outcome *_o = &(o);                                                          \
+                int _want = (want);                                                                \
+                if (_o->status != _want)                                                           \
+                        TEST_FAIL("ASSERT_OUTCOME(%s, %s) failed: %s (%d) != %s (%d): "            \
+                                  "HTTP %ld %s",                                                   \
+                                  #o, #want, catalog_outcome_to_string(_o->status), _o->status,    \
+                                  catalog_outcome_to_string(_want), _want, _o->http_status,        \
+                                  _o->message);                                                    \
         } while (0)
 
 static void run_until(uv_loop_t *loop, const bool *flag) {
@@ -220,7 +220,10 @@ TEST(path_building) {
 TEST(text_copy) {
         char small[6];
 
-        rest_text_copy(small, sizeof(small), "a\nb\x01" "c", 5);
+        rest_text_copy(small, sizeof(small),
+                       "a\nb\x01"
+                       "c",
+                       5);
         ASSERT_STREQ(small, "a b c");
         /* "ab€" is 5 bytes; 5 fit, but "abc€" must cut before the euro sign, not inside. */
         rest_text_copy(small, sizeof(small), "abc\xe2\x82\xac", 6);
@@ -251,19 +254,22 @@ TEST(error_body_parsing) {
 
         ASSERT_OK(rest_error_parse(slice_from_str("{\"error\":{\"message\":\"Table does not exist: "
                                                   "ns.t\",\"type\":\"NoSuchTableException\","
-                                                  "\"code\":404}}"), &e));
+                                                  "\"code\":404}}"),
+                                   &e));
         ASSERT_STREQ(e.message, "Table does not exist: ns.t");
         ASSERT_EQ(e.code, 404);
 
         /* RFC 6749's error shape from a token endpoint. */
         ASSERT_OK(rest_error_parse(slice_from_str("{\"error\":\"invalid_client\","
-                                                  "\"error_description\":\"bad secret\"}"), &e));
+                                                  "\"error_description\":\"bad secret\"}"),
+                                   &e));
         ASSERT_STREQ(e.type, "invalid_client");
         ASSERT_STREQ(e.message, "bad secret");
 
         /* Log-safe: control characters become spaces; odd codes drop. */
         ASSERT_OK(rest_error_parse(slice_from_str("{\"error\":{\"message\":\"a\\nb\\u0001c\","
-                                                  "\"code\":200}}"), &e));
+                                                  "\"code\":200}}"),
+                                   &e));
         ASSERT_STREQ(e.message, "a b c");
         ASSERT_EQ(e.code, 0);
         ASSERT_STREQ(e.type, "");
@@ -288,7 +294,8 @@ TEST(error_body_parsing) {
 /* The fixture's /v1/config, endpoints shortened. */
 static const char fixture_config[] =
         "{\"defaults\":{},\"overrides\":{\"namespace-separator\":\"%2E\"},"
-        "\"endpoints\":[\"GET v1/config\",\"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}\","
+        "\"endpoints\":[\"GET v1/config\",\"GET "
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}\","
         "\"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}\"]}";
 
 static int config_parse_str(const char *text, const json_t *client, RestConfig *ret, Error *e) {
@@ -306,14 +313,15 @@ static int config_parse_str(const char *text, const json_t *client, RestConfig *
 TEST(config_parsing) {
         RestConfig c;
         json_t *client;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_OK(config_parse_str(fixture_config, NULL, &c, &e));
         ASSERT_TRUE(c.prefix == NULL);
         ASSERT_STREQ(c.namespace_separator, "%2E");
         ASSERT_TRUE(c.has_endpoints);
         ASSERT_EQ(c.n_endpoints, 3);
-        ASSERT_TRUE(rest_config_has_endpoint(&c, "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
+        ASSERT_TRUE(rest_config_has_endpoint(
+                &c, "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
         ASSERT_TRUE(!rest_config_has_endpoint(&c, "POST /v1/{prefix}/transactions/commit"));
         ASSERT_TRUE(!c.has_idempotency);
         rest_config_deinit(&c);
@@ -321,9 +329,11 @@ TEST(config_parsing) {
         /* defaults < client < overrides; no endpoints means the OpenAPI default set. */
         client = json_pack("{s:s, s:s}", "prefix", "client", "warehouse", "wh");
         ASSERT_TRUE(client);
-        ASSERT_OK(config_parse_str("{\"defaults\":{\"prefix\":\"d\",\"warehouse\":\"d\",\"x\":\"d\"},"
-                                   "\"overrides\":{\"warehouse\":\"o\"},"
-                                   "\"idempotency-key-lifetime\":\"PT30M\"}", client, &c, &e));
+        ASSERT_OK(
+                config_parse_str("{\"defaults\":{\"prefix\":\"d\",\"warehouse\":\"d\",\"x\":\"d\"},"
+                                 "\"overrides\":{\"warehouse\":\"o\"},"
+                                 "\"idempotency-key-lifetime\":\"PT30M\"}",
+                                 client, &c, &e));
         ASSERT_STREQ(c.prefix, "client");
         ASSERT_STREQ(json_string_value(json_object_get(c.properties, "warehouse")), "o");
         ASSERT_STREQ(json_string_value(json_object_get(c.properties, "x")), "d");
@@ -338,7 +348,8 @@ TEST(config_parsing) {
 
         /* An advertised lifetime we cannot read still means "supported". */
         ASSERT_OK(config_parse_str("{\"defaults\":{},\"overrides\":{},"
-                                   "\"idempotency-key-lifetime\":\"P1M\"}", NULL, &c, &e));
+                                   "\"idempotency-key-lifetime\":\"P1M\"}",
+                                   NULL, &c, &e));
         ASSERT_TRUE(c.has_idempotency);
         ASSERT_EQ(c.idempotency_lifetime_ms, 0);
         rest_config_deinit(&c);
@@ -379,9 +390,9 @@ TEST(duration_parsing) {
                 { "P", -EINVAL, 0 },
                 { "PT", -EINVAL, 0 },
                 { "P1DT", -EINVAL, 0 },
-                { "P1M", -EINVAL, 0 },          /* a month has no fixed length */
+                { "P1M", -EINVAL, 0 }, /* a month has no fixed length */
                 { "P1Y", -EINVAL, 0 },
-                { "PT1M1H", -EINVAL, 0 },       /* out of order */
+                { "PT1M1H", -EINVAL, 0 }, /* out of order */
                 { "PT1H1H", -EINVAL, 0 },
                 { "PT1.5M", -EINVAL, 0 },
                 { "PT30", -EINVAL, 0 },
@@ -405,23 +416,27 @@ TEST(duration_parsing) {
 
 TEST(token_parsing) {
         RestToken t;
-        Error e = {};
+        Error e = { 0 };
 
         /* The fixture's /v1/oauth/tokens answer. */
         ASSERT_OK(rest_token_parse(slice_from_str("{\"access_token\":\"client-credentials-token:"
-                                                  "sub=a\",\"token_type\":\"Bearer\"}"), &t, &e));
+                                                  "sub=a\",\"token_type\":\"Bearer\"}"),
+                                   &t, &e));
         ASSERT_STREQ(t.access_token, "client-credentials-token:sub=a");
         ASSERT_TRUE(!t.has_expires_in);
         rest_token_deinit(&t);
         ASSERT_TRUE(t.access_token == NULL);
 
-        ASSERT_OK(rest_token_parse(slice_from_str("{\"access_token\":\"x\",\"token_type\":\"bearer\","
-                                                  "\"expires_in\":3600}"), &t, &e));
+        ASSERT_OK(
+                rest_token_parse(slice_from_str("{\"access_token\":\"x\",\"token_type\":\"bearer\","
+                                                "\"expires_in\":3600}"),
+                                 &t, &e));
         ASSERT_TRUE(t.has_expires_in);
         ASSERT_EQ(t.expires_in_s, 3600);
         rest_token_deinit(&t);
         ASSERT_OK(rest_token_parse(slice_from_str("{\"access_token\":\"x\",\"expires_in\":\"60\","
-                                                  "\"issued_token_type\":\"urn:x\"}"), &t, &e));
+                                                  "\"issued_token_type\":\"urn:x\"}"),
+                                   &t, &e));
         ASSERT_EQ(t.expires_in_s, 60);
         rest_token_deinit(&t);
 
@@ -448,7 +463,7 @@ TEST(token_parsing) {
 
 TEST(json_integers_that_do_not_fit) {
         json_t *j = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_OK(rest_json_parse(slice_from_str("{\"next-row-id\":9223372036854775807}"), &j, &e));
         ASSERT_EQ(json_integer_value(json_object_get(j, "next-row-id")), INT64_MAX);
@@ -456,7 +471,8 @@ TEST(json_integers_that_do_not_fit) {
         ASSERT_EQ(rest_json_parse(slice_from_str("{\"next-row-id\":9223372036854775808}"), &j, &e),
                   -EBADMSG);
         ASSERT_CONTAINS(e.message, "too big integer");
-        ASSERT_EQ(rest_json_parse(slice_from_str("{\"a\":-9223372036854775809}"), &j, &e), -EBADMSG);
+        ASSERT_EQ(rest_json_parse(slice_from_str("{\"a\":-9223372036854775809}"), &j, &e),
+                  -EBADMSG);
         ASSERT_EQ(rest_json_parse(slice_from_str("{\"a\":1e999}"), &j, &e), -EBADMSG);
 }
 
@@ -465,7 +481,8 @@ TEST(table_result_check) {
                 const char *json;
                 int r;
         } cases[] = {
-                { "{\"metadata-location\":\"/wh/t/m.json\",\"metadata\":{\"format-version\":3}}", 0 },
+                { "{\"metadata-location\":\"/wh/t/m.json\",\"metadata\":{\"format-version\":3}}",
+                  0 },
                 { "{\"metadata-location\":null,\"metadata\":{}}", 0 },
                 { "{\"metadata\":{},\"config\":{\"k\":\"v\"}}", 0 },
                 { "{\"metadata-location\":\"x\"}", -EBADMSG },
@@ -476,7 +493,7 @@ TEST(table_result_check) {
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 json_t *j = NULL;
-                Error e = {};
+                Error e = { 0 };
 
                 ASSERT_OK(rest_json_parse(slice_from_str(cases[i].json), &j, &e));
                 ASSERT_EQ(rest_table_result_check(j, &e), cases[i].r);
@@ -528,8 +545,8 @@ TEST(outcome_mapping) {
                 int mutation = catalog_outcome_from_http(true, cases[i].http, cases[i].message);
 
                 if (read != cases[i].read || mutation != cases[i].mutation)
-                        TEST_FAIL("HTTP %ld: read %s (want %s), mutation %s (want %s)", cases[i].http,
-                                  catalog_outcome_to_string(read),
+                        TEST_FAIL("HTTP %ld: read %s (want %s), mutation %s (want %s)",
+                                  cases[i].http, catalog_outcome_to_string(read),
                                   catalog_outcome_to_string(cases[i].read),
                                   catalog_outcome_to_string(mutation),
                                   catalog_outcome_to_string(cases[i].mutation));
@@ -567,9 +584,9 @@ TEST(client_new_rejects_bad_config) {
 }
 
 static json_t *commit_request_set(const char *uuid, const char *key, const char *value) {
-        json_t *j = json_pack("{s:[{s:s,s:s}], s:[{s:s,s:{s:s}}]}",
-                              "requirements", "type", "assert-table-uuid", "uuid", uuid,
-                              "updates", "action", "set-properties", "updates", key, value);
+        json_t *j = json_pack("{s:[{s:s,s:s}], s:[{s:s,s:{s:s}}]}", "requirements", "type",
+                              "assert-table-uuid", "uuid", uuid, "updates", "action",
+                              "set-properties", "updates", key, value);
 
         ASSERT_TRUE(j);
         return j;
@@ -584,7 +601,7 @@ static json_t *commit_request(const char *uuid) {
 TEST(closed_port_is_unavailable) {
         CatalogConfig config = test_config("http://127.0.0.1:1");
         json_t *request = commit_request("00000000-0000-0000-0000-000000000000");
-        Outcome start = {}, load = {}, commit = {};
+        Outcome start = { 0 }, load = { 0 }, commit = { 0 };
         RestClient *c;
         uv_loop_t loop;
 
@@ -594,7 +611,8 @@ TEST(closed_port_is_unavailable) {
          * even the commit is safe to retry. */
         ASSERT_OK(rest_catalog_backend.start(c, outcome_record, &start));
         ASSERT_OK(rest_catalog_backend.load_table(c, one_ns, 1, "t", outcome_record, &load));
-        ASSERT_OK(rest_catalog_backend.commit_table(c, one_ns, 1, "t", request, "key-1", outcome_record, &commit));
+        ASSERT_OK(rest_catalog_backend.commit_table(c, one_ns, 1, "t", request, "key-1",
+                                                    outcome_record, &commit));
         run_until(&loop, &commit.is_done);
         ASSERT_TRUE(start.is_done && load.is_done);
         ASSERT_OUTCOME(start, CATALOG_E_UNAVAILABLE);
@@ -627,7 +645,8 @@ static const char *catalog_uri(void) {
         const char *uri = getenv("ICECOMMIT_TEST_CATALOG_URI");
 
         if (!uri || !*uri) {
-                printf("skip: ICECOMMIT_TEST_CATALOG_URI is not set (tests/peers/catalog-start.sh)\n");
+                printf("skip: ICECOMMIT_TEST_CATALOG_URI is not set "
+                       "(tests/peers/catalog-start.sh)\n");
                 return NULL;
         }
         return uri;
@@ -642,17 +661,16 @@ static void unique_name(char *buf, size_t size, const char *what) {
 }
 
 static json_t *create_table_request(void) {
-        json_t *j = json_pack("{s:{s:s,s:i,s:[{s:i,s:s,s:b,s:s}]}, s:{s:s}}",
-                              "schema", "type", "struct", "schema-id", 0, "fields",
-                              "id", 1, "name", "id", "required", 0, "type", "long",
-                              "properties", "format-version", "3");
+        json_t *j = json_pack("{s:{s:s,s:i,s:[{s:i,s:s,s:b,s:s}]}, s:{s:s}}", "schema", "type",
+                              "struct", "schema-id", 0, "fields", "id", 1, "name", "id", "required",
+                              0, "type", "long", "properties", "format-version", "3");
 
         ASSERT_TRUE(j);
         return j;
 }
 
 static void start_client(uv_loop_t *loop, const CatalogConfig *config, RestClient **ret) {
-        Outcome start = {};
+        Outcome start = { 0 };
 
         ASSERT_OK(rest_client_new(loop, config, ret));
         ASSERT_OK(rest_catalog_backend.start(*ret, outcome_record, &start));
@@ -758,9 +776,12 @@ static json_t *faults_events(const char *uri, const char *table) {
         size_t i;
 
         ASSERT_TRUE(events);
-        json_array_foreach(json_object_get(state, "events"), i, event)
-                if (strcmp(json_string_value(json_object_get(event, "table")) ?: "", table) == 0)
+        json_array_foreach (json_object_get(state, "events"), i, event) {
+                const char *name = json_string_value(json_object_get(event, "table"));
+
+                if (strcmp(name ? name : "", table) == 0)
                         ASSERT_OK(json_array_append(events, event));
+        }
         json_decref(state);
         return events;
 }
@@ -771,7 +792,7 @@ static void faults_injected(const char *uri, const char *table, char *buf, size_
         size_t i, len = 0;
 
         buf[0] = '\0';
-        json_array_foreach(events, i, event) {
+        json_array_foreach (events, i, event) {
                 len += (size_t)snprintf(buf + len, size - len, "%s%s", i > 0 ? "," : "",
                                         json_string_value(json_object_get(event, "kind")));
                 ASSERT_TRUE(len < size);
@@ -785,11 +806,11 @@ static void faults_injected(const char *uri, const char *table, char *buf, size_
 typedef struct RestCase {
         const char *uri;
         uv_loop_t loop;
-        RestClient *c;       /* NULL once the case closed it itself */
+        RestClient *c; /* NULL once the case closed it itself */
         char ns_name[128];
         const char *ns[1];
         const char *table;
-        char filter[160];       /* "ns.t": the injector's table filter */
+        char filter[160]; /* "ns.t": the injector's table filter */
         char *uuid;
         Outcome commit, load;
 } RestCase;
@@ -804,7 +825,8 @@ static void namespace_create_wait(RestCase *t, const char *const *ns, size_t n_n
 static void table_create_wait(RestCase *t, const char *const *ns, size_t n_ns, const char *name,
                               const json_t *request, Outcome *o) {
         outcome_reset(o);
-        ASSERT_OK(rest_catalog_backend.create_table(t->c, ns, n_ns, name, request, outcome_record, o));
+        ASSERT_OK(rest_catalog_backend.create_table(t->c, ns, n_ns, name, request, outcome_record,
+                                                    o));
         run_until(&t->loop, &o->is_done);
 }
 
@@ -819,7 +841,7 @@ static void table_commit_wait(RestCase *t, const char *const *ns, size_t n_ns, c
                               const json_t *request, const char *idempotency_key, Outcome *o) {
         outcome_reset(o);
         ASSERT_OK(rest_catalog_backend.commit_table(t->c, ns, n_ns, table, request, idempotency_key,
-                                       outcome_record, o));
+                                                    outcome_record, o));
         run_until(&t->loop, &o->is_done);
 }
 
@@ -834,7 +856,7 @@ static void load_wait(RestCase *t) {
 
 static void own_table_create(RestCase *t, const char *what) {
         json_t *create = create_table_request();
-        Outcome o = {};
+        Outcome o = { 0 };
 
         unique_name(t->ns_name, sizeof(t->ns_name), what);
         t->ns[0] = t->ns_name;
@@ -845,8 +867,8 @@ static void own_table_create(RestCase *t, const char *what) {
         ASSERT_OUTCOME(o, 0);
         table_create_wait(t, t->ns, 1, t->table, create, &o);
         ASSERT_OUTCOME(o, 0);
-        t->uuid = strdup(json_string_value(json_object_get(json_object_get(o.body, "metadata"),
-                                                           "table-uuid")));
+        t->uuid = strdup(json_string_value(
+                json_object_get(json_object_get(o.body, "metadata"), "table-uuid")));
         ASSERT_TRUE(t->uuid);
         outcome_reset(&o);
         json_decref(create);
@@ -881,13 +903,14 @@ static void rest_case_end(RestCase *t) {
 /* The table's property `key` as the catalog has it now (a fault-free load), or NULL. */
 static char *table_property(RestCase *t, const char *key) {
         const char *value;
-        Outcome o = {};
+        Outcome o = { 0 };
         char *copy;
 
         table_load_wait(t, t->ns, 1, t->table, &o);
         ASSERT_OUTCOME(o, 0);
-        value = json_string_value(json_object_get(json_object_get(json_object_get(o.body, "metadata"),
-                                                                  "properties"), key));
+        value = json_string_value(
+                json_object_get(json_object_get(json_object_get(o.body, "metadata"), "properties"),
+                                key));
         copy = value ? strdup(value) : NULL;
         ASSERT_TRUE(!value || copy);
         outcome_reset(&o);
@@ -911,7 +934,7 @@ TEST(rest_catalog_round_trip) {
         json_t *create, *request, *metadata;
         const char *uuid;
         char *table_uuid;
-        Outcome o = {};
+        Outcome o = { 0 };
         RestCase t;
 
         if (!rest_case_begin(&t, &config, /* what= */ NULL))
@@ -960,8 +983,10 @@ TEST(rest_catalog_round_trip) {
         request = commit_request(table_uuid);
         table_commit_wait(&t, ns2, 2, table, request, NULL, &o);
         ASSERT_OUTCOME(o, 0);
-        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(json_object_get(o.body, "metadata"),
-                                                                       "properties"), "icecommit.test")),
+        ASSERT_STREQ(json_string_value(
+                             json_object_get(json_object_get(json_object_get(o.body, "metadata"),
+                                                             "properties"),
+                                             "icecommit.test")),
                      "yes");
         json_decref(request);
 
@@ -1021,7 +1046,7 @@ TEST(rest_catalog_idempotency_key) {
 /* The fixture serves the (deprecated) /v1/oauth/tokens client_credentials grant. */
 TEST(rest_catalog_oauth2_client_credentials) {
         CatalogConfig config = test_config(catalog_uri());
-        Outcome o = {};
+        Outcome o = { 0 };
         RestCase t;
 
         config.credential = (char *)"icecommit:not-a-real-secret";
@@ -1082,7 +1107,7 @@ TEST(rest_catalog_lost_answer) {
         ASSERT_TRUE(rest_catalog_backend.is_ready(t.c));
         events = faults_events(t.uri, t.filter);
         ASSERT_TRUE(json_array_size(events) >= 1);
-        json_array_foreach(events, i, event) {
+        json_array_foreach (events, i, event) {
                 ASSERT_STREQ(json_string_value(json_object_get(event, "kind")), "reset");
                 ASSERT_EQ(json_integer_value(json_object_get(event, "hidden-status")), 200);
         }
@@ -1121,11 +1146,12 @@ TEST(rest_catalog_error_statuses) {
                   "ServiceUnavailableException", "ServiceUnavailableException" },
                 { "error-504", 504, CATALOG_E_STATE_UNKNOWN, CATALOG_E_UNAVAILABLE,
                   "GatewayTimeoutException", "GatewayTimeoutException" },
-                /* The pre-1.11 stale-lineage 400 is a conflict on a commit, a plain 400 on a read. */
-                { "stale-400", 400, CATALOG_E_CONFLICT, CATALOG_E_REJECTED,
-                  "ValidationException", "ValidationException" },
-                { "conflict", 409, CATALOG_E_CONFLICT, CATALOG_E_CONFLICT,
-                  "CommitFailedException", "CommitFailedException" },
+                /* The pre-1.11 stale-lineage 400 is a conflict on a commit, a plain 400 on a read.
+                 */
+                { "stale-400", 400, CATALOG_E_CONFLICT, CATALOG_E_REJECTED, "ValidationException",
+                  "ValidationException" },
+                { "conflict", 409, CATALOG_E_CONFLICT, CATALOG_E_CONFLICT, "CommitFailedException",
+                  "CommitFailedException" },
         };
         CatalogConfig config = test_config(catalog_uri());
         char queue[64], injected[64];
@@ -1261,8 +1287,8 @@ TEST(rest_catalog_timeout_after_send) {
         faults_set(t.uri, t.filter, "[\"delay-3000\"]", "[\"delay-3000\"]");
         uv_update_time(&t.loop);
         t0 = uv_now(&t.loop);
-        ASSERT_OK(rest_catalog_backend.commit_table(t.c, t.ns, 1, t.table, request, "k", outcome_record,
-                                       &t.commit));
+        ASSERT_OK(rest_catalog_backend.commit_table(t.c, t.ns, 1, t.table, request, "k",
+                                                    outcome_record, &t.commit));
         ASSERT_OK(rest_catalog_backend.load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load));
         run_until(&t.loop, &t.commit.is_done);
         run_until(&t.loop, &t.load.is_done);
@@ -1295,13 +1321,14 @@ TEST(rest_catalog_close_cancels_in_flight) {
                 ASSERT_TRUE(!t.load.is_done);
                 (void)usleep(10000);
         }
-        ASSERT_OK(rest_catalog_backend.commit_table(t.c, t.ns, 1, t.table, request, NULL, outcome_record,
-                                       &t.commit));
+        ASSERT_OK(rest_catalog_backend.commit_table(t.c, t.ns, 1, t.table, request, NULL,
+                                                    outcome_record, &t.commit));
 
         rest_catalog_backend.close(t.c, on_closed, &is_closed);
         /* Never from inside the close call. */
         ASSERT_TRUE(!t.load.is_done && !t.commit.is_done && !is_closed);
-        ASSERT_EQ(rest_catalog_backend.load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load), -ESHUTDOWN);
+        ASSERT_EQ(rest_catalog_backend.load_table(t.c, t.ns, 1, t.table, outcome_record, &t.load),
+                  -ESHUTDOWN);
         run_until(&t.loop, &is_closed);
         ASSERT_TRUE(t.load.is_done && t.commit.is_done);
         ASSERT_OUTCOME(t.load, -ECANCELED);
@@ -1400,9 +1427,10 @@ TEST(rest_catalog_headers_keepalive) {
         for (int i = 0; i < 5; i++) {
                 load_wait(&t);
                 ASSERT_OUTCOME(t.load, 0);
-                ASSERT_EQ(json_integer_value(json_object_get(json_object_get(t.load.body,
-                                                                             "metadata"),
-                                                             "format-version")), 3);
+                ASSERT_EQ(json_integer_value(
+                                  json_object_get(json_object_get(t.load.body, "metadata"),
+                                                  "format-version")),
+                          3);
         }
         /* The keys reach the catalog: the injector records them with the requests. They are
          * unique: the catalog answers a key it has seen from its store, whatever the table. */
@@ -1418,9 +1446,11 @@ TEST(rest_catalog_headers_keepalive) {
         ASSERT_OUTCOME(t.commit, 0);
         events = faults_events(t.uri, t.filter);
         ASSERT_EQ(json_array_size(events), 2);
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(events, 0), "idempotency-key")),
+        ASSERT_STREQ(json_string_value(
+                             json_object_get(json_array_get(events, 0), "idempotency-key")),
                      key1);
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(events, 1), "idempotency-key")),
+        ASSERT_STREQ(json_string_value(
+                             json_object_get(json_array_get(events, 1), "idempotency-key")),
                      key2);
         json_decref(events);
         faults_clear(t.uri);
@@ -1439,8 +1469,8 @@ static char started_catalog_dir[256];
 
 /* tests/peers/NAME under the source tree. */
 static void peer_script(char *buf, size_t size, const char *name) {
-        ASSERT_TRUE((size_t)snprintf(buf, size, "%s/tests/peers/%s", getenv("ICECOMMIT_SOURCE_ROOT"),
-                                     name) < size);
+        ASSERT_TRUE((size_t)snprintf(buf, size, "%s/tests/peers/%s",
+                                     getenv("ICECOMMIT_SOURCE_ROOT"), name) < size);
 }
 
 static int spawn_wait(char *const argv[]) {
@@ -1462,8 +1492,8 @@ static void started_catalog_remove(bool is_checked) {
         status = spawn_wait((char *const[]){ script, started_catalog_dir, NULL });
         if (is_checked)
                 ASSERT_EQ(status, 0);
-        status = spawn_wait((char *const[]){ (char *)"/bin/rm", (char *)"-rf", started_catalog_dir,
-                                             NULL });
+        status = spawn_wait(
+                (char *const[]){ (char *)"/bin/rm", (char *)"-rf", started_catalog_dir, NULL });
         if (is_checked)
                 ASSERT_EQ(status, 0);
 }
@@ -1504,7 +1534,7 @@ static int free_port(void) {
 TEST(rest_catalog_start_retries_in_background) {
         const char *root = getenv("ICECOMMIT_SOURCE_ROOT");
         char uri[64], script[4096], port_text[16];
-        Outcome start = {}, load = {};
+        Outcome start = { 0 }, load = { 0 };
         CatalogConfig config;
         RestClient *c;
         uv_loop_t loop;
@@ -1542,19 +1572,22 @@ TEST(rest_catalog_start_retries_in_background) {
         /* The catalog starts while the loop runs; nobody calls the client meanwhile. */
         ASSERT_EQ(posix_spawn(&pid, script, NULL, NULL,
                               (char *const[]){ script, started_catalog_dir, port_text, NULL },
-                              environ), 0);
+                              environ),
+                  0);
         uv_update_time(&loop);
         t0 = uv_now(&loop);
         while (!rest_catalog_backend.is_ready(c)) {
                 ASSERT_TRUE(uv_run(&loop, UV_RUN_ONCE) != 0 || rest_catalog_backend.is_ready(c));
                 if (uv_now(&loop) - t0 > 120000)
-                        TEST_FAIL("client not ready 120 s after the catalog was started at %s", uri);
+                        TEST_FAIL("client not ready 120 s after the catalog was started at %s",
+                                  uri);
         }
         printf("ready %" PRIu64 " ms after the catalog was started\n", uv_now(&loop) - t0);
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
         ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
-        ASSERT_OK(rest_catalog_backend.load_table(c, one_ns, 1, "icecommit_no_such_table", outcome_record, &load));
+        ASSERT_OK(rest_catalog_backend.load_table(c, one_ns, 1, "icecommit_no_such_table",
+                                                  outcome_record, &load));
         run_until(&loop, &load.is_done);
         ASSERT_OUTCOME(load, CATALOG_E_NOT_FOUND);
         ASSERT_EQ(load.http_status, 404);

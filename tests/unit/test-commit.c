@@ -30,11 +30,11 @@
 
 /* How the double answers one call. */
 typedef enum Step {
-        STEP_SUCCESS,                   /* applied (table_update_apply, as a catalog would) */
-        STEP_CONFLICT,                  /* 409, nothing applied */
-        STEP_UNKNOWN,                   /* 504, nothing applied */
-        STEP_UNKNOWN_LANDED,            /* applied, then a 504: the answer was lost */
-        STEP_HOLD,                      /* parked until double_release() */
+        STEP_SUCCESS,        /* applied (table_update_apply, as a catalog would) */
+        STEP_CONFLICT,       /* 409, nothing applied */
+        STEP_UNKNOWN,        /* 504, nothing applied */
+        STEP_UNKNOWN_LANDED, /* applied, then a 504: the answer was lost */
+        STEP_HOLD,           /* parked until double_release() */
 } Step;
 
 #define DOUBLE_MAX_CALLS 32
@@ -46,31 +46,31 @@ typedef struct DoubleCall {
         uv_timer_t timer;
         CatalogDouble *d;
         bool is_commit;
-        json_t *request;                /* commit: a copy of what was sent */
-        char key[64];                   /* its Idempotency-Key, "" when none */
+        json_t *request; /* commit: a copy of what was sent */
+        char key[64];    /* its Idempotency-Key, "" when none */
         CatalogCallback cb;
         void *userdata;
         Step step;
-        int forced_status;              /* -ECANCELED when the catalog closed first */
-        struct DoubleCall *next;        /* held calls */
+        int forced_status;       /* -ECANCELED when the catalog closed first */
+        struct DoubleCall *next; /* held calls */
 } DoubleCall;
 
 struct CatalogDouble {
         uv_loop_t *loop;
-        json_t *metadata;               /* the table as the double keeps it */
+        json_t *metadata; /* the table as the double keeps it */
         unsigned version;
         char metadata_location[256];
         bool supports_idempotency;
-        Step load_script[DOUBLE_MAX_CALLS];     /* by load number; unset: success */
-        Step commit_script[DOUBLE_MAX_CALLS];   /* by commit number; unset: success */
+        Step load_script[DOUBLE_MAX_CALLS];   /* by load number; unset: success */
+        Step commit_script[DOUBLE_MAX_CALLS]; /* by commit number; unset: success */
         unsigned n_loads, n_commits, n_commit_answers, n_rejected;
-        uint64_t commit_answer_ms[DOUBLE_MAX_CALLS];    /* loop clock at each commit's answer */
-        uint64_t load_ms[DOUBLE_MAX_CALLS];             /* loop clock at each load call */
-        json_t *commits;                /* every commit request, in order */
-        json_t *keys;                   /* their Idempotency-Keys (null when none) */
-        json_t *landed_keys;            /* keys of commits applied: a replay answers 200 */
+        uint64_t commit_answer_ms[DOUBLE_MAX_CALLS]; /* loop clock at each commit's answer */
+        uint64_t load_ms[DOUBLE_MAX_CALLS];          /* loop clock at each load call */
+        json_t *commits;                             /* every commit request, in order */
+        json_t *keys;                                /* their Idempotency-Keys (null when none) */
+        json_t *landed_keys; /* keys of commits applied: a replay answers 200 */
         DoubleCall *held;
-        unsigned n_open;                /* call timers not closed yet */
+        unsigned n_open; /* call timers not closed yet */
         bool is_closed;
         uv_timer_t close_timer;
         void (*close_done)(void *userdata);
@@ -87,7 +87,7 @@ static void double_on_call_closed(uv_handle_t *h) {
 
 static void double_commit(CatalogDouble *d, DoubleCall *c, CatalogResult *result) {
         _cleanup_(json_decrefp) json_t *applied = NULL;
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         /* A replay of a commit that landed gets the original outcome (REST Idempotency-Key). */
@@ -100,7 +100,8 @@ static void double_commit(CatalogDouble *d, DoubleCall *c, CatalogResult *result
         case STEP_CONFLICT:
                 result->status = CATALOG_E_CONFLICT;
                 result->http_status = 409;
-                catalog_result_set_message(result, "Requirement failed: the table moved on (scripted)");
+                catalog_result_set_message(result,
+                                           "Requirement failed: the table moved on (scripted)");
                 return;
         case STEP_UNKNOWN:
                 result->status = CATALOG_E_STATE_UNKNOWN;
@@ -110,8 +111,8 @@ static void double_commit(CatalogDouble *d, DoubleCall *c, CatalogResult *result
         default:
                 break;
         }
-        r = table_update_apply(d->metadata, c->request, 1700000000000 + d->version, d->metadata_location, &applied,
-                               &e);
+        r = table_update_apply(d->metadata, c->request, 1700000000000 + d->version,
+                               d->metadata_location, &applied, &e);
         if (r == -ESTALE) {
                 result->status = CATALOG_E_CONFLICT;
                 result->http_status = 409;
@@ -127,7 +128,8 @@ static void double_commit(CatalogDouble *d, DoubleCall *c, CatalogResult *result
         }
         json_decref(d->metadata);
         d->metadata = TAKE_PTR(applied);
-        (void)snprintf(d->metadata_location, sizeof(d->metadata_location), "/double/v%u.metadata.json", ++d->version);
+        (void)snprintf(d->metadata_location, sizeof(d->metadata_location),
+                       "/double/v%u.metadata.json", ++d->version);
         if (c->key[0])
                 ASSERT_OK(json_object_set_new(d->landed_keys, c->key, json_true()));
         if (c->step == STEP_UNKNOWN_LANDED) {
@@ -142,7 +144,7 @@ static void double_on_call_timer(uv_timer_t *t) {
         DoubleCall *c = t->data;
         CatalogDouble *d = c->d;
         _cleanup_(json_decrefp) json_t *body = NULL;
-        CatalogResult result = {};
+        CatalogResult result = { 0 };
 
         if (c->forced_status) {
                 result.status = c->forced_status;
@@ -151,8 +153,8 @@ static void double_on_call_timer(uv_timer_t *t) {
                 double_commit(d, c, &result);
                 d->commit_answer_ms[d->n_commit_answers++ % DOUBLE_MAX_CALLS] = uv_now(d->loop);
         } else {
-                body = json_pack("{s:s, s:o}", "metadata-location", d->metadata_location, "metadata",
-                                 json_deep_copy(d->metadata));
+                body = json_pack("{s:s, s:o}", "metadata-location", d->metadata_location,
+                                 "metadata", json_deep_copy(d->metadata));
                 ASSERT_TRUE(body);
                 result.http_status = 200;
                 result.body = body;
@@ -161,15 +163,17 @@ static void double_on_call_timer(uv_timer_t *t) {
         c->cb(&result, c->userdata);
 }
 
-static int double_call_new(CatalogDouble *d, bool is_commit, Step step, CatalogCallback cb, void *userdata,
-                           DoubleCall **ret) {
+static int double_call_new(CatalogDouble *d, bool is_commit, Step step, CatalogCallback cb,
+                           void *userdata, DoubleCall **ret) {
         DoubleCall *c;
 
         if (d->is_closed)
                 return -ESHUTDOWN;
         c = calloc(1, sizeof(*c));
         ASSERT_TRUE(c);
-        *c = (DoubleCall){ .d = d, .is_commit = is_commit, .cb = cb, .userdata = userdata, .step = step };
+        *c = (DoubleCall){
+                .d = d, .is_commit = is_commit, .cb = cb, .userdata = userdata, .step = step
+        };
         ASSERT_OK(uv_timer_init(d->loop, &c->timer));
         c->timer.data = c;
         d->n_open++;
@@ -214,8 +218,8 @@ static bool double_supports_idempotency(const void *impl) {
         return d->supports_idempotency;
 }
 
-static int double_load_table(void *impl, const char *const *namespace, size_t n_namespace, const char *table,
-                             CatalogCallback cb, void *userdata) {
+static int double_load_table(void *impl, const char *const *namespace, size_t n_namespace,
+                             const char *table, CatalogCallback cb, void *userdata) {
         CatalogDouble *d = impl;
         DoubleCall *c;
         Step step;
@@ -227,13 +231,13 @@ static int double_load_table(void *impl, const char *const *namespace, size_t n_
         if (d->n_loads < DOUBLE_MAX_CALLS)
                 d->load_ms[d->n_loads] = uv_now(d->loop);
         d->n_loads++;
-        return double_call_new(d, /* is_commit= */ false, step == STEP_HOLD ? STEP_HOLD : STEP_SUCCESS, cb, userdata,
-                               &c);
+        return double_call_new(d, /* is_commit= */ false,
+                               step == STEP_HOLD ? STEP_HOLD : STEP_SUCCESS, cb, userdata, &c);
 }
 
-static int double_commit_table(void *impl, const char *const *namespace, size_t n_namespace, const char *table,
-                               const json_t *request, const char *idempotency_key, CatalogCallback cb,
-                               void *userdata) {
+static int double_commit_table(void *impl, const char *const *namespace, size_t n_namespace,
+                               const char *table, const json_t *request,
+                               const char *idempotency_key, CatalogCallback cb, void *userdata) {
         CatalogDouble *d = impl;
         DoubleCall *c;
         Step step;
@@ -248,7 +252,8 @@ static int double_commit_table(void *impl, const char *const *namespace, size_t 
         c->request = json_deep_copy(request);
         ASSERT_TRUE(c->request);
         ASSERT_OK(json_array_append(d->commits, c->request));
-        ASSERT_OK(json_array_append_new(d->keys, idempotency_key ? json_string(idempotency_key) : json_null()));
+        ASSERT_OK(json_array_append_new(d->keys, idempotency_key ? json_string(idempotency_key)
+                                                                 : json_null()));
         if (idempotency_key)
                 (void)snprintf(c->key, sizeof(c->key), "%s", idempotency_key);
         return 0;
@@ -259,8 +264,9 @@ static int double_create_namespace(void *impl, const char *const *namespace, siz
         return -EOPNOTSUPP;
 }
 
-static int double_create_table(void *impl, const char *const *namespace, size_t n_namespace, const char *name,
-                               const json_t *request, CatalogCallback cb, void *userdata) {
+static int double_create_table(void *impl, const char *const *namespace, size_t n_namespace,
+                               const char *name, const json_t *request, CatalogCallback cb,
+                               void *userdata) {
         return -EOPNOTSUPP;
 }
 
@@ -333,7 +339,7 @@ typedef struct Fixture {
         Metrics *metrics;
         Storage *storage;
         Catalog *catalog;
-        CatalogDouble *cat;             /* owned by catalog */
+        CatalogDouble *cat; /* owned by catalog */
         CommitEngine *engine;
         bool is_stopping, is_stopped, is_catalog_closed;
         unsigned n_foreign;
@@ -348,7 +354,7 @@ typedef struct Answer {
         int status;
         json_t *body;
         char retry_after[32];
-        uint64_t at_ms;                 /* loop clock */
+        uint64_t at_ms; /* loop clock */
         uv_loop_t *loop;
 } Answer;
 
@@ -371,11 +377,12 @@ static void answer_reply(int status, json_t *body, void *userdata) {
         a->at_ms = uv_now(a->loop);
 }
 
-static const WriterReplySink answer_sink = { .add_header = answer_add_header, .reply = answer_reply };
+static const WriterReplySink answer_sink = { .add_header = answer_add_header,
+                                             .reply = answer_reply };
 
 static void answer_deinit(Answer *a) {
         json_decref(a->body);
-        *a = (Answer){};
+        *a = (Answer){ 0 };
 }
 
 static const char *answer_error_type(const Answer *a) {
@@ -399,17 +406,17 @@ static int64_t json_i64_at(const json_t *o, const char *key) {
 
 /* Runs the loop until cond holds, at most a bounded number of turns; a loop that runs dry
  * before is a failure (the engine is waiting for nothing). */
-#define RUN_UNTIL(f, cond)                                                                        \
-        do {                                                                                      \
-                unsigned _turns = 0;                                                              \
-                while (!(cond)) {                                                                 \
-                        int _alive;                                                               \
-                        if (_turns++ > 100000)                                                    \
-                                TEST_FAIL("still not %s after %u loop turns", #cond, _turns);     \
-                        _alive = uv_run(&(f)->loop, UV_RUN_ONCE);                                 \
-                        if (!_alive && !(cond))                                                   \
-                                TEST_FAIL("the loop ran dry before %s", #cond);                   \
-                }                                                                                 \
+#define RUN_UNTIL(f, cond)                                                                         \
+        do {                                                                                       \
+                unsigned _turns = 0;                                                               \
+                while (!(cond)) {                                                                  \
+                        int _alive;                                                                \
+                        if (_turns++ > 100000)                                                     \
+                                TEST_FAIL("still not %s after %u loop turns", #cond, _turns);      \
+                        _alive = uv_run(&(f)->loop, UV_RUN_ONCE);                                  \
+                        if (!_alive && !(cond))                                                    \
+                                TEST_FAIL("the loop ran dry before %s", #cond);                    \
+                }                                                                                  \
         } while (0)
 
 /* Runs the loop until nothing is left to do but what the double holds. */
@@ -440,8 +447,9 @@ static json_t *J(const char *text) {
         return j;
 }
 
-static const char *SCHEMA = "{\"type\": \"struct\", \"schema-id\": 0, \"fields\": ["
-                            "{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"}]}";
+static const char *SCHEMA =
+        "{\"type\": \"struct\", \"schema-id\": 0, \"fields\": ["
+        "{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"}]}";
 
 /* A snapshot of another writer on main: a manifest list (written for real, the parent's
  * manifests after its own) adding `rows` rows at the table's next-row-id. Returns its id. */
@@ -457,13 +465,14 @@ static int64_t fixture_advance(Fixture *f, int64_t rows) {
         _cleanup_(json_decrefp) json_t *request = NULL, *applied = NULL;
         ManifestFile *files;
         IcebergFixtureManifest *m;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_TRUE(f->n_foreign < ELEMENTSOF(f->foreign));
         memmove(&f->foreign[1], &f->foreign[0], f->n_foreign * sizeof(f->foreign[0]));
-        memmove(&f->foreign_paths[1], &f->foreign_paths[0], f->n_foreign * sizeof(f->foreign_paths[0]));
-        (void)snprintf(f->foreign_paths[0], sizeof(f->foreign_paths[0]), "%s/metadata/foreign-m-%" PRId64 ".avro",
-                       f->table_location, id);
+        memmove(&f->foreign_paths[1], &f->foreign_paths[0],
+                f->n_foreign * sizeof(f->foreign_paths[0]));
+        (void)snprintf(f->foreign_paths[0], sizeof(f->foreign_paths[0]),
+                       "%s/metadata/foreign-m-%" PRId64 ".avro", f->table_location, id);
         for (unsigned i = 1; i <= f->n_foreign; i++)
                 f->foreign[i].path = f->foreign_paths[i];
         m = &f->foreign[0];
@@ -491,28 +500,31 @@ static int64_t fixture_advance(Fixture *f, int64_t rows) {
                                 files, f->n_foreign, &list, &e) < 0)
                 TEST_FAIL("foreign manifest list: %s", e.message);
         files = manifest_list_files_free(files, f->n_foreign);
-        (void)snprintf(list_path, sizeof(list_path), "%s/metadata/foreign-list-%" PRId64 ".avro", f->table_location,
-                       id);
+        (void)snprintf(list_path, sizeof(list_path), "%s/metadata/foreign-list-%" PRId64 ".avro",
+                       f->table_location, id);
         write_file(list_path, list.data, list.len);
 
         request = json_pack("{s:[], s:[{s:s, s:{s:I, s:I, s:I, s:s, s:{s:s}, s:i, s:I, s:I}},"
                             " {s:s, s:s, s:s, s:I}]}",
-                            "requirements", "updates", "action", "add-snapshot", "snapshot", "snapshot-id",
-                            (json_int_t)id, "sequence-number", (json_int_t)seq, "timestamp-ms",
-                            (json_int_t)1700000000000, "manifest-list", list_path, "summary", "operation",
-                            "append", "schema-id", 0, "first-row-id", (json_int_t)next, "added-rows",
-                            (json_int_t)rows, "action", "set-snapshot-ref", "ref-name", "main", "type", "branch",
-                            "snapshot-id", (json_int_t)id);
+                            "requirements", "updates", "action", "add-snapshot", "snapshot",
+                            "snapshot-id", (json_int_t)id, "sequence-number", (json_int_t)seq,
+                            "timestamp-ms", (json_int_t)1700000000000, "manifest-list", list_path,
+                            "summary", "operation", "append", "schema-id", 0, "first-row-id",
+                            (json_int_t)next, "added-rows", (json_int_t)rows, "action",
+                            "set-snapshot-ref", "ref-name", "main", "type", "branch", "snapshot-id",
+                            (json_int_t)id);
         ASSERT_TRUE(request);
         if (main_ref)
-                ASSERT_OK(json_object_set_new(json_object_get(json_array_get(json_object_get(request, "updates"), 0),
-                                                              "snapshot"),
-                                              "parent-snapshot-id", json_integer(parent)));
+                ASSERT_OK(json_object_set_new(
+                        json_object_get(json_array_get(json_object_get(request, "updates"), 0),
+                                        "snapshot"),
+                        "parent-snapshot-id", json_integer(parent)));
         if (table_update_apply(md, request, 1700000000000, d->metadata_location, &applied, &e) < 0)
                 TEST_FAIL("foreign commit: %s", e.message);
         json_decref(d->metadata);
         d->metadata = TAKE_PTR(applied);
-        (void)snprintf(d->metadata_location, sizeof(d->metadata_location), "/double/v%u.metadata.json", ++d->version);
+        (void)snprintf(d->metadata_location, sizeof(d->metadata_location),
+                       "/double/v%u.metadata.json", ++d->version);
         return id;
 }
 
@@ -531,9 +543,9 @@ static void fixture_init(Fixture *f) {
         _cleanup_(json_decrefp) json_t *create = NULL;
         CatalogDouble *d;
         char path[256];
-        Error e = {};
+        Error e = { 0 };
 
-        *f = (Fixture){};
+        *f = (Fixture){ 0 };
         (void)snprintf(f->dir, sizeof(f->dir), "/tmp/icecommit-test-commit-XXXXXX");
         ASSERT_TRUE(mkdtemp(f->dir));
         (void)snprintf(f->table_location, sizeof(f->table_location), "%s/wh/db/t", f->dir);
@@ -570,18 +582,20 @@ static void fixture_init(Fixture *f) {
         ASSERT_TRUE(d->commits && d->keys && d->landed_keys);
         ASSERT_OK(uv_timer_init(&f->loop, &d->close_timer));
         d->close_timer.data = d;
-        (void)snprintf(d->metadata_location, sizeof(d->metadata_location), "/double/v0.metadata.json");
-        create = json_pack("{s:s, s:o, s:{s:s}}", "name", "t", "schema", J(SCHEMA), "properties", "format-version",
-                           "3");
+        (void)snprintf(d->metadata_location, sizeof(d->metadata_location),
+                       "/double/v0.metadata.json");
+        create = json_pack("{s:s, s:o, s:{s:s}}", "name", "t", "schema", J(SCHEMA), "properties",
+                           "format-version", "3");
         ASSERT_TRUE(create);
-        if (table_update_metadata_create(create, f->table_location, 1700000000000, "9a3a4b7e-0c55-4b7e-9e4d-6a1f1d1e2c3b",
-                                  &d->metadata, &e) < 0)
+        if (table_update_metadata_create(create, f->table_location, 1700000000000,
+                                         "9a3a4b7e-0c55-4b7e-9e4d-6a1f1d1e2c3b", &d->metadata,
+                                         &e) < 0)
                 TEST_FAIL("create: %s", e.message);
         ASSERT_OK(catalog_new_backend(&double_backend, d, &f->catalog));
         f->cat = d;
 
-        ASSERT_OK(commit_engine_new(&f->loop, &f->config->commit, &f->config->storage, f->storage, f->catalog,
-                                    f->metrics, &f->engine));
+        ASSERT_OK(commit_engine_new(&f->loop, &f->config->commit, &f->config->storage, f->storage,
+                                    f->catalog, f->metrics, &f->engine));
 }
 
 static void fixture_stop(Fixture *f) {
@@ -629,22 +643,27 @@ static void fixture_stage(Fixture *f, const char *name, const int64_t *rows, siz
         const json_t *schema = json_array_get(json_object_get(md, "schemas"), 0);
         const json_t *spec = json_array_get(json_object_get(md, "partition-specs"), 0);
         _cleanup_(buf_deinitp) Buf out;
-        DataFile files[4] = {};
-        Error e = {};
+        DataFile files[4] = { 0 };
+        Error e = { 0 };
 
         ASSERT_TRUE(n <= ELEMENTSOF(files) && schema && spec);
         for (size_t i = 0; i < n; i++) {
                 char location[256];
 
-                (void)snprintf(location, sizeof(location), "%s/data/%s-%zu.parquet", f->table_location, name, i);
-                files[i] = (DataFile){ .location = strdup(location), .format = DATA_FILE_FORMAT_PARQUET,
-                                       .record_count = rows[i], .file_size_in_bytes = 1000 + (int64_t)i };
+                (void)snprintf(location, sizeof(location), "%s/data/%s-%zu.parquet",
+                               f->table_location, name, i);
+                files[i] = (DataFile){ .location = strdup(location),
+                                       .format = DATA_FILE_FORMAT_PARQUET,
+                                       .record_count = rows[i],
+                                       .file_size_in_bytes = 1000 + (int64_t)i };
                 ASSERT_TRUE(files[i].location);
                 if (data_file_resolve(&files[i], schema, spec, &e) < 0)
                         TEST_FAIL("resolve: %s", e.message);
         }
         buf_init(&out, 1 << 20);
-        if (manifest_write(&(ManifestWriteSpec){ .format_version = 3, .schema = schema, .partition_spec = spec },
+        if (manifest_write(&(ManifestWriteSpec){ .format_version = 3,
+                                                 .schema = schema,
+                                                 .partition_spec = spec },
                            files, n, &out, &e) < 0)
                 TEST_FAIL("manifest_write: %s", e.message);
         for (size_t i = 0; i < n; i++)
@@ -654,18 +673,20 @@ static void fixture_stage(Fixture *f, const char *name, const int64_t *rows, siz
 }
 
 /* Submits a request with these staged manifests, as writer/api.c would after parsing. */
-static void fixture_submit(Fixture *f, Answer *a, const char *key, const char *const *manifests, size_t n) {
+static void fixture_submit(Fixture *f, Answer *a, const char *key, const char *const *manifests,
+                           size_t n) {
         const CommitConfig *c = &f->config->commit;
         const CommitRequestLimits limits = { .max_manifests = c->max_manifests_per_request,
                                              .max_data_files = c->max_data_files_per_request,
                                              .max_properties = c->max_snapshot_properties,
-                                             .max_properties_bytes = c->max_snapshot_properties_bytes };
+                                             .max_properties_bytes =
+                                                     c->max_snapshot_properties_bytes };
         _cleanup_(json_decrefp) json_t *body = NULL;
         _cleanup_(freep) char *text = NULL;
         CommitRequest *request = NULL;
         WriterRequest *w = NULL;
         json_t *list;
-        Error e = {};
+        Error e = { 0 };
 
         *a = (Answer){ .loop = &f->loop };
         list = json_array();
@@ -684,7 +705,7 @@ static json_t *find_by(const json_t *array, const char *field, const char *value
         size_t i;
         json_t *o;
 
-        json_array_foreach(array, i, o) {
+        json_array_foreach (array, i, o) {
                 const char *v = json_string_value(json_object_get(o, field));
 
                 if (v && strcmp(v, value) == 0)
@@ -701,24 +722,27 @@ static json_t *commit_at(const Fixture *f, size_t i) {
 }
 
 static json_t *commit_snapshot(const Fixture *f, size_t i) {
-        return json_object_get(find_by(json_object_get(commit_at(f, i), "updates"), "action", "add-snapshot"),
+        return json_object_get(find_by(json_object_get(commit_at(f, i), "updates"), "action",
+                                       "add-snapshot"),
                                "snapshot");
 }
 
 static int64_t commit_asserted_head(const Fixture *f, size_t i) {
-        return json_i64_at(find_by(json_object_get(commit_at(f, i), "requirements"), "type", "assert-ref-snapshot-id"),
+        return json_i64_at(find_by(json_object_get(commit_at(f, i), "requirements"), "type",
+                                   "assert-ref-snapshot-id"),
                            "snapshot-id");
 }
 
 static const char *commit_keys(const Fixture *f, size_t i) {
-        return json_string_value(json_object_get(json_object_get(commit_snapshot(f, i), "summary"), SNAPSHOT_SUMMARY_KEYS));
+        return json_string_value(json_object_get(json_object_get(commit_snapshot(f, i), "summary"),
+                                                 SNAPSHOT_SUMMARY_KEYS));
 }
 
 /* Reads a manifest list the engine wrote. */
 static ManifestFile *read_list(const char *path, size_t *ret_n) {
         _cleanup_(freep) char *text = NULL;
         ManifestFile *files = NULL;
-        Error e = {};
+        Error e = { 0 };
         long len;
         FILE *fp;
 
@@ -733,7 +757,8 @@ static ManifestFile *read_list(const char *path, size_t *ret_n) {
         ASSERT_TRUE(text);
         ASSERT_EQ(fread(text, 1, (size_t)len, fp), (size_t)len);
         fclose(fp);
-        if (manifest_list_read(slice_make((const uint8_t *)text, (size_t)len), &files, ret_n, &e) < 0)
+        if (manifest_list_read(slice_make((const uint8_t *)text, (size_t)len), &files, ret_n, &e) <
+            0)
                 TEST_FAIL("manifest list '%s': %s", path, e.message);
         return files;
 }
@@ -752,14 +777,14 @@ TEST(conflict_then_success_rebuilds_only_the_manifest_list) {
         Answer a;
 
         fixture_init(&f);
-        s1 = fixture_advance(&f, 100);          /* row ids 0..99 */
+        s1 = fixture_advance(&f, 100); /* row ids 0..99 */
         fixture_stage(&f, "a", rows, 2, staged);
         f.cat->commit_script[0] = STEP_HOLD;
         fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
         RUN_UNTIL(&f, double_n_held(f.cat) == 1);
 
         /* Another writer lands 50 rows while ours is in flight; ours then gets the 409. */
-        s2 = fixture_advance(&f, 50);           /* row ids 100..149 */
+        s2 = fixture_advance(&f, 50); /* row ids 100..149 */
         double_release(f.cat, STEP_CONFLICT);
         RUN_UNTIL(&f, a.done);
 
@@ -801,13 +826,14 @@ TEST(conflict_then_success_rebuilds_only_the_manifest_list) {
         ASSERT_EQ(json_i64_at(commit_snapshot(&f, 1), "sequence-number"), 3);
         ASSERT_STREQ(commit_keys(&f, 1), "job-a");
         {
-                json_t *ref = find_by(json_object_get(commit_at(&f, 1), "updates"), "action", "set-snapshot-ref");
+                json_t *ref = find_by(json_object_get(commit_at(&f, 1), "updates"), "action",
+                                      "set-snapshot-ref");
 
                 ASSERT_STREQ(json_string_value(json_object_get(ref, "ref-name")), "main");
                 ASSERT_STREQ(json_string_value(json_object_get(ref, "type")), "branch");
                 ASSERT_EQ(json_i64_at(ref, "snapshot-id"), snapshot_id);
         }
-        ASSERT_TRUE(json_is_null(json_array_get(f.cat->keys, 0)));     /* no Idempotency-Key support */
+        ASSERT_TRUE(json_is_null(json_array_get(f.cat->keys, 0))); /* no Idempotency-Key support */
 
         /* A new list, the same staged manifest first, then both foreign ones; the conflicted
          * attempt's list is deleted (known not committed), the staged manifest is not. */
@@ -852,14 +878,16 @@ TEST(unknown_outcome_resolved_by_history) {
         ASSERT_EQ(a.status, 200);
         ASSERT_STREQ(json_string_value(json_object_get(a.body, "status")), "committed");
         ASSERT_TRUE(json_is_true(json_object_get(a.body, "found-in-history")));
-        ASSERT_EQ(json_i64_at(a.body, "snapshot-id"), json_i64_at(commit_snapshot(&f, 0), "snapshot-id"));
+        ASSERT_EQ(json_i64_at(a.body, "snapshot-id"),
+                  json_i64_at(commit_snapshot(&f, 0), "snapshot-id"));
         ASSERT_EQ(json_i64_at(a.body, "sequence-number"), 2);
         ASSERT_EQ(f.cat->n_commits, 1);
         ASSERT_EQ(f.cat->n_loads, 3);
         ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), 15);
         /* The attempt without a verdict keeps its list: it is the committed one. */
         settle(&f);
-        ASSERT_TRUE(file_exists(json_string_value(json_object_get(commit_snapshot(&f, 0), "manifest-list"))));
+        ASSERT_TRUE(file_exists(
+                json_string_value(json_object_get(commit_snapshot(&f, 0), "manifest-list"))));
 
         answer_deinit(&a);
         fixture_done(&f);
@@ -887,13 +915,15 @@ TEST(unknown_outcome_not_landed_is_committed_again_once) {
         ASSERT_EQ(f.cat->n_commits, 2);
         /* The same snapshot id on the same head: a landing of the first would fail the second's
          * requirement instead of committing twice. */
-        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 1), "snapshot-id"), json_i64_at(commit_snapshot(&f, 0), "snapshot-id"));
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 1), "snapshot-id"),
+                  json_i64_at(commit_snapshot(&f, 0), "snapshot-id"));
         ASSERT_EQ(commit_asserted_head(&f, 0), s1);
         ASSERT_EQ(commit_asserted_head(&f, 1), s1);
         ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), 15);
         settle(&f);
         /* The unknown attempt's list is never deleted. */
-        ASSERT_TRUE(file_exists(json_string_value(json_object_get(commit_snapshot(&f, 0), "manifest-list"))));
+        ASSERT_TRUE(file_exists(
+                json_string_value(json_object_get(commit_snapshot(&f, 0), "manifest-list"))));
 
         answer_deinit(&a);
         fixture_done(&f);
@@ -942,7 +972,7 @@ TEST(shutdown_answers_queued_requests_503_and_commits_nothing_of_them) {
         fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
         RUN_UNTIL(&f, double_n_held(f.cat) == 1);
         fixture_submit(&f, &b, "job-b", (const char *const[]){ sb }, 1);
-        settle(&f);                     /* b is through intake, queued behind a's batch */
+        settle(&f); /* b is through intake, queued behind a's batch */
         ASSERT_TRUE(!b.done);
 
         fixture_stop(&f);
@@ -983,7 +1013,7 @@ TEST(shutdown_while_a_load_is_in_flight) {
         /* Finished by its answer: the attempt goes on and commits. */
         fixture_init(&f);
         fixture_stage(&f, "a", rows, 1, staged);
-        f.cat->load_script[1] = STEP_HOLD;      /* the attempt's load (0 is intake's) */
+        f.cat->load_script[1] = STEP_HOLD; /* the attempt's load (0 is intake's) */
         fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
         RUN_UNTIL(&f, double_n_held(f.cat) == 1);
         fixture_stop(&f);
@@ -1072,7 +1102,8 @@ TEST(shutdown_while_a_commit_is_in_flight_is_504_when_it_gets_no_verdict) {
 
 /* Stops the engine while a batch waits out the backoff after its first commit answered `step`;
  * returns the answer's status and type. */
-static void stop_during_backoff(bool idempotency, Step step, int want_status, const char *want_type) {
+static void stop_during_backoff(bool idempotency, Step step, int want_status,
+                                const char *want_type) {
         static const int64_t rows[] = { 1 };
         char staged[256];
         Fixture f;
@@ -1151,8 +1182,9 @@ TEST(backoff_delays_stay_within_min_and_max_and_attempts_within_max_attempts) {
                         want = max;
                 delay = f.cat->load_ms[k + 1] - f.cat->commit_answer_ms[k - 1];
                 if (delay < want || delay > max + max / 10 + 2000)
-                        TEST_FAIL("delay before attempt %u: %" PRIu64 " ms, expected %" PRIu64 " to %" PRIu64, k + 1,
-                                  delay, want, max + max / 10);
+                        TEST_FAIL("delay before attempt %u: %" PRIu64 " ms, expected %" PRIu64
+                                  " to %" PRIu64,
+                                  k + 1, delay, want, max + max / 10);
         }
         answer_deinit(&a);
         fixture_done(&f);
@@ -1170,8 +1202,9 @@ TEST(backoff_is_exponential_within_min_and_max_plus_jitter) {
 
                         if (d < base || d >= base + base / 10 || d < c.min_backoff_ms ||
                             d >= c.max_backoff_ms + c.max_backoff_ms / 10)
-                                TEST_FAIL("attempt %u random %" PRIu64 ": %" PRIu64 " ms, expected %" PRIu64
-                                          " to %" PRIu64, attempt, randoms[i], d, base, base + base / 10 - 1);
+                                TEST_FAIL("attempt %u random %" PRIu64 ": %" PRIu64
+                                          " ms, expected %" PRIu64 " to %" PRIu64,
+                                          attempt, randoms[i], d, base, base + base / 10 - 1);
                 }
         }
         ASSERT_EQ(commit_engine_backoff_ms(&c, 1, 0), 100);
@@ -1233,12 +1266,13 @@ TEST(requests_queued_behind_a_commit_are_batched_within_the_limits) {
          * be 4 manifests, above max-batch-manifests 3), then e + f (3 manifests). */
         static const struct {
                 const char *key;
-                size_t first, n;                /* into names */
+                size_t first, n; /* into names */
                 int64_t batch_requests, first_row_id;
                 size_t commit;
         } want[] = {
-                { "job-a", 0, 1, 1, 0, 0 },  { "job-b", 1, 1, 2, 2, 1 },  { "job-c", 2, 1, 2, 4, 1 },
-                { "job-d", 3, 2, 1, 6, 2 },  { "job-e", 5, 2, 2, 10, 3 }, { "job-f", 7, 1, 2, 14, 3 },
+                { "job-a", 0, 1, 1, 0, 0 },  { "job-b", 1, 1, 2, 2, 1 },
+                { "job-c", 2, 1, 2, 4, 1 },  { "job-d", 3, 2, 1, 6, 2 },
+                { "job-e", 5, 2, 2, 10, 3 }, { "job-f", 7, 1, 2, 14, 3 },
         };
 
         fixture_init(&f);
@@ -1248,7 +1282,8 @@ TEST(requests_queued_behind_a_commit_are_batched_within_the_limits) {
                 fixture_stage(&f, names[i], rows, 1, staged[i]);
         f.cat->commit_script[0] = STEP_HOLD;
         for (size_t i = 0; i < ELEMENTSOF(want); i++) {
-                const char *m[2] = { staged[want[i].first], want[i].n > 1 ? staged[want[i].first + 1] : NULL };
+                const char *m[2] = { staged[want[i].first],
+                                     want[i].n > 1 ? staged[want[i].first + 1] : NULL };
 
                 fixture_submit(&f, &answers[i], want[i].key, m, want[i].n);
                 /* One at a time through intake, so that the queue order is the submission order. */
@@ -1274,14 +1309,17 @@ TEST(requests_queued_behind_a_commit_are_batched_within_the_limits) {
                 ASSERT_EQ(answers[i].status, 200);
                 ASSERT_EQ(json_i64_at(r, "batch-requests"), want[i].batch_requests);
                 ASSERT_EQ(json_i64_at(r, "attempts"), 1);
-                ASSERT_EQ(json_i64_at(r, "snapshot-id"), json_i64_at(commit_snapshot(&f, want[i].commit), "snapshot-id"));
+                ASSERT_EQ(json_i64_at(r, "snapshot-id"),
+                          json_i64_at(commit_snapshot(&f, want[i].commit), "snapshot-id"));
                 ASSERT_EQ(json_array_size(manifests), want[i].n);
                 /* Each request's manifests get consecutive ranges, in batch order. */
                 for (size_t k = 0; k < want[i].n; k++) {
                         const json_t *m = json_array_get(manifests, k);
 
-                        ASSERT_EQ(json_i64_at(m, "first-row-id"), want[i].first_row_id + 2 * (int64_t)k);
-                        ASSERT_EQ(json_i64_at(m, "last-row-id"), want[i].first_row_id + 2 * (int64_t)k + 1);
+                        ASSERT_EQ(json_i64_at(m, "first-row-id"),
+                                  want[i].first_row_id + 2 * (int64_t)k);
+                        ASSERT_EQ(json_i64_at(m, "last-row-id"),
+                                  want[i].first_row_id + 2 * (int64_t)k + 1);
                 }
         }
         ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), 16);

@@ -31,7 +31,7 @@ static int load_text(const char *text, Config **ret, Error *e) {
 
 TEST(defaults_and_values_load) {
         _cleanup_(config_freep) Config *c = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_OK(load_text("[catalog]\nuri = http://127.0.0.1:8181\nheader.X-Tenant = blue\n"
                             "[commit]\nmax-attempts = 7\n[log]\nlevel = debug\n",
@@ -49,10 +49,12 @@ TEST(defaults_and_values_load) {
 
 TEST(errors_name_file_line_key_and_reason) {
         Config *c = NULL;
-        Error e = {};
+        Error e = { 0 };
 
-        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[commit]\nmax-attempts = 0\n", &c, &e), -EINVAL);
-        ASSERT_CONTAINS(e.message, ":4: key 'commit.max-attempts': '0' is not a whole number from 1 to 1000");
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[commit]\nmax-attempts = 0\n", &c, &e),
+                  -EINVAL);
+        ASSERT_CONTAINS(e.message,
+                        ":4: key 'commit.max-attempts': '0' is not a whole number from 1 to 1000");
         ASSERT_TRUE(c == NULL);
 
         ASSERT_EQ(load_text("[catalog]\nuri = http://x\nbogus = 1\n", &c, &e), -EINVAL);
@@ -65,15 +67,18 @@ TEST(errors_name_file_line_key_and_reason) {
         ASSERT_CONTAINS(e.message, "key 'catalog.uri': required");
 
         ASSERT_EQ(load_text("[catalog]\ntype = hive\n", &c, &e), -EINVAL);
-        ASSERT_CONTAINS(e.message, "key 'catalog.type': 'hive' is not supported (use rest or filesystem)");
+        ASSERT_CONTAINS(e.message,
+                        "key 'catalog.type': 'hive' is not supported (use rest or filesystem)");
 
         ASSERT_EQ(load_text("[catalog]\nwarehouse = relative/dir\n", &c, &e), -EINVAL);
-        ASSERT_CONTAINS(e.message, "key 'catalog.warehouse': 'relative/dir' must be an absolute path");
+        ASSERT_CONTAINS(e.message,
+                        "key 'catalog.warehouse': 'relative/dir' must be an absolute path");
 
         ASSERT_EQ(load_text("[catalog]\ntype = filesystem\nuri = http://x\n", &c, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "key 'catalog.uri': not used by the filesystem catalog");
 
-        ASSERT_EQ(load_text("[catalog]\nuri = http://x\ntls-verify = sometimes\n", &c, &e), -EINVAL);
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\ntls-verify = sometimes\n", &c, &e),
+                  -EINVAL);
         ASSERT_CONTAINS(e.message, "'sometimes' is not a boolean");
 
         ASSERT_EQ(load_text("this is not ini\n", &c, &e), -EINVAL);
@@ -87,7 +92,7 @@ TEST(errors_name_file_line_key_and_reason) {
  * alone (a config copied from Spark) means REST. */
 TEST(catalog_type_follows_the_settings) {
         _cleanup_(config_freep) Config *fs = NULL, *rest = NULL, *custom = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_OK(load_text("[http]\nport = 8080\n", &fs, &e));
         ASSERT_STREQ(catalog_config_type(&fs->catalog), "filesystem");
@@ -101,28 +106,34 @@ TEST(catalog_type_follows_the_settings) {
 
 TEST(cross_option_rules) {
         Config *c = NULL;
-        Error e = {};
+        Error e = { 0 };
 
-        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[commit]\nmin-backoff-ms = 5000\nmax-backoff-ms = 10\n",
-                            &c, &e), -EINVAL);
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[commit]\nmin-backoff-ms = "
+                            "5000\nmax-backoff-ms = 10\n",
+                            &c, &e),
+                  -EINVAL);
         ASSERT_CONTAINS(e.message, "commit.min-backoff-ms");
         ASSERT_EQ(load_text("[catalog]\nuri = ftp://x\n", &c, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "must start with http:// or https://");
-        ASSERT_EQ(load_text("[catalog]\nuri = http://x\ntoken = a\ncredential = b:c\n", &c, &e), -EINVAL);
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\ntoken = a\ncredential = b:c\n", &c, &e),
+                  -EINVAL);
         ASSERT_CONTAINS(e.message, "set one, not both");
 }
 
 TEST(equality_delete_policy) {
         _cleanup_(config_freep) Config *c = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_OK(load_text("[catalog]\nuri = http://x\n", &c, &e));
         ASSERT_TRUE(!c->commit.allow_equality_deletes);
         c = config_free(c);
-        ASSERT_OK(load_text("[catalog]\nuri = http://x\n[lineage]\nequality-deletes = allow\n", &c, &e));
+        ASSERT_OK(load_text("[catalog]\nuri = http://x\n[lineage]\nequality-deletes = allow\n", &c,
+                            &e));
         ASSERT_TRUE(c->commit.allow_equality_deletes);
         c = config_free(c);
-        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[lineage]\nequality-deletes = maybe\n", &c, &e), -EINVAL);
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[lineage]\nequality-deletes = maybe\n", &c,
+                            &e),
+                  -EINVAL);
         ASSERT_CONTAINS(e.message, "'maybe' is not a policy (use reject or allow)");
 }
 
@@ -149,7 +160,7 @@ TEST(example_config_loads) {
         _cleanup_(config_freep) Config *c = NULL;
         const char *root = getenv("ICECOMMIT_SOURCE_ROOT");
         char path[4096];
-        Error e = {};
+        Error e = { 0 };
 
         snprintf(path, sizeof(path), "%s/conf/icecommitd.conf", root ? root : ".");
         ASSERT_OK(config_load(path, &c, &e));
@@ -158,7 +169,7 @@ TEST(example_config_loads) {
 TEST(secrets_come_from_the_credentials_directory) {
         _cleanup_(config_freep) Config *c = NULL;
         char dir[] = "/tmp/icecommit-test-credentials-XXXXXX", path[128];
-        Error e = {};
+        Error e = { 0 };
         FILE *f;
 
         ASSERT_TRUE(mkdtemp(dir));
@@ -189,7 +200,9 @@ TEST(secrets_come_from_the_credentials_directory) {
         fputs("s3-secret-from-file\n", f);
         fclose(f);
         c = config_free(c);
-        ASSERT_OK(load_text("[catalog]\nuri = http://x\n[s3]\naccess-key-id = AK\nsecret-access-key = in-file\n", &c, &e));
+        ASSERT_OK(load_text("[catalog]\nuri = http://x\n[s3]\naccess-key-id = "
+                            "AK\nsecret-access-key = in-file\n",
+                            &c, &e));
         ASSERT_STREQ(c->storage.s3.secret_access_key, "s3-secret-from-file");
         ASSERT_STREQ(c->storage.s3.access_key_id, "AK");
         unsetenv("CREDENTIALS_DIRECTORY");
@@ -199,19 +212,24 @@ TEST(secrets_come_from_the_credentials_directory) {
 
 TEST(s3_options_are_checked) {
         Config *c = NULL;
-        Error e = {};
+        Error e = { 0 };
 
-        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[s3]\naccess-key-id = AK\n", &c, &e), -EINVAL);
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[s3]\naccess-key-id = AK\n", &c, &e),
+                  -EINVAL);
         ASSERT_CONTAINS(e.message, "set both or neither");
-        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[s3]\nendpoint = 127.0.0.1:9000\n", &c, &e), -EINVAL);
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\n[s3]\nendpoint = 127.0.0.1:9000\n", &c, &e),
+                  -EINVAL);
         ASSERT_CONTAINS(e.message, "must start with http:// or https://");
-        ASSERT_EQ(load_text("[catalog]\nuri = http://x\naccess-delegation = remote-signing\n", &c, &e), -EINVAL);
+        ASSERT_EQ(load_text("[catalog]\nuri = http://x\naccess-delegation = remote-signing\n", &c,
+                            &e),
+                  -EINVAL);
         ASSERT_CONTAINS(e.message, "remote-signing is not supported");
         ASSERT_EQ(load_text("[catalog]\nwarehouse = gs://b/wh\n", &c, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "s3:// bucket location");
-        ASSERT_OK(load_text("[catalog]\nwarehouse = s3://b/wh\n[s3]\nendpoint = http://127.0.0.1:9000\n"
-                            "path-style-access = true\n[client]\nregion = eu-west-1\n",
-                            &c, &e));
+        ASSERT_OK(load_text(
+                "[catalog]\nwarehouse = s3://b/wh\n[s3]\nendpoint = http://127.0.0.1:9000\n"
+                "path-style-access = true\n[client]\nregion = eu-west-1\n",
+                &c, &e));
         ASSERT_TRUE(c->storage.s3.path_style_access);
         ASSERT_STREQ(c->storage.s3.region, "eu-west-1");
         ASSERT_STREQ(catalog_config_type(&c->catalog), "filesystem");
@@ -237,7 +255,8 @@ TEST(reload_applies_run_time_options_and_names_the_rest) {
 
         ASSERT_OK(config_load(path, &c, &e));
         ASSERT_EQ(c->commit.max_attempts, 5);
-        rewrite(path, "[catalog]\nuri = http://127.0.0.1:9999\n[commit]\nmax-attempts = 7\nmax-rows-per-request = 100\n"
+        rewrite(path, "[catalog]\nuri = http://127.0.0.1:9999\n[commit]\nmax-attempts = "
+                      "7\nmax-rows-per-request = 100\n"
                       "[http]\nport = 9000\n[log]\nlevel = debug\n");
         ASSERT_OK(config_reload(c, &what, &e));
         ASSERT_EQ(c->commit.max_attempts, 7);
@@ -253,13 +272,15 @@ TEST(reload_applies_run_time_options_and_names_the_rest) {
         ASSERT_TRUE(strstr(what.need_restart, "commit.") == NULL);
 
         /* A bad file: the error names file and line; nothing changed. */
-        rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = 3\nmax-attempts-typo = 1\n");
+        rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = "
+                      "3\nmax-attempts-typo = 1\n");
         ASSERT_TRUE(config_reload(c, &what, &e) < 0);
         ASSERT_CONTAINS(e.message, ":5:");
         ASSERT_EQ(c->commit.max_attempts, 7);
 
         /* Nothing changed: nothing to report. */
-        rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = 7\nmax-rows-per-request = 100\n"
+        rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = "
+                      "7\nmax-rows-per-request = 100\n"
                       "[log]\nlevel = debug\n");
         ASSERT_OK(config_reload(c, &what, &e));
         ASSERT_EQ(what.n_applied, 0);

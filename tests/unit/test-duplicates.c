@@ -9,7 +9,7 @@
 #include "test.h"
 
 TEST(one_file_under_several_spellings) {
-        _cleanup_(duplicates_deinit) Duplicates d = {};
+        _cleanup_(duplicates_deinit) Duplicates d = { 0 };
         const DuplicatesRef *first, *again;
         size_t pos = 0, n = 0;
 
@@ -42,7 +42,7 @@ TEST(one_file_under_several_spellings) {
 }
 
 TEST(three_names_pair_each_with_the_first) {
-        _cleanup_(duplicates_deinit) Duplicates d = {};
+        _cleanup_(duplicates_deinit) Duplicates d = { 0 };
         const DuplicatesRef *first, *again;
         size_t pos = 0, n = 0;
 
@@ -59,7 +59,7 @@ TEST(three_names_pair_each_with_the_first) {
 }
 
 TEST(empty) {
-        Duplicates d = {};
+        Duplicates d = { 0 };
         const DuplicatesRef *first, *again;
         size_t pos = 0;
 

@@ -19,12 +19,12 @@ typedef struct Outcome {
         unsigned calls;
         int status;
         char message[1024];
-        json_t *body;                   /* owned copy */
+        json_t *body; /* owned copy */
 } Outcome;
 
 static void outcome_reset(Outcome *o) {
         json_decref(o->body);
-        *o = (Outcome){};
+        *o = (Outcome){ 0 };
 }
 
 static void on_result(const CatalogResult *result, void *userdata) {
@@ -56,9 +56,9 @@ static void on_closed(void *userdata) {
 }
 
 static void fixture_init(Fixture *f) {
-        Outcome o = {};
+        Outcome o = { 0 };
 
-        *f = (Fixture){};
+        *f = (Fixture){ 0 };
         snprintf(f->dir, sizeof(f->dir), "/tmp/icecommit-test-fs-XXXXXX");
         ASSERT_TRUE(mkdtemp(f->dir));
         /* A file:// URI and a directory that does not exist yet: start creates it. */
@@ -69,7 +69,7 @@ static void fixture_init(Fixture *f) {
         ASSERT_OK(filesystem_catalog_new(&f->loop, &f->config, &f->catalog));
         ASSERT_TRUE(!filesystem_catalog_backend.is_ready(f->catalog));
         ASSERT_OK(filesystem_catalog_backend.start(f->catalog, on_result, &o));
-        ASSERT_TRUE(!o.done);         /* never from inside the call */
+        ASSERT_TRUE(!o.done); /* never from inside the call */
         wait_for(f, &o);
         ASSERT_EQ(o.status, 0);
         ASSERT_TRUE(filesystem_catalog_backend.is_ready(f->catalog));
@@ -108,13 +108,16 @@ static json_t *J(const char *text) {
 
 static void create_db_and_table(Fixture *f) {
         _cleanup_(json_decrefp) json_t *req = J(CREATE);
-        Outcome o = {};
+        Outcome o = { 0 };
 
-        ASSERT_OK(filesystem_catalog_backend.create_namespace(f->catalog, NS, 1, /* properties= */ NULL, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.create_namespace(f->catalog, NS, 1,
+                                                              /* properties= */ NULL, on_result,
+                                                              &o));
         wait_for(f, &o);
         ASSERT_EQ(o.status, 0);
         outcome_reset(&o);
-        ASSERT_OK(filesystem_catalog_backend.create_table(f->catalog, NS, 1, "t", req, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.create_table(f->catalog, NS, 1, "t", req, on_result,
+                                                          &o));
         wait_for(f, &o);
         ASSERT_EQ(o.status, 0);
         outcome_reset(&o);
@@ -163,27 +166,26 @@ static json_t *append_request(const json_t *base, int64_t snapshot_id, int64_t a
         const json_t *md = json_object_get(base, "metadata");
         json_t *main_ref = json_object_get(json_object_get(md, "refs"), "main");
 
-        return json_pack("{s:[{s:s, s:s}, {s:s, s:s, s:O}], s:[{s:s, s:{s:I, s:I, s:I, s:s, s:I, s:I, s:{s:s}}},"
+        return json_pack("{s:[{s:s, s:s}, {s:s, s:s, s:O}], s:[{s:s, s:{s:I, s:I, s:I, s:s, s:I, "
+                         "s:I, s:{s:s}}},"
                          " {s:s, s:s, s:s, s:I}]}",
-                         "requirements",
-                         "type", "assert-table-uuid", "uuid", json_string_value(json_object_get(md, "table-uuid")),
-                         "type", "assert-ref-snapshot-id", "ref", "main", "snapshot-id",
+                         "requirements", "type", "assert-table-uuid", "uuid",
+                         json_string_value(json_object_get(md, "table-uuid")), "type",
+                         "assert-ref-snapshot-id", "ref", "main", "snapshot-id",
                          main_ref ? json_object_get(main_ref, "snapshot-id") : json_null(),
-                         "updates",
-                         "action", "add-snapshot", "snapshot",
-                         "snapshot-id", (json_int_t)snapshot_id,
-                         "sequence-number", json_integer_value(json_object_get(md, "last-sequence-number")) + 1,
-                         "timestamp-ms", (json_int_t)1700000000000,
-                         "manifest-list", "/nowhere/list.avro",
-                         "first-row-id", json_integer_value(json_object_get(md, "next-row-id")),
-                         "added-rows", (json_int_t)added_rows,
-                         "summary", "operation", "append",
-                         "action", "set-snapshot-ref", "ref-name", "main", "type", "branch", "snapshot-id",
+                         "updates", "action", "add-snapshot", "snapshot", "snapshot-id",
+                         (json_int_t)snapshot_id, "sequence-number",
+                         json_integer_value(json_object_get(md, "last-sequence-number")) + 1,
+                         "timestamp-ms", (json_int_t)1700000000000, "manifest-list",
+                         "/nowhere/list.avro", "first-row-id",
+                         json_integer_value(json_object_get(md, "next-row-id")), "added-rows",
+                         (json_int_t)added_rows, "summary", "operation", "append", "action",
+                         "set-snapshot-ref", "ref-name", "main", "type", "branch", "snapshot-id",
                          (json_int_t)snapshot_id);
 }
 
 static json_t *load(Fixture *f, const char *table, int expected_status) {
-        Outcome o = {};
+        Outcome o = { 0 };
         json_t *body;
 
         ASSERT_OK(filesystem_catalog_backend.load_table(f->catalog, NS, 1, table, on_result, &o));
@@ -198,7 +200,7 @@ TEST(create_load_commit) {
         _cleanup_(json_decrefp) json_t *v1 = NULL, *v2 = NULL, *req = NULL;
         _cleanup_(freep) char *hint = NULL;
         Fixture f;
-        Outcome o = {};
+        Outcome o = { 0 };
         char expected[256];
         const json_t *md;
 
@@ -219,14 +221,17 @@ TEST(create_load_commit) {
 
         req = append_request(v1, 11, 25);
         ASSERT_TRUE(req);
-        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", req, "key-ignored", on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", req, "key-ignored",
+                                                          on_result, &o));
         ASSERT_TRUE(!o.done);
         wait_for(&f, &o);
         ASSERT_EQ(o.status, 0);
         ASSERT_EQ(o.calls, 1);
         snprintf(expected, sizeof(expected), "%s/wh/db/t/metadata/v2.metadata.json", f.dir);
         ASSERT_STREQ(json_string_value(json_object_get(o.body, "metadata-location")), expected);
-        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(o.body, "metadata"), "next-row-id")), 25);
+        ASSERT_EQ(json_integer_value(
+                          json_object_get(json_object_get(o.body, "metadata"), "next-row-id")),
+                  25);
         outcome_reset(&o);
 
         free(hint);
@@ -238,15 +243,17 @@ TEST(create_load_commit) {
         ASSERT_EQ(json_integer_value(json_object_get(md, "last-sequence-number")), 1);
         ASSERT_EQ(json_integer_value(json_object_get(md, "current-snapshot-id")), 11);
         snprintf(expected, sizeof(expected), "%s/wh/db/t/metadata/v1.metadata.json", f.dir);
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(json_object_get(md, "metadata-log"), 0),
-                                                       "metadata-file")),
+        ASSERT_STREQ(json_string_value(
+                             json_object_get(json_array_get(json_object_get(md, "metadata-log"), 0),
+                                             "metadata-file")),
                      expected);
 
         /* No temporary files are left behind. */
         {
                 char cmd[256];
 
-                snprintf(cmd, sizeof(cmd), "test $(ls -A '%s/wh/db/t/metadata' | wc -l) -eq 3", f.dir);
+                snprintf(cmd, sizeof(cmd), "test $(ls -A '%s/wh/db/t/metadata' | wc -l) -eq 3",
+                         f.dir);
                 ASSERT_EQ(system(cmd), 0);
         }
         fixture_done(&f);
@@ -255,17 +262,19 @@ TEST(create_load_commit) {
 TEST(concurrent_commits_on_one_base_conflict) {
         _cleanup_(json_decrefp) json_t *v1 = NULL, *a = NULL, *b = NULL;
         Fixture f;
-        Outcome oa = {}, ob = {};
+        Outcome oa = { 0 }, ob = { 0 };
 
         fixture_init(&f);
         create_db_and_table(&f);
         v1 = load(&f, "t", 0);
         a = append_request(v1, 21, 10);
         b = append_request(v1, 22, 7);
-        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", a, NULL, on_result, &oa));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", a, NULL, on_result,
+                                                          &oa));
         wait_for(&f, &oa);
         ASSERT_EQ(oa.status, 0);
-        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", b, NULL, on_result, &ob));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", b, NULL, on_result,
+                                                          &ob));
         wait_for(&f, &ob);
         ASSERT_EQ(ob.status, CATALOG_E_CONFLICT);
         ASSERT_CONTAINS(ob.message, "Requirement failed: branch main was created concurrently");
@@ -279,8 +288,10 @@ TEST(concurrent_commits_on_one_base_conflict) {
 
                 c = append_request(v2, 31, 1);
                 d = append_request(v2, 32, 2);
-                ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", c, NULL, on_result, &oa));
-                ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", d, NULL, on_result, &ob));
+                ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", c, NULL,
+                                                                  on_result, &oa));
+                ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", d, NULL,
+                                                                  on_result, &ob));
                 wait_for(&f, &oa);
                 wait_for(&f, &ob);
                 ASSERT_TRUE((oa.status == 0 && ob.status == CATALOG_E_CONFLICT) ||
@@ -296,50 +307,61 @@ TEST(concurrent_commits_on_one_base_conflict) {
 TEST(lagging_or_missing_hint) {
         _cleanup_(json_decrefp) json_t *v1 = NULL, *req = NULL, *again = NULL, *scanned = NULL;
         Fixture f;
-        Outcome o = {};
+        Outcome o = { 0 };
 
         fixture_init(&f);
         create_db_and_table(&f);
         v1 = load(&f, "t", 0);
         req = append_request(v1, 41, 3);
-        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", req, NULL, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", req, NULL,
+                                                          on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, 0);
         outcome_reset(&o);
 
         write_text(&f, "db/t/metadata/version-hint.text", "1\n");
         again = load(&f, "t", 0);
-        ASSERT_CONTAINS(json_string_value(json_object_get(again, "metadata-location")), "/v2.metadata.json");
-        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(again, "metadata"), "next-row-id")), 3);
+        ASSERT_CONTAINS(json_string_value(json_object_get(again, "metadata-location")),
+                        "/v2.metadata.json");
+        ASSERT_EQ(json_integer_value(
+                          json_object_get(json_object_get(again, "metadata"), "next-row-id")),
+                  3);
 
         /* Without a hint (or with garbage in it) the directory is listed. */
         write_text(&f, "db/t/metadata/version-hint.text", "two");
         scanned = load(&f, "t", 0);
-        ASSERT_CONTAINS(json_string_value(json_object_get(scanned, "metadata-location")), "/v2.metadata.json");
+        ASSERT_CONTAINS(json_string_value(json_object_get(scanned, "metadata-location")),
+                        "/v2.metadata.json");
         ASSERT_EQ(unlink_relative(&f, "db/t/metadata/version-hint.text"), 0);
         json_decref(scanned);
         scanned = load(&f, "t", 0);
-        ASSERT_CONTAINS(json_string_value(json_object_get(scanned, "metadata-location")), "/v2.metadata.json");
+        ASSERT_CONTAINS(json_string_value(json_object_get(scanned, "metadata-location")),
+                        "/v2.metadata.json");
 
         /* A commit on a lagging hint still builds on v2 and lands as v3. */
         {
                 _cleanup_(json_decrefp) json_t *next = append_request(scanned, 42, 4);
 
                 write_text(&f, "db/t/metadata/version-hint.text", "1");
-                ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", next, NULL, on_result, &o));
+                ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", next, NULL,
+                                                                  on_result, &o));
                 wait_for(&f, &o);
                 ASSERT_EQ(o.status, 0);
-                ASSERT_CONTAINS(json_string_value(json_object_get(o.body, "metadata-location")), "/v3.metadata.json");
-                ASSERT_EQ(json_integer_value(json_object_get(json_object_get(o.body, "metadata"), "next-row-id")), 7);
+                ASSERT_CONTAINS(json_string_value(json_object_get(o.body, "metadata-location")),
+                                "/v3.metadata.json");
+                ASSERT_EQ(json_integer_value(json_object_get(json_object_get(o.body, "metadata"),
+                                                             "next-row-id")),
+                          7);
                 outcome_reset(&o);
         }
 
         /* Unreadable metadata is -EBADMSG with the file named. */
         write_text(&f, "db/t/metadata/v4.metadata.json", "{not json");
         {
-                Outcome bad = {};
+                Outcome bad = { 0 };
 
-                ASSERT_OK(filesystem_catalog_backend.load_table(f.catalog, NS, 1, "t", on_result, &bad));
+                ASSERT_OK(filesystem_catalog_backend.load_table(f.catalog, NS, 1, "t", on_result,
+                                                                &bad));
                 wait_for(&f, &bad);
                 ASSERT_EQ(bad.status, -EBADMSG);
                 ASSERT_CONTAINS(bad.message, "v4.metadata.json' is not table metadata");
@@ -350,11 +372,13 @@ TEST(lagging_or_missing_hint) {
 
 TEST(not_found_conflicts_and_rejections) {
         _cleanup_(json_decrefp) json_t *create = J(CREATE), *missing = NULL;
-        _cleanup_(json_decrefp) json_t *bad_update = J("{\"updates\": [{\"action\": \"set-location\"}]}");
-        _cleanup_(json_decrefp) json_t *elsewhere = J("{\"location\": \"/elsewhere\", \"schema\": {\"type\": \"struct\", \"fields\": []}}");
+        _cleanup_(json_decrefp) json_t *bad_update =
+                J("{\"updates\": [{\"action\": \"set-location\"}]}");
+        _cleanup_(json_decrefp) json_t *elsewhere = J("{\"location\": \"/elsewhere\", \"schema\": "
+                                                      "{\"type\": \"struct\", \"fields\": []}}");
         static const char *const NOPE[] = { "nope" };
         Fixture f;
-        Outcome o = {};
+        Outcome o = { 0 };
 
         fixture_init(&f);
         missing = load(&f, "t", CATALOG_E_NOT_FOUND);
@@ -365,38 +389,44 @@ TEST(not_found_conflicts_and_rejections) {
         ASSERT_STREQ(o.message, "Table does not exist: db.t");
         outcome_reset(&o);
 
-        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NOPE, 1, "t", create, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NOPE, 1, "t", create,
+                                                          on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_NOT_FOUND);
         ASSERT_STREQ(o.message, "Namespace does not exist: nope");
         outcome_reset(&o);
 
         create_db_and_table(&f);
-        ASSERT_OK(filesystem_catalog_backend.create_namespace(f.catalog, NS, 1, NULL, on_result, &o));
+        ASSERT_OK(
+                filesystem_catalog_backend.create_namespace(f.catalog, NS, 1, NULL, on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_CONFLICT);
         ASSERT_STREQ(o.message, "Namespace already exists: db");
         outcome_reset(&o);
-        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NS, 1, "t", create, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NS, 1, "t", create, on_result,
+                                                          &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_CONFLICT);
         ASSERT_STREQ(o.message, "Table already exists: db.t");
         outcome_reset(&o);
-        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NS, 1, "u", elsewhere, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NS, 1, "u", elsewhere,
+                                                          on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_REJECTED);
         ASSERT_CONTAINS(o.message, "Cannot set a custom location for a path-based table");
         ASSERT_TRUE(!exists(&f, "db/u"));
         outcome_reset(&o);
 
-        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", bad_update, NULL, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "t", bad_update, NULL,
+                                                          on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_REJECTED);
         ASSERT_STREQ(o.message, "set-location: no location");
         ASSERT_TRUE(!exists(&f, "db/t/metadata/v2.metadata.json"));
         outcome_reset(&o);
 
-        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "missing", bad_update, NULL, on_result, &o));
+        ASSERT_OK(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, "missing", bad_update,
+                                                          NULL, on_result, &o));
         wait_for(&f, &o);
         ASSERT_EQ(o.status, CATALOG_E_NOT_FOUND);
         outcome_reset(&o);
@@ -405,7 +435,8 @@ TEST(not_found_conflicts_and_rejections) {
         {
                 static const char *const NESTED[] = { "a", "b", "c" };
 
-                ASSERT_OK(filesystem_catalog_backend.create_namespace(f.catalog, NESTED, 3, NULL, on_result, &o));
+                ASSERT_OK(filesystem_catalog_backend.create_namespace(f.catalog, NESTED, 3, NULL,
+                                                                      on_result, &o));
                 wait_for(&f, &o);
                 ASSERT_EQ(o.status, 0);
                 ASSERT_TRUE(exists(&f, "a/b/c"));
@@ -418,20 +449,33 @@ TEST(bad_names_fail_at_call_time) {
         static const char *const bad[] = { "", ".", "..", "a/b" };
         _cleanup_(json_decrefp) json_t *req = J(CREATE);
         Fixture f;
-        Outcome o = {};
+        Outcome o = { 0 };
 
         fixture_init(&f);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 const char *ns[] = { bad[i] };
 
-                ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, NS, 1, bad[i], on_result, &o), -EINVAL);
-                ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, ns, 1, "t", on_result, &o), -EINVAL);
-                ASSERT_EQ(filesystem_catalog_backend.create_namespace(f.catalog, ns, 1, NULL, on_result, &o), -EINVAL);
-                ASSERT_EQ(filesystem_catalog_backend.create_table(f.catalog, NS, 1, bad[i], req, on_result, &o), -EINVAL);
-                ASSERT_EQ(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, bad[i], req, NULL, on_result, &o), -EINVAL);
+                ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, NS, 1, bad[i], on_result,
+                                                                &o),
+                          -EINVAL);
+                ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, ns, 1, "t", on_result,
+                                                                &o),
+                          -EINVAL);
+                ASSERT_EQ(filesystem_catalog_backend.create_namespace(f.catalog, ns, 1, NULL,
+                                                                      on_result, &o),
+                          -EINVAL);
+                ASSERT_EQ(filesystem_catalog_backend.create_table(f.catalog, NS, 1, bad[i], req,
+                                                                  on_result, &o),
+                          -EINVAL);
+                ASSERT_EQ(filesystem_catalog_backend.commit_table(f.catalog, NS, 1, bad[i], req,
+                                                                  NULL, on_result, &o),
+                          -EINVAL);
         }
-        ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, NS, 0, "t", on_result, &o), -EINVAL);
-        ASSERT_EQ(filesystem_catalog_backend.create_namespace(f.catalog, NS, 0, NULL, on_result, &o), -EINVAL);
+        ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, NS, 0, "t", on_result, &o),
+                  -EINVAL);
+        ASSERT_EQ(filesystem_catalog_backend.create_namespace(f.catalog, NS, 0, NULL, on_result,
+                                                              &o),
+                  -EINVAL);
         (void)uv_run(&f.loop, UV_RUN_NOWAIT);
         ASSERT_EQ(o.calls, 0);
         fixture_done(&f);
@@ -440,15 +484,18 @@ TEST(bad_names_fail_at_call_time) {
 TEST(close_waits_for_work_in_flight) {
         _cleanup_(json_decrefp) json_t *req = J(CREATE);
         Fixture f;
-        Outcome o[4] = {};
+        Outcome o[4] = { 0 };
         unsigned closed = 0;
 
         fixture_init(&f);
-        ASSERT_OK(filesystem_catalog_backend.create_namespace(f.catalog, NS, 1, NULL, on_result, &o[0]));
-        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NS, 1, "t", req, on_result, &o[1]));
+        ASSERT_OK(filesystem_catalog_backend.create_namespace(f.catalog, NS, 1, NULL, on_result,
+                                                              &o[0]));
+        ASSERT_OK(filesystem_catalog_backend.create_table(f.catalog, NS, 1, "t", req, on_result,
+                                                          &o[1]));
         ASSERT_OK(filesystem_catalog_backend.load_table(f.catalog, NS, 1, "t", on_result, &o[2]));
         filesystem_catalog_backend.close(f.catalog, on_closed, &closed);
-        ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, NS, 1, "t", on_result, &o[3]), -ESHUTDOWN);
+        ASSERT_EQ(filesystem_catalog_backend.load_table(f.catalog, NS, 1, "t", on_result, &o[3]),
+                  -ESHUTDOWN);
         ASSERT_EQ(closed, 0);
         (void)uv_run(&f.loop, UV_RUN_DEFAULT);
         ASSERT_EQ(closed, 1);

@@ -38,8 +38,8 @@ TEST(framing_check_refuses_ambiguous_lengths) {
                   -EBADMSG, "both Content-Length and Transfer-Encoding" },
                 { "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\ncontent-length: 4\r\n\r\n",
                   -EBADMSG, "both Content-Length and Transfer-Encoding" },
-                { "POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 12\r\n\r\n",
-                  -EBADMSG, "two different Content-Length values" },
+                { "POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 12\r\n\r\n", -EBADMSG,
+                  "two different Content-Length values" },
                 { "POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Len", -EAGAIN, NULL },
         };
 
@@ -90,35 +90,41 @@ TEST(path_match_decodes_params_and_compares_literals_decoded) {
                 int expected;
                 const char *params[2];
         } cases[] = {
-                { "/", "/", 0, {} },
-                { "/", "//", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "/healthz", 0, {} },
-                { "/healthz", "/healthz/", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "/health", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "/healthzz", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "/he%61lthz", 0, {} },
-                { "/healthz", "/he%6", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "healthz", HTTP_PATH_E_NO_MATCH, {} },
-                { "/healthz", "", HTTP_PATH_E_NO_MATCH, {} },
+                { "/", "/", 0, { 0 } },
+                { "/", "//", HTTP_PATH_E_NO_MATCH, { 0 } },
+                { "/healthz", "/healthz", 0, { 0 } },
+                { "/healthz", "/healthz/", HTTP_PATH_E_NO_MATCH, { 0 } },
+                { "/healthz", "/health", HTTP_PATH_E_NO_MATCH, { 0 } },
+                { "/healthz", "/healthzz", HTTP_PATH_E_NO_MATCH, { 0 } },
+                { "/healthz", "/he%61lthz", 0, { 0 } },
+                { "/healthz", "/he%6", HTTP_PATH_E_NO_MATCH, { 0 } },
+                { "/healthz", "healthz", HTTP_PATH_E_NO_MATCH, { 0 } },
+                { "/healthz", "", HTTP_PATH_E_NO_MATCH, { 0 } },
                 { "/v1/commits/{}", "/v1/commits/abc", 0, { "abc" } },
-                { "/v1/commits/{}", "/v1/commits/", HTTP_PATH_E_NO_MATCH, {} },
-                { "/v1/commits/{}", "/v1/commits/a/b", HTTP_PATH_E_NO_MATCH, {} },
+                { "/v1/commits/{}", "/v1/commits/", HTTP_PATH_E_NO_MATCH, { 0 } },
+                { "/v1/commits/{}", "/v1/commits/a/b", HTTP_PATH_E_NO_MATCH, { 0 } },
                 { "/v1/commits/{}", "/v1/commits/a%2Fb", 0, { "a/b" } },
                 { "/v1/commits/{}", "/v1/commits/a+b", 0, { "a+b" } },
-                { "/v1/commits/{}", "/v1/commits/a%00b", HTTP_PATH_E_BAD_PARAM, {} },
-                { "/v1/commits/{}", "/v1/commits/a%zzb", HTTP_PATH_E_BAD_PARAM, {} },
-                { "/v1/commits/{}", "/v1/commits/a%2", HTTP_PATH_E_BAD_PARAM, {} },
-                { "/v1/commits/{}", "/v2/commits/a%00", HTTP_PATH_E_NO_MATCH, {} },
+                { "/v1/commits/{}", "/v1/commits/a%00b", HTTP_PATH_E_BAD_PARAM, { 0 } },
+                { "/v1/commits/{}", "/v1/commits/a%zzb", HTTP_PATH_E_BAD_PARAM, { 0 } },
+                { "/v1/commits/{}", "/v1/commits/a%2", HTTP_PATH_E_BAD_PARAM, { 0 } },
+                { "/v1/commits/{}", "/v2/commits/a%00", HTTP_PATH_E_NO_MATCH, { 0 } },
                 { "/v1/namespaces/{}/tables/{}/commits",
-                  "/v1/namespaces/db%1Fsales/tables/o%20x/commits", 0, { "db\x1fsales", "o x" } },
-                { "/v1/namespaces/{}/tables/{}/commits", "/v1/namespaces/db/tables/t",
-                  HTTP_PATH_E_NO_MATCH, {} },
+                  "/v1/namespaces/db%1Fsales/tables/o%20x/commits",
+                  0,
+                  { "db\x1fsales", "o x" } },
                 { "/v1/namespaces/{}/tables/{}/commits",
-                  "/v1/namespaces/%e2%82%ac/tables/t/commits", 0, { "\xe2\x82\xac", "t" } },
+                  "/v1/namespaces/db/tables/t",
+                  HTTP_PATH_E_NO_MATCH,
+                  { 0 } },
+                { "/v1/namespaces/{}/tables/{}/commits",
+                  "/v1/namespaces/%e2%82%ac/tables/t/commits",
+                  0,
+                  { "\xe2\x82\xac", "t" } },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                const char *params[HTTP_ROUTE_MAX_PARAMS] = {};
+                const char *params[HTTP_ROUTE_MAX_PARAMS] = { 0 };
                 size_t n_params = 99, path_len = strlen(cases[i].path);
                 char *buf = malloc(path_len + 1); /* exactly the documented bound */
                 int k;
@@ -269,19 +275,18 @@ static void handle_echo(HttpRequest *r, void *userdata) {
         for (size_t i = 0; i < http_request_n_params(r); i++)
                 ASSERT_OK(json_array_append_new(params, json_string(http_request_param(r, i))));
         http_reply_json(r, 200,
-                        json_pack("{s:s, s:s%, s:o, s:s%, s:o, s:o, s:b, s:o}",
-                                  "method", http_request_method(r),
-                                  "path", (const char *)path.ptr, path.len,
-                                  "params", params,
-                                  "body", body.len ? (const char *)body.ptr : "", body.len,
-                                  "mode", mode.ptr ? json_stringn((const char *)mode.ptr, mode.len)
-                                                   : json_null(),
-                                  "flag", flag.ptr ? json_stringn((const char *)flag.ptr, flag.len)
-                                                   : json_null(),
-                                  "missing", missing.ptr != NULL,
-                                  "header", header.ptr ? json_stringn((const char *)header.ptr,
-                                                                      header.len)
-                                                       : json_null()));
+                        json_pack("{s:s, s:s%, s:o, s:s%, s:o, s:o, s:b, s:o}", "method",
+                                  http_request_method(r), "path", (const char *)path.ptr, path.len,
+                                  "params", params, "body", body.len ? (const char *)body.ptr : "",
+                                  body.len, "mode",
+                                  mode.ptr ? json_stringn((const char *)mode.ptr, mode.len)
+                                           : json_null(),
+                                  "flag",
+                                  flag.ptr ? json_stringn((const char *)flag.ptr, flag.len)
+                                           : json_null(),
+                                  "missing", missing.ptr != NULL, "header",
+                                  header.ptr ? json_stringn((const char *)header.ptr, header.len)
+                                             : json_null()));
 }
 
 static void delayed_on_gone(HttpRequest *r, void *userdata) {
@@ -432,14 +437,14 @@ static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
 
 typedef struct Request {
         const char *method;
-        const char *target;  /* path and query */
+        const char *target; /* path and query */
         const char *body;
         size_t body_len;
-        long http_version;   /* CURL_HTTP_VERSION_*, 0 = 1.1 */
+        long http_version; /* CURL_HTTP_VERSION_*, 0 = 1.1 */
         const char *headers[4];
         long timeout_ms;
         const char *request_target; /* e.g. "*" */
-        atomic_bool *abort_when; /* leave as soon as this turns true */
+        atomic_bool *abort_when;    /* leave as soon as this turns true */
 } Request;
 
 static int on_progress(void *p, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
@@ -465,7 +470,7 @@ static void perform(Fixture *f, CURL *curl, const Request *req, Response *ret) {
             previous_version == CURL_HTTP_VERSION_2_0)
                 http_version = CURL_HTTP_VERSION_2_0;
 
-        *ret = (Response){};
+        *ret = (Response){ 0 };
         curl_easy_reset(curl); /* keeps the connection cache */
         ASSERT_TRUE((size_t)snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", f->port,
                                      req->target) < sizeof(url));
@@ -554,8 +559,8 @@ static void assert_error(const Response *resp, long status, const char *type) {
         json_t *j, *error;
 
         if (resp->code != CURLE_OK || resp->status != status)
-                TEST_FAIL("expected %ld, got curl=%d (%s) status=%ld body='%s'", status,
-                          resp->code, curl_easy_strerror(resp->code), resp->status, resp->body);
+                TEST_FAIL("expected %ld, got curl=%d (%s) status=%ld body='%s'", status, resp->code,
+                          curl_easy_strerror(resp->code), resp->status, resp->body);
         j = response_json(resp);
         ASSERT_EQ(json_object_size(j), 1);
         error = json_object_get(j, "error");
@@ -592,7 +597,8 @@ static void scenario_params(Fixture *f) {
         perform(f, curl,
                 &(Request){ .target = "/v1/namespaces/db%1Fsales%20eu/tables/my%20table/commits"
                                       "?mode=fast%2Bx+y&flag&other=1",
-                            .body = body, .body_len = strlen(body),
+                            .body = body,
+                            .body_len = strlen(body),
                             .headers = { "X-Test: yes", "Content-Type: application/json" } },
                 &resp);
         assert_ok(&resp);
@@ -619,7 +625,8 @@ static void scenario_params(Fixture *f) {
                 memset(big, 'x', sizeof(big));
                 perform(f, curl,
                         &(Request){ .target = "/v1/namespaces/a/tables/b/commits",
-                                    .body = big, .body_len = sizeof(big) },
+                                    .body = big,
+                                    .body_len = sizeof(big) },
                         &resp);
                 assert_ok(&resp);
         }
@@ -668,14 +675,17 @@ static void scenario_errors(Fixture *f, long http_version) {
         assert_error(&resp, 404, "not-found");
 
         perform(f, curl,
-                &(Request){ .method = "DELETE", .target = "/healthz",
-                            .http_version = http_version },
+                &(Request){
+                        .method = "DELETE", .target = "/healthz", .http_version = http_version },
                 &resp);
         assert_error(&resp, 405, "method-not-allowed");
         ASSERT_STREQ(response_header(&resp, "allow", allow, sizeof(allow)), "GET");
         perform(f, curl,
-                &(Request){ .method = "POST", .target = "/v1/commits/k", .body = "{}",
-                            .body_len = 2, .http_version = http_version },
+                &(Request){ .method = "POST",
+                            .target = "/v1/commits/k",
+                            .body = "{}",
+                            .body_len = 2,
+                            .http_version = http_version },
                 &resp);
         assert_error(&resp, 405, "method-not-allowed");
         ASSERT_STREQ(response_header(&resp, "allow", allow, sizeof(allow)), "GET, PUT");
@@ -694,26 +704,30 @@ static void scenario_errors(Fixture *f, long http_version) {
                 /* One byte over: the whole body is in, and the server answers (and keeps the
                  * connection). */
                 perform(f, curl,
-                        &(Request){ .target = "/v1/namespaces/a/tables/b/commits", .body = big,
+                        &(Request){ .target = "/v1/namespaces/a/tables/b/commits",
+                                    .body = big,
                                     .body_len = 1025 },
                         &resp);
                 assert_error(&resp, 413, "body-too-large");
                 ASSERT_EQ(resp.num_connects, 0);
                 /* Far over, announced by Content-Length: refused before the body is read. */
                 perform(f, curl,
-                        &(Request){ .target = "/v1/namespaces/a/tables/b/commits", .body = big,
+                        &(Request){ .target = "/v1/namespaces/a/tables/b/commits",
+                                    .body = big,
                                     .body_len = 4096 },
                         &resp);
                 assert_error(&resp, 413, "body-too-large");
                 perform(f, curl,
-                        &(Request){ .target = "/v1/namespaces/a/tables/b/commits", .body = big,
+                        &(Request){ .target = "/v1/namespaces/a/tables/b/commits",
+                                    .body = big,
                                     .body_len = 3u << 20,
                                     .headers = { "Expect: 100-continue" } },
                         &resp);
                 assert_error(&resp, 413, "body-too-large");
                 /* Chunked: no length up front, refused once the limit is passed. */
                 perform(f, curl,
-                        &(Request){ .target = "/v1/namespaces/a/tables/b/commits", .body = big,
+                        &(Request){ .target = "/v1/namespaces/a/tables/b/commits",
+                                    .body = big,
                                     .body_len = 2048,
                                     .headers = { "Transfer-Encoding: chunked" } },
                         &resp);
@@ -727,8 +741,10 @@ static void scenario_errors(Fixture *f, long http_version) {
                 /* HTTP/2: the body arrives in one DATA frame of 1025 bytes, under h2o's own
                  * limit (max + 1), so our check answers. */
                 perform(f, curl,
-                        &(Request){ .target = "/v1/namespaces/a/tables/b/commits", .body = big,
-                                    .body_len = 1025, .http_version = http_version },
+                        &(Request){ .target = "/v1/namespaces/a/tables/b/commits",
+                                    .body = big,
+                                    .body_len = 1025,
+                                    .http_version = http_version },
                         &resp);
                 assert_error(&resp, 413, "body-too-large");
                 ASSERT_EQ(resp.http_version, CURL_HTTP_VERSION_2_0);
@@ -788,7 +804,8 @@ static void scenario_http2(Fixture *f, long http_version) {
 
         perform(f, curl,
                 &(Request){ .target = "/v1/namespaces/n%1Fs/tables/t/commits?mode=m",
-                            .body = body, .body_len = strlen(body),
+                            .body = body,
+                            .body_len = strlen(body),
                             .http_version = http_version },
                 &resp);
         assert_ok(&resp);
@@ -858,7 +875,8 @@ static void scenario_gone(Fixture *f, long http_version) {
         /* Leave as soon as the handler has the request: curl then drops the connection (HTTP/1.1)
          * or resets the stream (HTTP/2). */
         perform(f, curl,
-                &(Request){ .target = "/slow", .http_version = http_version,
+                &(Request){ .target = "/slow",
+                            .http_version = http_version,
                             .abort_when = &f->is_request_received },
                 &resp);
         ASSERT_EQ(resp.code, CURLE_ABORTED_BY_CALLBACK);

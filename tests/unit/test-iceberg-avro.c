@@ -142,9 +142,11 @@ static TestManifest v3_manifest(const TestEntry *entries, size_t n_entries) {
 static char *entry_schema_text(const TestManifest *tm) {
         json_t *schema = load_json(tm->version == 2 ? "proto/manifest_entry_v2.avsc"
                                                     : "proto/manifest_entry_v3.avsc");
-        json_t *df_fields = json_object_get(
-                json_object_get(json_array_get(json_object_get(schema, "fields"), 4), "type"),
-                "fields");
+        json_t *df_fields =
+                json_object_get(json_object_get(json_array_get(json_object_get(schema, "fields"),
+                                                               4),
+                                                "type"),
+                                "fields");
         char *text;
 
         for (size_t i = 0; i < json_array_size(df_fields); i++) {
@@ -234,10 +236,9 @@ static void build_manifest(const TestManifest *tm, Buf *out) {
 }
 
 /* Builds `tm` into *ret_file and parses it, failing the test on any error. */
-static StagedManifest *parse_built_ok(const TestManifest *tm, const char *location,
-                                      Buf *ret_file) {
+static StagedManifest *parse_built_ok(const TestManifest *tm, const char *location, Buf *ret_file) {
         StagedManifest *m = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         build_manifest(tm, ret_file);
         if (manifest_staged_parse(slice_of(ret_file), location, /* limits= */ NULL, &m, &e) < 0)
@@ -279,7 +280,7 @@ static const TestEntry good_entry = {
 static void expect_entry_rejected(const TestEntry *te, const char *want) {
         TestEntry entries[2] = { good_entry, *te };
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_EQ(parse_built(&tm, "s3://b/t/metadata/m0.avro", /* limits= */ NULL, &e), -EINVAL);
         ASSERT_CONTAINS(
@@ -331,7 +332,7 @@ static void build_simple(OcfCodec codec, size_t n, Buf *out) {
 static void check_simple(const Buf *file, OcfCodec codec, size_t n) {
         _cleanup_(ocf_reader_freep) OcfReader *r = NULL;
         FieldsRecord rec;
-        Error e = {};
+        Error e = { 0 };
         size_t count = 0;
         avro_value_t *v;
         int rr;
@@ -394,7 +395,7 @@ TEST(ocf_empty_file_has_no_datums) {
         _cleanup_(buf_deinitp) Buf file;
         _cleanup_(ocf_reader_freep) OcfReader *r = NULL;
         avro_value_t *v;
-        Error e = {};
+        Error e = { 0 };
 
         build_simple(OCF_CODEC_DEFLATE, 0, &file);
         ASSERT_OK(ocf_reader_open(slice_of(&file), &r, &e));
@@ -462,7 +463,7 @@ typedef struct RawCase {
 
 static void expect_raw_rejected(const RawCase *c) {
         _cleanup_(buf_deinitp) Buf b;
-        Error e = {};
+        Error e = { 0 };
 
         build_raw(&b, c->schema, c->codec);
         for (size_t i = 0; i < c->n_longs; i++)
@@ -475,9 +476,12 @@ static void expect_raw_rejected(const RawCase *c) {
 
 TEST(ocf_rejects_corrupt_input) {
         static const RawCase cases[] = {
-                { .schema = "\"long\"", .codec = "snappy", .want = -EOPNOTSUPP,
+                { .schema = "\"long\"",
+                  .codec = "snappy",
+                  .want = -EOPNOTSUPP,
                   .message = "unknown codec 'snappy'" },
-                { .schema = "{\"type\":\"nope\"}", .want = -EBADMSG,
+                { .schema = "{\"type\":\"nope\"}",
+                  .want = -EBADMSG,
                   .contains = "invalid avro.schema" },
                 /* avro-c would leak on this one; refused before it parses. */
                 { .schema = "[{\"type\":\"record\",\"name\":\"a\",\"fields\":[]},"
@@ -487,12 +491,15 @@ TEST(ocf_rejects_corrupt_input) {
                 { .schema = "{not json", .want = -EBADMSG, .contains = "avro.schema is not JSON" },
                 /* A string whose length claims far more than the block holds: checked before
                  * avro-c would allocate it. One datum of 6 bytes: just the length prefix. */
-                { .schema = "\"string\"", .longs = { 1, 6, 1000000000000 }, .n_longs = 3,
-                  .has_sync = true, .want = -EBADMSG,
+                { .schema = "\"string\"",
+                  .longs = { 1, 6, 1000000000000 },
+                  .n_longs = 3,
+                  .has_sync = true,
+                  .want = -EBADMSG,
                   .contains = "block 0, datum 0: truncated string or invalid length" },
         };
         _cleanup_(buf_deinitp) Buf good, b;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_EQ(read_all(&(Buf){ .data = (uint8_t *)"Obj", .len = 3 }, &e), -EBADMSG);
         ASSERT_CONTAINS(e.message, "bad magic");
@@ -537,21 +544,35 @@ TEST(ocf_rejects_corrupt_input) {
 TEST(ocf_rejects_corrupt_deflate_and_bad_counts) {
         static const RawCase cases[] = {
                 /* A block claiming more datums than its bytes can hold. */
-                { .schema = "\"long\"", .longs = { 1000, 1, 7 }, .n_longs = 3, .has_sync = true,
-                  .want = -EBADMSG, .contains = "block 0: 1000 datums cannot fill 1 bytes" },
+                { .schema = "\"long\"",
+                  .longs = { 1000, 1, 7 },
+                  .n_longs = 3,
+                  .has_sync = true,
+                  .want = -EBADMSG,
+                  .contains = "block 0: 1000 datums cannot fill 1 bytes" },
                 /* Bytes left over after the last datum of a block. */
-                { .schema = "\"long\"", .longs = { 1, 2, 7, 8 }, .n_longs = 4, .has_sync = true,
-                  .want = -EBADMSG, .contains = "block 0: 1 bytes after its last datum" },
+                { .schema = "\"long\"",
+                  .longs = { 1, 2, 7, 8 },
+                  .n_longs = 4,
+                  .has_sync = true,
+                  .want = -EBADMSG,
+                  .contains = "block 0: 1 bytes after its last datum" },
                 /* A block size larger than the file. */
-                { .schema = "\"long\"", .longs = { 1, 1 << 30 }, .n_longs = 2, .want = -EBADMSG,
+                { .schema = "\"long\"",
+                  .longs = { 1, 1 << 30 },
+                  .n_longs = 2,
+                  .want = -EBADMSG,
                   .contains = "block 0: size 1073741824 exceeds" },
                 /* An array block count that would make avro-c loop forever on null items. */
                 { .schema = "{\"type\":\"array\",\"items\":\"null\"}",
-                  .longs = { 1, 10, INT64_MAX / 2, 0 }, .n_longs = 4, .has_sync = true,
-                  .want = -E2BIG, .contains = "array block of" },
+                  .longs = { 1, 10, INT64_MAX / 2, 0 },
+                  .n_longs = 4,
+                  .has_sync = true,
+                  .want = -E2BIG,
+                  .contains = "array block of" },
         };
         _cleanup_(buf_deinitp) Buf good, b;
-        Error e = {};
+        Error e = { 0 };
 
         build_simple(OCF_CODEC_DEFLATE, 10, &good);
         {
@@ -577,8 +598,8 @@ TEST(ocf_rejects_deflate_bomb) {
         _cleanup_(buf_deinitp) Buf b;
         uint8_t *zeros = calloc(1, OCF_MAX_BLOCK_BYTES + 1024);
         uint8_t *packed = malloc(OCF_MAX_BLOCK_BYTES / 100);
-        z_stream z = {};
-        Error e = {};
+        z_stream z = { 0 };
+        Error e = { 0 };
 
         ASSERT_TRUE(zeros && packed);
         ASSERT_EQ(deflateInit2(&z, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
@@ -605,24 +626,44 @@ TEST(ocf_rejects_deflate_bomb) {
 /* Three entries: a partitioned data manifest, a delete manifest, an unpartitioned data
  * manifest with key metadata. */
 static const IcebergFixtureSummary sample_summaries[] = {
-        { .contains_nan = -1, .lower = ICEBERG_FIXTURE_BYTES("\x0a\x00\x00\x00"),
+        { .contains_nan = -1,
+          .lower = ICEBERG_FIXTURE_BYTES("\x0a\x00\x00\x00"),
           .upper = ICEBERG_FIXTURE_BYTES("\x64\x00\x00\x00") },
         { .contains_null = true, .contains_nan = 0, .lower = ICEBERG_FIXTURE_BYTES("alpha") },
 };
 
 static const IcebergFixtureManifest sample_manifests[] = {
-        { .path = "s3://b/t/metadata/staged-1-m0.avro", .length = 7012, .partition_spec_id = 1,
-          .sequence_number = 35, .min_sequence_number = 35, .added_snapshot_id = 987134631982734,
-          .file_counts = { 3, 0, 0 }, .row_counts = { 375, 0, 0 }, .has_partitions = true,
-          .partitions = sample_summaries, .n_partitions = ELEMENTSOF(sample_summaries),
-          .has_first_row_id = true, .first_row_id = 1000 },
-        { .path = "s3://b/t/metadata/deletes-m1.avro", .length = 5000, .content = 1,
-          .sequence_number = 34, .min_sequence_number = 10, .added_snapshot_id = 42,
-          .file_counts = { 1, 2, 3 }, .row_counts = { 4, 5, 6 }, .has_partitions = true },
-        { .path = "s3://b/t/metadata/old-m2.avro", .length = 9000, .sequence_number = 1,
-          .min_sequence_number = 1, .added_snapshot_id = INT64_MAX,
-          .file_counts = { INT32_MAX, 7, 0 }, .row_counts = { 925, INT64_MAX / 4, 0 },
-          .key_metadata = ICEBERG_FIXTURE_BYTES("\x00\x01\xfe\xff"), .has_first_row_id = true,
+        { .path = "s3://b/t/metadata/staged-1-m0.avro",
+          .length = 7012,
+          .partition_spec_id = 1,
+          .sequence_number = 35,
+          .min_sequence_number = 35,
+          .added_snapshot_id = 987134631982734,
+          .file_counts = { 3, 0, 0 },
+          .row_counts = { 375, 0, 0 },
+          .has_partitions = true,
+          .partitions = sample_summaries,
+          .n_partitions = ELEMENTSOF(sample_summaries),
+          .has_first_row_id = true,
+          .first_row_id = 1000 },
+        { .path = "s3://b/t/metadata/deletes-m1.avro",
+          .length = 5000,
+          .content = 1,
+          .sequence_number = 34,
+          .min_sequence_number = 10,
+          .added_snapshot_id = 42,
+          .file_counts = { 1, 2, 3 },
+          .row_counts = { 4, 5, 6 },
+          .has_partitions = true },
+        { .path = "s3://b/t/metadata/old-m2.avro",
+          .length = 9000,
+          .sequence_number = 1,
+          .min_sequence_number = 1,
+          .added_snapshot_id = INT64_MAX,
+          .file_counts = { INT32_MAX, 7, 0 },
+          .row_counts = { 925, INT64_MAX / 4, 0 },
+          .key_metadata = ICEBERG_FIXTURE_BYTES("\x00\x01\xfe\xff"),
+          .has_first_row_id = true,
           .first_row_id = 925 },
 };
 
@@ -688,7 +729,7 @@ static void round_trip_list(int version) {
         }, got;
         ManifestFile *files, *read = NULL;
         size_t n, n_read = 0;
-        Error e = {};
+        Error e = { 0 };
 
         files = sample_files(&n);
         buf_init(&out, MAX_FILE_BYTES);
@@ -788,7 +829,7 @@ TEST(manifest_list_v1_round_trip) {
         ManifestFile *files, *read = NULL;
         size_t n, n_read = 0;
         json_t *schema;
-        Error e = {};
+        Error e = { 0 };
 
         files = sample_files(&n);
         /* Drop the delete manifest (index 1): v1 holds data only. */
@@ -825,12 +866,15 @@ TEST(manifest_list_v1_round_trip) {
                             ocf_reader_meta(reader, "iceberg.schema").len, 0, NULL);
         ASSERT_TRUE(schema);
         {
-                static const int64_t ids[] = { 500, 501, 502, 503, 504, 505, 506, 507, 512, 513, 514, 519 };
+                static const int64_t ids[] = { 500, 501, 502, 503, 504, 505,
+                                               506, 507, 512, 513, 514, 519 };
                 json_t *fields = json_object_get(schema, "fields");
 
                 ASSERT_EQ(json_array_size(fields), ELEMENTSOF(ids));
                 for (size_t i = 0; i < ELEMENTSOF(ids); i++)
-                        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(fields, i), "id")), ids[i]);
+                        ASSERT_EQ(json_integer_value(
+                                          json_object_get(json_array_get(fields, i), "id")),
+                                  ids[i]);
                 /* added_snapshot_id is required (ManifestFile.SNAPSHOT_ID), counts optional. */
                 ASSERT_TRUE(json_is_true(json_object_get(json_array_get(fields, 3), "required")));
                 ASSERT_TRUE(json_is_false(json_object_get(json_array_get(fields, 4), "required")));
@@ -846,7 +890,7 @@ TEST(manifest_list_empty_round_trip) {
         ManifestListHeader h = { .format_version = 3, .snapshot_id = 1, .has_first_row_id = true };
         ManifestFile *read = (ManifestFile *)1;
         size_t n = 99;
-        Error e = {};
+        Error e = { 0 };
 
         buf_init(&out, MAX_FILE_BYTES);
         ASSERT_OK(manifest_list_write(&h, NULL, 0, &out, &e));
@@ -862,15 +906,16 @@ TEST(manifest_list_write_refuses_what_java_refuses) {
         };
         ManifestFile *files;
         size_t n;
-        Error e = {};
+        Error e = { 0 };
 
         files = sample_files(&n);
         buf_init(&out, MAX_FILE_BYTES);
 
         h.format_version = 1;
         ASSERT_EQ(manifest_list_write(&h, files, n, &out, &e), -EINVAL);
-        ASSERT_STREQ(e.message, "manifest list entry 1 (s3://b/t/metadata/deletes-m1.avro): a format 1 "
-                                "list cannot hold delete manifests");
+        ASSERT_STREQ(e.message,
+                     "manifest list entry 1 (s3://b/t/metadata/deletes-m1.avro): a format 1 "
+                     "list cannot hold delete manifests");
         h.format_version = 4;
         ASSERT_EQ(manifest_list_write(&h, files, n, &out, &e), -EINVAL);
         h.format_version = 3;
@@ -922,9 +967,15 @@ TEST(manifest_list_reads_v1_by_field_id) {
         /* Entry 0: every count known, under the v1 names (added_data_files_count...), and one
          * partition summary (r508). */
         static const TestField entry0[] = {
-                { 500, { .s = "file:/t/m0.avro" } }, { 501, { .n = 123 } }, { 502, { .n = 0 } },
-                { 503, { .n = 17 } }, { 504, { .n = 2 } },  { 505, { .n = 3 } },
-                { 506, { .n = 0 } },  { 512, { .n = 20 } }, { 513, { .n = 30 } },
+                { 500, { .s = "file:/t/m0.avro" } },
+                { 501, { .n = 123 } },
+                { 502, { .n = 0 } },
+                { 503, { .n = 17 } },
+                { 504, { .n = 2 } },
+                { 505, { .n = 3 } },
+                { 506, { .n = 0 } },
+                { 512, { .n = 20 } },
+                { 513, { .n = 30 } },
                 { 514, { .n = 0 } },
         };
         static const TestField summary0[] = {
@@ -934,9 +985,14 @@ TEST(manifest_list_reads_v1_by_field_id) {
         };
         /* Entry 1: one row count null (Java tables upgraded from v1): all counts unknown. */
         static const TestField entry1[] = {
-                { 500, { .s = "file:/t/m1.avro" } }, { 501, { .n = 456 } }, { 502, { .n = 3 } },
-                { 504, { .n = 2 } },  { 505, { .n = 3 } }, { 506, { .n = 0 } },
-                { 512, { .n = 20 } }, { 514, { .n = 0 } },
+                { 500, { .s = "file:/t/m1.avro" } },
+                { 501, { .n = 456 } },
+                { 502, { .n = 3 } },
+                { 504, { .n = 2 } },
+                { 505, { .n = 3 } },
+                { 506, { .n = 0 } },
+                { 512, { .n = 20 } },
+                { 514, { .n = 0 } },
         };
         _cleanup_(ocf_writer_freep) OcfWriter *w = NULL;
         _cleanup_(buf_deinitp) Buf out;
@@ -946,7 +1002,7 @@ TEST(manifest_list_reads_v1_by_field_id) {
         FieldsRecord rec, summary;
         avro_value_t v, parts, item;
         size_t n = 0;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_OK(ocf_writer_new(schema, OCF_CODEC_NULL, &w));
         free(schema);
@@ -1013,7 +1069,7 @@ TEST(manifest_list_read_rejects_bad_files) {
         ManifestListHeader h = { .format_version = 3, .snapshot_id = 1, .has_first_row_id = true };
         ManifestFile *files = NULL, *sample;
         size_t n = 0, n_sample;
-        Error e = {};
+        Error e = { 0 };
 
         /* An Avro file that is no manifest list. */
         build_simple(OCF_CODEC_NULL, 3, &simple);
@@ -1116,7 +1172,7 @@ TEST(manifest_staged_partition_summaries) {
                 "\"adjust-to-utc\":true}],\"default\":null,\"field-id\":1003}]";
         TestEntry entries[3] = { good_entry, good_entry, good_entry };
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
-        Error e = {};
+        Error e = { 0 };
 
         tm.partition_fields = parts;
         entries[0].part[0] = (TestValue){ .n = 5 };
@@ -1199,13 +1255,13 @@ TEST(manifest_staged_unsupported_partition_type_gives_null_summaries) {
 }
 
 /* good_entry at another path with one field changed must break the staging rule `want`. */
-#define EXPECT_ENTRY_REJECTED(field, value, want)                                                 \
-        do {                                                                                      \
-                TestEntry _te = good_entry;                                                       \
-                                                                                                  \
-                _te.path = "s3://b/t/data/x.parquet";                                             \
-                _te.field = (value);                                                              \
-                expect_entry_rejected(&_te, want);                                                \
+#define EXPECT_ENTRY_REJECTED(field, value, want)                                                  \
+        do {                                                                                       \
+                TestEntry _te = good_entry;                                                        \
+                                                                                                   \
+                _te.path = "s3://b/t/data/x.parquet";                                              \
+                _te.field = (value);                                                               \
+                expect_entry_rejected(&_te, want);                                                 \
         } while (0)
 
 TEST(manifest_staged_rejects_each_entry_rule) {
@@ -1218,8 +1274,9 @@ TEST(manifest_staged_rejects_each_entry_rule) {
                               "sequence_number is 5, staged entries must leave it null");
         EXPECT_ENTRY_REJECTED(has_file_sequence_number, true,
                               "file_sequence_number is 5, staged entries must leave it null");
-        EXPECT_ENTRY_REJECTED(content, 1,
-                              "content 1 (position deletes) in a data manifest, only data files belong there");
+        EXPECT_ENTRY_REJECTED(
+                content, 1,
+                "content 1 (position deletes) in a data manifest, only data files belong there");
         EXPECT_ENTRY_REJECTED(content, 2, "content 2 (equality deletes) in a data manifest");
         EXPECT_ENTRY_REJECTED(has_first_row_id, true,
                               "first_row_id is 12, ADDED entries must leave it null");
@@ -1235,16 +1292,18 @@ TEST(staged_delete_manifest_entry_rules) {
                 const char *want;
         } cases[] = {
                 { 0, "entry 0 (s3://b/t/data/a.parquet): a data file in a delete manifest" },
-                { 1, "entry 0 (s3://b/t/data/a.parquet): content 1 (position deletes): position delete "
+                { 1, "entry 0 (s3://b/t/data/a.parquet): content 1 (position deletes): position "
+                     "delete "
                      "files and deletion vectors cannot be staged, only equality deletes" },
-                { 2, "entry 0 (s3://b/t/data/a.parquet): equality delete file without equality_ids" },
+                { 2,
+                  "entry 0 (s3://b/t/data/a.parquet): equality delete file without equality_ids" },
                 { 5, "entry 0 (s3://b/t/data/a.parquet): unknown content 5" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 TestEntry entry = good_entry;
                 TestManifest tm = v3_manifest(&entry, 1);
-                Error e = {};
+                Error e = { 0 };
 
                 tm.content = "deletes";
                 entry.content = cases[i].content;
@@ -1256,7 +1315,7 @@ TEST(staged_delete_manifest_entry_rules) {
 TEST(manifest_staged_rejects_null_record_count) {
         TestEntry entry = good_entry;
         TestManifest tm = v3_manifest(&entry, 1);
-        Error e = {};
+        Error e = { 0 };
 
         tm.optional_counts = true;
         entry.null_record_count = true;
@@ -1283,15 +1342,17 @@ TEST(manifest_staged_rejects_bad_metadata_and_sizes) {
                 { "4", "data", 3, 3, -EINVAL, .contains = "format-version 4 is not supported" },
                 { "x", "data", 3, 3, -EINVAL, .message = NULL }, /* the code alone */
                 { "3", "deletes", 3, 3, -EINVAL,
-                  .message = "manifest 'm.avro': entry 0 (s3://b/t/data/a.parquet): a data file in a delete manifest" },
+                  .message = "manifest 'm.avro': entry 0 (s3://b/t/data/a.parquet): a data file in "
+                             "a delete manifest" },
                 { "3", "dvs", 3, 3, -EINVAL,
-                  .message = "manifest 'm.avro': manifest content 'dvs' is neither 'data' nor 'deletes'" },
+                  .message = "manifest 'm.avro': manifest content 'dvs' is neither 'data' nor "
+                             "'deletes'" },
                 { "3", NULL, 3, 3, -EINVAL, .contains = "no content metadata" },
         };
         TestEntry entries[3] = { good_entry, good_entry, good_entry };
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
         StagedManifest *m = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_OK(parse_built(&tm, "m.avro", &(ManifestLimits){ .max_entries = 3 }, &e));
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -1325,7 +1386,7 @@ TEST(manifest_staged_truncations_are_errors) {
         _cleanup_(buf_deinitp) Buf file;
         TestEntry entries[2] = { good_entry, good_entry };
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
-        Error e = {};
+        Error e = { 0 };
 
         tm.codec = OCF_CODEC_DEFLATE;
         build_manifest(&tm, &file);
@@ -1359,7 +1420,7 @@ TEST(java_manifest_list_v3_reads_back) {
         ManifestListHeader h;
         ManifestFile *files = NULL;
         size_t n = 0;
-        Error e = {};
+        Error e = { 0 };
 
         /* Two FastAppends: the second snapshot's list holds its own manifest, then the parent's. */
         if (manifest_list_read(slice_of(&file), &files, &n, &e) < 0)
@@ -1434,7 +1495,7 @@ TEST(java_manifest_list_v3_reads_back) {
 TEST(java_staged_manifest_v3_reads_back) {
         _cleanup_(buf_deinitp) Buf file = read_data_file("java-staged-manifest-v3.avro");
         _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         /* tests/peers `stage --files 2 --rows 5 --bucket 3` on a table partitioned by
          * identity(bucket int): ManifestFiles.write(3, spec, out, null). */
@@ -1465,7 +1526,7 @@ TEST(java_staged_manifest_v3_reads_back) {
 TEST(java_committed_manifest_is_not_a_staged_one) {
         _cleanup_(buf_deinitp) Buf file = read_data_file("java-committed-manifest-v3.avro");
         StagedManifest *m = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         /* A manifest Java wrote while committing carries its snapshot id on ADDED entries. */
         ASSERT_EQ(manifest_staged_parse(slice_of(&file), "m0.avro", NULL, &m, &e), -EINVAL);
@@ -1481,7 +1542,7 @@ TEST(manifest_count_entries_by_status) {
         TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
         _cleanup_(buf_deinitp) Buf file, java;
         ManifestCounts c;
-        Error e = {};
+        Error e = { 0 };
 
         entries[0].record_count = 10;
         entries[1].status = 0, entries[1].record_count = 20, entries[1].has_snapshot_id = true;
@@ -1507,7 +1568,8 @@ TEST(manifest_count_entries_by_status) {
                 ASSERT_EQ(m.deleted_files_count, 1);
         }
 
-        ASSERT_EQ(manifest_count_entries(slice_of(&file), &(ManifestLimits){ .max_entries = 4 }, &c, &e),
+        ASSERT_EQ(manifest_count_entries(slice_of(&file), &(ManifestLimits){ .max_entries = 4 }, &c,
+                                         &e),
                   -E2BIG);
         ASSERT_CONTAINS(e.message, "more than 4 entries");
 
@@ -1534,7 +1596,7 @@ TEST(ocf_deflate_ignores_bytes_after_the_stream) {
         uLongf zlen = sizeof(zbuf);
         avro_value_t *v;
         int64_t got;
-        Error e = {};
+        Error e = { 0 };
 
         /* fastavro writes zlib.compress(block)[2:-1]: raw deflate plus 3 adler32 bytes. */
         ASSERT_EQ(compress(zbuf, &zlen, datum, sizeof(datum)), Z_OK);
@@ -1551,8 +1613,12 @@ TEST(ocf_deflate_ignores_bytes_after_the_stream) {
 }
 
 TEST(fields_utf8_validation) {
-        static const char *const good[] = { "", "s3://b/x.parquet", "\xc3\xa9t\xc3\xa9", "\xe2\x82\xac",
-                                            "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf" };
+        static const char *const good[] = { "",
+                                            "s3://b/x.parquet",
+                                            "\xc3\xa9t\xc3\xa9",
+                                            "\xe2\x82\xac",
+                                            "\xf0\x9f\x98\x80",
+                                            "\xf4\x8f\xbf\xbf" };
         static const char *const bad[] = {
                 "\xff",             /* never in UTF-8 */
                 "\xc0\xaf",         /* overlong '/' */
@@ -1574,7 +1640,7 @@ TEST(fields_utf8_validation) {
 TEST(manifest_staged_rejects_paths_that_are_not_utf8) {
         TestEntry entry = good_entry;
         TestManifest tm = v3_manifest(&entry, 1);
-        Error e = {};
+        Error e = { 0 };
 
         /* Messages carry the path into JSON replies: it must be text. */
         entry.path = "s3://b/\xff\xfe.parquet";
@@ -1586,7 +1652,7 @@ TEST(ocf_empty_block_of_zero_byte_datums) {
         _cleanup_(buf_deinitp) Buf b;
         _cleanup_(ocf_reader_freep) OcfReader *r = NULL;
         avro_value_t *v;
-        Error e = {};
+        Error e = { 0 };
 
         /* A null datum encodes to nothing: one datum, zero bytes (a libFuzzer find: the empty
          * block had no storage and the datum pointer was computed from NULL). */

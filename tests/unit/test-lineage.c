@@ -7,8 +7,10 @@
 #include "test.h"
 
 static ManifestFile data_manifest(const char *path, int64_t added, int64_t existing) {
-        return (ManifestFile){ .path = (char *)path, .content = MANIFEST_CONTENT_DATA,
-                               .has_counts = true, .added_rows_count = added,
+        return (ManifestFile){ .path = (char *)path,
+                               .content = MANIFEST_CONTENT_DATA,
+                               .has_counts = true,
+                               .added_rows_count = added,
                                .existing_rows_count = existing };
 }
 
@@ -57,8 +59,12 @@ TEST(java_mixed_assignment) {
 TEST(delete_manifests_get_null_and_consume_nothing) {
         ManifestFile files[3] = {
                 data_manifest("d1", 10, 0),
-                { .path = "deletes", .content = MANIFEST_CONTENT_DELETES, .has_counts = true,
-                  .added_rows_count = 50, .has_first_row_id = true, .first_row_id = 7 },
+                { .path = "deletes",
+                  .content = MANIFEST_CONTENT_DELETES,
+                  .has_counts = true,
+                  .added_rows_count = 50,
+                  .has_first_row_id = true,
+                  .first_row_id = 7 },
                 data_manifest("d2", 5, 0),
         };
         int64_t next;

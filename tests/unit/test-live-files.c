@@ -11,10 +11,12 @@
 #include "util/siphash.h"
 #include "test.h"
 
-static const uint8_t key[SIPHASH_KEY_BYTES] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const uint8_t key[SIPHASH_KEY_BYTES] = {
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+};
 
 static LiveFileHash hash_of(const LiveFiles *lf, const char *location) {
-        LiveFileHash h = {};
+        LiveFileHash h = { 0 };
 
         if (live_files_hash(lf, location, &h) < 0)
                 TEST_FAIL("cannot hash '%s'", location);
@@ -104,7 +106,7 @@ TEST(retain_keeps_only_the_named_manifests) {
         ASSERT_OK(live_files_new(key, 1u << 20, NULL, &lf));
         for (unsigned i = 0; i < 4; i++) {
                 (void)snprintf(name, sizeof(name), "m%u", i);
-                h[i] = hash_of(lf, name);       /* any string is a location */
+                h[i] = hash_of(lf, name); /* any string is a location */
                 ASSERT_OK(live_files_add_manifest(lf, name, &h[i], 1));
         }
         ASSERT_EQ(live_files_retain(lf, keep, 3), 2);
@@ -130,7 +132,10 @@ TEST(probe_collisions_survive_removals) {
         ASSERT_OK(live_files_new(key, 1u << 20, NULL, &lf));
         for (unsigned i = 0; i < 40; i++) {
                 /* 64 slots at first: homes 62 and 63, then 0 (wrapping), by the low bits. */
-                h[i] = (LiveFileHash){ .lo = (uint64_t)(i < 20 ? 62 : i < 30 ? 63 : 0) | ((uint64_t)i << 32),
+                h[i] = (LiveFileHash){ .lo = (uint64_t)(i < 20   ? 62
+                                                        : i < 30 ? 63
+                                                                 : 0) |
+                                             ((uint64_t)i << 32),
                                        .hi = i % 3 };
                 (void)snprintf(name, sizeof(name), "m%u", i);
                 ASSERT_OK(live_files_add_manifest(lf, name, &h[i], 1));

@@ -19,7 +19,8 @@ static const char *const schema_text =
         "{\"id\":3,\"name\":\"day\",\"required\":false,\"type\":\"date\"},"
         "{\"id\":4,\"name\":\"price\",\"required\":false,\"type\":\"decimal(9, 2)\"},"
         "{\"id\":5,\"name\":\"n\",\"required\":false,\"type\":\"int\"},"
-        "{\"id\":6,\"name\":\"tags\",\"required\":false,\"type\":{\"type\":\"list\",\"element-id\":7,"
+        "{\"id\":6,\"name\":\"tags\",\"required\":false,\"type\":{\"type\":\"list\",\"element-id\":"
+        "7,"
         "\"element\":\"string\",\"element-required\":false}}]}";
 
 static const char *const spec_text =
@@ -35,7 +36,7 @@ static void expect_binary(const char *type, const char *json, const char *hex) {
         json_t *t = json_string(type), *v = json_loads(json, JSON_DECODE_ANY, NULL);
         _cleanup_(buf_deinitp) Buf out;
         IcebergType it;
-        Error e = {};
+        Error e = { 0 };
         char got[256] = "";
 
         ASSERT_TRUE(t && v);
@@ -55,7 +56,7 @@ static void expect_refused(const char *type, const char *json, const char *messa
         json_t *t = json_string(type), *v = json_loads(json, JSON_DECODE_ANY, NULL);
         _cleanup_(buf_deinitp) Buf out;
         IcebergType it;
-        Error e = {};
+        Error e = { 0 };
 
         buf_init(&out, 1024);
         ASSERT_OK(iceberg_type_parse(t, &it, &e));
@@ -72,15 +73,16 @@ TEST(single_values_have_the_spec_binary_form) {
         expect_binary("long", "100", "6400000000000000");
         expect_binary("float", "1.5", "0000c03f");
         expect_binary("double", "-2.25", "00000000000002c0");
-        expect_binary("date", "\"2024-02-29\"", "464d0000");          /* 19782 days */
+        expect_binary("date", "\"2024-02-29\"", "464d0000"); /* 19782 days */
         expect_binary("date", "\"1969-12-31\"", "ffffffff");
-        expect_binary("time", "\"00:00:01.5\"", "60e3160000000000");  /* 1500000 us */
+        expect_binary("time", "\"00:00:01.5\"", "60e3160000000000"); /* 1500000 us */
         /* 1510871468123456 us */
         expect_binary("timestamp", "\"2017-11-16T22:31:08.123456\"", "40a5282d215e0500");
         expect_binary("timestamptz", "\"2017-11-16T22:31:08.123456+00:00\"", "40a5282d215e0500");
         expect_binary("timestamp_ns", "\"1970-01-01T00:00:00.000000001\"", "0100000000000000");
         expect_binary("string", "\"ab\\u00e9\"", "6162c3a9");
-        expect_binary("uuid", "\"f79c3e09-677c-4bbd-a479-3f349cb785e7\"", "f79c3e09677c4bbda4793f349cb785e7");
+        expect_binary("uuid", "\"f79c3e09-677c-4bbd-a479-3f349cb785e7\"",
+                      "f79c3e09677c4bbda4793f349cb785e7");
         expect_binary("fixed[2]", "\"0aFF\"", "0aff");
         expect_binary("binary", "\"\"", "");
         /* Decimals: unscaled value, big-endian two's complement, fewest bytes (BigInteger). */
@@ -90,15 +92,19 @@ TEST(single_values_have_the_spec_binary_form) {
         expect_binary("decimal(9, 2)", "\"0.00\"", "00");
         expect_binary("decimal(38, 0)", "\"-1\"", "ff");
 
-        expect_refused("int", "2147483648", "expected an integer from -2147483648 to 2147483647 for type int");
+        expect_refused("int", "2147483648",
+                       "expected an integer from -2147483648 to 2147483647 for type int");
         expect_refused("long", "1.5", "expected an integer for type long");
-        expect_refused("date", "\"2023-02-29\"", "expected a date string 'YYYY-MM-DD' for type date");
-        expect_refused("timestamptz", "\"2017-11-16T22:31:08+01:00\"", "expected a UTC timestamp string");
+        expect_refused("date", "\"2023-02-29\"",
+                       "expected a date string 'YYYY-MM-DD' for type date");
+        expect_refused("timestamptz", "\"2017-11-16T22:31:08+01:00\"",
+                       "expected a UTC timestamp string");
         expect_refused("timestamp", "\"2017-11-16T22:31:08.1234567\"", "for type timestamp");
         expect_refused("decimal(9, 2)", "\"1.2\"", "exactly the type's scale");
         expect_refused("decimal(3, 2)", "\"12.34\"", "for type decimal(3, 2)");
         expect_refused("fixed[2]", "\"0a\"", "two per byte");
-        expect_refused("uuid", "\"f79c3e09-677c-4bbd-a479-3f349cb785eZ\"", "expected a UUID string");
+        expect_refused("uuid", "\"f79c3e09-677c-4bbd-a479-3f349cb785eZ\"",
+                       "expected a UUID string");
         expect_refused("boolean", "1", "expected true or false");
 }
 
@@ -134,9 +140,10 @@ static void fixture_init(Fixture *fx, const char *partition, const char *lower) 
                 fx->file.lower_bounds = (DataFileBounds){ .is_present = true, .n = n };
                 fx->file.lower_bounds.ids = calloc(n, sizeof(int32_t));
                 fx->file.lower_bounds.json = calloc(n, sizeof(json_t *));
-                json_array_foreach(json_object_get(m, "keys"), i, k) {
+                json_array_foreach (json_object_get(m, "keys"), i, k) {
                         fx->file.lower_bounds.ids[i] = (int32_t)json_integer_value(k);
-                        fx->file.lower_bounds.json[i] = json_incref(json_array_get(json_object_get(m, "values"), i));
+                        fx->file.lower_bounds.json[i] =
+                                json_incref(json_array_get(json_object_get(m, "values"), i));
                 }
                 json_decref(m);
         }
@@ -172,14 +179,17 @@ TEST(manifest_round_trip_v3) {
         int32_t i32;
         int64_t i64;
         Fixture fx;
-        Error e = {};
+        Error e = { 0 };
 
         fixture_init(&fx, "[42, \"2024-02-29\", \"ab\", \"-12.50\", null]",
-                     "{\"keys\": [1, 2, 3, 4, 5], \"values\": [100, \"abc\", \"2024-02-29\", \"-12.50\", 42]}");
+                     "{\"keys\": [1, 2, 3, 4, 5], \"values\": [100, \"abc\", \"2024-02-29\", "
+                     "\"-12.50\", 42]}");
         if (resolve(&fx, &e) < 0)
                 TEST_FAIL("%s", e.message);
         buf_init(&out, 1u << 20);
-        if (manifest_write(&(ManifestWriteSpec){ .format_version = 3, .schema = fx.schema, .partition_spec = fx.spec },
+        if (manifest_write(&(ManifestWriteSpec){ .format_version = 3,
+                                                 .schema = fx.schema,
+                                                 .partition_spec = fx.spec },
                            &fx.file, 1, &out, &e) < 0)
                 TEST_FAIL("%s", e.message);
 
@@ -194,12 +204,16 @@ TEST(manifest_round_trip_v3) {
                 Slice is = ocf_reader_meta(reader, "iceberg.schema");
                 _cleanup_(freep) char *text = strndup((const char *)is.ptr, is.len);
 
-                ASSERT_CONTAINS(text, "{\"id\":109,\"name\":\"value_counts\",\"required\":false,\"type\":{\"type\":\"map\","
-                                      "\"key-id\":119,\"key\":\"int\",\"value-id\":120,\"value\":\"long\",\"value-required\":true}");
-                ASSERT_CONTAINS(text, "{\"id\":1003,\"name\":\"price\",\"required\":false,\"type\":\"decimal(9, 2)\"}");
+                ASSERT_CONTAINS(text, "{\"id\":109,\"name\":\"value_counts\",\"required\":false,"
+                                      "\"type\":{\"type\":\"map\","
+                                      "\"key-id\":119,\"key\":\"int\",\"value-id\":120,\"value\":"
+                                      "\"long\",\"value-required\":true}");
+                ASSERT_CONTAINS(text, "{\"id\":1003,\"name\":\"price\",\"required\":false,\"type\":"
+                                      "\"decimal(9, 2)\"}");
         }
         ASSERT_EQ(ocf_reader_codec(reader), OCF_CODEC_DEFLATE);
-        ASSERT_OK(fields_record_init(ocf_reader_schema_json(reader), ocf_reader_schema(reader), &entry, &e));
+        ASSERT_OK(fields_record_init(ocf_reader_schema_json(reader), ocf_reader_schema(reader),
+                                     &entry, &e));
         ASSERT_OK(fields_record_nested(&entry, fields_index(&entry, 2), &df, &e));
         ASSERT_OK(fields_record_nested(&df, fields_index(&df, 102), &part, &e));
         /* The partition record: the spec's fields in order, field-id = partition field id. */
@@ -207,16 +221,18 @@ TEST(manifest_round_trip_v3) {
         ASSERT_EQ(fields_index(&part, 1000), 0);
         ASSERT_EQ(fields_index(&part, 1003), 3);
         ASSERT_STREQ(fields_name(&part, 1), "day_day");
-        ASSERT_TRUE(fields_index(&df, 142) >= 0);       /* first_row_id: v3 only */
+        ASSERT_TRUE(fields_index(&df, 142) >= 0); /* first_row_id: v3 only */
 
         ASSERT_EQ(ocf_reader_read(reader, &value, &e), 1);
         ASSERT_EQ(fields_get_int(value, fields_index(&entry, 0), &i32, &e), 1);
-        ASSERT_EQ(i32, 1);                                              /* ADDED */
-        ASSERT_EQ(fields_get_long(value, fields_index(&entry, 1), &i64, &e), 0); /* snapshot_id null */
+        ASSERT_EQ(i32, 1); /* ADDED */
+        ASSERT_EQ(fields_get_long(value, fields_index(&entry, 1), &i64, &e),
+                  0); /* snapshot_id null */
         ASSERT_EQ(fields_get_long(value, fields_index(&entry, 3), &i64, &e), 0);
         ASSERT_EQ(fields_get_long(value, fields_index(&entry, 4), &i64, &e), 0);
         ASSERT_EQ(fields_get_value(value, fields_index(&entry, 2), &dfv, &e), 1);
-        ASSERT_EQ(fields_get_long(&dfv, fields_index(&df, 142), &i64, &e), 0); /* first_row_id null */
+        ASSERT_EQ(fields_get_long(&dfv, fields_index(&df, 142), &i64, &e),
+                  0); /* first_row_id null */
         ASSERT_EQ(fields_get_string(&dfv, fields_index(&df, 100), &s, &len, &e), 1);
         ASSERT_STREQ(s, "/wh/t/data/a.parquet");
         ASSERT_EQ(fields_get_string(&dfv, fields_index(&df, 101), &s, &len, &e), 1);
@@ -230,13 +246,13 @@ TEST(manifest_round_trip_v3) {
         ASSERT_EQ(fields_get_int(&tuple, 0, &i32, &e), 1);
         ASSERT_EQ(i32, 42);
         ASSERT_EQ(fields_get_int(&tuple, 1, &i32, &e), 1);
-        ASSERT_EQ(i32, 19782);                                          /* 2024-02-29 */
+        ASSERT_EQ(i32, 19782); /* 2024-02-29 */
         ASSERT_EQ(fields_get_string(&tuple, 2, &s, &len, &e), 1);
         ASSERT_STREQ(s, "ab");
         ASSERT_EQ(fields_get_value(&tuple, 3, &v, &e), 1);
         ASSERT_EQ(avro_value_get_fixed(&v, &p, &len), 0);
-        expect_bytes(p, len, "fffffb1e");       /* decimal(9, 2) on fixed[4], sign-extended */
-        ASSERT_EQ(fields_get_int(&tuple, 4, &i32, &e), 0);              /* null bucket */
+        expect_bytes(p, len, "fffffb1e"); /* decimal(9, 2) on fixed[4], sign-extended */
+        ASSERT_EQ(fields_get_int(&tuple, 4, &i32, &e), 0); /* null bucket */
 
         ASSERT_EQ(fields_get_value(&dfv, fields_index(&df, 109), &array, &e), 1);
         ASSERT_EQ(avro_value_get_size(&array, &n), 0);
@@ -254,7 +270,8 @@ TEST(manifest_round_trip_v3) {
         ASSERT_EQ(avro_value_get_size(&array, &n), 0);
         ASSERT_EQ(n, 5);
         {
-                static const char *const want[] = { "6400000000000000", "616263", "464d0000", "fb1e", "2a000000" };
+                static const char *const want[] = { "6400000000000000", "616263", "464d0000",
+                                                    "fb1e", "2a000000" };
 
                 for (size_t k = 0; k < 5; k++) {
                         ASSERT_EQ(avro_value_get_by_index(&array, k, &element, NULL), 0);
@@ -277,24 +294,31 @@ TEST(manifest_round_trip_v3) {
         ASSERT_EQ(m->added_rows_count, 7);
         ASSERT_EQ(m->added_files_size, 1234);
         ASSERT_STREQ(m->files[0].path, "/wh/t/data/a.parquet");
-        ASSERT_STREQ(m->partition_spec_json,
-                     "[{\"name\":\"n\",\"transform\":\"identity\",\"source-id\":5,\"field-id\":1000},"
-                     "{\"name\":\"day_day\",\"transform\":\"day\",\"source-id\":3,\"field-id\":1001},"
-                     "{\"name\":\"name\",\"transform\":\"identity\",\"source-id\":2,\"field-id\":1002},"
-                     "{\"name\":\"price\",\"transform\":\"identity\",\"source-id\":4,\"field-id\":1003},"
-                     "{\"name\":\"id_bucket\",\"transform\":\"bucket[16]\",\"source-id\":1,\"field-id\":1004}]");
+        ASSERT_STREQ(
+                m->partition_spec_json,
+                "[{\"name\":\"n\",\"transform\":\"identity\",\"source-id\":5,\"field-id\":1000},"
+                "{\"name\":\"day_day\",\"transform\":\"day\",\"source-id\":3,\"field-id\":1001},"
+                "{\"name\":\"name\",\"transform\":\"identity\",\"source-id\":2,\"field-id\":1002},"
+                "{\"name\":\"price\",\"transform\":\"identity\",\"source-id\":4,\"field-id\":1003},"
+                "{\"name\":\"id_bucket\",\"transform\":\"bucket[16]\",\"source-id\":1,\"field-id\":"
+                "1004}]");
         fixture_deinit(&fx);
 }
 
 TEST(v2_layout_has_no_row_lineage_fields) {
-        json_t *schema = json_loads(schema_text, 0, NULL), *spec = json_loads("{\"spec-id\":0,\"fields\":[]}", 0, NULL);
+        json_t *schema = json_loads(schema_text, 0, NULL),
+               *spec = json_loads("{\"spec-id\":0,\"fields\":[]}", 0, NULL);
         json_t *v2 = NULL, *v3 = NULL;
-        Error e = {};
+        Error e = { 0 };
 
-        ASSERT_OK(manifest_write_schema(&(ManifestWriteSpec){ .format_version = 2, .schema = schema,
-                                                              .partition_spec = spec }, &v2, &e));
-        ASSERT_OK(manifest_write_schema(&(ManifestWriteSpec){ .format_version = 3, .schema = schema,
-                                                              .partition_spec = spec }, &v3, &e));
+        ASSERT_OK(manifest_write_schema(&(ManifestWriteSpec){ .format_version = 2,
+                                                              .schema = schema,
+                                                              .partition_spec = spec },
+                                        &v2, &e));
+        ASSERT_OK(manifest_write_schema(&(ManifestWriteSpec){ .format_version = 3,
+                                                              .schema = schema,
+                                                              .partition_spec = spec },
+                                        &v3, &e));
         {
                 char *a = json_dumps(v2, JSON_COMPACT), *b = json_dumps(v3, JSON_COMPACT);
 
@@ -310,8 +334,11 @@ TEST(v2_layout_has_no_row_lineage_fields) {
         }
         json_decref(v2);
         v2 = NULL;
-        ASSERT_EQ(manifest_write_schema(&(ManifestWriteSpec){ .format_version = 1, .schema = schema,
-                                                              .partition_spec = spec }, &v2, &e), -EINVAL);
+        ASSERT_EQ(manifest_write_schema(&(ManifestWriteSpec){ .format_version = 1,
+                                                              .schema = schema,
+                                                              .partition_spec = spec },
+                                        &v2, &e),
+                  -EINVAL);
         ASSERT_TRUE(v2 == NULL);
         json_decref(v3);
         json_decref(schema);
@@ -323,26 +350,32 @@ TEST(resolve_refusals_name_the_rule) {
                 const char *partition, *lower, *message;
                 int code;
         } cases[] = {
-                { "[1, \"2024-01-01\", \"a\", \"1.00\"]", NULL, "'partition' has 4 values, partition spec 2 has 5 fields",
-                  -EINVAL },
+                { "[1, \"2024-01-01\", \"a\", \"1.00\"]", NULL,
+                  "'partition' has 4 values, partition spec 2 has 5 fields", -EINVAL },
                 { "[\"x\", \"2024-01-01\", \"a\", \"1.00\", 3]", NULL,
-                  "'partition'[0] (field 'n'): expected an integer from -2147483648 to 2147483647 for type int", -EINVAL },
+                  "'partition'[0] (field 'n'): expected an integer from -2147483648 to 2147483647 "
+                  "for type int",
+                  -EINVAL },
                 { "[1, 19000, \"a\", \"1.00\", 3]", NULL,
-                  "'partition'[1] (field 'day_day'): expected a date string 'YYYY-MM-DD' for type date", -EINVAL },
-                { "[1, \"2024-01-01\", \"a\", \"1.0\", 3]", NULL, "'partition'[3] (field 'price'): expected a decimal", -EINVAL },
+                  "'partition'[1] (field 'day_day'): expected a date string 'YYYY-MM-DD' for type "
+                  "date",
+                  -EINVAL },
+                { "[1, \"2024-01-01\", \"a\", \"1.0\", 3]", NULL,
+                  "'partition'[3] (field 'price'): expected a decimal", -EINVAL },
                 { "[1, null, null, null, null]", "{\"keys\": [99], \"values\": [1]}",
                   "'lower-bounds' has field id 99, which the table schema does not have", -EINVAL },
                 { "[1, null, null, null, null]", "{\"keys\": [6], \"values\": [1]}",
                   "'lower-bounds' has field id 6, which has no primitive type", -EINVAL },
                 { "[1, null, null, null, null]", "{\"keys\": [7], \"values\": [1]}",
-                  "'lower-bounds' value for field id 7: expected a string for type string", -EINVAL },
+                  "'lower-bounds' value for field id 7: expected a string for type string",
+                  -EINVAL },
                 { "[1, null, null, null, null]", "{\"keys\": [3], \"values\": [\"2024-13-01\"]}",
                   "'lower-bounds' value for field id 3: expected a date string", -EINVAL },
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 Fixture fx;
-                Error e = {};
+                Error e = { 0 };
 
                 fixture_init(&fx, cases[i].partition, cases[i].lower);
                 ASSERT_EQ(resolve(&fx, &e), cases[i].code);
@@ -353,7 +386,7 @@ TEST(resolve_refusals_name_the_rule) {
         /* Missing partition values for a partitioned spec; statistics for unknown columns. */
         {
                 Fixture fx;
-                Error e = {};
+                Error e = { 0 };
 
                 fixture_init(&fx, "null", NULL);
                 ASSERT_EQ(resolve(&fx, &e), -EINVAL);
@@ -362,7 +395,9 @@ TEST(resolve_refusals_name_the_rule) {
                 fixture_init(&fx, "[1, null, null, null, null]", NULL);
                 fx.file.value_counts.ids[1] = 8;
                 ASSERT_EQ(resolve(&fx, &e), -EINVAL);
-                ASSERT_CONTAINS(e.message, "'value-counts' has field id 8, which the table schema does not have");
+                ASSERT_CONTAINS(
+                        e.message,
+                        "'value-counts' has field id 8, which the table schema does not have");
                 fixture_deinit(&fx);
         }
 }

@@ -24,13 +24,16 @@ static int parse_file(const char *name, ParquetFooter *f) {
         r = parquet_footer_parse(slice_make(data + len - 16, 16), len, 1u << 20, f, &need, NULL);
         ASSERT_EQ(r, PARQUET_FOOTER_E_SHORT);
         ASSERT_TRUE(need > 16 && need <= len);
-        r = parquet_footer_parse(slice_make(data + len - need, need), len, 1u << 20, f, &need, NULL);
+        r = parquet_footer_parse(slice_make(data + len - need, need), len, 1u << 20, f, &need,
+                                 NULL);
         ASSERT_OK(r);
         ASSERT_EQ(f->footer_bytes + 8, need);
         /* The whole file gives the same (and checks the leading magic too). */
         ASSERT_OK(parquet_footer_parse(slice_make(data, len), len, 1u << 20, f, &need, NULL));
         /* A limit below the footer's length: -EFBIG, however much was read. */
-        ASSERT_EQ(parquet_footer_parse(slice_make(data, len), len, f->footer_bytes - 1, f, &need, NULL), -EFBIG);
+        ASSERT_EQ(parquet_footer_parse(slice_make(data, len), len, f->footer_bytes - 1, f, &need,
+                                       NULL),
+                  -EFBIG);
         return parquet_footer_parse(slice_make(data, len), len, 1u << 20, f, &need, NULL);
 }
 
@@ -41,12 +44,12 @@ TEST(pyarrow_footers) {
         ASSERT_EQ(f.num_rows, 3);
         ASSERT_EQ(f.n_row_groups, 1u);
         ASSERT_EQ(f.row_group_rows, 3);
-        ASSERT_EQ(f.n_schema_elements, 3u);     /* the root and two columns */
+        ASSERT_EQ(f.n_schema_elements, 3u); /* the root and two columns */
         ASSERT_TRUE(f.version == 1 || f.version == 2);
 
         ASSERT_OK(parse_file("row-groups", &f));
         ASSERT_EQ(f.num_rows, 1000);
-        ASSERT_EQ(f.n_row_groups, 8u);          /* row_group_size=128 */
+        ASSERT_EQ(f.n_row_groups, 8u); /* row_group_size=128 */
 
         ASSERT_OK(parse_file("empty", &f));
         ASSERT_EQ(f.num_rows, 0);
@@ -68,7 +71,7 @@ static int parse_bytes(const uint8_t *footer, size_t n, ParquetFooter *f, char *
         uint8_t file[4096];
         size_t len = make_file(footer, n, file);
         uint64_t need = 0;
-        Error e = {};
+        Error e = { 0 };
         int r;
 
         r = parquet_footer_parse(slice_make(file, len), len, 1u << 20, f, &need, &e);
@@ -87,16 +90,11 @@ TEST(hand_made_footer_and_unknown_fields) {
          * field 7 double, field 8 true, field 9 a list of two booleans, field 10 a set of i32,
          * field 11 a struct holding an i16 and a uuid (type 13), field 300 (long form) byte. */
         static const uint8_t unknown[] = {
-                GOOD_HEAD, GOOD_GROUPS,
-                0x18, 0x02, 'a', 'b',
-                0x1b, 0x01, 0x88, 0x01, 'k', 0x01, 'v',
-                0x17, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f,
-                0x11,
-                0x19, 0x21, 0x01, 0x02,
-                0x1a, 0x15, 0x04,
-                0x1c, 0x14, 0x02, 0x1d, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 0x00,
-                0x03, 0xd8, 0x04, 0x7f,
-                0x00,
+                GOOD_HEAD, GOOD_GROUPS, 0x18, 0x02, 'a',  'b',  0x1b, 0x01, 0x88, 0x01, 'k',  0x01,
+                'v',       0x17,        0,    0,    0,    0,    0,    0,    0xf0, 0x3f, 0x11, 0x19,
+                0x21,      0x01,        0x02, 0x1a, 0x15, 0x04, 0x1c, 0x14, 0x02, 0x1d, 1,    2,
+                3,         4,           5,    6,    7,    8,    9,    10,   11,   12,   13,   14,
+                15,        16,          0x00, 0x03, 0xd8, 0x04, 0x7f, 0x00,
         };
         ParquetFooter f;
 
@@ -109,16 +107,19 @@ TEST(hand_made_footer_and_unknown_fields) {
 }
 
 TEST(malformed_footers) {
-        static const uint8_t disagree[] = { 0x15, 0x02, 0x19, 0x1c, 0x00, 0x16, 0x08, GOOD_GROUPS, 0x00 };
-        static const uint8_t no_rows[] = { 0x15, 0x02, 0x19, 0x1c, 0x00, 0x26, 0x19, 0x1c, 0x36, 0x06, 0x00, 0x00 };
+        static const uint8_t disagree[] = { 0x15, 0x02, 0x19,        0x1c, 0x00,
+                                            0x16, 0x08, GOOD_GROUPS, 0x00 };
+        static const uint8_t no_rows[] = { 0x15, 0x02, 0x19, 0x1c, 0x00, 0x26,
+                                           0x19, 0x1c, 0x36, 0x06, 0x00, 0x00 };
         static const uint8_t no_stop[] = { GOOD_HEAD, GOOD_GROUPS };
         static const uint8_t trailing[] = { GOOD_HEAD, GOOD_GROUPS, 0x00, 0x00 };
         static const uint8_t huge_list[] = { GOOD_HEAD, 0x19, 0xfc, 0xff, 0xff, 0xff, 0x0f, 0x00 };
-        static const uint8_t long_varint[] = { 0x15, 0x82, 0x82, 0x82, 0x82, 0x82, 0x82, 0x82,
-                                               0x82, 0x82, 0x82, 0x02, 0x00 };
+        static const uint8_t long_varint[] = { 0x15, 0x82, 0x82, 0x82, 0x82, 0x82, 0x82,
+                                               0x82, 0x82, 0x82, 0x82, 0x02, 0x00 };
         static const uint8_t i32_overflow[] = { 0x15, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x00 };
         static const uint8_t bad_type[] = { GOOD_HEAD, GOOD_GROUPS, 0x1e, 0x00 };
-        static const uint8_t negative_rows[] = { 0x15, 0x02, 0x19, 0x1c, 0x00, 0x16, 0x05, GOOD_GROUPS, 0x00 };
+        static const uint8_t negative_rows[] = { 0x15, 0x02, 0x19,        0x1c, 0x00,
+                                                 0x16, 0x05, GOOD_GROUPS, 0x00 };
         uint8_t deep[200];
         ParquetFooter f;
         char message[1024];
@@ -153,24 +154,32 @@ TEST(not_parquet) {
         size_t len = make_file(good, sizeof(good), file);
         ParquetFooter f;
         uint64_t need = 0;
-        Error e = {};
+        Error e = { 0 };
 
-        ASSERT_EQ(parquet_footer_parse(slice_make(csv, strlen(csv)), strlen(csv), 1u << 20, &f, &need, &e), -EBADMSG);
+        ASSERT_EQ(parquet_footer_parse(slice_make(csv, strlen(csv)), strlen(csv), 1u << 20, &f,
+                                       &need, &e),
+                  -EBADMSG);
         ASSERT_CONTAINS(e.message, "does not end in PAR1");
-        ASSERT_EQ(parquet_footer_parse(slice_make("PAR1", 4), 4, 1u << 20, &f, &need, &e), -EBADMSG);
+        ASSERT_EQ(parquet_footer_parse(slice_make("PAR1", 4), 4, 1u << 20, &f, &need, &e),
+                  -EBADMSG);
         ASSERT_EQ(parquet_footer_parse(slice_make("", 0), 0, 1u << 20, &f, &need, &e), -EBADMSG);
 
-        file[0] = 'X';          /* the leading magic, checked when the tail is the whole file */
-        ASSERT_EQ(parquet_footer_parse(slice_make(file, len), len, 1u << 20, &f, &need, &e), -EBADMSG);
+        file[0] = 'X'; /* the leading magic, checked when the tail is the whole file */
+        ASSERT_EQ(parquet_footer_parse(slice_make(file, len), len, 1u << 20, &f, &need, &e),
+                  -EBADMSG);
         ASSERT_CONTAINS(e.message, "start with PAR1");
-        ASSERT_OK(parquet_footer_parse(slice_make(file + 1, len - 1), len, 1u << 20, &f, &need, &e));
+        ASSERT_OK(
+                parquet_footer_parse(slice_make(file + 1, len - 1), len, 1u << 20, &f, &need, &e));
 
         file[0] = 'P';
-        file[len - 8] = 0xff;   /* a length past the start of the file */
-        ASSERT_EQ(parquet_footer_parse(slice_make(file, len), len, 1u << 20, &f, &need, &e), -EBADMSG);
+        file[len - 8] = 0xff; /* a length past the start of the file */
+        ASSERT_EQ(parquet_footer_parse(slice_make(file, len), len, 1u << 20, &f, &need, &e),
+                  -EBADMSG);
         memcpy(file + len - 4, "PARE", 4);
-        ASSERT_EQ(parquet_footer_parse(slice_make(file, len), len, 1u << 20, &f, &need, &e), -EBADMSG);
+        ASSERT_EQ(parquet_footer_parse(slice_make(file, len), len, 1u << 20, &f, &need, &e),
+                  -EBADMSG);
         ASSERT_CONTAINS(e.message, "encrypted");
         /* More bytes than the file is long: a caller bug, refused all the same. */
-        ASSERT_EQ(parquet_footer_parse(slice_make(file, len), len - 1, 1u << 20, &f, &need, &e), -EBADMSG);
+        ASSERT_EQ(parquet_footer_parse(slice_make(file, len), len - 1, 1u << 20, &f, &need, &e),
+                  -EBADMSG);
 }

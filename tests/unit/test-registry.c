@@ -10,7 +10,7 @@ static WriterRequest *waiter(void) {
         WriterRequest *w = calloc(1, sizeof(*w));
 
         ASSERT_TRUE(w);
-        return w;               /* http NULL: answers are dropped, as for a writer that left */
+        return w; /* http NULL: answers are dropped, as for a writer that left */
 }
 
 TEST(pending_then_committed_with_waiters) {
@@ -32,7 +32,9 @@ TEST(pending_then_committed_with_waiters) {
         ASSERT_EQ(e->n_waiters, 0);
         status = registry_entry_status_json(registry_get(r, "t", "k1"));
         ASSERT_STREQ(json_string_value(json_object_get(status, "status")), "committed");
-        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(status, "receipt"), "snapshot-id")), 7);
+        ASSERT_EQ(json_integer_value(
+                          json_object_get(json_object_get(status, "receipt"), "snapshot-id")),
+                  7);
         json_decref(status);
 }
 
@@ -47,7 +49,8 @@ TEST(retryable_failures_are_forgotten_definite_ones_kept) {
         ASSERT_TRUE(registry_get(r, "t", "busy") == NULL);
 
         ASSERT_OK(registry_add(r, "t", "bad", "fp", &e));
-        registry_finish(r, e, KEY_FAILED, 422, json_pack("{s:{s:s}}", "error", "message", "entry 0: EXISTING"));
+        registry_finish(r, e, KEY_FAILED, 422,
+                        json_pack("{s:{s:s}}", "error", "message", "entry 0: EXISTING"));
         e = registry_get(r, "t", "bad");
         ASSERT_TRUE(e && e->status == 422 && e->state == KEY_FAILED);
 }
@@ -59,7 +62,7 @@ TEST(finished_entries_are_evicted_oldest_first) {
 
         ASSERT_OK(registry_new(3, &r));
         ASSERT_OK(registry_add(r, "t", "pending", "fp", &pending));
-        for (int i = 0; i < 2000; i++) {       /* also grows the hash table */
+        for (int i = 0; i < 2000; i++) { /* also grows the hash table */
                 snprintf(key, sizeof(key), "k%d", i);
                 ASSERT_OK(registry_add(r, "t", key, "fp", &e));
                 registry_finish(r, e, KEY_COMMITTED, 200, json_object());
@@ -93,11 +96,13 @@ TEST(keys_are_scoped_by_table) {
         ASSERT_OK(registry_add(r, "ns\x1et2", "k", "fp-2", &b));
         ASSERT_TRUE(registry_get(r, "ns\x1et1", "k") == a);
         ASSERT_TRUE(registry_get(r, "ns\x1et2", "k") == b);
-        ASSERT_TRUE(registry_find_any(r, "k", /* accept= */ NULL, /* userdata= */ NULL, &n) != NULL);
+        ASSERT_TRUE(registry_find_any(r, "k", /* accept= */ NULL, /* userdata= */ NULL, &n) !=
+                    NULL);
         ASSERT_EQ(n, 2);
         registry_finish(r, a, KEY_FAILED, 422, json_object());
         ASSERT_TRUE(registry_get(r, "ns\x1et2", "k") == b);
-        ASSERT_TRUE(registry_find_any(r, "other", /* accept= */ NULL, /* userdata= */ NULL, &n) == NULL);
+        ASSERT_TRUE(registry_find_any(r, "other", /* accept= */ NULL, /* userdata= */ NULL, &n) ==
+                    NULL);
         ASSERT_EQ(n, 0);
         registry_finish(r, b, KEY_COMMITTED, 200, json_object());
 }
@@ -123,7 +128,8 @@ TEST(keys_are_scoped_by_principal) {
         ASSERT_EQ(n, 1);
         ASSERT_TRUE(registry_find_any(r, "k", accept_principal, "carol\x1d", &n) == NULL);
         ASSERT_EQ(n, 0);
-        ASSERT_TRUE(registry_find_any(r, "k", /* accept= */ NULL, /* userdata= */ NULL, &n) != NULL);
+        ASSERT_TRUE(registry_find_any(r, "k", /* accept= */ NULL, /* userdata= */ NULL, &n) !=
+                    NULL);
         ASSERT_EQ(n, 2);
         registry_finish(r, a, KEY_COMMITTED, 200, json_object());
         registry_finish(r, b, KEY_COMMITTED, 200, json_object());

@@ -15,12 +15,16 @@ static const char *written_text =
         "{\"id\": 3, \"name\": \"n\", \"required\": false, \"type\": \"int\"},"
         "{\"id\": 4, \"name\": \"f\", \"required\": false, \"type\": \"float\"},"
         "{\"id\": 5, \"name\": \"d\", \"required\": false, \"type\": \"decimal(9, 2)\"},"
-        "{\"id\": 6, \"name\": \"s\", \"required\": false, \"type\": {\"type\": \"struct\", \"fields\": ["
+        "{\"id\": 6, \"name\": \"s\", \"required\": false, \"type\": {\"type\": \"struct\", "
+        "\"fields\": ["
         "  {\"id\": 7, \"name\": \"x\", \"required\": true, \"type\": \"int\"}]}},"
-        "{\"id\": 8, \"name\": \"l\", \"required\": false, \"type\": {\"type\": \"list\", \"element-id\": 9,"
+        "{\"id\": 8, \"name\": \"l\", \"required\": false, \"type\": {\"type\": \"list\", "
+        "\"element-id\": 9,"
         "  \"element-required\": true, \"element\": \"int\"}},"
-        "{\"id\": 10, \"name\": \"m\", \"required\": false, \"type\": {\"type\": \"map\", \"key-id\": 11,"
-        "  \"key\": \"string\", \"value-id\": 12, \"value-required\": false, \"value\": \"float\"}},"
+        "{\"id\": 10, \"name\": \"m\", \"required\": false, \"type\": {\"type\": \"map\", "
+        "\"key-id\": 11,"
+        "  \"key\": \"string\", \"value-id\": 12, \"value-required\": false, \"value\": "
+        "\"float\"}},"
         "{\"id\": 13, \"name\": \"day\", \"required\": false, \"type\": \"date\"}"
         "]}";
 
@@ -59,24 +63,28 @@ static int check(json_t *current, int format_version, Error *e) {
         return r;
 }
 
-#define COMPATIBLE(fv, ...)                                                                       \
-        do {                                                                                      \
-                Error _e;                                                                         \
-                int _r = check(variant(__VA_ARGS__), (fv), &_e);                                  \
-                if (_r != 0)                                                                      \
-                        TEST_FAIL("expected compatible, got %d: %s", _r, _e.message);             \
+#define COMPATIBLE(fv, ...)                                                                        \
+        do {                                                                                       \
+                Error _e;                                                                          \
+                int _r = check(variant(__VA_ARGS__), (fv), &_e);                                   \
+                if (_r != 0)                                                                       \
+                        TEST_FAIL("expected compatible, got %d: %s", _r, _e.message);              \
         } while (0)
 
-#define INCOMPATIBLE(e, fv, ...) ASSERT_EQ(check(variant(__VA_ARGS__), (fv), (e)), SCHEMA_COMPAT_E_INCOMPATIBLE)
+#define INCOMPATIBLE(e, fv, ...)                                                                   \
+        ASSERT_EQ(check(variant(__VA_ARGS__), (fv), (e)), SCHEMA_COMPAT_E_INCOMPATIBLE)
 
 TEST(compatible_changes) {
         /* unchanged */
         COMPATIBLE(3, NULL, NULL, NULL, NULL);
         /* a new optional column */
-        COMPATIBLE(3, "{\"id\": 13,", "{\"id\": 14, \"name\": \"new\", \"required\": false, \"type\": \"string\"}, {\"id\": 13,",
+        COMPATIBLE(3, "{\"id\": 13,",
+                   "{\"id\": 14, \"name\": \"new\", \"required\": false, \"type\": \"string\"}, "
+                   "{\"id\": 13,",
                    NULL, NULL);
         /* renames, top level and nested */
-        COMPATIBLE(3, "\"name\": \"data\"", "\"name\": \"payload\"", "\"name\": \"x\"", "\"name\": \"x2\"");
+        COMPATIBLE(3, "\"name\": \"data\"", "\"name\": \"payload\"", "\"name\": \"x\"",
+                   "\"name\": \"x2\"");
         /* int -> long, float -> double, wider decimal precision */
         COMPATIBLE(2, "\"name\": \"n\", \"required\": false, \"type\": \"int\"",
                    "\"name\": \"n\", \"required\": false, \"type\": \"long\"", NULL, NULL);
@@ -86,22 +94,26 @@ TEST(compatible_changes) {
         COMPATIBLE(2, "decimal(9, 2)", "decimal(9,2)", NULL, NULL);
         /* promotions inside a struct, of a list element and of a map value */
         COMPATIBLE(3, "\"name\": \"x\", \"required\": true, \"type\": \"int\"",
-                   "\"name\": \"x\", \"required\": true, \"type\": \"long\"", "\"element\": \"int\"",
-                   "\"element\": \"long\"");
+                   "\"name\": \"x\", \"required\": true, \"type\": \"long\"",
+                   "\"element\": \"int\"", "\"element\": \"long\"");
         COMPATIBLE(3, "\"value\": \"float\"", "\"value\": \"double\"", NULL, NULL);
         /* format 3 only: date -> timestamp / timestamp_ns */
         COMPATIBLE(3, "\"type\": \"date\"", "\"type\": \"timestamp\"", NULL, NULL);
         COMPATIBLE(3, "\"type\": \"date\"", "\"type\": \"timestamp_ns\"", NULL, NULL);
         /* a required field made optional */
-        COMPATIBLE(3, "\"name\": \"id\", \"required\": true", "\"name\": \"id\", \"required\": false", NULL, NULL);
+        COMPATIBLE(3, "\"name\": \"id\", \"required\": true",
+                   "\"name\": \"id\", \"required\": false", NULL, NULL);
         /* a new required field with an initial-default */
         COMPATIBLE(3, "{\"id\": 13,",
-                   "{\"id\": 14, \"name\": \"must\", \"required\": true, \"type\": \"int\", \"initial-default\": 5}, {\"id\": 13,",
+                   "{\"id\": 14, \"name\": \"must\", \"required\": true, \"type\": \"int\", "
+                   "\"initial-default\": 5}, {\"id\": 13,",
                    NULL, NULL);
         /* a new optional struct whose own fields are required: null as a whole */
         COMPATIBLE(3, "{\"id\": 13,",
-                   "{\"id\": 14, \"name\": \"o\", \"required\": false, \"type\": {\"type\": \"struct\", \"fields\": ["
-                   "{\"id\": 15, \"name\": \"r\", \"required\": true, \"type\": \"int\"}]}}, {\"id\": 13,",
+                   "{\"id\": 14, \"name\": \"o\", \"required\": false, \"type\": {\"type\": "
+                   "\"struct\", \"fields\": ["
+                   "{\"id\": 15, \"name\": \"r\", \"required\": true, \"type\": \"int\"}]}}, "
+                   "{\"id\": 13,",
                    NULL, NULL);
 }
 
@@ -109,36 +121,50 @@ TEST(incompatible_changes) {
         Error e;
 
         /* a written field dropped */
-        INCOMPATIBLE(&e, 3, "{\"id\": 2, \"name\": \"data\", \"required\": false, \"type\": \"string\"},", "", NULL, NULL);
-        ASSERT_STREQ(e.message, "1 field no longer maps: field 'data' (id 2) was dropped from the table schema");
+        INCOMPATIBLE(&e, 3,
+                     "{\"id\": 2, \"name\": \"data\", \"required\": false, \"type\": \"string\"},",
+                     "", NULL, NULL);
+        ASSERT_STREQ(
+                e.message,
+                "1 field no longer maps: field 'data' (id 2) was dropped from the table schema");
 
         /* a name reused under a new field id */
-        INCOMPATIBLE(&e, 3, "{\"id\": 2, \"name\": \"data\"", "{\"id\": 14, \"name\": \"data\"", NULL, NULL);
-        ASSERT_STREQ(e.message, "2 fields no longer map: field 'data' (id 2) was dropped from the table schema; "
-                                "name 'data' now belongs to field id 14, the data wrote field id 2");
+        INCOMPATIBLE(&e, 3, "{\"id\": 2, \"name\": \"data\"", "{\"id\": 14, \"name\": \"data\"",
+                     NULL, NULL);
+        ASSERT_STREQ(
+                e.message,
+                "2 fields no longer map: field 'data' (id 2) was dropped from the table schema; "
+                "name 'data' now belongs to field id 14, the data wrote field id 2");
 
         /* the old id kept under a new name, its name given to a new id: still refused */
         INCOMPATIBLE(&e, 3, "{\"id\": 2, \"name\": \"data\"",
-                     "{\"id\": 2, \"name\": \"old\", \"required\": false, \"type\": \"string\"}, {\"id\": 14, \"name\": \"data\"",
+                     "{\"id\": 2, \"name\": \"old\", \"required\": false, \"type\": \"string\"}, "
+                     "{\"id\": 14, \"name\": \"data\"",
                      NULL, NULL);
-        ASSERT_STREQ(e.message, "1 field no longer maps: name 'data' now belongs to field id 14, the data wrote field id 2");
+        ASSERT_STREQ(e.message, "1 field no longer maps: name 'data' now belongs to field id 14, "
+                                "the data wrote field id 2");
 
         /* a required field added without initial-default */
-        INCOMPATIBLE(&e, 3, "{\"id\": 13,", "{\"id\": 14, \"name\": \"must\", \"required\": true, \"type\": \"int\"}, {\"id\": 13,",
+        INCOMPATIBLE(&e, 3, "{\"id\": 13,",
+                     "{\"id\": 14, \"name\": \"must\", \"required\": true, \"type\": \"int\"}, "
+                     "{\"id\": 13,",
                      NULL, NULL);
-        ASSERT_STREQ(e.message,
-                     "1 field no longer maps: required field 'must' (id 14) is not in the data and has no initial-default");
+        ASSERT_STREQ(e.message, "1 field no longer maps: required field 'must' (id 14) is not in "
+                                "the data and has no initial-default");
 
         /* narrowing and other type changes */
         INCOMPATIBLE(&e, 3, "\"name\": \"id\", \"required\": true, \"type\": \"long\"",
                      "\"name\": \"id\", \"required\": true, \"type\": \"int\"", NULL, NULL);
-        ASSERT_CONTAINS(e.message, "field 'id' changed type from long to int, which is no allowed promotion");
+        ASSERT_CONTAINS(e.message,
+                        "field 'id' changed type from long to int, which is no allowed promotion");
         INCOMPATIBLE(&e, 3, "decimal(9, 2)", "decimal(8, 2)", NULL, NULL);
         ASSERT_CONTAINS(e.message, "field 'd' changed type from decimal(9, 2) to decimal(8, 2)");
         INCOMPATIBLE(&e, 3, "decimal(9, 2)", "decimal(12, 3)", NULL, NULL);
         ASSERT_CONTAINS(e.message, "field 'd' changed type");
         INCOMPATIBLE(&e, 3, "\"name\": \"data\", \"required\": false, \"type\": \"string\"",
-                     "\"name\": \"data\", \"required\": false, \"type\": {\"type\": \"struct\", \"fields\": []}", NULL, NULL);
+                     "\"name\": \"data\", \"required\": false, \"type\": {\"type\": \"struct\", "
+                     "\"fields\": []}",
+                     NULL, NULL);
         ASSERT_CONTAINS(e.message, "field 'data' changed type from string to struct");
         /* date -> timestamp is a format 3 promotion; never to timestamptz */
         INCOMPATIBLE(&e, 2, "\"type\": \"date\"", "\"type\": \"timestamp\"", NULL, NULL);
@@ -147,20 +173,29 @@ TEST(incompatible_changes) {
         ASSERT_CONTAINS(e.message, "field 'day' changed type from date to timestamptz");
 
         /* an optional field made required */
-        INCOMPATIBLE(&e, 3, "\"name\": \"data\", \"required\": false", "\"name\": \"data\", \"required\": true", NULL, NULL);
-        ASSERT_CONTAINS(e.message, "field 'data' (id 2) is required now, the data wrote it as optional");
+        INCOMPATIBLE(&e, 3, "\"name\": \"data\", \"required\": false",
+                     "\"name\": \"data\", \"required\": true", NULL, NULL);
+        ASSERT_CONTAINS(e.message,
+                        "field 'data' (id 2) is required now, the data wrote it as optional");
 
         /* nested: a struct field dropped, a list element replaced, a map value narrowed */
-        INCOMPATIBLE(&e, 3, "{\"id\": 7, \"name\": \"x\", \"required\": true, \"type\": \"int\"}", "", NULL, NULL);
-        ASSERT_STREQ(e.message, "1 field no longer maps: field 's.x' (id 7) was dropped from the table schema");
+        INCOMPATIBLE(&e, 3, "{\"id\": 7, \"name\": \"x\", \"required\": true, \"type\": \"int\"}",
+                     "", NULL, NULL);
+        ASSERT_STREQ(
+                e.message,
+                "1 field no longer maps: field 's.x' (id 7) was dropped from the table schema");
         INCOMPATIBLE(&e, 3, "\"element-id\": 9", "\"element-id\": 19", NULL, NULL);
-        ASSERT_STREQ(e.message, "3 fields no longer map: field 'l.element' (id 9) was dropped from the table schema; "
-                                "name 'l.element' now belongs to field id 19, the data wrote field id 9; "
-                                "required field 'l.element' (id 19) is not in the data and has no initial-default");
+        ASSERT_STREQ(
+                e.message,
+                "3 fields no longer map: field 'l.element' (id 9) was dropped from the table "
+                "schema; "
+                "name 'l.element' now belongs to field id 19, the data wrote field id 9; "
+                "required field 'l.element' (id 19) is not in the data and has no initial-default");
         INCOMPATIBLE(&e, 3, "\"value\": \"float\"", "\"value\": \"int\"", NULL, NULL);
         ASSERT_CONTAINS(e.message, "field 'm.value' changed type from float to int");
         /* the renamed parent's path is the table's in messages about the current schema */
-        INCOMPATIBLE(&e, 3, "\"name\": \"s\"", "\"name\": \"s2\"", "\"name\": \"x\", \"required\": true, \"type\": \"int\"",
+        INCOMPATIBLE(&e, 3, "\"name\": \"s\"", "\"name\": \"s2\"",
+                     "\"name\": \"x\", \"required\": true, \"type\": \"int\"",
                      "\"name\": \"x\", \"required\": true, \"type\": \"string\"");
         ASSERT_CONTAINS(e.message, "field 's2.x' changed type from int to string");
 }
@@ -168,7 +203,8 @@ TEST(incompatible_changes) {
 TEST(every_offending_field_is_named) {
         Error e;
 
-        INCOMPATIBLE(&e, 3, "{\"id\": 2, \"name\": \"data\", \"required\": false, \"type\": \"string\"},",
+        INCOMPATIBLE(&e, 3,
+                     "{\"id\": 2, \"name\": \"data\", \"required\": false, \"type\": \"string\"},",
                      "{\"id\": 14, \"name\": \"must\", \"required\": true, \"type\": \"int\"},",
                      "\"name\": \"n\", \"required\": false, \"type\": \"int\"",
                      "\"name\": \"n\", \"required\": false, \"type\": \"string\"");
@@ -184,7 +220,8 @@ TEST(malformed_schemas) {
         Error e;
 
         ASSERT_TRUE(good);
-        bad = json_loads("{\"type\": \"struct\", \"fields\": [{\"name\": \"x\", \"required\": true, \"type\": \"int\"}]}",
+        bad = json_loads("{\"type\": \"struct\", \"fields\": [{\"name\": \"x\", \"required\": "
+                         "true, \"type\": \"int\"}]}",
                          0, NULL);
         ASSERT_EQ(schema_compat_check(bad, good, 3, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "the written schema: struct field 0 lacks id");
@@ -197,4 +234,3 @@ TEST(malformed_schemas) {
         json_decref(bad);
         json_decref(good);
 }
-

@@ -11,12 +11,17 @@ static const char *metadata_v3 =
         "{\"metadata-location\": \"/wh/ns/t/metadata/00002.metadata.json\", \"metadata\": {"
         "\"format-version\": 3, \"table-uuid\": \"b07f-uuid\", \"location\": \"/wh/ns/t\","
         "\"last-sequence-number\": 7, \"next-row-id\": 1000, \"current-schema-id\": 0,"
-        "\"properties\": {}, \"partition-specs\": [{\"spec-id\": 0, \"fields\": []}, {\"spec-id\": 3, \"fields\": []}],"
-        "\"refs\": {\"main\": {\"snapshot-id\": 42, \"type\": \"branch\", \"max-ref-age-ms\": 86400000,"
+        "\"properties\": {}, \"partition-specs\": [{\"spec-id\": 0, \"fields\": []}, {\"spec-id\": "
+        "3, \"fields\": []}],"
+        "\"refs\": {\"main\": {\"snapshot-id\": 42, \"type\": \"branch\", \"max-ref-age-ms\": "
+        "86400000,"
         "  \"min-snapshots-to-keep\": 3}, \"v1\": {\"snapshot-id\": 42, \"type\": \"tag\"}},"
-        "\"snapshots\": [{\"snapshot-id\": 42, \"sequence-number\": 7, \"manifest-list\": \"/wh/ns/t/metadata/snap-42.avro\","
-        "  \"summary\": {\"operation\": \"append\", \"total-records\": \"100\", \"total-data-files\": \"4\","
-        "  \"total-files-size\": \"4000\", \"total-delete-files\": \"0\", \"total-position-deletes\": \"0\","
+        "\"snapshots\": [{\"snapshot-id\": 42, \"sequence-number\": 7, \"manifest-list\": "
+        "\"/wh/ns/t/metadata/snap-42.avro\","
+        "  \"summary\": {\"operation\": \"append\", \"total-records\": \"100\", "
+        "\"total-data-files\": \"4\","
+        "  \"total-files-size\": \"4000\", \"total-delete-files\": \"0\", "
+        "\"total-position-deletes\": \"0\","
         "  \"total-equality-deletes\": \"0\"}}]}}";
 
 static json_t *load(const char *text) {
@@ -67,11 +72,15 @@ TEST(table_metadata_refuses_what_it_cannot_commit_to) {
 }
 
 TEST(summary_follows_java_rules) {
-        json_t *parent = load("{\"operation\": \"append\", \"total-records\": \"100\", \"total-files-size\": \"4000\","
+        json_t *parent = load("{\"operation\": \"append\", \"total-records\": \"100\", "
+                              "\"total-files-size\": \"4000\","
                               " \"total-data-files\": \"4\", \"total-delete-files\": \"1\"}");
         json_t *props = load("{\"job\": \"42\"}");
-        SnapshotAdded added = { .data_files = 2, .records = 20, .files_size = 900,
-                                .manifests_created = 1, .manifests_kept = 3 };
+        SnapshotAdded added = { .data_files = 2,
+                                .records = 20,
+                                .files_size = 900,
+                                .manifests_created = 1,
+                                .manifests_kept = 3 };
         json_t *s = NULL;
         Error e;
 
@@ -96,7 +105,7 @@ TEST(summary_follows_java_rules) {
                 const char *key;
                 json_t *v;
 
-                json_object_foreach(s, key, v)
+                json_object_foreach (s, key, v)
                         ASSERT_TRUE(json_is_string(v));
         }
         json_decref(s);
@@ -108,12 +117,17 @@ TEST(summary_follows_java_rules) {
  * into added-files-size, the file into added-delete-files and added-equality-delete-files, its
  * rows into added-equality-deletes; none into added-records), operation as BaseRowDelta's. */
 TEST(summary_counts_equality_deletes) {
-        json_t *parent = load("{\"operation\": \"append\", \"total-records\": \"100\", \"total-files-size\": \"4000\","
-                              " \"total-data-files\": \"4\", \"total-delete-files\": \"1\","
-                              " \"total-equality-deletes\": \"7\", \"total-position-deletes\": \"0\"}");
+        json_t *parent =
+                load("{\"operation\": \"append\", \"total-records\": \"100\", "
+                     "\"total-files-size\": \"4000\","
+                     " \"total-data-files\": \"4\", \"total-delete-files\": \"1\","
+                     " \"total-equality-deletes\": \"7\", \"total-position-deletes\": \"0\"}");
         json_t *props = json_object(), *s = NULL;
-        SnapshotAdded added = { .files_size = 300, .equality_delete_files = 2, .equality_deletes = 5,
-                                .manifests_created = 1, .manifests_kept = 1 };
+        SnapshotAdded added = { .files_size = 300,
+                                .equality_delete_files = 2,
+                                .equality_deletes = 5,
+                                .manifests_created = 1,
+                                .manifests_kept = 1 };
 
         ASSERT_OK(snapshot_summary_build(parent, &added, props, NULL, &s, NULL));
         ASSERT_STREQ(json_string_value(json_object_get(s, "operation")), "delete");
@@ -121,7 +135,8 @@ TEST(summary_counts_equality_deletes) {
         ASSERT_STREQ(json_string_value(json_object_get(s, "added-equality-delete-files")), "2");
         ASSERT_STREQ(json_string_value(json_object_get(s, "added-equality-deletes")), "5");
         ASSERT_STREQ(json_string_value(json_object_get(s, "added-files-size")), "300");
-        ASSERT_TRUE(!json_object_get(s, "added-records") && !json_object_get(s, "added-data-files"));
+        ASSERT_TRUE(!json_object_get(s, "added-records") &&
+                    !json_object_get(s, "added-data-files"));
         ASSERT_STREQ(json_string_value(json_object_get(s, "total-delete-files")), "3");
         ASSERT_STREQ(json_string_value(json_object_get(s, "total-equality-deletes")), "12");
         ASSERT_STREQ(json_string_value(json_object_get(s, "total-position-deletes")), "0");
@@ -155,7 +170,7 @@ TEST(summary_without_parent_starts_totals_at_zero_and_omits_zero_counters) {
 
 TEST(writer_properties_cannot_override_computed_keys) {
         json_t *props = load("{\"total-records\": \"1\"}"), *s = NULL;
-        SnapshotAdded added = {};
+        SnapshotAdded added = { 0 };
         Error e;
 
         ASSERT_EQ(snapshot_summary_build(NULL, &added, props, NULL, &s, &e), -EINVAL);
@@ -175,23 +190,33 @@ TEST(commit_request_has_requirements_updates_and_keeps_retention) {
         ASSERT_OK(table_metadata_parse(j, &t, NULL));
         json_decref(j);
         ASSERT_OK(table_branch(t, "main", &head, NULL));
-        spec = (SnapshotSpec){ .snapshot_id = 77, .has_parent = true, .parent_snapshot_id = 42,
-                               .sequence_number = 8, .timestamp_ms = 1700000000000, .has_schema_id = true,
+        spec = (SnapshotSpec){ .snapshot_id = 77,
+                               .has_parent = true,
+                               .parent_snapshot_id = 42,
+                               .sequence_number = 8,
+                               .timestamp_ms = 1700000000000,
+                               .has_schema_id = true,
                                .manifest_list = "/wh/ns/t/metadata/snap-77-1-u.avro",
-                               .has_first_row_id = true, .first_row_id = 1000, .added_rows = 375,
+                               .has_first_row_id = true,
+                               .first_row_id = 1000,
+                               .added_rows = 375,
                                .summary = summary };
         ASSERT_OK(snapshot_commit_request_build(t, "main", &head, &spec, &req));
 
         reqs = json_object_get(req, "requirements");
         ASSERT_EQ(json_array_size(reqs), 2);
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(reqs, 0), "type")), "assert-table-uuid");
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(reqs, 0), "uuid")), "b07f-uuid");
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(reqs, 1), "type")), "assert-ref-snapshot-id");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(reqs, 0), "type")),
+                     "assert-table-uuid");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(reqs, 0), "uuid")),
+                     "b07f-uuid");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(reqs, 1), "type")),
+                     "assert-ref-snapshot-id");
         ASSERT_EQ(json_integer_value(json_object_get(json_array_get(reqs, 1), "snapshot-id")), 42);
 
         updates = json_object_get(req, "updates");
         snap = json_object_get(json_array_get(updates, 0), "snapshot");
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(updates, 0), "action")), "add-snapshot");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(updates, 0), "action")),
+                     "add-snapshot");
         ASSERT_EQ(json_integer_value(json_object_get(snap, "first-row-id")), 1000);
         ASSERT_EQ(json_integer_value(json_object_get(snap, "added-rows")), 375);
         ASSERT_EQ(json_integer_value(json_object_get(snap, "sequence-number")), 8);
@@ -212,15 +237,17 @@ TEST(new_branch_asserts_null_and_omits_parent) {
         _cleanup_(table_metadata_freep) TableMetadata *t = NULL;
         json_t *j = load(metadata_v3), *summary = json_object(), *req = NULL, *snap;
         TableBranch head;
-        SnapshotSpec spec = { .snapshot_id = 5, .sequence_number = 8, .manifest_list = "x",
-                              .summary = summary };
+        SnapshotSpec spec = {
+                .snapshot_id = 5, .sequence_number = 8, .manifest_list = "x", .summary = summary
+        };
 
         ASSERT_OK(table_metadata_parse(j, &t, NULL));
         json_decref(j);
         ASSERT_OK(table_branch(t, "dev", &head, NULL));
         ASSERT_OK(snapshot_commit_request_build(t, "dev", &head, &spec, &req));
-        ASSERT_TRUE(json_is_null(json_object_get(json_array_get(json_object_get(req, "requirements"), 1),
-                                                 "snapshot-id")));
+        ASSERT_TRUE(json_is_null(
+                json_object_get(json_array_get(json_object_get(req, "requirements"), 1),
+                                "snapshot-id")));
         snap = json_object_get(json_array_get(json_object_get(req, "updates"), 0), "snapshot");
         ASSERT_TRUE(!json_object_get(snap, "parent-snapshot-id"));
         ASSERT_TRUE(!json_object_get(snap, "first-row-id"));

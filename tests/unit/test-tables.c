@@ -11,11 +11,11 @@ static Slice text(const char *s) {
         return (Slice){ .ptr = (const uint8_t *)s, .len = strlen(s) };
 }
 
-#define SCHEMA                                                                                   \
-        "{\"type\": \"struct\", \"fields\": ["                                                   \
-        " {\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"                \
-        " {\"id\": 2, \"name\": \"day\", \"required\": false, \"type\": \"date\"},"              \
-        " {\"id\": 3, \"name\": \"tags\", \"required\": false, \"type\": {\"type\": \"list\","   \
+#define SCHEMA                                                                                     \
+        "{\"type\": \"struct\", \"fields\": ["                                                     \
+        " {\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"                  \
+        " {\"id\": 2, \"name\": \"day\", \"required\": false, \"type\": \"date\"},"                \
+        " {\"id\": 3, \"name\": \"tags\", \"required\": false, \"type\": {\"type\": \"list\","     \
         "   \"element-id\": 4, \"element\": \"string\", \"element-required\": false}}]}"
 
 /* What a catalog stores for SCHEMA: its own ids, the same shape. */
@@ -27,40 +27,56 @@ static const char *existing_v3 =
         "  {\"id\": 12, \"name\": \"day\", \"required\": false, \"type\": \"date\"},"
         "  {\"id\": 13, \"name\": \"tags\", \"required\": false, \"type\": {\"type\": \"list\","
         "    \"element-id\": 14, \"element\": \"string\", \"element-required\": false}}]}],"
-        " \"partition-specs\": [{\"spec-id\": 0, \"fields\": [{\"source-id\": 12, \"field-id\": 1000,"
+        " \"partition-specs\": [{\"spec-id\": 0, \"fields\": [{\"source-id\": 12, \"field-id\": "
+        "1000,"
         "   \"name\": \"day\", \"transform\": \"identity\"}]}]}";
 
 TEST(create_request_defaults_to_v3_and_carries_the_version_as_a_property) {
         _cleanup_(json_decrefp) json_t *req = NULL;
         const char *name = NULL;
-        Error e = {};
+        Error e = { 0 };
 
         ASSERT_OK(create_table_request_parse(text("{\"name\": \"events\", \"schema\": " SCHEMA
                                                   ", \"properties\": {\"owner\": \"etl\"}}"),
                                              &req, &name, &e));
         ASSERT_STREQ(name, "events");
-        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(req, "properties"), "format-version")), "3");
-        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(req, "properties"), "owner")), "etl");
+        ASSERT_STREQ(json_string_value(
+                             json_object_get(json_object_get(req, "properties"), "format-version")),
+                     "3");
+        ASSERT_STREQ(json_string_value(
+                             json_object_get(json_object_get(req, "properties"), "owner")),
+                     "etl");
         ASSERT_TRUE(json_object_get(req, "format-version") == NULL);
         json_decref(TAKE_PTR(req));
 
-        ASSERT_OK(create_table_request_parse(text("{\"name\": \"e2\", \"format-version\": 2, \"schema\": " SCHEMA "}"),
-                                             &req, &name, &e));
-        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(req, "properties"), "format-version")), "2");
+        ASSERT_OK(create_table_request_parse(
+                text("{\"name\": \"e2\", \"format-version\": 2, \"schema\": " SCHEMA "}"), &req,
+                &name, &e));
+        ASSERT_STREQ(json_string_value(
+                             json_object_get(json_object_get(req, "properties"), "format-version")),
+                     "2");
         json_decref(TAKE_PTR(req));
 
         /* Every kind of type the spec names passes our shape check. */
-        ASSERT_OK(create_table_request_parse(text(
-                "{\"name\": \"all\", \"partition-spec\": {\"fields\": []}, \"schema\": {\"type\": \"struct\", \"fields\": ["
-                " {\"id\": 1, \"name\": \"d\", \"required\": true, \"type\": \"decimal(10, 2)\"},"
-                " {\"id\": 2, \"name\": \"f\", \"required\": true, \"type\": \"fixed[16]\"},"
-                " {\"id\": 3, \"name\": \"ts\", \"required\": false, \"type\": \"timestamptz_ns\"},"
-                " {\"id\": 4, \"name\": \"m\", \"required\": false, \"type\": {\"type\": \"map\", \"key-id\": 5,"
-                "   \"key\": \"string\", \"value-id\": 6, \"value-required\": false, \"value\": {\"type\": \"struct\","
-                "   \"fields\": [{\"id\": 7, \"name\": \"u\", \"required\": false, \"type\": \"uuid\"}]}}}]}}"),
+        ASSERT_OK(create_table_request_parse(
+                text("{\"name\": \"all\", \"partition-spec\": {\"fields\": []}, \"schema\": "
+                     "{\"type\": \"struct\", \"fields\": ["
+                     " {\"id\": 1, \"name\": \"d\", \"required\": true, \"type\": \"decimal(10, "
+                     "2)\"},"
+                     " {\"id\": 2, \"name\": \"f\", \"required\": true, \"type\": \"fixed[16]\"},"
+                     " {\"id\": 3, \"name\": \"ts\", \"required\": false, \"type\": "
+                     "\"timestamptz_ns\"},"
+                     " {\"id\": 4, \"name\": \"m\", \"required\": false, \"type\": {\"type\": "
+                     "\"map\", \"key-id\": 5,"
+                     "   \"key\": \"string\", \"value-id\": 6, \"value-required\": false, "
+                     "\"value\": {\"type\": \"struct\","
+                     "   \"fields\": [{\"id\": 7, \"name\": \"u\", \"required\": false, \"type\": "
+                     "\"uuid\"}]}}}]}}"),
                 &req, &name, &e));
         /* Catalogs insist on a spec id even though they assign their own. */
-        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(req, "partition-spec"), "spec-id")), 0);
+        ASSERT_EQ(json_integer_value(
+                          json_object_get(json_object_get(req, "partition-spec"), "spec-id")),
+                  0);
 }
 
 TEST(create_request_errors_say_what_is_wrong) {
@@ -71,31 +87,46 @@ TEST(create_request_errors_say_what_is_wrong) {
                 { "{\"schema\": " SCHEMA "}", "\"name\" must be 1 to 255 bytes" },
                 { "{\"name\": \"a/b\", \"schema\": " SCHEMA "}", "without '/'" },
                 { "{\"name\": \"t\"}", "\"schema\" is required" },
-                { "{\"name\": \"t\", \"schema\": {\"type\": \"list\"}}", "schema: must be an object of type \"struct\"" },
-                { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": [{\"id\": 0, \"name\": \"x\", \"required\": true, \"type\": \"int\"}]}}",
+                { "{\"name\": \"t\", \"schema\": {\"type\": \"list\"}}",
+                  "schema: must be an object of type \"struct\"" },
+                { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": [{\"id\": 0, "
+                  "\"name\": \"x\", \"required\": true, \"type\": \"int\"}]}}",
                   "field id" },
-                { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": [{\"id\": 1, \"name\": \"x\", \"type\": \"int\"}]}}",
+                { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": [{\"id\": 1, "
+                  "\"name\": \"x\", \"type\": \"int\"}]}}",
                   "schema: field 'x' has no boolean \"required\"" },
-                { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": [{\"id\": 1, \"name\": \"x\", \"required\": true, \"type\": \"decimal(39,1)\"}]}}",
+                { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": [{\"id\": 1, "
+                  "\"name\": \"x\", \"required\": true, \"type\": \"decimal(39,1)\"}]}}",
                   "schema: field 'x' has unknown type 'decimal(39,1)'" },
-                { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": [{\"id\": 1, \"name\": \"m\", \"required\": true, \"type\": {\"type\": \"map\", \"key-id\": 2, \"key\": \"string\", \"value-id\": 3, \"value-required\": true, \"value\": \"strin\"}}]}}",
+                { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": [{\"id\": 1, "
+                  "\"name\": \"m\", \"required\": true, \"type\": {\"type\": \"map\", \"key-id\": "
+                  "2, \"key\": \"string\", \"value-id\": 3, \"value-required\": true, \"value\": "
+                  "\"strin\"}}]}}",
                   "schema: field 'm.value' has unknown type 'strin'" },
-                { "{\"name\": \"t\", \"format-version\": 2, \"schema\": {\"type\": \"struct\", \"fields\": [{\"id\": 1, \"name\": \"ts\", \"required\": true, \"type\": \"timestamp_ns\"}]}}",
+                { "{\"name\": \"t\", \"format-version\": 2, \"schema\": {\"type\": \"struct\", "
+                  "\"fields\": [{\"id\": 1, \"name\": \"ts\", \"required\": true, \"type\": "
+                  "\"timestamp_ns\"}]}}",
                   "type 'timestamp_ns' of field 'ts' requires format version 3, the table has 2" },
-                { "{\"name\": \"t\", \"format-version\": 4, \"schema\": " SCHEMA "}", "\"format-version\" must be 1, 2 or 3" },
-                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"properties\": {\"format-version\": \"2\"}}",
+                { "{\"name\": \"t\", \"format-version\": 4, \"schema\": " SCHEMA "}",
+                  "\"format-version\" must be 1, 2 or 3" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA
+                  ", \"properties\": {\"format-version\": \"2\"}}",
                   "set the format version with \"format-version\"" },
-                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"properties\": {\"a\": 1}}", "property \"a\" must be a string" },
-                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"partition-spec\": []}", "\"partition-spec\" must be an object" },
-                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"extra\": 1}", "unknown member \"extra\"" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"properties\": {\"a\": 1}}",
+                  "property \"a\" must be a string" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"partition-spec\": []}",
+                  "\"partition-spec\" must be an object" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"extra\": 1}",
+                  "unknown member \"extra\"" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 json_t *req = NULL;
                 const char *name = NULL;
-                Error e = {};
+                Error e = { 0 };
 
-                ASSERT_EQ(create_table_request_parse(text(cases[i].body), &req, &name, &e), -EINVAL);
+                ASSERT_EQ(create_table_request_parse(text(cases[i].body), &req, &name, &e),
+                          -EINVAL);
                 ASSERT_CONTAINS(e.message, cases[i].message);
                 ASSERT_TRUE(req == NULL);
         }
@@ -104,34 +135,44 @@ TEST(create_request_errors_say_what_is_wrong) {
 TEST(an_existing_table_matches_only_when_it_is_the_one_asked_for) {
         _cleanup_(json_decrefp) json_t *metadata = json_loads(existing_v3, 0, NULL);
         static const struct {
-                const char *body, *difference;  /* NULL: matches */
+                const char *body, *difference; /* NULL: matches */
         } cases[] = {
                 { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"properties\": {\"owner\": \"etl\"},"
-                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"name\": \"day\", \"transform\": \"identity\"}]}}",
+                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"name\": \"day\", "
+                  "\"transform\": \"identity\"}]}}",
                   NULL },
                 { "{\"name\": \"t\", \"format-version\": 2, \"schema\": " SCHEMA ","
-                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"transform\": \"identity\"}]}}",
+                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"transform\": "
+                  "\"identity\"}]}}",
                   "the table has format version 3, the request asks for 2" },
-                { "{\"name\": \"t\", \"schema\": " SCHEMA "}", "the table has 1 partition fields, the request 0" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA "}",
+                  "the table has 1 partition fields, the request 0" },
                 { "{\"name\": \"t\", \"schema\": " SCHEMA ","
-                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"transform\": \"month\"}]}}",
-                  "partition field 0 is identity(day) named 'day', the request asks for month(day)" },
+                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"transform\": "
+                  "\"month\"}]}}",
+                  "partition field 0 is identity(day) named 'day', the request asks for "
+                  "month(day)" },
                 { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": ["
                   " {\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"int\"},"
                   " {\"id\": 2, \"name\": \"day\", \"required\": false, \"type\": \"date\"},"
-                  " {\"id\": 3, \"name\": \"tags\", \"required\": false, \"type\": {\"type\": \"list\","
+                  " {\"id\": 3, \"name\": \"tags\", \"required\": false, \"type\": {\"type\": "
+                  "\"list\","
                   "   \"element-id\": 4, \"element\": \"string\", \"element-required\": false}}]},"
-                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"transform\": \"identity\"}]}}",
+                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"transform\": "
+                  "\"identity\"}]}}",
                   "the schema.id has another type" },
                 { "{\"name\": \"t\", \"schema\": {\"type\": \"struct\", \"fields\": ["
                   " {\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
                   " {\"id\": 2, \"name\": \"day\", \"required\": false, \"type\": \"date\"},"
-                  " {\"id\": 3, \"name\": \"tags\", \"required\": false, \"type\": {\"type\": \"list\","
+                  " {\"id\": 3, \"name\": \"tags\", \"required\": false, \"type\": {\"type\": "
+                  "\"list\","
                   "   \"element-id\": 4, \"element\": \"string\", \"element-required\": true}}]},"
-                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"transform\": \"identity\"}]}}",
+                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"transform\": "
+                  "\"identity\"}]}}",
                   "the schema.tags.element differs in nullability" },
                 { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"properties\": {\"owner\": \"bi\"},"
-                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"transform\": \"identity\"}]}}",
+                  " \"partition-spec\": {\"fields\": [{\"source-id\": 2, \"transform\": "
+                  "\"identity\"}]}}",
                   "property 'owner' is 'etl', the request sets 'bi'" },
         };
 
@@ -139,7 +180,7 @@ TEST(an_existing_table_matches_only_when_it_is_the_one_asked_for) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_(json_decrefp) json_t *req = NULL;
                 const char *name = NULL;
-                Error e = {};
+                Error e = { 0 };
 
                 ASSERT_OK(create_table_request_parse(text(cases[i].body), &req, &name, &e));
                 if (!cases[i].difference) {
@@ -155,10 +196,11 @@ TEST(namespace_requests) {
         char **levels = NULL;
         size_t n = 0;
         json_t *properties = NULL;
-        Error e = {};
+        Error e = { 0 };
 
-        ASSERT_OK(create_namespace_request_parse(text("{\"namespace\": [\"a\", \"b\"], \"properties\": {\"k\": \"v\"}}"),
-                                                 &levels, &n, &properties, &e));
+        ASSERT_OK(create_namespace_request_parse(
+                text("{\"namespace\": [\"a\", \"b\"], \"properties\": {\"k\": \"v\"}}"), &levels,
+                &n, &properties, &e));
         ASSERT_EQ(n, 2);
         ASSERT_STREQ(levels[0], "a");
         ASSERT_STREQ(levels[1], "b");
@@ -168,9 +210,12 @@ TEST(namespace_requests) {
         free(levels);
         json_decref(properties);
 
-        ASSERT_EQ(create_namespace_request_parse(text("{\"namespace\": []}"), &levels, &n, &properties, &e), -EINVAL);
+        ASSERT_EQ(create_namespace_request_parse(text("{\"namespace\": []}"), &levels, &n,
+                                                 &properties, &e),
+                  -EINVAL);
         ASSERT_CONTAINS(e.message, "\"namespace\" must be an array of 1 to 16 names");
-        ASSERT_EQ(create_namespace_request_parse(text("{\"namespace\": [\"..\"]}"), &levels, &n, &properties, &e), -EINVAL);
+        ASSERT_EQ(create_namespace_request_parse(text("{\"namespace\": [\"..\"]}"), &levels, &n,
+                                                 &properties, &e),
+                  -EINVAL);
         ASSERT_CONTAINS(e.message, "namespace level 0 must be");
 }
-

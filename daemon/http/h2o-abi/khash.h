@@ -21,7 +21,7 @@ typedef uint64_t khint64_t;
 typedef khint32_t khint_t;
 typedef khint_t khiter_t;
 
-#define ICECOMMIT_KH_IS_EMPTY_OR_DELETED(flags, i) (((flags)[(i) >> 4] >> (((i) & 0xfU) << 1)) & 3U)
+#define ICECOMMIT_KH_IS_EMPTY_OR_DELETED(flags, i) (((flags)[(i) >> 4] >> ((0xfU & (i)) << 1)) & 3U)
 
 #define khash_t(name) kh_##name##_t
 
@@ -32,7 +32,7 @@ typedef khint_t khiter_t;
                 khint64_t *keys;                                                                   \
                 khval_t *vals;                                                                     \
         } kh_##name##_t;                                                                           \
-        static inline khint_t kh_get_##name(const kh_##name##_t *h, khint64_t key) {              \
+        static inline khint_t kh_get_##name(const kh_##name##_t *h, khint64_t key) {               \
                 for (khint_t i = 0; h && i < h->n_buckets; i++)                                    \
                         if (!ICECOMMIT_KH_IS_EMPTY_OR_DELETED(h->flags, i) && h->keys[i] == key)   \
                                 return i;                                                          \
