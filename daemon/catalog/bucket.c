@@ -5,6 +5,7 @@
  * creations publish the next version with a conditional create, then the hint. */
 #define LOG_MODULE "catalog"
 
+#include <limits.h>
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -579,8 +580,9 @@ static int bucket_job_new(BucketCatalog *c, BucketOp op, const char *const *name
         j->userdata = userdata;
         j->in_call = true;
         j->now_ms = now_realtime_ms();
-        buf_init(&dir, SIZE_MAX);
-        buf_init(&name, SIZE_MAX);
+        /* S3 keys are at most 1024 bytes; with the scheme and bucket a location stays far below. */
+        buf_init(&dir, PATH_MAX);
+        buf_init(&name, PATH_MAX);
         r = buf_append_str(&dir, c->warehouse);
         for (size_t i = 0; r == 0 && i < n_namespace + (last ? 1 : 0); i++) {
                 const char *part = i < n_namespace ? namespace[i] : last;

@@ -4,6 +4,7 @@
  * result, and the after-work callback (loop thread) answers and frees the job. */
 #define LOG_MODULE "catalog"
 
+#include <limits.h>
 #include <assert.h>
 #include <dirent.h>
 #include <errno.h>
@@ -112,8 +113,9 @@ static int paths_build(const FsCatalog *c, const char *const *namespace, size_t 
                         return -EINVAL;
         if (last && !hadoop_layout_name_is_valid(last))
                 return -EINVAL;
-        buf_init(&dir, SIZE_MAX);
-        buf_init(&name, SIZE_MAX);
+        /* A path the kernel takes; names are validated above, so only their length can fail. */
+        buf_init(&dir, PATH_MAX);
+        buf_init(&name, PATH_MAX);
         r = buf_append_str(&dir, c->warehouse);
         for (size_t i = 0; r == 0 && i <= n_namespace; i++) {
                 const char *part = i < n_namespace ? namespace[i] : last;

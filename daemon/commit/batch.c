@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "auth/tokens.h"
 #include "commit/duplicates.h"
 #include "commit/internal.h"
 #include "iceberg/lineage.h"
@@ -639,6 +640,7 @@ static int batch_find_repeats(Batch *b) {
 
 /* Thread pool, step 2: count what was read, assign row ids and serialize the new list. */
 static int batch_finish_list(Batch *b) {
+        const CommitEngine *e = b->queue->engine;
         ManifestListHeader header;
         int r;
 
@@ -662,7 +664,8 @@ static int batch_finish_list(Batch *b) {
                 .has_first_row_id = b->table->format_version >= 3,
                 .first_row_id = b->first_row_id,
         };
-        buf_init(&b->list_bytes, SIZE_MAX / 2);
+        /* The list must stay readable by the next attempt, whose parent read has this bound. */
+        buf_init(&b->list_bytes, (size_t)e->storage_config->max_manifest_bytes);
         return manifest_list_write(&header, b->list, b->n_list, &b->list_bytes, &b->error);
 }
 
@@ -886,7 +889,8 @@ static void batch_build_after(Batch *b) {
         Buf key_list;
         int r;
 
-        buf_init(&key_list, SIZE_MAX / 2);
+        /* "principal/key" per request, comma-separated */
+        buf_init(&key_list, b->n_jobs * (AUTH_PRINCIPAL_MAX + 1 + COMMIT_KEY_MAX + 1) + 1);
         writer_props = json_object();
         r = writer_props ? 0 : -ENOMEM;
         for (size_t i = 0; i < b->n_jobs; i++) {
