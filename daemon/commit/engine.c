@@ -597,7 +597,7 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         CommitEngine *e = userdata;
         const CommitRequest *r = w->request;
         KeyEntry *entry = registry_get(e->keys, r->key_scope, r->idempotency_key);
-        Job *j;
+        _cleanup_(engine_job_freep) Job *j = NULL;
         int rr;
 
         /* A refused request committed nothing: its answer is replayed for the same body only, and
@@ -653,11 +653,6 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         }
         if (!j || !j->manifests || !j->manifest_lengths ||
             registry_add(e->keys, r->key_scope, r->idempotency_key, r->fingerprint, &entry) < 0) {
-                if (j) {
-                        free(j->manifests);
-                        free(j->manifest_lengths);
-                }
-                free(j);
                 writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
                 return;
         }
@@ -673,10 +668,11 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         rr = catalog_load_table(e->catalog, (const char *const *)r->target.namespace,
                                 r->target.n_namespace, r->target.table, job_on_intake_loaded, j);
         if (rr < 0) {
-                engine_job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s",
-                                strerror(-rr));
+                engine_job_fail(TAKE_PTR(j), 503, "catalog-unavailable",
+                                "cannot load the table: %s", strerror(-rr));
                 return;
         }
+        TAKE_PTR(j); /* the catalog calls back */
         e->n_in_flight++;
 }
 
@@ -753,6 +749,8 @@ static HistoryLookup *history_lookup_free(HistoryLookup *l) {
         return NULL;
 }
 
+DEFINE_CLEANUP_FUNC(HistoryLookup, history_lookup_free);
+
 static void engine_on_history_loaded(const CatalogResult *result, void *userdata) {
         HistoryLookup *l = userdata;
         CommitEngine *e = l->engine;
@@ -798,8 +796,8 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
 static void engine_lookup_history(WriterRequest *w, const char *key, const char *namespace_param,
                                   const char *table, const char *principal, void *userdata) {
         CommitEngine *e = userdata;
-        CommitTarget target = { 0 };
-        HistoryLookup *l;
+        _cleanup_(request_target_deinit) CommitTarget target = { 0 };
+        _cleanup_(history_lookup_freep) HistoryLookup *l = NULL;
         Error error = { 0 };
         int r;
 
@@ -814,12 +812,6 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
         if (!l || !(l->key = strdup(key)) ||
             !(l->recorded_key = request_key_recorded(principal, key)) ||
             !(l->table = strdup(table))) {
-                if (l) {
-                        free(l->key);
-                        free(l->recorded_key);
-                        free(l);
-                }
-                request_target_deinit(&target);
                 writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
                 return;
         }
@@ -827,13 +819,12 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
         l->writer = w;
         r = catalog_load_table(e->catalog, (const char *const *)target.namespace,
                                target.n_namespace, target.table, engine_on_history_loaded, l);
-        request_target_deinit(&target);
         if (r < 0) {
                 writer_request_reply_error(w, 503, "catalog-unavailable",
                                            "cannot load the table: %s", strerror(-r));
-                history_lookup_free(l);
-                return;
+                return; /* cleanup frees l and its writer */
         }
+        TAKE_PTR(l); /* the catalog calls back */
         e->n_in_flight++;
 }
 
@@ -876,9 +867,10 @@ const WriterHooks *commit_engine_hooks(void) {
 int commit_engine_new(uv_loop_t *loop, const CommitConfig *config,
                       const StorageConfig *storage_config, Storage *storage, Catalog *catalog,
                       Metrics *metrics, CommitEngine **ret) {
-        CommitEngine *e = calloc(1, sizeof(*e));
+        _cleanup_(commit_engine_freep) CommitEngine *e = NULL;
         int r;
 
+        e = calloc(1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
         e->loop = loop;
@@ -888,11 +880,9 @@ int commit_engine_new(uv_loop_t *loop, const CommitConfig *config,
         e->catalog = catalog;
         e->metrics = metrics;
         r = registry_new(config->receipt_cache_size, &e->keys);
-        if (r < 0) {
-                free(e);
+        if (r < 0)
                 return r;
-        }
-        *ret = e;
+        *ret = TAKE_PTR(e);
         return 0;
 }
 

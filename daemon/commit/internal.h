@@ -158,6 +158,7 @@ struct CommitEngine {
 
 /* engine.c */
 Job *engine_job_free(Job *j);
+DEFINE_CLEANUP_FUNC(Job, engine_job_free);
 /* Answers the job's writer and every waiter on its key, records the outcome, frees the job. */
 void engine_job_finish(Job *j, KeyState state, int status, json_t *body);
 void engine_job_fail(Job *j, int status, const char *type, const char *fmt, ...) _printf_(4, 5);
