@@ -179,7 +179,7 @@ static void batch_retry_later(Batch *b, const char *reason, int status, const ch
  * sequence number (the data sequence number of ADDED entries). NULL on allocation failure. */
 static json_t *batch_receipt_files(const Batch *b, const ManifestFile *m,
                                    const StagedManifest *staged) {
-        json_t *files = json_array();
+        _cleanup_(json_decrefp) json_t *files = json_array();
         int64_t cursor = m->first_row_id;
 
         for (size_t k = 0; files && k < staged->n_files; k++) {
@@ -189,7 +189,7 @@ static json_t *batch_receipt_files(const Batch *b, const ManifestFile *m,
                                       (json_int_t)b->sequence_number);
 
                 if (!o || json_array_append_new(files, o) < 0)
-                        goto fail;
+                        return NULL;
                 if (!m->has_first_row_id)
                         continue;
                 if (json_object_set_new(o, "first-row-id", json_integer(cursor)) < 0 ||
@@ -197,21 +197,19 @@ static json_t *batch_receipt_files(const Batch *b, const ManifestFile *m,
                                         f->record_count > 0
                                                 ? json_integer(cursor + f->record_count - 1)
                                                 : json_null()) < 0)
-                        goto fail;
+                        return NULL;
                 cursor += f->record_count; /* within the manifest's range: lineage checked it */
         }
-        return files;
-fail:
-        json_decref(files);
-        return NULL;
+        return TAKE_PTR(files);
 }
 
 static json_t *batch_receipt(const Batch *b, const Job *j) {
         const CommitRequest *r = j->writer->request;
-        json_t *manifests = json_array(), *ns = request_target_namespace_json(&r->target);
+        _cleanup_(json_decrefp) json_t *manifests = json_array();
+        _cleanup_(json_decrefp) json_t *ns = request_target_namespace_json(&r->target);
 
         if (!manifests || !ns)
-                goto fail;
+                return NULL;
         for (size_t i = 0; i < j->n_manifests; i++) {
                 const ManifestFile *m = &b->list[j->list_offset + i];
                 json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "location", m->path, "content",
@@ -220,7 +218,7 @@ static json_t *batch_receipt(const Batch *b, const Job *j) {
                                       (json_int_t)m->added_rows_count);
 
                 if (!o || json_array_append_new(manifests, o) < 0)
-                        goto fail;
+                        return NULL;
                 if (m->has_first_row_id) {
                         /* Rows get first-row-id + position, in entry order (spec: inheritance). */
                         if (json_object_set_new(o, "first-row-id", json_integer(m->first_row_id)) <
@@ -230,41 +228,34 @@ static json_t *batch_receipt(const Batch *b, const Job *j) {
                                                         ? json_integer(m->first_row_id +
                                                                        m->added_rows_count - 1)
                                                         : json_null()) < 0)
-                                goto fail;
+                                return NULL;
                 }
                 if (json_object_set_new(o, "data-files",
                                         batch_receipt_files(b, m, j->manifests[i])) < 0)
-                        goto fail;
+                        return NULL;
         }
         return json_pack("{s:s, s:s, s:o, s:s, s:s, s:I, s:I, s:o, s:I, s:i, s:o}",
                          "idempotency-key", r->idempotency_key, "status", "committed", "namespace",
-                         ns, "table", r->target.table, "branch", r->branch, "snapshot-id",
+                         TAKE_PTR(ns), "table", r->target.table, "branch", r->branch, "snapshot-id",
                          (json_int_t)b->snapshot_id, "sequence-number",
                          (json_int_t)b->sequence_number, "snapshot-first-row-id",
                          b->table->format_version >= 3 ? json_integer(b->first_row_id)
                                                        : json_null(),
                          "batch-requests", (json_int_t)b->n_jobs, "attempts", (int)b->attempt,
-                         "manifests", manifests);
-fail:
-        json_decref(manifests);
-        json_decref(ns);
-        return NULL;
+                         "manifests", TAKE_PTR(manifests));
 }
 
 /* "ns.table" (namespace levels joined by dots), the metric label of a table. */
 static char *batch_table_label(const CommitRequest *r) {
-        Buf label;
+        _cleanup_(buf_deinitp) Buf label = { 0 };
 
         buf_init(&label, 64 * 1024);
         for (size_t i = 0; i < r->target.n_namespace; i++)
                 if (buf_printf(&label, "%s.", r->target.namespace[i]) < 0)
-                        goto fail;
+                        return NULL;
         if (buf_append_str(&label, r->target.table) < 0)
-                goto fail;
+                return NULL;
         return (char *)buf_steal(&label, NULL);
-fail:
-        buf_deinit(&label);
-        return NULL;
 }
 
 /* Committed equality deletes on a v3 table: the deleted rows' lineage ends there, and an
@@ -407,7 +398,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
  * sequence numbers and snapshot id are filled in per attempt. */
 static int manifest_file_from_staged(const StagedManifest *m, const char *location, int64_t length,
                                      ManifestFile *ret) {
-        ManifestFile f = {
+        _cleanup_(manifest_file_deinit) ManifestFile f = {
                 .length = length,
                 .partition_spec_id = m->partition_spec_id,
                 .content = m->content,
@@ -422,10 +413,8 @@ static int manifest_file_from_staged(const StagedManifest *m, const char *locati
                 return -ENOMEM;
         if (m->has_partitions && m->n_partitions > 0) {
                 f.partitions = calloc(m->n_partitions, sizeof(*f.partitions));
-                if (!f.partitions) {
-                        manifest_file_deinit(&f);
+                if (!f.partitions)
                         return -ENOMEM;
-                }
                 f.n_partitions = m->n_partitions;
                 for (size_t i = 0; i < m->n_partitions; i++) {
                         const PartitionFieldSummary *from = &m->partitions[i];
@@ -443,13 +432,12 @@ static int manifest_file_from_staged(const StagedManifest *m, const char *locati
                                         from->lower_bound.len) < 0) ||
                             (from->has_upper_bound &&
                              buf_append(&to->upper_bound, from->upper_bound.data,
-                                        from->upper_bound.len) < 0)) {
-                                manifest_file_deinit(&f);
+                                        from->upper_bound.len) < 0))
                                 return -ENOMEM;
-                        }
                 }
         }
         *ret = f;
+        f = (ManifestFile){ 0 };
         return 0;
 }
 
