@@ -124,6 +124,21 @@ static const char *local_outcome(int status) {
                                    : "error";
 }
 
+static LocalJob *local_job_free(LocalJob *j) {
+        if (!j)
+                return NULL;
+        buf_deinit(&j->result.data);
+        for (size_t i = 0; i < j->result.n_names; i++)
+                free(j->result.names[i]);
+        free(j->result.names);
+        free(j->path);
+        free(j->root);
+        free(j);
+        return NULL;
+}
+
+DEFINE_CLEANUP_FUNC(LocalJob, local_job_free);
+
 static void local_job_after(uv_work_t *w, int status) {
         LocalJob *j = w->data;
         Storage *s = j->storage;
@@ -142,13 +157,7 @@ static void local_job_after(uv_work_t *w, int status) {
                 metrics_add(s->metrics, METRIC_STORAGE_BYTES, "written", (double)j->data.len);
         j->result.n_requests = 1;
         j->cb(&j->result, j->userdata);
-        buf_deinit(&j->result.data);
-        for (size_t i = 0; i < j->result.n_names; i++)
-                free(j->result.names[i]);
-        free(j->result.names);
-        free(j->path);
-        free(j->root);
-        free(j);
+        local_job_free(j);
         s->n_local_in_flight--;
         storage_maybe_closed(s);
 }
@@ -156,19 +165,17 @@ static void local_job_after(uv_work_t *w, int status) {
 static int storage_local_submit(Storage *s, LocalKind kind, char *path /* stolen */,
                                 char *root /* stolen */, Slice data, uint64_t max,
                                 StorageCallback cb, void *userdata, Error *error) {
-        LocalJob *j;
+        _cleanup_(freep) char *owned_path = path, *owned_root = root;
+        _cleanup_(local_job_freep) LocalJob *j = NULL;
         int r;
 
         j = calloc(1, sizeof(*j));
-        if (!j) {
-                free(path);
-                free(root);
+        if (!j)
                 return -ENOMEM;
-        }
         *j = (LocalJob){ .storage = s,
                          .kind = kind,
-                         .path = path,
-                         .root = root,
+                         .path = TAKE_PTR(owned_path),
+                         .root = TAKE_PTR(owned_root),
                          .data = data,
                          .max_bytes = max,
                          .cb = cb,
@@ -176,12 +183,9 @@ static int storage_local_submit(Storage *s, LocalKind kind, char *path /* stolen
                          .started_ns = now_monotonic_ns() };
         j->work.data = j;
         r = uv_queue_work(s->loop, &j->work, local_job_work, local_job_after);
-        if (r < 0) {
-                free(j->path);
-                free(j->root);
-                free(j);
+        if (r < 0)
                 return error_set(error, r, "cannot queue file work: %s", uv_strerror(r));
-        }
+        TAKE_PTR(j); /* local_job_after frees it */
         s->n_local_in_flight++;
         return 0;
 }
@@ -308,6 +312,17 @@ typedef struct StorageWrite {
         void *userdata;
 } StorageWrite;
 
+static StorageWrite *storage_write_free(StorageWrite *w) {
+        if (!w)
+                return NULL;
+        free(w->location);
+        storage_props_free(w->props);
+        free(w);
+        return NULL;
+}
+
+DEFINE_CLEANUP_FUNC(StorageWrite, storage_write_free);
+
 static void storage_on_written(StorageResult *result, void *userdata) {
         StorageWrite *w = userdata;
 
@@ -315,14 +330,12 @@ static void storage_on_written(StorageResult *result, void *userdata) {
                 storage_health_note_write(&w->storage->health, w->location, w->props,
                                           result->status, &result->error);
         w->cb(result, w->userdata);
-        free(w->location);
-        storage_props_free(w->props);
-        free(w);
+        storage_write_free(w);
 }
 
 int storage_write(Storage *s, const StorageContext *ctx, const char *location, Slice data,
                   unsigned flags, StorageCallback cb, void *userdata, Error *error) {
-        StorageWrite *w;
+        _cleanup_(storage_write_freep) StorageWrite *w = NULL;
         int r;
 
         w = calloc(1, sizeof(*w));
@@ -331,18 +344,13 @@ int storage_write(Storage *s, const StorageContext *ctx, const char *location, S
         *w = (StorageWrite){
                 .storage = s, .cb = cb, .userdata = userdata, .location = strdup(location)
         };
-        if (!w->location || (ctx && storage_props_copy(ctx->props, &w->props) < 0)) {
-                free(w->location);
-                free(w);
+        if (!w->location || (ctx && storage_props_copy(ctx->props, &w->props) < 0))
                 return -ENOMEM;
-        }
         r = storage_submit(s, ctx, LOCAL_WRITE, S3_OP_PUT, location, data, flags, 0,
                            storage_on_written, w, error);
-        if (r < 0) {
-                free(w->location);
-                storage_props_free(w->props);
-                free(w);
-        }
+        if (r < 0)
+                return r;
+        TAKE_PTR(w); /* storage_on_written frees it */
         return r;
 }
 
@@ -416,6 +424,8 @@ static StorageReadMany *storage_read_many_free(StorageReadMany *m) {
         return NULL;
 }
 
+DEFINE_CLEANUP_FUNC(StorageReadMany, storage_read_many_free);
+
 static void storage_read_many_finish(StorageReadMany *m) {
         Storage *s = m->storage;
 
@@ -481,7 +491,7 @@ static void storage_read_many_on_item(StorageResult *result, void *userdata) {
 int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *locations, size_t n,
                       uint64_t max_bytes, unsigned max_concurrent, StorageReadManyCallback cb,
                       void *userdata) {
-        StorageReadMany *m;
+        _cleanup_(storage_read_many_freep) StorageReadMany *m = NULL;
 
         if (s->is_closing)
                 return -ESHUTDOWN;
@@ -492,10 +502,8 @@ int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *
         m->ctx = ctx ? *ctx : (StorageContext){ 0 };
         if (m->ctx.root) {
                 m->root = strdup(m->ctx.root);
-                if (!m->root) {
-                        free(m);
+                if (!m->root)
                         return -ENOMEM;
-                }
                 m->ctx.root = m->root;
         }
         m->max_bytes = max_bytes;
@@ -505,22 +513,19 @@ int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *
         m->locations = calloc(n + 1, sizeof(*m->locations));
         m->items = calloc(n + 1, sizeof(*m->items));
         m->slots = calloc(n + 1, sizeof(*m->slots));
-        if (!m->locations || !m->items || !m->slots) {
-                storage_read_many_free(m);
+        if (!m->locations || !m->items || !m->slots)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < n; i++) {
                 m->locations[i] = strdup(locations[i]);
                 m->n = i + 1;
-                if (!m->locations[i]) {
-                        storage_read_many_free(m);
+                if (!m->locations[i])
                         return -ENOMEM;
-                }
         }
         m->n = n;
         /* Counted as one operation: a close waits for its answer. */
         s->n_local_in_flight++;
-        (void)storage_read_many_pump(m, /* in_call= */ true);
+        /* The pump owns m from here: it frees m once every read is answered. */
+        (void)storage_read_many_pump(TAKE_PTR(m), /* in_call= */ true);
         return 0;
 }
 
@@ -547,7 +552,7 @@ void storage_close(Storage *s, void (*done)(void *userdata), void *userdata) {
 
 int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics,
                 Storage **ret_storage) {
-        Storage *s;
+        _cleanup_(freep) Storage *s = NULL;
         int r;
 
         assert(loop && config && ret_storage);
@@ -559,10 +564,8 @@ int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics,
         s->metrics = metrics;
         storage_health_init(&s->health, s, loop, config->probe_interval_ms);
         r = s3_client_new(loop, &config->s3, metrics, &s->s3);
-        if (r < 0) {
-                free(s);
+        if (r < 0)
                 return r;
-        }
-        *ret_storage = s;
+        *ret_storage = TAKE_PTR(s);
         return 0;
 }
