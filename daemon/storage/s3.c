@@ -846,7 +846,7 @@ void s3_client_close(S3Client *c, void (*done)(void *userdata), void *userdata) 
 
 int s3_client_new(uv_loop_t *loop, const S3Config *config, Metrics *metrics,
                   S3Client **ret_client) {
-        S3Client *c;
+        _cleanup_(freep) S3Client *c = NULL;
         int r;
 
         c = calloc(1, sizeof(*c));
@@ -866,10 +866,8 @@ int s3_client_new(uv_loop_t *loop, const S3Config *config, Metrics *metrics,
                                 .user_agent = "icecommitd/" ICECOMMIT_VERSION,
                         },
                         &c->curl);
-        if (r < 0) {
-                free(c);
+        if (r < 0)
                 return r;
-        }
-        *ret_client = c;
+        *ret_client = TAKE_PTR(c);
         return 0;
 }
