@@ -76,6 +76,8 @@ static AuditJob *audit_job_free(AuditJob *j) {
         return NULL;
 }
 
+DEFINE_CLEANUP_FUNC(AuditJob, audit_job_free);
+
 static void audit_job_on_gone(HttpRequest *r, void *userdata) {
         AuditJob *j = userdata;
 
@@ -141,7 +143,7 @@ static json_t *audit_target_json(const AuditJob *j) {
 
 /* Thread pool: the chunk's lists into the audit; after the last chunk, the report. */
 static void audit_work_lineage(AuditJob *j) {
-        json_t *report;
+        _cleanup_(json_decrefp) json_t *report = NULL;
 
         for (size_t k = 0; k < j->n_chunk; k++)
                 if (audit_take_list(j, j->chunk[k], &j->chunk_items[k]) < 0)
@@ -150,12 +152,11 @@ static void audit_work_lineage(AuditJob *j) {
                 return; /* more chunks to read */
         report = audit_table_report(j->table);
         if (!report || json_object_update_new(report, audit_target_json(j)) < 0) {
-                json_decref(report);
                 (void)audit_work_fail(j, 503, "out-of-memory",
                                       error_set(&j->error, -ENOMEM, "out of memory"));
                 return;
         }
-        j->answer = report;
+        j->answer = TAKE_PTR(report);
         j->status = 200;
 }
 
@@ -449,13 +450,13 @@ static void audit_after_work(uv_work_t *w, int status) {
 }
 
 static void audit_on_table_loaded(const CatalogResult *result, void *userdata) {
-        AuditJob *j = userdata;
+        _cleanup_(audit_job_freep) AuditJob *j = userdata;
         AuditLimits limits = {
                 .max_snapshots = j->api->config->max_snapshots,
                 .max_manifests = j->api->config->max_manifests,
                 .max_findings = j->api->config->max_findings,
         };
-        TableMetadata *metadata = NULL;
+        _cleanup_(table_metadata_freep) TableMetadata *metadata = NULL;
         const char *type;
         int r;
 
@@ -463,45 +464,43 @@ static void audit_on_table_loaded(const CatalogResult *result, void *userdata) {
                 r = catalog_outcome_http_status(result->status, &type);
                 audit_job_fail(j, r, type, "%s%s",
                                r == 404 ? "" : "cannot load the table: ", result->message);
-                goto done;
+                return;
         }
         r = table_metadata_parse(result->body, &metadata, &j->error);
         if (r >= 0)
                 r = audit_table_new(TAKE_PTR(metadata), &limits, &j->table, &j->error);
         if (r == -E2BIG) {
                 audit_job_fail(j, 422, "table-too-large", "%s", j->error.message);
-                goto done;
+                return;
         }
         if (r == -ENOMEM) {
-                table_metadata_free(metadata);
                 audit_job_fail(j, 503, "out-of-memory", "out of memory");
-                goto done;
+                return;
         }
         if (r < 0) {
-                table_metadata_free(metadata);
                 audit_job_fail(j, 502, "catalog-bad-metadata", "%s", j->error.message);
-                goto done;
+                return;
         }
         if (j->is_lookup && j->table->table->format_version < 3) {
                 audit_job_fail(j, 422, "no-row-lineage",
                                "the table is format-version %d: rows have no row ids",
                                j->table->table->format_version);
-                goto done;
+                return;
         }
         r = storage_props_new(result->properties, result->body, &j->props, &j->error);
         if (r < 0) {
                 audit_job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s",
                                j->error.message);
-                goto done;
+                return;
         }
         if (!j->is_lookup) {
                 j->chunk = calloc(AUDIT_CHUNK_SNAPSHOTS, sizeof(*j->chunk));
                 j->chunk_items = calloc(AUDIT_CHUNK_SNAPSHOTS, sizeof(*j->chunk_items));
                 if (!j->chunk || !j->chunk_items) {
                         audit_job_fail(j, 503, "out-of-memory", "out of memory");
-                        goto done;
+                        return;
                 }
-                audit_lineage_next_chunk(j);
+                audit_lineage_next_chunk(TAKE_PTR(j));
                 return;
         }
         {
@@ -515,7 +514,7 @@ static void audit_on_table_loaded(const CatalogResult *result, void *userdata) {
                         else if (j->status != 200)
                                 audit_job_fail(j, j->status, j->error_type, "%s", j->error.message);
                         j->http = NULL;
-                        goto done;
+                        return;
                 }
                 s = &j->table->snapshots[j->lookup_snapshot];
                 if (!s->manifest_list) {
@@ -523,14 +522,12 @@ static void audit_on_table_loaded(const CatalogResult *result, void *userdata) {
                                        "the manifest list of snapshot %" PRId64
                                        " cannot be read: the snapshot names none",
                                        s->snapshot_id);
-                        goto done;
+                        return;
                 }
                 j->lookup_manifest_index = -1;
-                audit_read_one(j, s->manifest_list);
+                audit_read_one(TAKE_PTR(j), s->manifest_list);
                 return;
         }
-done:
-        audit_job_free(j);
 }
 
 /* The one place the audit talks to the catalog. */
