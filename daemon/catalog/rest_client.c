@@ -421,7 +421,7 @@ static int call_submit(CatalogCall *call, bool has_fresh_token) {
 }
 
 static int config_call_start(RestClient *c, CatalogCallback cb, void *userdata) {
-        CatalogCall *call;
+        _cleanup_(call_freep) CatalogCall *call = NULL;
         int r;
 
         call = calloc(1, sizeof(*call));
@@ -435,9 +435,9 @@ static int config_call_start(RestClient *c, CatalogCallback cb, void *userdata) 
         r = call_submit(call, /* has_fresh_token= */ false);
         if (r < 0) {
                 c->n_config_calls--;
-                call_free(call);
                 return r;
         }
+        TAKE_PTR(call);
         return 0;
 }
 
@@ -446,7 +446,7 @@ static json_t *call_read_success(const CatalogCall *call, const CurlUvResponse *
                                  CatalogResult *result) {
         bool is_mutation = call_is_mutation(call);
         Error error = { 0 };
-        json_t *body = NULL;
+        _cleanup_(json_decrefp) json_t *body = NULL;
         int r;
 
         /* A mutation's verdict is its status line: a body we cannot read does not undo the
@@ -467,13 +467,8 @@ static json_t *call_read_success(const CatalogCall *call, const CurlUvResponse *
                 return NULL;
         }
         r = rest_json_parse(response->body, &body, &error);
-        if (r >= 0 && call->kind == CALL_LOAD_TABLE) {
+        if (r >= 0 && call->kind == CALL_LOAD_TABLE)
                 r = rest_table_result_check(body, &error);
-                if (r < 0) {
-                        json_decref(body);
-                        body = NULL;
-                }
-        }
         if (r < 0) {
                 result->status = is_mutation ? 0 : r;
                 catalog_result_set_message(result, "%s: HTTP %ld with an unreadable body: %s",
@@ -481,7 +476,7 @@ static json_t *call_read_success(const CatalogCall *call, const CurlUvResponse *
                                            error.message);
                 return NULL;
         }
-        return body;
+        return TAKE_PTR(body);
 }
 
 static void call_read_error(const CatalogCall *call, const CurlUvResponse *response,
