@@ -169,7 +169,7 @@ static void bucket_probe(BucketJob *j);
 static void bucket_on_read(StorageResult *r, void *userdata) {
         BucketJob *j = userdata;
         json_error_t json_error;
-        json_t *md;
+        _cleanup_(json_decrefp) json_t *md = NULL;
 
         if (r->status < 0) {
                 bucket_job_fail_read(j, r);
@@ -177,13 +177,12 @@ static void bucket_on_read(StorageResult *r, void *userdata) {
         }
         md = json_loadb(buf_str(&r->data), r->data.len, JSON_REJECT_DUPLICATES, &json_error);
         if (!json_is_object(md)) {
-                json_decref(md);
                 bucket_job_fail(j, -EBADMSG, "", "'%s' is not table metadata: line %d: %s",
                                 j->metadata_location, json_error.line,
                                 md ? "not an object" : json_error.text);
                 return;
         }
-        j->metadata = md;
+        j->metadata = TAKE_PTR(md);
         bucket_found(j);
 }
 
@@ -776,7 +775,7 @@ int bucket_catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *st
                        BucketCatalog **ret) {
         _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
         const char *warehouse = catalog_config_warehouse(config);
-        BucketCatalog *c;
+        _cleanup_(freep) BucketCatalog *c = NULL;
         size_t n;
 
         if (!storage || storage_location_parse(warehouse, &l, NULL) < 0 ||
@@ -788,15 +787,13 @@ int bucket_catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *st
         c->loop = loop;
         c->storage = storage;
         c->warehouse = strdup(warehouse);
-        if (!c->warehouse) {
-                free(c);
+        if (!c->warehouse)
                 return -ENOMEM;
-        }
         for (n = strlen(c->warehouse); n > 0 && c->warehouse[n - 1] == '/'; n--)
                 c->warehouse[n - 1] = 0;
         c->max_metadata_bytes =
                 config->max_response_bytes ? config->max_response_bytes : 256u << 20;
-        *ret = c;
+        *ret = TAKE_PTR(c);
         return 0;
 }
 
