@@ -211,30 +211,24 @@ static int request_parse_properties(CommitRequest *r, json_t *object,
 }
 
 static int request_fingerprint(CommitRequest *r) {
-        json_t *ns = request_target_namespace_json(&r->target), *manifests = json_array(),
-               *canonical;
+        _cleanup_(json_decrefp) json_t *ns = request_target_namespace_json(&r->target);
+        _cleanup_(json_decrefp) json_t *manifests = json_array(), *canonical = NULL;
         int rr = 0;
 
-        if (!ns || !manifests) {
-                json_decref(ns);
-                json_decref(manifests);
+        if (!ns || !manifests)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < r->n_manifests && rr == 0; i++)
                 rr = json_array_append_new(manifests, json_string(r->manifests[i]));
-        canonical = json_pack("{s:o, s:s, s:s, s:o, s:O}", "namespace", ns, "table",
-                              r->target.table, "branch", r->branch, "staged-manifests", manifests,
-                              "snapshot-properties", r->snapshot_properties);
+        canonical = json_pack("{s:o, s:s, s:s, s:o, s:O}", "namespace", TAKE_PTR(ns), "table",
+                              r->target.table, "branch", r->branch, "staged-manifests",
+                              TAKE_PTR(manifests), "snapshot-properties", r->snapshot_properties);
         /* Described files are part of "the same body": the same key with other files is a reuse. */
         if (canonical && r->data_files_json &&
             json_object_set(canonical, "data-files", r->data_files_json) < 0)
                 rr = -ENOMEM;
-        if (rr < 0 || !canonical) {
-                json_decref(canonical);
+        if (rr < 0 || !canonical)
                 return -ENOMEM;
-        }
         r->fingerprint = json_dumps(canonical, JSON_COMPACT | JSON_SORT_KEYS);
-        json_decref(canonical);
         return r->fingerprint ? 0 : -ENOMEM;
 }
 
@@ -281,8 +275,9 @@ int request_set_principal(CommitRequest *r, const char *principal) {
 int request_parse(const char *namespace_param, const char *table, Slice body,
                   const CommitRequestLimits *limits, CommitRequest **ret, Error *error) {
         _cleanup_(request_freep) CommitRequest *r = NULL;
+        _cleanup_(json_decrefp) json_t *root = NULL;
         json_error_t json_error;
-        json_t *root, *v;
+        json_t *v;
         const char *key, *branch;
         int rr;
 
@@ -297,10 +292,8 @@ int request_parse(const char *namespace_param, const char *table, Slice body,
         if (!root)
                 return error_set(error, -EINVAL, "body is not valid JSON: %s at line %d column %d",
                                  json_error.text, json_error.line, json_error.column);
-        if (!json_is_object(root)) {
-                json_decref(root);
+        if (!json_is_object(root))
                 return error_set(error, -EINVAL, "body must be a JSON object");
-        }
 
         rr = 0;
         json_object_foreach (root, key, v)
@@ -350,7 +343,6 @@ int request_parse(const char *namespace_param, const char *table, Slice body,
         if (rr == 0)
                 rr = request_parse_properties(r, json_object_get(root, "snapshot-properties"),
                                               limits, error);
-        json_decref(root);
         if (rr < 0)
                 return rr;
 
