@@ -26,18 +26,17 @@ static uint64_t key_hash(const char *s) {
 }
 
 int registry_new(size_t max_finished, KeyRegistry **ret) {
-        KeyRegistry *r = calloc(1, sizeof(*r));
+        _cleanup_(freep) KeyRegistry *r = NULL;
 
+        r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
         r->n_buckets = 1024;
         r->buckets = calloc(r->n_buckets, sizeof(*r->buckets));
-        if (!r->buckets) {
-                free(r);
+        if (!r->buckets)
                 return -ENOMEM;
-        }
         r->max_finished = max_finished;
-        *ret = r;
+        *ret = TAKE_PTR(r);
         return 0;
 }
 
