@@ -22,50 +22,40 @@ static const char *const writer_keys[] = {
 };
 
 int preflight_request_parse(Slice body, UpgradeRequest *ret, Error *error) {
-        json_t *root, *v;
+        _cleanup_(json_decrefp) json_t *root = NULL;
+        json_t *v;
         json_error_t je;
         const char *key;
         UpgradeRequest req = { 0 };
-        int r = 0;
 
         root = json_loadb((const char *)body.ptr, body.len, JSON_REJECT_DUPLICATES, &je);
         if (!root)
                 return error_set(error, -EINVAL, "body is not JSON: %s (line %d, column %d)",
                                  je.text, je.line, je.column);
-        if (!json_is_object(root)) {
-                r = error_set(error, -EINVAL, "body must be a JSON object");
-                goto out;
-        }
+        if (!json_is_object(root))
+                return error_set(error, -EINVAL, "body must be a JSON object");
         json_object_foreach (root, key, v) {
                 if (strcmp(key, "format-version") == 0) {
                         if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-                            json_integer_value(v) > 3) {
-                                r = error_set(error, -EINVAL,
-                                              "\"format-version\" must be 3 (an integer)");
-                                goto out;
-                        }
+                            json_integer_value(v) > 3)
+                                return error_set(error, -EINVAL,
+                                                 "\"format-version\" must be 3 (an integer)");
                         req.format_version = (int)json_integer_value(v);
                 } else if (strcmp(key, "dry-run") == 0) {
-                        if (!json_is_boolean(v)) {
-                                r = error_set(error, -EINVAL, "\"dry-run\" must be true or false");
-                                goto out;
-                        }
+                        if (!json_is_boolean(v))
+                                return error_set(error, -EINVAL,
+                                                 "\"dry-run\" must be true or false");
                         req.dry_run = json_is_true(v);
-                } else {
-                        r = error_set(error, -EINVAL, "unknown field \"%s\"", key);
-                        goto out;
-                }
+                } else
+                        return error_set(error, -EINVAL, "unknown field \"%s\"", key);
         }
         /* An upgrade cannot be undone: neither field has a default. */
         if (req.format_version == 0)
-                r = error_set(error, -EINVAL, "\"format-version\" is required");
-        else if (!json_object_get(root, "dry-run"))
-                r = error_set(error, -EINVAL, "\"dry-run\" is required (true: report only)");
-out:
-        json_decref(root);
-        if (r == 0)
-                *ret = req;
-        return r;
+                return error_set(error, -EINVAL, "\"format-version\" is required");
+        if (!json_object_get(root, "dry-run"))
+                return error_set(error, -EINVAL, "\"dry-run\" is required (true: report only)");
+        *ret = req;
+        return 0;
 }
 
 UpgradeBranch *preflight_branches_free(UpgradeBranch *branches, size_t n) {
