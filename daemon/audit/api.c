@@ -250,14 +250,25 @@ static json_t *audit_lookup_list(AuditJob *j) {
         return NULL;
 }
 
+/* A manifest's entries as read, owned by the local holding them. */
+typedef struct AuditEntries {
+        ManifestEntry *entries;
+        size_t n_entries;
+} AuditEntries;
+
+static void audit_entries_deinit(AuditEntries *e) {
+        e->entries = manifest_entries_free(e->entries, e->n_entries);
+        e->n_entries = 0;
+}
+
 /* Step 3 (thread pool, the manifest read): the data file and position. */
 static json_t *audit_lookup_entries(AuditJob *j) {
         const AuditTable *t = j->table;
         const AuditSnapshot *s = &t->snapshots[j->lookup_snapshot];
         const ManifestFile *m = &s->manifests[j->lookup_manifest_index];
-        ManifestEntry *entries = NULL;
+        _cleanup_(audit_entries_deinit) AuditEntries e = { 0 };
         const ManifestEntry *x;
-        size_t n_entries = 0, i = j->lookup_snapshot;
+        size_t i = j->lookup_snapshot;
         ssize_t k;
         json_t *o;
         int r;
@@ -267,12 +278,11 @@ static json_t *audit_lookup_entries(AuditJob *j) {
                 (void)error_set(&j->error, r, "%s", j->lookup_item.error.message);
         if (r >= 0)
                 r = manifest_entries_read(buf_slice(&j->lookup_item.data),
-                                          j->api->storage_config->max_manifest_entries, &entries,
-                                          &n_entries, &j->error);
+                                          j->api->storage_config->max_manifest_entries, &e.entries,
+                                          &e.n_entries, &j->error);
         if (r >= 0)
-                r = manifest_entries_inherit(entries, n_entries, m, &j->error);
+                r = manifest_entries_inherit(e.entries, e.n_entries, m, &j->error);
         if (r < 0) {
-                manifest_entries_free(entries, n_entries);
                 (void)error_prefix(&j->error, r, "manifest '%s'", m->path);
                 j->status = r == -ENOMEM ? 503 : storage_status_is_transient(r) ? 503 : 502;
                 j->error_type = r == -ENOMEM       ? "out-of-memory"
@@ -280,17 +290,16 @@ static json_t *audit_lookup_entries(AuditJob *j) {
                                                    : "unreadable-table-file";
                 return NULL;
         }
-        k = audit_entries_find_row(entries, n_entries, j->row_id);
+        k = audit_entries_find_row(e.entries, e.n_entries, j->row_id);
         if (k < 0) {
                 o = audit_unassigned(j,
                                      "reserved by the manifest's range, but no live data file of "
                                      "it holds the id",
                                      json_pack("{s:o, s:o}", "snapshot", audit_snapshot_brief(s),
                                                "manifest", audit_manifest_brief(m)));
-                manifest_entries_free(entries, n_entries);
                 return o;
         }
-        x = &entries[k];
+        x = &e.entries[k];
         o = json_pack(
                 "{s:I, s:b, s:o, s:o, s:{s:s, s:s, s:I, s:I, s:b, s:o, s:o, s:o}, s:I, s:o, s:o}",
                 "row-id", (json_int_t)j->row_id, "assigned", 1, "snapshot", audit_snapshot_brief(s),
@@ -309,7 +318,6 @@ static json_t *audit_lookup_entries(AuditJob *j) {
                 "last-updated-sequence-number",
                 x->has_sequence_number ? json_integer(x->sequence_number) : json_null(), "refs",
                 audit_table_refs_containing(t, i));
-        manifest_entries_free(entries, n_entries);
         return o;
 }
 
@@ -539,7 +547,7 @@ static int audit_load_table(AuditJob *j) {
 static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
         const AuthToken *caller;
         char seconds[16];
-        AuditJob *j;
+        _cleanup_(audit_job_freep) AuditJob *j = NULL;
         Error error = { 0 };
         int rr;
 
@@ -559,6 +567,8 @@ static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
                 http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 return;
         }
+        /* Counted from here, as audit_job_free() uncounts it; nothing in between looks at it. */
+        api->n_running++;
         j->api = api;
         j->is_lookup = is_lookup;
         rr = request_target_parse(http_request_param(r, 0), http_request_param(r, 1), &j->target,
@@ -571,23 +581,21 @@ static void audit_start(AuditApi *api, HttpRequest *r, bool is_lookup) {
                                        http_request_param(r, 2));
         }
         if (rr < 0) {
-                request_target_deinit(&j->target);
-                free(j);
                 if (rr == -ENOMEM)
                         http_reply_error(r, 503, "out-of-memory", "out of memory, retry later");
                 else
                         http_reply_error(r, 400, "bad-request", "%s", error.message);
-                return;
+                return; /* cleanup frees j, which has no request yet */
         }
-        api->n_running++;
         j->http = r;
         http_request_on_gone(r, audit_job_on_gone, j);
         rr = audit_load_table(j);
         if (rr < 0) {
                 audit_job_fail(j, 503, "catalog-unavailable", "cannot load the table: %s",
                                strerror(-rr));
-                audit_job_free(j);
+                return; /* cleanup frees j */
         }
+        TAKE_PTR(j); /* the catalog calls back */
 }
 
 static void audit_handle_lineage(HttpRequest *r, void *userdata) {
