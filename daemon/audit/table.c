@@ -70,6 +70,7 @@ static int audit_snapshot_parse(json_t *o, AuditSnapshot *s, Error *e) {
 }
 
 int audit_table_new(TableMetadata *table, const AuditLimits *limits, AuditTable **ret, Error *e) {
+        _cleanup_(table_metadata_freep) TableMetadata *owned = table;
         _cleanup_(audit_table_freep) AuditTable *t = NULL;
         json_t *snapshots, *refs, *value;
         const char *name;
@@ -77,11 +78,9 @@ int audit_table_new(TableMetadata *table, const AuditLimits *limits, AuditTable 
         int r;
 
         t = calloc(1, sizeof(*t));
-        if (!t) {
-                table_metadata_free(table);
+        if (!t)
                 return error_set(e, -ENOMEM, "out of memory");
-        }
-        t->table = table;
+        t->table = TAKE_PTR(owned);
         t->limits = *limits;
 
         snapshots = json_object_get(table->metadata, "snapshots");
@@ -420,7 +419,7 @@ static json_t *check_json(Check *c) {
         json_t *o;
 
         if (c->is_oom) {
-                json_decref(c->findings);
+                c->findings = (json_decref(c->findings), NULL);
                 return NULL;
         }
         o = json_pack("{s:s, s:s, s:b, s:I, s:o, s:b}", "name", c->name, "rule", c->rule, "ok",
@@ -428,6 +427,12 @@ static json_t *check_json(Check *c) {
                       c->findings, "findings-truncated", c->n_findings > c->max_findings);
         c->findings = NULL;
         return o;
+}
+
+/* The checks of one report: the findings not yet handed to its JSON. */
+static void checks_deinit(Check (*c)[5]) {
+        for (size_t k = 0; k < ELEMENTSOF(*c); k++)
+                (*c)[k].findings = (json_decref((*c)[k].findings), NULL);
 }
 
 /* A row-id range as JSON: first-row-id and last-row-id (inclusive). */
@@ -734,32 +739,43 @@ static json_t *gap_json(const AuditGap *g) {
         return o;
 }
 
-/* Per snapshot: the refs whose ancestry holds it (walking parent ids, at most n steps). */
-static json_t **refs_per_snapshot(const AuditTable *t) {
-        json_t **arrays = calloc(t->n_snapshots ? t->n_snapshots : 1, sizeof(*arrays));
+/* An array of JSON arrays, each slot owned until set to NULL. */
+typedef struct JsonArrays {
+        json_t **items;
+        size_t n_items;
+} JsonArrays;
 
-        if (!arrays)
+static void json_arrays_deinit(JsonArrays *a) {
+        if (a->items)
+                for (size_t i = 0; i < a->n_items; i++)
+                        json_decref(a->items[i]);
+        a->items = (free(a->items), NULL);
+}
+
+/* Per snapshot: the refs whose ancestry holds it (walking parent ids, at most n steps); one
+ * array per snapshot, t->n_snapshots of them (owned). */
+static json_t **refs_per_snapshot(const AuditTable *t) {
+        _cleanup_(json_arrays_deinit) JsonArrays arrays = { .n_items = t->n_snapshots };
+
+        arrays.items = calloc(t->n_snapshots ? t->n_snapshots : 1, sizeof(*arrays.items));
+        if (!arrays.items)
                 return NULL;
         for (size_t i = 0; i < t->n_snapshots; i++)
-                if (!(arrays[i] = json_array()))
-                        goto fail;
+                if (!(arrays.items[i] = json_array()))
+                        return NULL;
         for (size_t r = 0; r < t->n_refs; r++) {
                 ssize_t i = audit_table_find_snapshot(t, t->refs[r].snapshot_id);
 
                 for (size_t steps = 0; i >= 0 && steps < t->n_snapshots; steps++) {
-                        if (json_array_append_new(arrays[i], json_string(t->refs[r].name)) < 0)
-                                goto fail;
+                        if (json_array_append_new(arrays.items[i], json_string(t->refs[r].name)) <
+                            0)
+                                return NULL;
                         if (!t->snapshots[i].has_parent_id)
                                 break;
                         i = audit_table_find_snapshot(t, t->snapshots[i].parent_id);
                 }
         }
-        return arrays;
-fail:
-        for (size_t i = 0; i < t->n_snapshots; i++)
-                json_decref(arrays[i]);
-        free(arrays);
-        return NULL;
+        return TAKE_PTR(arrays.items);
 }
 
 json_t *audit_table_refs_containing(const AuditTable *t, size_t i) {
@@ -834,11 +850,12 @@ json_t *audit_table_report(const AuditTable *t) {
         _cleanup_(freep) DistinctManifest *dm = NULL;
         _cleanup_(freep) AuditGap *gaps = NULL;
         _cleanup_(json_decrefp) json_t *report = NULL;
-        json_t *snapshots, *refs, *gap_list, *checks, **per_snapshot;
+        _cleanup_(json_arrays_deinit) JsonArrays per_snapshot = { .n_items = t->n_snapshots };
+        json_t *snapshots, *refs, *gap_list, *checks;
         size_t n_ranges, n_dm, n_gaps;
         bool is_lineage = t->table->format_version >= 3;
         bool ok = true;
-        Check c[5];
+        _cleanup_(checks_deinit) Check c[5] = { 0 };
 
         check_init(
                 &c[0], "no-overlapping-ranges",
@@ -864,7 +881,7 @@ json_t *audit_table_report(const AuditTable *t) {
 
         if (snapshot_ranges(t, &ranges, &n_ranges) < 0 || distinct_manifests(t, &dm, &n_dm) < 0 ||
             (is_lineage ? audit_table_gaps(t, &gaps, &n_gaps) : (n_gaps = 0, 0)) < 0)
-                goto fail;
+                return NULL;
         if (is_lineage) {
                 check_overlaps(t, ranges, n_ranges, dm, n_dm, &c[0]);
                 check_next_row_id(t, ranges, n_ranges, dm, n_dm, &c[1]);
@@ -898,44 +915,34 @@ json_t *audit_table_report(const AuditTable *t) {
             json_object_set_new(report, "snapshots", snapshots) < 0 ||
             json_object_set_new(report, "gaps", gap_list) < 0 ||
             json_object_set_new(report, "checks", checks) < 0)
-                goto fail;
+                return NULL;
         for (size_t r = 0; r < t->n_refs; r++)
                 if (json_object_set_new(refs, t->refs[r].name,
                                         json_pack("{s:s, s:I}", "type",
                                                   t->refs[r].is_branch ? "branch" : "tag",
                                                   "snapshot-id",
                                                   (json_int_t)t->refs[r].snapshot_id)) < 0)
-                        goto fail;
-        per_snapshot = refs_per_snapshot(t);
-        if (!per_snapshot)
-                goto fail;
+                        return NULL;
+        per_snapshot.items = refs_per_snapshot(t);
+        if (!per_snapshot.items)
+                return NULL;
         for (size_t i = 0; i < t->n_snapshots; i++) {
-                json_t *s = snapshot_json(t, &t->snapshots[i], per_snapshot[i]);
+                json_t *s = snapshot_json(t, &t->snapshots[i], TAKE_PTR(per_snapshot.items[i]));
 
-                per_snapshot[i] = NULL;
-                if (json_array_append_new(snapshots, s) < 0) {
-                        for (size_t k = i + 1; k < t->n_snapshots; k++)
-                                json_decref(per_snapshot[k]);
-                        free(per_snapshot);
-                        goto fail;
-                }
+                if (json_array_append_new(snapshots, s) < 0)
+                        return NULL; /* cleanup drops the later snapshots' refs */
         }
-        free(per_snapshot);
         for (size_t i = 0; i < n_gaps; i++)
                 if (json_array_append_new(gap_list, gap_json(&gaps[i])) < 0)
-                        goto fail;
+                        return NULL;
         for (size_t k = 0; k < ELEMENTSOF(c); k++) {
                 ok = ok && c[k].n_findings == 0;
                 if (json_array_append_new(checks, check_json(&c[k])) < 0)
-                        goto fail;
+                        return NULL;
         }
         if (json_object_set_new(report, "ok", json_boolean(ok)) < 0)
                 return NULL;
         return TAKE_PTR(report);
-fail:
-        for (size_t k = 0; k < ELEMENTSOF(c); k++)
-                json_decref(c[k].findings);
-        return NULL;
 }
 
 /* --- row-id lookup ----------------------------------------------------------------------- */
