@@ -109,21 +109,32 @@ static void queue_on_timer_closed(uv_handle_t *h) {
         engine_maybe_stopped(e);
 }
 
+/* Frees a queue whose timer was never initialized: an initialized one ends in
+ * queue_on_timer_closed(). */
+static TableQueue *queue_free_unopened(TableQueue *q) {
+        if (!q)
+                return NULL;
+        free(q->name);
+        free(q);
+        return NULL;
+}
+
+DEFINE_CLEANUP_FUNC(TableQueue, queue_free_unopened);
+
 static TableQueue *queue_get(CommitEngine *e, const char *name) {
+        _cleanup_(queue_free_unopenedp) TableQueue *new_queue = NULL;
         TableQueue *q;
 
         for (q = e->queues; q; q = q->next)
                 if (strcmp(q->name, name) == 0)
                         return q;
-        q = calloc(1, sizeof(*q));
-        if (!q)
+        new_queue = calloc(1, sizeof(*new_queue));
+        if (!new_queue)
                 return NULL;
-        q->name = strdup(name);
-        if (!q->name || uv_timer_init(e->loop, &q->retry_timer) < 0) {
-                free(q->name);
-                free(q);
+        new_queue->name = strdup(name);
+        if (!new_queue->name || uv_timer_init(e->loop, &new_queue->retry_timer) < 0)
                 return NULL;
-        }
+        q = TAKE_PTR(new_queue); /* from here on it ends by closing its timer */
         q->retry_timer.data = q;
         q->engine = e;
         q->next = e->queues;

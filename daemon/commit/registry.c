@@ -54,6 +54,8 @@ static KeyEntry *registry_entry_free(KeyEntry *e) {
         return NULL;
 }
 
+DEFINE_CLEANUP_FUNC(KeyEntry, registry_entry_free);
+
 KeyRegistry *registry_free(KeyRegistry *r) {
         if (!r)
                 return NULL;
@@ -112,25 +114,24 @@ KeyEntry *registry_find_any(KeyRegistry *r, const char *key,
 
 int registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint,
                  KeyEntry **ret) {
-        KeyEntry *e = calloc(1, sizeof(*e));
+        _cleanup_(registry_entry_freep) KeyEntry *e = NULL;
         size_t b;
 
+        e = calloc(1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
         e->scope = strdup(scope);
         e->key = strdup(key);
         e->fingerprint = strdup(fingerprint);
-        if (!e->scope || !e->key || !e->fingerprint) {
-                registry_entry_free(e);
+        if (!e->scope || !e->key || !e->fingerprint)
                 return -ENOMEM;
-        }
         if (r->n_entries >= r->n_buckets)
                 registry_grow(r);
         b = key_hash(key) & (r->n_buckets - 1);
         e->hash_next = r->buckets[b];
         r->buckets[b] = e;
         r->n_entries++;
-        *ret = e;
+        *ret = TAKE_PTR(e);
         return 0;
 }
 
