@@ -64,8 +64,8 @@ int config_new_default(Config **ret_config) {
 }
 
 static int config_add_header(Config *c, const char *name, const char *value, Error *error) {
+        _cleanup_(freep) char *n = NULL, *v = NULL;
         ConfigHeader *headers;
-        char *n, *v;
 
         if (name[0] == '\0' || strpbrk(name, " \t:\r\n"))
                 return error_set(error, -EINVAL, "header name '%s' is not a valid HTTP field name",
@@ -78,12 +78,9 @@ static int config_add_header(Config *c, const char *name, const char *value, Err
         c->catalog.headers = headers;
         n = strdup(name);
         v = strdup(value);
-        if (!n || !v) {
-                free(n);
-                free(v);
+        if (!n || !v)
                 return -ENOMEM;
-        }
-        headers[c->catalog.n_headers++] = (ConfigHeader){ n, v };
+        headers[c->catalog.n_headers++] = (ConfigHeader){ TAKE_PTR(n), TAKE_PTR(v) };
         return 0;
 }
 

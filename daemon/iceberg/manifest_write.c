@@ -323,6 +323,10 @@ typedef struct EntryLayout {
         size_t n_partition;
 } EntryLayout;
 
+static void entry_layout_deinit(EntryLayout *l) {
+        l->partition_types = (free(l->partition_types), NULL);
+}
+
 static int set_entry(const EntryLayout *l, const DataFile *f, avro_value_t *entry) {
         avro_value_t df, tuple, array, element;
         int r;
@@ -482,7 +486,7 @@ int manifest_write(const ManifestWriteSpec *spec, const DataFile *files, size_t 
                    Error *e) {
         _cleanup_(ocf_writer_freep) OcfWriter *w = NULL;
         _cleanup_(freep) char *schema_text = NULL;
-        EntryLayout layout = { 0 };
+        _cleanup_(entry_layout_deinit) EntryLayout layout = { 0 };
         avro_value_t value;
         json_t *schema;
         int r;
@@ -504,16 +508,12 @@ int manifest_write(const ManifestWriteSpec *spec, const DataFile *files, size_t 
         if (r < 0)
                 return error_set(e, r, "cannot set manifest metadata: %s", strerror(-r));
         r = entry_layout_init(w, spec, &layout, e);
-        if (r < 0) {
-                free(layout.partition_types);
+        if (r < 0)
                 return r;
-        }
 
         r = ocf_writer_value_new(w, &value);
-        if (r < 0) {
-                free(layout.partition_types);
+        if (r < 0)
                 return error_set(e, r, "out of memory");
-        }
         for (size_t i = 0; i < n; i++) {
                 if (avro_value_reset(&value) != 0)
                         r = -ENOMEM;
@@ -528,7 +528,6 @@ int manifest_write(const ManifestWriteSpec *spec, const DataFile *files, size_t 
                 }
         }
         avro_value_decref(&value);
-        free(layout.partition_types);
         if (r < 0)
                 return r;
         r = ocf_writer_finish(w, out);
