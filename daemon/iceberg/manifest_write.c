@@ -118,26 +118,31 @@ static json_t *partition_avro_type(const IcebergType *t, json_t *defined_names) 
 }
 
 static json_t *partition_record_fields(const ManifestWriteSpec *spec, Error *e) {
-        json_t *fields = json_array(), *defined = json_object(), *field;
+        _cleanup_(json_decrefp) json_t *fields = json_array();
+        _cleanup_(json_decrefp) json_t *defined = json_object();
+        json_t *field;
         size_t i;
 
-        if (!fields || !defined)
-                goto oom;
+        if (!fields || !defined) {
+                error_set(e, -ENOMEM, "out of memory");
+                return NULL;
+        }
         json_array_foreach (json_object_get(spec->partition_spec, "fields"), i, field) {
                 const char *name = json_string_value(json_object_get(field, "name"));
-                json_t *id = json_object_get(field, "field-id"), *type, *avro_field;
-                char *avro_name;
+                json_t *id = json_object_get(field, "field-id"), *avro_field;
+                _cleanup_(freep) char *avro_name = NULL;
+                _cleanup_(json_decrefp) json_t *type = NULL;
                 IcebergType t;
                 int r;
 
                 if (!name || !name[0] || !json_is_integer(id)) {
                         error_set(e, -EINVAL, "partition field %zu has no name or field-id", i);
-                        goto fail;
+                        return NULL;
                 }
                 r = data_file_partition_type(spec->schema, field, &t, e);
                 if (r < 0) {
                         error_prefix(e, r, "partition field '%s'", name);
-                        goto fail;
+                        return NULL;
                 }
                 avro_name = avro_compatible_name(name);
                 type = partition_avro_type(&t, defined);
@@ -145,19 +150,12 @@ static json_t *partition_record_fields(const ManifestWriteSpec *spec, Error *e) 
                                      ? json_pack("{s:s, s:[s,O], s:n, s:O}", "name", avro_name,
                                                  "type", "null", type, "default", "field-id", id)
                                      : NULL;
-                free(avro_name);
-                json_decref(type);
-                if (!avro_field || json_array_append_new(fields, avro_field) < 0)
-                        goto oom;
+                if (!avro_field || json_array_append_new(fields, avro_field) < 0) {
+                        error_set(e, -ENOMEM, "out of memory");
+                        return NULL;
+                }
         }
-        json_decref(defined);
-        return fields;
-oom:
-        error_set(e, -ENOMEM, "out of memory");
-fail:
-        json_decref(fields);
-        json_decref(defined);
-        return NULL;
+        return TAKE_PTR(fields);
 }
 
 /* The field of `record` (an Avro record schema JSON) with this field-id. */
