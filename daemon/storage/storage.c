@@ -344,7 +344,9 @@ int storage_write(Storage *s, const StorageContext *ctx, const char *location, S
         *w = (StorageWrite){
                 .storage = s, .cb = cb, .userdata = userdata, .location = strdup(location)
         };
-        if (!w->location || (ctx && storage_props_copy(ctx->props, &w->props) < 0))
+        /* Only an S3 probe is signed with the write's settings: local writes copy nothing. */
+        if (!w->location || (ctx && !storage_location_is_local(location) &&
+                             storage_props_copy(ctx->props, &w->props) < 0))
                 return -ENOMEM;
         r = storage_submit(s, ctx, LOCAL_WRITE, S3_OP_PUT, location, data, flags, 0,
                            storage_on_written, w, error);

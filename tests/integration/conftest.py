@@ -336,12 +336,23 @@ class Daemon:
             if self.proc.poll() is not None:
                 raise RuntimeError("icecommitd exited: " + open(self.log).read())
             try:
-                if http("GET", self.url + "/readyz", timeout=2, context=self.context)[0] == 200:
+                if self.is_ready():
                     return
             except OSError:
                 pass
             time.sleep(0.1)
         raise RuntimeError("icecommitd not ready: " + open(self.log).read())
+
+    def is_ready(self):
+        """GET /readyz answers 200 (subclasses add what their daemon's /readyz needs)."""
+        return http("GET", self.url + "/readyz", timeout=2, context=self.context)[0] == 200
+
+    def wait_log(self, text, timeout=10):
+        deadline = time.time() + timeout
+        while text not in open(self.log).read():
+            if time.time() >= deadline:
+                raise AssertionError(f"'{text}' not logged: " + open(self.log).read()[-3000:])
+            time.sleep(0.05)
 
     def commit(self, namespace, table, body):
         return http("POST", f"{self.url}/v1/namespaces/{namespace}/tables/{table}/commits", body,

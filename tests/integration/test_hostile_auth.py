@@ -13,7 +13,6 @@ import os
 import secrets
 import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -62,36 +61,15 @@ class AuthDaemon(Daemon):
     """Daemon with a tokens file; readiness is polled with a token that holds `health`."""
 
     def __init__(self, catalog_uri, workdir, tokens_file, ready_token, settings=None):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.config = os.path.join(workdir, f"icecommitd-{self.port}.conf")
-        self.log = os.path.join(workdir, f"icecommitd-{self.port}.log")
-        write_daemon_config(self.config, catalog_uri, self.port, {"auth.tokens-file": tokens_file, **(settings or {})})
-        wrapper = os.environ.get("ICECOMMIT_DAEMON_WRAPPER", "").split()
-        self.proc = subprocess.Popen(wrapper + [os.path.join(BUILD, "daemon", "icecommitd"), "--config", self.config],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
-        deadline = time.time() + (120 if wrapper else 30)
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("icecommitd exited: " + open(self.log).read())
-            try:
-                if call("GET", self.url + "/readyz", ready_token)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("icecommitd not ready: " + open(self.log).read())
+        self.ready_token = ready_token
+        super().__init__(catalog_uri, workdir, {"auth.tokens-file": tokens_file, **(settings or {})})
+
+    def is_ready(self):
+        return call("GET", self.url + "/readyz", self.ready_token)[0] == 200
 
     def commits_url(self, ns, table):
         return f"{self.url}/v1/namespaces/{ns}/tables/{table}/commits"
 
-    def wait_log(self, text, timeout=10):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if text in open(self.log).read():
-                return
-            time.sleep(0.05)
-        raise AssertionError(f"'{text}' not logged: " + open(self.log).read()[-3000:])
 
 
 @pytest.fixture(scope="module")

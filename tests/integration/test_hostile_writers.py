@@ -26,13 +26,6 @@ def strict_daemon(catalog):
         d.stop()
 
 
-def wait_for_log(d, text, timeout=10):
-    deadline = time.time() + timeout
-    while text not in open(d.log).read():
-        assert time.time() < deadline, open(d.log).read()[-2000:]
-        time.sleep(0.05)
-
-
 def unchanged(catalog, ns, name, before):
     dump = peer("dump", "--uri", catalog["uri"], "--table", f"{ns}.{name}")
     assert dump["metadata-location"] == before["metadata-location"]
@@ -77,7 +70,7 @@ def test_lying_writers_are_refused_and_change_nothing(catalog, strict_daemon, ta
     with open(d.config, "a") as f:
         f.write("[commit]\nmax-rows-per-reqest = 20\n")
     d.proc.send_signal(signal.SIGHUP)
-    wait_for_log(d, "reload: keeping the old configuration")
+    d.wait_log("reload: keeping the old configuration")
     assert "max-rows-per-reqest" in open(d.log).read()
     status, _, answer = d.commit(ns, name, {"idempotency-key": "rows-2", "staged-manifests": [big["manifest"]]})
     assert status == 422 and answer["error"]["type"] == "too-many-rows", answer
@@ -85,7 +78,7 @@ def test_lying_writers_are_refused_and_change_nothing(catalog, strict_daemon, ta
         f.write(good_config.replace("max-rows-per-request = 10", "max-rows-per-request = 20")
                 .replace("port = ", "max-connections = 77\nport = ", 1))
     d.proc.send_signal(signal.SIGHUP)
-    wait_for_log(d, "reload: configuration")
+    d.wait_log("reload: configuration")
     log = open(d.log).read()
     assert "applied=1 (commit.max-rows-per-request)" in log, log[-2000:]
     assert "changed but applied only by a restart: http.max-connections" in log, log[-2000:]
