@@ -62,11 +62,12 @@ static json_t *md_writable(Apply *a, const char *key, json_type type) {
         return copy;
 }
 
+/* From the newest: a commit's refs name the snapshots it just added. */
 static json_t *snapshot_by_id(const json_t *md, int64_t snapshot_id) {
-        size_t i;
-        json_t *s;
+        const json_t *snapshots = json_object_get(md, "snapshots");
 
-        json_array_foreach (json_object_get(md, "snapshots"), i, s) {
+        for (size_t i = json_array_size(snapshots); i > 0; i--) {
+                json_t *s = json_array_get(snapshots, i - 1);
                 int64_t id;
 
                 if (table_json_get_i64(s, "snapshot-id", &id) == 0 && id == snapshot_id)

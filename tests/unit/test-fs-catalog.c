@@ -65,6 +65,7 @@ static void fixture_init(Fixture *f) {
         snprintf(f->warehouse, sizeof(f->warehouse), "file://%s/wh", f->dir);
         f->config.warehouse = f->warehouse;
         f->config.max_response_bytes = 1 << 20;
+        f->config.cache_tables = 64;
         ASSERT_OK(uv_loop_init(&f->loop));
         ASSERT_OK(filesystem_catalog_new(&f->loop, &f->config, &f->catalog));
         ASSERT_TRUE(!filesystem_catalog_backend.is_ready(f->catalog));

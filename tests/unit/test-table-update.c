@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <jansson.h>
 
+#include "iceberg/metadata_text.h"
 #include "iceberg/table_update.h"
 #include "test.h"
 
@@ -749,4 +750,53 @@ TEST(removed_metadata_files_and_the_delete_property) {
                          " {\"write.metadata.delete-after-commit.enabled\": \"yes\"}}]}",
                          5000, "v4", &e));
         ASSERT_TRUE(!table_update_deletes_after_commit(md));
+}
+
+static void text_is_compact_dump(const json_t *md, MetadataTextMemo *memo) {
+        _cleanup_(freep) char *expected = json_dumps(md, JSON_COMPACT);
+        _cleanup_(buf_deinitp) Buf b;
+
+        buf_init(&b, 1 << 24);
+        ASSERT_OK(metadata_text_dump(md, memo, &b));
+        ASSERT_STREQ(buf_str(&b), expected);
+}
+
+/* metadata_text_dump writes exactly json_dumps(JSON_COMPACT), with or without a memo, through
+ * appends, an intermediate snapshot dropped from the log, a rollback and an expiry (an old
+ * snapshot removed) that break the shared prefix. */
+TEST(metadata_text_is_json_compact_with_and_without_memo) {
+        _cleanup_(json_decrefp) json_t *md = create_table("3");
+        _cleanup_(metadata_text_memo_freep) MetadataTextMemo *memo = metadata_text_memo_new();
+        Error e;
+
+        ASSERT_TRUE(memo);
+        text_is_compact_dump(md, memo);
+        for (int64_t i = 0; i < 8; i++) {
+                ASSERT_OK(append(&md, 100 + i, i ? 100 + i - 1 : -1, i + 1, i * 10, 10, 2000 + i,
+                                 "prev", &e));
+                text_is_compact_dump(md, memo);
+                text_is_compact_dump(md, /* memo= */ NULL);
+        }
+        ASSERT_TRUE(metadata_text_memo_bytes(memo) > 0);
+        ASSERT_OK(commit(&md,
+                         "{\"updates\": [{\"action\": \"set-snapshot-ref\", \"ref-name\": "
+                         "\"main\", \"type\": \"branch\", \"snapshot-id\": 102}]}",
+                         9000, "v9", &e));
+        text_is_compact_dump(md, memo);
+        /* Another writer expired snapshot 101: a new array without it. */
+        {
+                json_t *copy = json_deep_copy(md);
+
+                ASSERT_OK(json_array_remove(json_object_get(copy, "snapshots"), 1));
+                text_is_compact_dump(copy, memo);
+                json_decref(copy);
+        }
+        text_is_compact_dump(md, memo);
+        {
+                _cleanup_(json_decrefp) json_t *s = json_string("x");
+                _cleanup_(buf_deinitp) Buf b;
+
+                buf_init(&b, 64);
+                ASSERT_EQ(metadata_text_dump(s, memo, &b), -EINVAL);
+        }
 }
