@@ -31,9 +31,17 @@ def settings(s3, proxy, **extra):
 
 
 @pytest.fixture
-def table(s3, proxy):
+def cache_tables():
+    """catalog.cache-tables of the table fixture's daemon; a test parametrizes it to "0" when its
+    faults are on the reads of the hint and the metadata that the table cache saves."""
+    return "64"
+
+
+@pytest.fixture
+def table(s3, proxy, cache_tables):
     warehouse = f"s3://{s3['bucket']}/{uuid.uuid4().hex[:12]}/wh"
-    d = Daemon(warehouse, make_workdir("icecommit-s3-faults-"), settings(s3, proxy))
+    d = Daemon(warehouse, make_workdir("icecommit-s3-faults-"),
+               settings(s3, proxy, **{"catalog.cache-tables": cache_tables}))
     status, _, created = http("POST", f"{d.url}/v1/namespaces/{NS}/tables", {"name": "t", "schema": SCHEMA})
     assert status == 201, created
     yield d, f"{warehouse}/{NS}/t"
@@ -58,19 +66,21 @@ def storage_retries(url):
                if line.startswith("icecommit_storage_requests_total{") and 'outcome="retried"' in line)
 
 
-@pytest.mark.parametrize("method,path,kind", [
-    ("GET", ".parquet", "slowdown"),            # the ranged GET of a Parquet file's footer
-    ("HEAD", ".parquet", "slowdown"),           # the footer's GET also sizes it: no HEAD, no effect
-    ("GET", "version-hint.text", "error-500"),
-    ("GET", ".metadata.json", "reset"),
-    ("PUT", "-m0.avro", "slowdown"),            # the manifest icecommitd writes for data-files
-    ("PUT", "/snap-", "reset"),                 # the manifest list
-    ("PUT", "/snap-", "drop"),                  # ... written, the answer lost: read back, ours
-    ("PUT", ".metadata.json", "drop"),          # the commit point: written, answer lost
-    ("PUT", ".metadata.json", "error-500"),
-    ("GET", ".metadata.json", "slow-body"),     # past s3.request-timeout-ms: a timeout
+@pytest.mark.parametrize("method,path,kind,cache_tables", [
+    ("GET", ".parquet", "slowdown", "64"),            # the ranged GET of a Parquet file's footer
+    ("HEAD", ".parquet", "slowdown", "64"),           # the footer's GET also sizes it: no HEAD, no effect
+    ("GET", "version-hint.text", "error-500", "0"),   # (the table cache reads neither hint nor metadata)
+    ("GET", ".metadata.json", "reset", "0"),
+    ("HEAD", ".metadata.json", "error-500", "64"),    # the cached version's HEAD
+    ("PUT", "-m0.avro", "slowdown", "64"),            # the manifest icecommitd writes for data-files
+    ("PUT", "/snap-", "reset", "64"),                 # the manifest list
+    ("PUT", "/snap-", "drop", "64"),                  # ... written, the answer lost: read back, ours
+    ("PUT", ".metadata.json", "drop", "64"),          # the commit point: written, answer lost
+    ("PUT", ".metadata.json", "drop", "0"),
+    ("PUT", ".metadata.json", "error-500", "64"),
+    ("GET", ".metadata.json", "slow-body", "0"),      # past s3.request-timeout-ms: a timeout
 ])
-def test_transient_faults_are_retried_and_commit_once(s3, proxy, table, method, path, kind):
+def test_transient_faults_are_retried_and_commit_once(s3, proxy, table, method, path, kind, cache_tables):
     d, location = table
     req = request(s3, location, f"k-{kind}", [1, 2, 3])
     proxy.add(method, path, kind, count=2)
