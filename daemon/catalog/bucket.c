@@ -507,6 +507,8 @@ static void bucket_find_latest(BucketJob *j) {
 /* The cached version was not the latest: forget it and do what a commit without the cache
  * does, once. */
 static void bucket_retry_from_latest(BucketJob *j) {
+        log_debug("table='%s' version=%" PRId64 " cached is not the latest, reading the latest",
+                  j->name, j->version);
         bucket_cache_drop(j->catalog, j->dir, j->version);
         j->from_cache = false;
         j->result = (CatalogResult){ 0 };
