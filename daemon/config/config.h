@@ -98,6 +98,11 @@ typedef struct CommitConfig {
         bool live_file_index;
         uint64_t live_file_index_max_bytes;       /* all indexes together */
         uint64_t live_file_index_max_table_bytes; /* one table's (one branch's) */
+        /* In-memory table state (docs/design.md section 12): a commit reuses the table as its
+         * last load or commit left it for this long; 0 loads before every attempt. */
+        uint32_t table_state_max_age_ms;
+        uint32_t linger_ms;     /* a batch waits this long for more requests before it starts */
+        uint32_t queue_idle_ms; /* an idle table queue (and its state) is dropped after this */
 } CommitConfig;
 
 /* S3-compatible object storage ([s3] and [client]: Iceberg S3FileIO's property names, so

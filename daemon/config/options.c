@@ -98,6 +98,11 @@ const ConfigOption config_options[] = {
                commit.live_file_index_max_bytes, 256ull << 20, 0, 1ull << 40),
         OPTION("commit", "live-file-index-max-table-bytes", OPTION_KIND_U64,
                commit.live_file_index_max_table_bytes, 128ull << 20, 0, 1ull << 40),
+        OPTION("commit", "table-state-max-age-ms", OPTION_KIND_U32, commit.table_state_max_age_ms,
+               60000, 0, 86400000),
+        OPTION("commit", "linger-ms", OPTION_KIND_U32, commit.linger_ms, 0, 0, 60000),
+        OPTION("commit", "queue-idle-ms", OPTION_KIND_U32, commit.queue_idle_ms, 600000, 1000,
+               604800000),
 
         OPTION("storage", "max-manifest-bytes", OPTION_KIND_U64, storage.max_manifest_bytes,
                64u << 20, 1024, 1ull << 34),

@@ -61,6 +61,7 @@ struct CatalogDouble {
         unsigned version;
         char metadata_location[256];
         bool supports_idempotency;
+        bool omit_commit_body;                /* answer commits with a status only */
         Step load_script[DOUBLE_MAX_CALLS];   /* by load number; unset: success */
         Step commit_script[DOUBLE_MAX_CALLS]; /* by commit number; unset: success */
         unsigned n_loads, n_commits, n_commit_answers, n_rejected;
@@ -152,6 +153,13 @@ static void double_on_call_timer(uv_timer_t *t) {
         } else if (c->is_commit) {
                 double_commit(d, c, &result);
                 d->commit_answer_ms[d->n_commit_answers++ % DOUBLE_MAX_CALLS] = uv_now(d->loop);
+                /* A REST CommitTableResponse: the table as it is now (unless told to omit it). */
+                if (result.status == 0 && !d->omit_commit_body) {
+                        body = json_pack("{s:s, s:o}", "metadata-location", d->metadata_location,
+                                         "metadata", json_deep_copy(d->metadata));
+                        ASSERT_TRUE(body);
+                        result.body = body;
+                }
         } else {
                 body = json_pack("{s:s, s:o}", "metadata-location", d->metadata_location,
                                  "metadata", json_deep_copy(d->metadata));
@@ -1355,7 +1363,8 @@ TEST(a_full_queue_answers_503_queue_full_with_retry_after) {
         ASSERT_STREQ(answer_error_type(&c), "queue-full");
         ASSERT_CONTAINS(answer_error_message(&c), "commit.max-queue-requests");
         ASSERT_STREQ(c.retry_after, "7");
-        ASSERT_EQ(f.cat->n_loads, 3);
+        /* The second request's intake took the table the first one's attempt loaded. */
+        ASSERT_EQ(f.cat->n_loads, 2);
 
         double_release(f.cat, STEP_SUCCESS);
         RUN_UNTIL(&f, a.done && b.done);
@@ -1370,6 +1379,239 @@ TEST(a_full_queue_answers_503_queue_full_with_retry_after) {
         ASSERT_EQ(c.status, 200);
         ASSERT_EQ(f.cat->n_commits, 3);
 
+        answer_deinit(&a);
+        answer_deinit(&b);
+        answer_deinit(&c);
+        fixture_done(&f);
+}
+
+/* ---- in-memory table state, full batches, idle queues -------------------------------------- */
+
+/* Submits one request of `rows` rows under `key` and runs until it is answered; returns its
+ * status (the answer is left in *a). */
+static int commit_one(Fixture *f, Answer *a, const char *key, int64_t rows) {
+        char staged[256];
+
+        fixture_stage(f, key, (const int64_t[]){ rows }, 1, staged);
+        fixture_submit(f, a, key, (const char *const[]){ staged }, 1);
+        RUN_UNTIL(f, a->done);
+        return a->status;
+}
+
+/* Records `key` in the summary of the double's newest snapshot: what a commit by another
+ * daemon leaves in the table. */
+static void fixture_record_key(Fixture *f, const char *key) {
+        json_t *snapshots = json_object_get(f->cat->metadata, "snapshots");
+        json_t *summary = json_object_get(json_array_get(snapshots, json_array_size(snapshots) - 1),
+                                          "summary");
+
+        ASSERT_TRUE(summary);
+        ASSERT_OK(json_object_set_new(summary, SNAPSHOT_SUMMARY_KEYS, json_string(key)));
+}
+
+TEST(a_commit_builds_on_the_last_commit_response_without_loading) {
+        Answer a, b, c;
+        Fixture f;
+
+        fixture_init(&f);
+        ASSERT_EQ(commit_one(&f, &a, "job-a", 3), 200);
+        /* First sight of the table: the intake's load and the attempt's. */
+        ASSERT_EQ(f.cat->n_loads, 2);
+        ASSERT_EQ(commit_one(&f, &b, "job-b", 4), 200);
+        ASSERT_EQ(commit_one(&f, &c, "job-c", 5), 200);
+        /* Both later requests were checked and committed on the table as the commit responses
+         * left it: no load at all, and each commit asserted the head the one before made. */
+        ASSERT_EQ(f.cat->n_loads, 2);
+        ASSERT_EQ(f.cat->n_commits, 3);
+        ASSERT_EQ(commit_asserted_head(&f, 1), json_i64_at(a.body, "snapshot-id"));
+        ASSERT_EQ(commit_asserted_head(&f, 2), json_i64_at(b.body, "snapshot-id"));
+        ASSERT_EQ(json_i64_at(b.body, "sequence-number"), 2);
+        ASSERT_EQ(json_i64_at(c.body, "sequence-number"), 3);
+        ASSERT_EQ(json_i64_at(b.body, "snapshot-first-row-id"), 3);
+        ASSERT_EQ(json_i64_at(c.body, "snapshot-first-row-id"), 7);
+        ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), 12);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        answer_deinit(&c);
+        fixture_done(&f);
+}
+
+TEST(a_commit_response_without_the_table_means_a_load) {
+        Answer a, b;
+        Fixture f;
+
+        fixture_init(&f);
+        f.cat->omit_commit_body = true;
+        ASSERT_EQ(commit_one(&f, &a, "job-a", 3), 200);
+        ASSERT_EQ(commit_one(&f, &b, "job-b", 4), 200);
+        /* Nothing to adopt: the second request loads at intake and for its attempt. */
+        ASSERT_EQ(f.cat->n_loads, 4);
+        ASSERT_EQ(json_i64_at(b.body, "snapshot-first-row-id"), 3);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        fixture_done(&f);
+}
+
+TEST(another_writers_commit_between_ours_is_a_409_then_a_reload) {
+        Answer a, b, c;
+        int64_t foreign;
+        Fixture f;
+
+        fixture_init(&f);
+        ASSERT_EQ(commit_one(&f, &a, "job-a", 3), 200);
+        foreign = fixture_advance(&f, 50); /* row ids 3..52, behind our state's back */
+        ASSERT_EQ(commit_one(&f, &b, "job-b", 4), 200);
+        /* Built on the state first (asserting job-a's head: refused), then on the table
+         * loaded after the 409. */
+        ASSERT_EQ(f.cat->n_commits, 3);
+        ASSERT_EQ(f.cat->n_loads, 3);
+        ASSERT_EQ(commit_asserted_head(&f, 1), json_i64_at(a.body, "snapshot-id"));
+        ASSERT_EQ(commit_asserted_head(&f, 2), foreign);
+        ASSERT_EQ(json_i64_at(b.body, "attempts"), 2);
+        ASSERT_EQ(json_i64_at(b.body, "sequence-number"), 3);
+        ASSERT_EQ(json_i64_at(b.body, "snapshot-first-row-id"), 53);
+        /* The reloaded table is the state again: the next commit needs no load. */
+        ASSERT_EQ(commit_one(&f, &c, "job-c", 1), 200);
+        ASSERT_EQ(f.cat->n_loads, 3);
+        ASSERT_EQ(json_i64_at(c.body, "snapshot-first-row-id"), 57);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        answer_deinit(&c);
+        fixture_done(&f);
+}
+
+TEST(a_key_another_daemon_committed_is_found_after_the_409) {
+        Answer a, x;
+        int64_t foreign;
+        Fixture f;
+
+        fixture_init(&f);
+        ASSERT_EQ(commit_one(&f, &a, "job-a", 3), 200);
+        /* Another icecommitd commits job-x; its writer, without an answer, retries here. */
+        foreign = fixture_advance(&f, 7);
+        fixture_record_key(&f, "job-x");
+        ASSERT_EQ(commit_one(&f, &x, "job-x", 7), 200);
+        ASSERT_TRUE(json_is_true(json_object_get(x.body, "found-in-history")));
+        ASSERT_EQ(json_i64_at(x.body, "snapshot-id"), foreign);
+        /* Our state did not know it: one attempt was refused by the catalog, then the reload
+         * showed the key and nothing more was sent. */
+        ASSERT_EQ(f.cat->n_commits, 2);
+        ASSERT_EQ(f.cat->n_loads, 3);
+        ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), 10);
+        answer_deinit(&a);
+        answer_deinit(&x);
+        fixture_done(&f);
+}
+
+TEST(table_state_max_age_0_loads_for_every_attempt) {
+        Answer a, b;
+        Fixture f;
+
+        fixture_init(&f);
+        f.config->commit.table_state_max_age_ms = 0;
+        ASSERT_EQ(commit_one(&f, &a, "job-a", 3), 200);
+        ASSERT_EQ(commit_one(&f, &b, "job-b", 4), 200);
+        ASSERT_EQ(f.cat->n_loads, 4);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        fixture_done(&f);
+}
+
+TEST(requests_arriving_while_a_batch_loads_join_it) {
+        static const int64_t rows[] = { 2 };
+        char sa[256], sb[256], sc[256];
+        Answer a, b, c;
+        Fixture f;
+
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, sa);
+        fixture_stage(&f, "b", rows, 1, sb);
+        fixture_stage(&f, "c", rows, 1, sc);
+        f.cat->load_script[1] = STEP_HOLD; /* the batch's load (0 is job-a's intake) */
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        /* b and c are accepted (one after the other: arrival order is queue order) while
+         * job-a's batch waits for its table. */
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ sb }, 1);
+        settle(&f);
+        fixture_submit(&f, &c, "job-c", (const char *const[]){ sc }, 1);
+        settle(&f);
+        ASSERT_TRUE(!a.done && !b.done && !c.done);
+        double_release(f.cat, STEP_SUCCESS);
+        RUN_UNTIL(&f, a.done && b.done && c.done);
+        /* One snapshot carries all three, in arrival order. */
+        ASSERT_EQ(f.cat->n_commits, 1);
+        ASSERT_STREQ(commit_keys(&f, 0), "job-a,job-b,job-c");
+        ASSERT_EQ(json_i64_at(c.body, "batch-requests"), 3);
+        ASSERT_EQ(json_i64_at(json_array_get(json_object_get(c.body, "manifests"), 0),
+                              "first-row-id"),
+                  4);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        answer_deinit(&c);
+        fixture_done(&f);
+}
+
+static void on_test_timer(uv_timer_t *t) {
+        *(bool *)t->data = true;
+}
+
+/* Runs the loop for ms milliseconds of its clock (whatever else keeps it running). */
+static void run_for(Fixture *f, uint64_t ms) {
+        uv_timer_t timer;
+        bool fired = false;
+
+        ASSERT_OK(uv_timer_init(&f->loop, &timer));
+        timer.data = &fired;
+        ASSERT_OK(uv_timer_start(&timer, on_test_timer, ms, 0));
+        RUN_UNTIL(f, fired);
+        uv_close((uv_handle_t *)&timer, NULL);
+        (void)uv_run(&f->loop, UV_RUN_NOWAIT); /* the close */
+}
+
+TEST(linger_ms_lets_a_later_request_join_the_batch) {
+        static const int64_t rows[] = { 2 };
+        char sa[256], sb[256];
+        Answer a, b;
+        Fixture f;
+
+        fixture_init(&f);
+        f.config->commit.linger_ms = 600000; /* ended by the test: no race with a clock */
+        fixture_stage(&f, "a", rows, 1, sa);
+        fixture_stage(&f, "b", rows, 1, sb);
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
+        /* Long enough for job-a's intake and, without lingering, its whole commit. */
+        run_for(&f, 1000);
+        ASSERT_EQ(f.cat->n_loads, 1); /* the intake's: the batch has not started */
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ sb }, 1);
+        run_for(&f, 500);
+        ASSERT_TRUE(!a.done && !b.done);
+        ASSERT_EQ(f.cat->n_commits, 0);
+        /* Lingering ends: both requests go in one snapshot. */
+        ASSERT_EQ(commit_engine_flush(f.engine), 1);
+        RUN_UNTIL(&f, a.done && b.done);
+        ASSERT_EQ(f.cat->n_commits, 1);
+        ASSERT_STREQ(commit_keys(&f, 0), "job-a,job-b");
+        answer_deinit(&a);
+        answer_deinit(&b);
+        fixture_done(&f);
+}
+
+TEST(an_idle_queue_is_dropped_with_its_table_state) {
+        Answer a, b, c;
+        Fixture f;
+
+        fixture_init(&f);
+        f.config->commit.queue_idle_ms = 50;
+        ASSERT_EQ(commit_one(&f, &a, "job-a", 1), 200);
+        ASSERT_EQ(commit_one(&f, &b, "job-b", 1), 200);
+        ASSERT_EQ(f.cat->n_loads, 2); /* the queue (and state) lived between them */
+        /* The idle timeout does not keep the loop running; run_for's timer does, past it. */
+        run_for(&f, 200);
+        ASSERT_EQ(commit_one(&f, &c, "job-c", 1), 200);
+        /* Dropped: the next request loaded at intake and for its attempt. */
+        ASSERT_EQ(f.cat->n_loads, 4);
+        ASSERT_EQ(json_i64_at(c.body, "snapshot-first-row-id"), 2);
         answer_deinit(&a);
         answer_deinit(&b);
         answer_deinit(&c);
