@@ -28,6 +28,64 @@ static void batch_attempt_start(Batch *b);
 static void batch_build_after(Batch *b);
 static void batch_assemble_start(Batch *b);
 
+/* --- the list cache ---------------------------------------------------------------------- */
+
+void batch_list_cache_clear(TableQueue *q) {
+        ListCache *c = &q->list_cache;
+
+        q->engine->list_cache_bytes -= c->size;
+        free(c->location);
+        buf_deinit(&c->bytes);
+        manifest_list_files_free(c->files, c->n_files);
+        *c = (ListCache){ 0 };
+}
+
+/* After a commit: the list it wrote is the branch's head, the next attempt's parent. Kept, with
+ * its entries as this attempt built them (exactly what decoding the file gives), when it fits
+ * commit.manifest-list-cache-max-bytes. */
+static void batch_list_cache_keep(Batch *b) {
+        TableQueue *q = b->queue;
+        CommitEngine *e = q->engine;
+        ListCache *c = &q->list_cache;
+        uint64_t size = b->list_bytes.len + b->n_list * (sizeof(*b->list) + 128);
+
+        batch_list_cache_clear(q);
+        for (size_t i = 0; i < b->n_list; i++)
+                size += strlen(b->list[i].path);
+        if (!b->list_bytes.data || size > e->config->list_cache_max_bytes ||
+            e->list_cache_bytes > e->config->list_cache_max_bytes - size)
+                return;
+        c->location = TAKE_PTR(b->list_location);
+        c->bytes = b->list_bytes;
+        buf_init(&b->list_bytes, 0);
+        c->files = TAKE_PTR(b->list);
+        c->n_files = b->n_list;
+        b->n_list = 0;
+        c->size = size;
+        e->list_cache_bytes += size;
+}
+
+/* The parent of this attempt is the list the queue's last commit wrote: take it from the cache
+ * (the next commit's cache is this attempt's list). Returns whether it was there. */
+static bool batch_list_cache_take(Batch *b) {
+        TableQueue *q = b->queue;
+        ListCache *c = &q->list_cache;
+        bool hit = c->location && b->parent_list_location &&
+                   strcmp(c->location, b->parent_list_location) == 0;
+
+        if (hit) {
+                b->parent_bytes = c->bytes;
+                buf_init(&c->bytes, 0);
+                b->parent_files = TAKE_PTR(c->files);
+                b->n_parent_files = c->n_files;
+                c->n_files = 0;
+                b->has_parent_files = true;
+        }
+        /* Either taken, or another writer's list is the parent now: nothing to keep. */
+        batch_list_cache_clear(q);
+        return hit;
+}
+
 /* --- batches ------------------------------------------------------------------------------- */
 
 static void batch_free_attempt(Batch *b) {
@@ -50,6 +108,7 @@ static void batch_free_attempt(Batch *b) {
         free(b->parent_files);
         b->parent_files = NULL;
         b->n_parent_files = 0;
+        b->has_parent_files = false;
         for (size_t i = 0; i < b->n_to_count; i++)
                 buf_deinit(&b->count_bytes[i]);
         free(b->count_bytes);
@@ -342,6 +401,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                         engine_job_finish(b->jobs[i], KEY_COMMITTED, 200, receipt);
                 }
                 b->n_jobs = 0;
+                batch_list_cache_keep(b);
                 batch_end(b);
                 return;
 
@@ -499,7 +559,7 @@ static int batch_assemble_list(Batch *b) {
         size_t n = 0, n_missing = 0;
         int r;
 
-        if (b->parent_list_location) {
+        if (b->parent_list_location && !b->has_parent_files) {
                 r = manifest_list_read(buf_slice(&b->parent_bytes), &b->parent_files,
                                        &b->n_parent_files, &b->error);
                 if (r < 0)
@@ -567,23 +627,47 @@ static void batch_describe(const Job *j, size_t k, char *out, size_t size) {
                 (void)snprintf(out, size, "'data-files'");
 }
 
+static const char *batch_last_component(const char *location) {
+        const char *slash = strrchr(location, '/');
+
+        return slash ? slash + 1 : location;
+}
+
+static int batch_compare_strings(const void *a, const void *b) {
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* Thread pool: one data file once (issue: a manifest registered twice, or two requests naming
  * one file, would give the same rows two row-id ranges). Flags the later request of each clash
  * (refusal_type, error); returns 1 when any was flagged, 0, or -ENOMEM. */
 static int batch_find_repeats(Batch *b) {
         _cleanup_(duplicates_deinit) Duplicates manifests = { 0 }, files = { 0 };
+        _cleanup_(freep) const char **bases = NULL;
         const DuplicatesRef *first, *again;
-        size_t pos = 0;
+        size_t pos = 0, n_bases = 0;
         int r = 0, found = 0;
 
         /* Manifests: the parent's (owner 0, so they sort first; in the list after the staged
-         * ones) against the staged ones. */
-        for (size_t i = b->n_staged; r == 0 && i < b->n_list; i++)
-                r = duplicates_add(&manifests, b->list[i].path, 0, i, 0);
+         * ones) against the staged ones. A parent may list 100,000 manifests and the batch a
+         * few: only the parent's entries whose last path component is a staged one's are
+         * compared, spelled canonically (which never changes a file's last component). */
+        bases = calloc(b->n_staged + 1, sizeof(*bases));
+        if (!bases)
+                return -ENOMEM;
         for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
-                for (size_t k = 0; r == 0 && k < b->jobs[i]->writer->request->n_manifests; k++)
-                        r = duplicates_add(&manifests, data_files_manifest_location(b->jobs[i], k),
-                                           i + 1, k, 0);
+                for (size_t k = 0; r == 0 && k < b->jobs[i]->writer->request->n_manifests; k++) {
+                        const char *location = data_files_manifest_location(b->jobs[i], k);
+
+                        bases[n_bases++] = batch_last_component(location);
+                        r = duplicates_add(&manifests, location, i + 1, k, 0);
+                }
+        qsort(bases, n_bases, sizeof(*bases), batch_compare_strings);
+        for (size_t i = b->n_staged; r == 0 && i < b->n_list; i++) {
+                const char *base = batch_last_component(b->list[i].path);
+
+                if (bsearch(&base, bases, n_bases, sizeof(*bases), batch_compare_strings))
+                        r = duplicates_add(&manifests, b->list[i].path, 0, i, 0);
+        }
         /* Data files: each request's against the others' (within one request: at intake). */
         for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
                 for (size_t k = 0; r == 0 && k < b->jobs[i]->n_manifests; k++)
@@ -862,7 +946,6 @@ static void batch_on_list_written(StorageResult *result, void *userdata) {
         Batch *b = userdata;
 
         b->queue->engine->n_in_flight--;
-        buf_deinit(&b->list_bytes);
         if (result->status < 0) {
                 char message[sizeof(b->error.message) + 64];
 
@@ -1263,6 +1346,10 @@ static void batch_with_table(Batch *b) {
         b->list_cleanup = strdup(b->list_location);
         if (!b->list_cleanup) {
                 batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
+                return;
+        }
+        if (batch_list_cache_take(b)) {
+                batch_assemble_start(b);
                 return;
         }
         if (b->parent_list_location) {

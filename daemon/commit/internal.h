@@ -93,6 +93,16 @@ struct Job {
         Job *next;
 };
 
+/* The manifest list a queue's last commit wrote: the next attempt's parent, as it is on
+ * storage (bytes) and decoded (files), so that it is neither read nor decoded again. */
+typedef struct ListCache {
+        char *location; /* NULL: nothing kept */
+        Buf bytes;
+        ManifestFile *files;
+        size_t n_files;
+        uint64_t size; /* what it counts against commit.manifest-list-cache-max-bytes */
+} ListCache;
+
 struct TableQueue {
         CommitEngine *engine;
         char *name;
@@ -101,6 +111,7 @@ struct TableQueue {
         uv_timer_t retry_timer; /* the batch's next attempt; with no batch, the idle timeout */
         TableState *state;      /* the table's, shared with its other branches' queues */
         LiveIndex live;         /* the data files live in the table's branch */
+        ListCache list_cache;
         TableQueue *next;
 };
 
@@ -130,8 +141,9 @@ struct Batch {
         Buf parent_bytes;           /* the parent's manifest list as read */
         ManifestFile *parent_files; /* ... and parsed */
         size_t n_parent_files;
-        size_t *to_count; /* indices into list of manifests to count, this attempt */
-        Buf *count_bytes; /* ... and their bytes */
+        bool has_parent_files; /* parent_files came with parent_bytes (the list cache) */
+        size_t *to_count;      /* indices into list of manifests to count, this attempt */
+        Buf *count_bytes;      /* ... and their bytes */
         size_t n_to_count;
         IoSlot *io;
         size_t n_io_started, n_io_done;
@@ -163,6 +175,7 @@ struct CommitEngine {
         unsigned n_in_flight; /* thread-pool jobs and catalog calls */
         unsigned n_open_handles;
         LiveFilesBudget live_budget;         /* shared by every queue's index */
+        uint64_t list_cache_bytes;           /* every queue's ListCache */
         uint8_t live_key[SIPHASH_KEY_BYTES]; /* their hash key: random, drawn once */
         bool has_live_key;
         bool is_stopping;
@@ -229,6 +242,8 @@ bool probe_wants_footer(const Job *j, size_t i);
 int probe_footer_check(Job *j, size_t i, const StorageResult *result, uint64_t *ret_need);
 
 /* batch.c */
+/* Frees what a queue's list cache holds and empties it. */
+void batch_list_cache_clear(TableQueue *q);
 /* Starts the next batch of a queue when none is in flight (group commit). */
 void batch_queue_kick(TableQueue *q);
 /* Answers every job of the batch with the same error and ends it. */

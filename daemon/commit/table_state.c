@@ -17,6 +17,9 @@
 #include "util/log.h"
 #include "util/time-util.h"
 
+/* Credentials expiring within this are not reused from the state: the next commit reloads. */
+#define TABLE_STATE_CREDENTIALS_MARGIN_MS (5 * 60 * 1000)
+
 TableState *table_state_get(CommitEngine *e, const char *name) {
         TableState *s;
 
@@ -73,13 +76,13 @@ bool table_state_is_fresh(const TableState *s) {
         if (!s->result || config->table_state_max_age_ms == 0 ||
             now - s->loaded_ns >= (uint64_t)config->table_state_max_age_ms * 1000000u)
                 return false;
-        /* Vended credentials are loaded again before they run out, with a commit's time to
-         * spare. */
+        /* Vended credentials are loaded again before they run out, with time to spare for
+         * the commit that uses them (storage refuses any less than a minute from expiry). */
         location = json_string_value(
                 json_object_get(json_object_get(s->result, "metadata"), "location"));
         return !location ||
                !storage_props_expire_before(s->props, location,
-                                            now_realtime_ms() + (int64_t)config->total_timeout_ms);
+                                            now_realtime_ms() + TABLE_STATE_CREDENTIALS_MARGIN_MS);
 }
 
 void table_state_drop(TableState *s, const char *reason) {

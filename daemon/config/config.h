@@ -103,6 +103,7 @@ typedef struct CommitConfig {
         uint32_t table_state_max_age_ms;
         uint32_t linger_ms;     /* a batch waits this long for more requests before it starts */
         uint32_t queue_idle_ms; /* an idle table queue (and its state) is dropped after this */
+        uint64_t list_cache_max_bytes; /* manifest lists kept for the next commit, all tables */
 } CommitConfig;
 
 /* S3-compatible object storage ([s3] and [client]: Iceberg S3FileIO's property names, so

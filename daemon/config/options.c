@@ -101,6 +101,8 @@ const ConfigOption config_options[] = {
         OPTION("commit", "table-state-max-age-ms", OPTION_KIND_U32, commit.table_state_max_age_ms,
                60000, 0, 86400000),
         OPTION("commit", "linger-ms", OPTION_KIND_U32, commit.linger_ms, 0, 0, 60000),
+        OPTION("commit", "manifest-list-cache-max-bytes", OPTION_KIND_U64,
+               commit.list_cache_max_bytes, 256ull << 20, 0, 1ull << 40),
         OPTION("commit", "queue-idle-ms", OPTION_KIND_U32, commit.queue_idle_ms, 600000, 1000,
                604800000),
 

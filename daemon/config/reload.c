@@ -39,6 +39,7 @@ static const char *const config_reloadable[] = {
         "commit.live-file-index",
         "commit.table-state-max-age-ms",
         "commit.linger-ms",
+        "commit.manifest-list-cache-max-bytes",
         "commit.queue-idle-ms",
         "storage.max-manifest-bytes",
         "storage.max-manifest-entries",

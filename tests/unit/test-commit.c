@@ -1598,20 +1598,81 @@ TEST(linger_ms_lets_a_later_request_join_the_batch) {
 }
 
 TEST(an_idle_queue_is_dropped_with_its_table_state) {
+        static const int64_t rows[] = { 1 };
+        char sa[256], sb[256], sc[256];
         Answer a, b, c;
         Fixture f;
 
         fixture_init(&f);
-        f.config->commit.queue_idle_ms = 50;
-        ASSERT_EQ(commit_one(&f, &a, "job-a", 1), 200);
-        ASSERT_EQ(commit_one(&f, &b, "job-b", 1), 200);
+        f.config->commit.queue_idle_ms = 300;
+        fixture_stage(&f, "a", rows, 1, sa);
+        fixture_stage(&f, "b", rows, 1, sb);
+        fixture_stage(&f, "c", rows, 1, sc);
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, a.done);
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ sb }, 1); /* at once */
+        RUN_UNTIL(&f, b.done);
         ASSERT_EQ(f.cat->n_loads, 2); /* the queue (and state) lived between them */
         /* The idle timeout does not keep the loop running; run_for's timer does, past it. */
-        run_for(&f, 200);
-        ASSERT_EQ(commit_one(&f, &c, "job-c", 1), 200);
+        run_for(&f, 1500);
+        fixture_submit(&f, &c, "job-c", (const char *const[]){ sc }, 1);
+        RUN_UNTIL(&f, c.done);
+        ASSERT_EQ(c.status, 200);
         /* Dropped: the next request loaded at intake and for its attempt. */
         ASSERT_EQ(f.cat->n_loads, 4);
         ASSERT_EQ(json_i64_at(c.body, "snapshot-first-row-id"), 2);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        answer_deinit(&c);
+        fixture_done(&f);
+}
+
+TEST(the_next_commit_takes_its_parent_list_from_memory) {
+        static const int64_t rows[] = { 3 };
+        char sa[256], sb[256], sc[256];
+        const char *la, *lb;
+        ManifestFile *list;
+        Answer a, b, c;
+        size_t n;
+        Fixture f;
+
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, sa);
+        fixture_stage(&f, "b", rows, 1, sb);
+        fixture_stage(&f, "c", rows, 1, sc);
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 200);
+        /* The list job-a committed is gone from storage: job-b's attempt never reads it. */
+        la = json_string_value(json_object_get(commit_snapshot(&f, 0), "manifest-list"));
+        ASSERT_OK(unlink(la));
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ sb }, 1);
+        RUN_UNTIL(&f, b.done);
+        ASSERT_EQ(b.status, 200);
+        lb = json_string_value(json_object_get(commit_snapshot(&f, 1), "manifest-list"));
+        list = read_list(lb, &n);
+        ASSERT_EQ(n, 2);
+        ASSERT_STREQ(list[0].path, sb);
+        ASSERT_EQ(list[0].first_row_id, 3);
+        ASSERT_STREQ(list[1].path, sa);
+        ASSERT_EQ(list[1].first_row_id, 0);
+        ASSERT_EQ(list[1].added_snapshot_id, json_i64_at(a.body, "snapshot-id"));
+        list = manifest_list_files_free(list, n);
+
+        /* Nothing kept (commit.manifest-list-cache-max-bytes 0): the parent is read, and a
+         * missing one is a failure of the table's files, not a wrong list. */
+        f.config->commit.list_cache_max_bytes = 0;
+        fixture_submit(&f, &c, "job-c", (const char *const[]){ sc }, 1);
+        RUN_UNTIL(&f, c.done);
+        ASSERT_EQ(c.status, 200); /* job-b's list was kept, so this one is still from memory */
+        ASSERT_OK(unlink(
+                json_string_value(json_object_get(commit_snapshot(&f, 2), "manifest-list"))));
+        answer_deinit(&c);
+        fixture_stage(&f, "d", rows, 1, sc);
+        fixture_submit(&f, &c, "job-d", (const char *const[]){ sc }, 1);
+        RUN_UNTIL(&f, c.done);
+        ASSERT_TRUE(c.status >= 500);
+        ASSERT_EQ(f.cat->n_commits, 3);
         answer_deinit(&a);
         answer_deinit(&b);
         answer_deinit(&c);
