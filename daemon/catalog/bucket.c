@@ -377,7 +377,7 @@ static void bucket_publish(BucketJob *j, int64_t version) {
         free(j->publish_location);
         j->publish_location = hadoop_layout_version_location(j->dir, version);
         free(j->text);
-        j->text = json_dumps(j->metadata, JSON_INDENT(2));
+        j->text = json_dumps(j->metadata, JSON_COMPACT); /* as Java's TableMetadataParser */
         if (!j->publish_location || !j->text) {
                 bucket_job_fail(j, -ENOMEM, "", "out of memory");
                 return;

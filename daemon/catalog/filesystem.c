@@ -20,6 +20,7 @@
 
 #include "catalog/filesystem.h"
 #include "catalog/hadoop_layout.h"
+#include "catalog/table_cache.h"
 #include "iceberg/table_update.h"
 #include "storage/local.h"
 #include "storage/storage.h"
@@ -35,6 +36,7 @@ struct FsCatalog {
         uv_loop_t *loop;
         char *warehouse; /* normalized absolute path; immutable, read by workers */
         uint64_t max_metadata_bytes;
+        TableCache *cache; /* loop thread only: jobs get a reference to their table's entry */
         bool is_ready;
         bool is_closing;
         unsigned n_jobs; /* queued on the thread pool, not yet answered */
@@ -61,8 +63,24 @@ typedef struct FsJob {
         char *name;      /* "ns.t" for messages */
         json_t *request; /* owned copy: commit or create request, namespace properties */
         int64_t now_ms;
-        CatalogResult result; /* body owned until the callback returned */
-        char warning[512];    /* a non-fatal failure (version hint), logged on the loop */
+        /* Load and commit: the table's cached latest version when the job was queued (NULL
+         * metadata: none), which the worker checks against the files before it builds on it. */
+        int64_t cached_version;
+        char *cached_location;
+        json_t *cached_metadata;
+        TableCacheStamp cached_stamp;
+        /* Set by the worker for the loop: what to cache next (NULL metadata: nothing), or
+         * whether to forget the table. */
+        bool cache_drop;
+        int64_t put_version;
+        char *put_location;
+        json_t *put_metadata;
+        TableCacheStamp put_stamp;
+        MetadataTextMemo *memo;   /* commit: lent by the cache (or new), given back on the loop */
+        CatalogResult result;     /* body owned until the callback returned */
+        char warning[512];        /* a non-fatal failure (version hint), logged on the loop */
+        unsigned n_delete_failed; /* previous metadata files that could not be deleted */
+        char delete_warning[512]; /* ... the first failure */
         CatalogCallback cb;
         void *userdata;
 } FsJob;
@@ -73,6 +91,11 @@ static FsJob *job_free(FsJob *j) {
         free(j->dir);
         free(j->name);
         json_decref(j->request);
+        free(j->cached_location);
+        json_decref(j->cached_metadata);
+        free(j->put_location);
+        json_decref(j->put_metadata);
+        metadata_text_memo_free(j->memo);
         json_decref(j->result.body);
         free(j);
         return NULL;
@@ -149,6 +172,69 @@ static bool file_exists(const char *path) {
         return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* True only when stat says there is nothing at path; any other failure proves nothing. */
+static bool path_is_absent(const char *path) {
+        struct stat st;
+
+        return stat(path, &st) < 0 && errno == ENOENT;
+}
+
+static json_t *json_decref_null(json_t *v) {
+        json_decref(v);
+        return NULL;
+}
+
+static void stamp_from_stat(const struct stat *st, TableCacheStamp *ret) {
+        *ret = (TableCacheStamp){
+                .dev = (uint64_t)st->st_dev,
+                .ino = (uint64_t)st->st_ino,
+                .size = (uint64_t)st->st_size,
+                .mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
+        };
+}
+
+/* Whether the file at path is still the one the stamp describes (one stat). */
+static bool stamp_matches(const char *path, const TableCacheStamp *stamp) {
+        TableCacheStamp now;
+        struct stat st;
+
+        if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+                return false;
+        stamp_from_stat(&st, &now);
+        return memcmp(&now, stamp, sizeof(now)) == 0;
+}
+
+/* Records what the loop caches once the job is answered. */
+static int job_cache_later(FsJob *j, int64_t version, const char *location, json_t *metadata,
+                           const TableCacheStamp *stamp) {
+        char *copy = strdup(location);
+
+        if (!copy)
+                return -ENOMEM;
+        free(j->put_location);
+        j->put_location = copy;
+        json_decref(j->put_metadata);
+        j->put_metadata = json_incref(metadata);
+        j->put_version = version;
+        j->put_stamp = *stamp;
+        return 0;
+}
+
+/* Whether the cached version is still the table's latest: its file is the one that was read or
+ * written (a table dropped and created again has other files of the same names) and, when
+ * check_next, no v<N+1> exists. A commit needs no check_next: its no-replace rename of v<N+1>
+ * is the proof. */
+static bool cached_is_latest(const FsJob *j, bool check_next) {
+        _cleanup_(freep) char *next = NULL;
+
+        if (!j->cached_metadata || !stamp_matches(j->cached_location, &j->cached_stamp))
+                return false;
+        if (!check_next)
+                return true;
+        next = hadoop_layout_version_location(j->dir, j->cached_version + 1);
+        return next && path_is_absent(next);
+}
+
 /* ---- reading the latest version (worker) ------------------------------------------------- */
 
 static int64_t version_hint_read(const char *metadata_dir) {
@@ -179,11 +265,12 @@ static int64_t version_scan(const char *metadata_dir) {
 
 /* Finds and parses the latest metadata of the table in j->dir. Returns 0, or fails the job
  * (NOT_FOUND, -EBADMSG, UNAVAILABLE) and returns -1. */
-static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path,
-                             json_t **ret_metadata) {
+static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path, json_t **ret_metadata,
+                             TableCacheStamp *ret_stamp) {
         _cleanup_(freep) char *metadata_dir = path_join(j->dir, "metadata"), *path = NULL;
         _cleanup_(buf_deinitp) Buf b = { 0 };
         json_error_t json_error;
+        struct stat st;
         int64_t version;
         json_t *md;
         Error e;
@@ -232,6 +319,11 @@ static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path,
                 return job_fail(j, -ENOMEM, "", "out of memory"), -1;
         if (r < 0)
                 return job_fail(j, CATALOG_E_UNAVAILABLE, "", "%s", e.message), -1;
+        /* Versions are never rewritten in place: the file read is the one stat finds. */
+        if (stat(path, &st) < 0)
+                return job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot stat '%s': %s", path,
+                                strerror(errno)),
+                       -1;
         md = json_loadb((const char *)b.data, b.len, JSON_REJECT_DUPLICATES, &json_error);
         if (!json_is_object(md)) {
                 json_decref(md);
@@ -239,6 +331,7 @@ static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path,
                                 json_error.line, md ? "not an object" : json_error.text),
                        -1;
         }
+        stamp_from_stat(&st, ret_stamp);
         *ret_version = version;
         *ret_path = TAKE_PTR(path);
         *ret_metadata = md;
@@ -246,6 +339,7 @@ static int table_read_latest(FsJob *j, int64_t *ret_version, char **ret_path,
 }
 
 static void job_succeed(FsJob *j, const char *metadata_location, json_t *metadata_take) {
+        /* The body shares the metadata with the cache: nobody changes either (catalog.h). */
         j->result.status = 0;
         j->result.body = json_pack("{s:s, s:o}", "metadata-location", metadata_location, "metadata",
                                    metadata_take);
@@ -345,38 +439,91 @@ static void version_hint_write(FsJob *j, const char *metadata_dir, int64_t versi
                          hint, version, strerror(-r));
 }
 
-/* Publishes `metadata` as v<version> of the table in j->dir, then answers with it. */
-static void version_publish(FsJob *j, int64_t version, json_t *metadata_take) {
-        _cleanup_(json_decrefp) json_t *metadata = metadata_take;
+/* Deletes the previous metadata files that dropped out of the metadata-log with this commit
+ * when write.metadata.delete-after-commit.enabled is "true", as Java's
+ * HadoopTableOperations.deleteRemovedMetadataFiles: after the commit succeeded, never the
+ * current file, failures only counted (logged on the loop). Only files in the table's own
+ * metadata directory are touched, whatever a log entry names; with them go the checksum
+ * sidecars Hadoop's local filesystem writes next to them (.<name>.crc). */
+static void removed_metadata_delete(FsJob *j, const char *metadata_dir, const json_t *base,
+                                    const json_t *updated, const char *current) {
+        _cleanup_(json_decrefp) json_t *files = NULL;
+        const json_t *file;
+        size_t i;
+
+        if (!table_update_deletes_after_commit(updated))
+                return;
+        if (table_update_removed_metadata_files(base, updated, &files) < 0) {
+                j->n_delete_failed++;
+                snprintf(j->delete_warning, sizeof(j->delete_warning), "out of memory");
+                return;
+        }
+        json_array_foreach (files, i, file) {
+                _cleanup_(freep) char *path = NULL, *crc = NULL;
+                const char *slash;
+
+                if (storage_path_from_location(json_string_value(file), &path, NULL) < 0 ||
+                    !storage_location_is_within(path, metadata_dir) || strcmp(path, current) == 0 ||
+                    strchr(path + strlen(metadata_dir) + 1, '/'))
+                        continue;
+                if (unlink(path) < 0 && errno != ENOENT) {
+                        if (j->n_delete_failed++ == 0)
+                                snprintf(j->delete_warning, sizeof(j->delete_warning),
+                                         "cannot delete '%s': %s", path, strerror(errno));
+                        continue;
+                }
+                slash = strrchr(path, '/');
+                if (asprintf(&crc, "%.*s/.%s.crc", (int)(slash - path), path, slash + 1) >= 0)
+                        (void)unlink(crc);
+        }
+}
+
+/* Publishes `metadata` as v<version> of the table in j->dir. Returns 0 (and the new file's
+ * path and stamp), or fails the job and returns -EEXIST (CONFLICT: another writer took
+ * v<version>) or another -errno. */
+static int version_publish(FsJob *j, int64_t version, const json_t *metadata, char **ret_path,
+                           TableCacheStamp *ret_stamp) {
         _cleanup_(freep) char *metadata_dir = path_join(j->dir, "metadata"), *final = NULL,
-                              *tmp = NULL, *text = NULL;
+                              *tmp = NULL;
+        _cleanup_(buf_deinitp) Buf text = { 0 };
+        struct stat st;
         int r;
 
         final = hadoop_layout_version_location(j->dir, version);
-        text = json_dumps(metadata, JSON_INDENT(2));
-        if (!metadata_dir || !final || !text) {
+        if (!metadata_dir || !final) {
                 job_fail(j, -ENOMEM, "", "out of memory");
-                return;
+                return -ENOMEM;
         }
-        r = temp_file_write(metadata_dir, METADATA_SUFFIX ".tmp", text, strlen(text), &tmp);
+        /* Compact, as Java's TableMetadataParser writes it; the memo encodes only what is new
+         * since the version it last wrote (no memo: all of it). */
+        if (!j->memo && j->op == FS_OP_COMMIT)
+                j->memo = metadata_text_memo_new();
+        buf_init(&text, SIZE_MAX - 1);
+        r = metadata_text_dump(metadata, j->memo, &text);
+        if (r < 0) {
+                job_fail(j, r, "", "cannot encode the new metadata: %s", strerror(-r));
+                return r;
+        }
+        r = temp_file_write(metadata_dir, METADATA_SUFFIX ".tmp", (const char *)text.data, text.len,
+                            &tmp);
         if (r < 0) {
                 job_fail(j, CATALOG_E_UNAVAILABLE, "",
                          "cannot write a new metadata file in '%s': %s", metadata_dir,
                          strerror(-r));
-                return;
+                return r;
         }
         r = rename_noreplace(tmp, final);
         if (r == -EEXIST) {
                 (void)unlink(tmp);
                 job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException",
                          "Version %" PRId64 " already exists: %s", version, final);
-                return;
+                return r;
         }
         if (r < 0) {
                 (void)unlink(tmp);
                 job_fail(j, CATALOG_E_UNAVAILABLE, "", "cannot rename '%s' to '%s': %s", tmp, final,
                          strerror(-r));
-                return;
+                return r;
         }
         /* v<N+1> is visible now; until the directory entry is durable the outcome is open. */
         r = fsync_dir(metadata_dir);
@@ -384,10 +531,16 @@ static void version_publish(FsJob *j, int64_t version, json_t *metadata_take) {
                 job_fail(j, CATALOG_E_STATE_UNKNOWN, "",
                          "'%s' was published but fsync of '%s' failed: %s", final, metadata_dir,
                          strerror(-r));
-                return;
+                return r;
         }
         version_hint_write(j, metadata_dir, version);
-        job_succeed(j, final, TAKE_PTR(metadata));
+        /* Without a stamp the version is not cached, which costs a read, never correctness. */
+        if (stat(final, &st) == 0)
+                stamp_from_stat(&st, ret_stamp);
+        else
+                *ret_stamp = (TableCacheStamp){ 0 };
+        *ret_path = TAKE_PTR(final);
+        return 0;
 }
 
 /* ---- the operations (worker) ------------------------------------------------------------- */
@@ -430,42 +583,105 @@ static void do_start(FsJob *j) {
 
 static void do_load(FsJob *j) {
         _cleanup_(freep) char *path = NULL;
-        json_t *md;
+        TableCacheStamp stamp;
         int64_t version;
+        json_t *md;
 
-        if (table_read_latest(j, &version, &path, &md) < 0)
+        /* Two stats instead of reading and parsing the whole history. */
+        if (cached_is_latest(j, /* check_next= */ true)) {
+                job_succeed(j, j->cached_location, json_incref(j->cached_metadata));
                 return;
+        }
+        j->cache_drop = j->cached_metadata != NULL;
+        if (table_read_latest(j, &version, &path, &md, &stamp) < 0)
+                return;
+        if (job_cache_later(j, version, path, md, &stamp) < 0) {
+                json_decref(md);
+                job_fail(j, -ENOMEM, "", "out of memory");
+                return;
+        }
         job_succeed(j, path, md);
 }
 
-static void do_commit(FsJob *j) {
-        _cleanup_(json_decrefp) json_t *base = NULL, *updated = NULL;
-        _cleanup_(freep) char *path = NULL;
-        int64_t version;
+/* Applies the job's request to `base` (version N at base_path). Returns 0 with the new
+ * metadata, or fails the job and returns -ESTALE (CONFLICT), -EINVAL (REJECTED) or -errno. */
+static int commit_apply(FsJob *j, const json_t *base, const char *base_path, json_t **ret_updated) {
         Error e = { 0 };
         int r;
 
-        if (table_read_latest(j, &version, &path, &base) < 0)
-                return;
-        r = table_update_apply(base, j->request, j->now_ms, path, &updated, &e);
-        if (r == -ESTALE) {
+        r = table_update_apply(base, j->request, j->now_ms, base_path, ret_updated, &e);
+        if (r == -ESTALE)
                 job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException", "%s", e.message);
-                return;
-        }
-        if (r == -EINVAL) {
+        else if (r == -EINVAL)
                 job_fail(j, CATALOG_E_REJECTED, "BadRequestException", "%s", e.message);
-                return;
-        }
-        if (r < 0) {
+        else if (r < 0)
                 job_fail(j, r, "", "cannot apply the commit: %s", strerror(-r));
-                return;
+        return r;
+}
+
+/* A commit builds on the cached version when its file is still in place, else on the latest
+ * read as a load does. Only the no-replace rename of v<N+1> decides, exactly as without the
+ * cache: when it loses, or the request does not apply to the cached version, and that version
+ * turns out not to be the latest, the commit is done once more on the latest read from disk,
+ * which is what it would have met without the cache. */
+static void do_commit(FsJob *j) {
+        bool from_cache = cached_is_latest(j, /* check_next= */ false);
+
+        j->cache_drop = j->cached_metadata && !from_cache;
+        for (;;) {
+                _cleanup_(json_decrefp) json_t *base = NULL, *updated = NULL;
+                _cleanup_(freep) char *path = NULL, *published = NULL, *metadata_dir = NULL;
+                TableCacheStamp stamp = { 0 };
+                int64_t version;
+                int r;
+
+                if (from_cache) {
+                        version = j->cached_version;
+                        path = strdup(j->cached_location);
+                        base = json_incref(j->cached_metadata);
+                        if (!path) {
+                                job_fail(j, -ENOMEM, "", "out of memory");
+                                return;
+                        }
+                } else {
+                        if (table_read_latest(j, &version, &path, &base, &stamp) < 0)
+                                return;
+                        if (job_cache_later(j, version, path, base, &stamp) < 0) {
+                                job_fail(j, -ENOMEM, "", "out of memory");
+                                return;
+                        }
+                }
+                r = commit_apply(j, base, path, &updated);
+                if (r == 0 && json_array_size(json_object_get(j->request, "updates")) == 0) {
+                        /* Like the REST server: a commit without updates writes nothing. */
+                        job_succeed(j, path, TAKE_PTR(base));
+                        return;
+                }
+                if (r == 0)
+                        r = version_publish(j, version + 1, updated, &published, &stamp);
+                if (r == 0) {
+                        metadata_dir = path_join(j->dir, "metadata");
+                        if (metadata_dir)
+                                removed_metadata_delete(j, metadata_dir, base, updated, published);
+                        if (job_cache_later(j, version + 1, published, updated, &stamp) < 0)
+                                j->cache_drop = true; /* answered all the same */
+                        job_succeed(j, published, TAKE_PTR(updated));
+                        return;
+                }
+                if (r == -EEXIST) {
+                        /* Another writer has v<N+1>: nothing read so far is the latest. */
+                        j->cache_drop = true;
+                        j->put_metadata = json_decref_null(j->put_metadata);
+                }
+                if (!from_cache || (r != -EEXIST && r != -ESTALE && r != -EINVAL) ||
+                    (r != -EEXIST && cached_is_latest(j, /* check_next= */ true)))
+                        return;
+                /* The cached version was not the latest: forget it and do what a commit
+                 * without the cache does. */
+                j->cache_drop = true;
+                from_cache = false;
+                j->result = (CatalogResult){ 0 };
         }
-        /* Like the REST server: a commit without updates changes nothing and writes nothing. */
-        if (json_array_size(json_object_get(j->request, "updates")) == 0) {
-                job_succeed(j, path, TAKE_PTR(base));
-                return;
-        }
-        version_publish(j, version + 1, TAKE_PTR(updated));
 }
 
 static void do_create_namespace(FsJob *j) {
@@ -510,7 +726,8 @@ static void do_create_namespace(FsJob *j) {
 static void do_create_table(FsJob *j) {
         _cleanup_(json_decrefp) json_t *md = NULL;
         _cleanup_(freep) char *namespace_dir = strdup(j->dir),
-                              *metadata_dir = path_join(j->dir, "metadata");
+                              *metadata_dir = path_join(j->dir, "metadata"), *published = NULL;
+        TableCacheStamp stamp;
         const char *location;
         char uuid[UUID_STRING_MAX];
         struct stat st;
@@ -581,10 +798,17 @@ static void do_create_table(FsJob *j) {
                 return;
         }
         /* A concurrent create loses the no-replace rename of v1 and gets CONFLICT. */
-        version_publish(j, 1, TAKE_PTR(md));
-        if (j->result.status == CATALOG_E_CONFLICT)
+        r = version_publish(j, 1, md, &published, &stamp);
+        if (r == -EEXIST) {
                 job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
                          "Table already exists: %s", j->name);
+                return;
+        }
+        if (r < 0)
+                return;
+        j->cache_drop = true; /* an older table of the same name may be cached */
+        (void)job_cache_later(j, 1, published, md, &stamp);
+        job_succeed(j, published, TAKE_PTR(md));
 }
 
 static void job_work(uv_work_t *work) {
@@ -613,6 +837,17 @@ static void job_after_work(uv_work_t *work, int status) {
         if (j->warning[0])
                 log_warning("version hint of table='%s' not updated: %s, ignoring", j->name,
                             j->warning);
+        if (j->n_delete_failed > 0)
+                log_warning("previous metadata files of table='%s' not deleted: n=%u first: %s, "
+                            "ignoring",
+                            j->name, j->n_delete_failed, j->delete_warning);
+        if (j->cache_drop)
+                table_cache_drop(c->cache, j->dir);
+        if (j->put_metadata && table_cache_put(c->cache, j->dir, j->put_version, j->put_location,
+                                               j->put_metadata, &j->put_stamp) < 0)
+                log_debug("table='%s' not cached: out of memory", j->name);
+        if (j->memo)
+                table_cache_give_memo(c->cache, j->dir, TAKE_PTR(j->memo));
         if (j->op == FS_OP_START && j->result.status == 0)
                 c->is_ready = true;
         if (j->cb)
@@ -664,6 +899,20 @@ static int job_start(FsCatalog *c, FsOp op, const char *const *namespace, size_t
         r = paths_build(c, namespace, n_namespace, last, &j->dir, &j->name);
         if (r < 0)
                 return r;
+        if (op == FS_OP_LOAD || op == FS_OP_COMMIT) {
+                const TableCacheEntry *e = table_cache_get(c->cache, j->dir);
+
+                if (e) {
+                        j->cached_location = strdup(e->metadata_location);
+                        if (!j->cached_location)
+                                return -ENOMEM;
+                        j->cached_metadata = json_incref(e->metadata);
+                        j->cached_version = e->version;
+                        j->cached_stamp = e->stamp;
+                }
+                if (op == FS_OP_COMMIT)
+                        j->memo = table_cache_take_memo(c->cache, j->dir);
+        }
         if (request) {
                 /* jansson is not thread-safe: the worker gets its own copy. */
                 j->request = json_deep_copy(request);
@@ -694,6 +943,11 @@ int filesystem_catalog_new(uv_loop_t *loop, const CatalogConfig *config, FsCatal
         c->loop = loop;
         c->max_metadata_bytes =
                 config->max_response_bytes ? config->max_response_bytes : 256u << 20;
+        r = table_cache_new(config->cache_tables, &c->cache);
+        if (r < 0) {
+                free(c->warehouse);
+                return r;
+        }
         *ret_catalog = TAKE_PTR(c);
         return 0;
 }
@@ -797,6 +1051,7 @@ FsCatalog *filesystem_catalog_free(FsCatalog *c) {
         if (!c)
                 return NULL;
         assert(c->n_jobs == 0);
+        table_cache_free(c->cache);
         free(c->warehouse);
         free(c);
         return NULL;

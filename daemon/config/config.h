@@ -49,6 +49,7 @@ typedef struct CatalogConfig {
         uint32_t request_timeout_ms;
         uint32_t max_connections;
         uint64_t max_response_bytes;
+        uint32_t cache_tables; /* filesystem: tables whose latest metadata stays parsed (LRU) */
         ConfigHeader *headers; /* header.* keys, sent on every catalog request */
         size_t n_headers;
 } CatalogConfig;

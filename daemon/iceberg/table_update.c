@@ -18,12 +18,16 @@
 
 #define TABLE_FORMAT_VERSION_MAX 3
 #define TABLE_FORMAT_VERSION_DEFAULT 2 /* the REST server's default for create */
-#define METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT 100
 
 /* ---- applying a commit ------------------------------------------------------------------ */
 
+/* Copy-on-write: the result starts as a shallow copy of the input's top-level object, so its
+ * members are still the input's (shared, never changed). An update that changes a container
+ * (the snapshots array, refs, a log, properties, ...) first replaces it with a copy of its own,
+ * once per commit, by md_writable(): pointers only, never the snapshots themselves. */
 typedef struct Apply {
-        json_t *md; /* the copy being changed, owned by table_update_apply */
+        json_t *md;       /* the new top-level object, owned by table_update_apply */
+        json_t *writable; /* keys of md whose container md_writable() made md's own */
         int format_version;
         int64_t last_updated_ms; /* the new value, for snapshot-log entries of rollbacks */
         json_t *added_snapshots; /* ids added by this request */
@@ -34,17 +38,36 @@ typedef struct Apply {
 
 static void apply_deinit(Apply *a) {
         json_decref(a->md);
+        json_decref(a->writable);
         json_decref(a->added_snapshots);
         json_decref(a->added_schemas);
         json_decref(a->added_specs);
         json_decref(a->added_orders);
 }
 
-static json_t *snapshot_by_id(const json_t *md, int64_t snapshot_id) {
-        size_t i;
-        json_t *s;
+/* md[key] as a container this commit may change: copied from the input's (a shallow copy) the
+ * first time, created empty when absent or of another type. NULL when out of memory. */
+static json_t *md_writable(Apply *a, const char *key, json_type type) {
+        json_t *v = json_object_get(a->md, key), *copy;
 
-        json_array_foreach (json_object_get(md, "snapshots"), i, s) {
+        if (v && json_typeof(v) == type && json_object_get(a->writable, key))
+                return v;
+        if (v && json_typeof(v) == type)
+                copy = json_copy(v);
+        else
+                copy = type == JSON_ARRAY ? json_array() : json_object();
+        if (!copy || json_object_set_new(a->md, key, copy) < 0 ||
+            json_object_set_new(a->writable, key, json_true()) < 0)
+                return NULL;
+        return copy;
+}
+
+/* From the newest: a commit's refs name the snapshots it just added. */
+static json_t *snapshot_by_id(const json_t *md, int64_t snapshot_id) {
+        const json_t *snapshots = json_object_get(md, "snapshots");
+
+        for (size_t i = json_array_size(snapshots); i > 0; i--) {
+                json_t *s = json_array_get(snapshots, i - 1);
                 int64_t id;
 
                 if (table_json_get_i64(s, "snapshot-id", &id) == 0 && id == snapshot_id)
@@ -119,11 +142,6 @@ static int update_add_schema(Apply *a, const json_t *u) {
         /* Reuse the id of an identical schema, else one above the highest (Java's
          * reuseOrCreateNewSchemaId). */
         schemas = json_object_get(a->md, "schemas");
-        if (!json_is_array(schemas)) {
-                schemas = json_array();
-                if (!schemas || json_object_set_new(a->md, "schemas", schemas) < 0)
-                        return -ENOMEM;
-        }
         new_id = current_id;
         json_array_foreach (schemas, i, s) {
                 int64_t id;
@@ -151,8 +169,10 @@ static int update_add_schema(Apply *a, const json_t *u) {
             json_object_set_new(a->md, "last-column-id", json_integer(highest)) < 0)
                 return -ENOMEM;
         if (!found) {
+                schemas = md_writable(a, "schemas", JSON_ARRAY);
                 copy = json_deep_copy(schema);
-                if (!copy || json_object_set_new(copy, "schema-id", json_integer(new_id)) < 0 ||
+                if (!schemas || !copy ||
+                    json_object_set_new(copy, "schema-id", json_integer(new_id)) < 0 ||
                     json_array_append_new(schemas, copy) < 0)
                         return -ENOMEM;
         }
@@ -211,11 +231,6 @@ static int update_add_spec(Apply *a, const json_t *u) {
                 return error_set(a->error, -EINVAL,
                                  "add-spec: no spec object with a \"fields\" array");
         specs = json_object_get(a->md, "partition-specs");
-        if (!json_is_array(specs)) {
-                specs = json_array();
-                if (!specs || json_object_set_new(a->md, "partition-specs", specs) < 0)
-                        return -ENOMEM;
-        }
         json_array_foreach (specs, i, s) {
                 int64_t id;
 
@@ -237,7 +252,8 @@ static int update_add_spec(Apply *a, const json_t *u) {
                                               &fresh, a->error);
         if (r < 0)
                 return error_prefix(a->error, r, "add-spec");
-        if (json_array_append(specs, fresh) < 0 ||
+        specs = md_writable(a, "partition-specs", JSON_ARRAY);
+        if (!specs || json_array_append(specs, fresh) < 0 ||
             json_object_set_new(a->md, "last-partition-id", json_integer(last_partition_id)) < 0)
                 return -ENOMEM;
         a->last_added_spec = new_id;
@@ -280,11 +296,6 @@ static int update_add_sort_order(Apply *a, const json_t *u) {
         int r;
 
         orders = json_object_get(a->md, "sort-orders");
-        if (!json_is_array(orders)) {
-                orders = json_array();
-                if (!orders || json_object_set_new(a->md, "sort-orders", orders) < 0)
-                        return -ENOMEM;
-        }
         r = table_schema_current_ids(a->md, a->format_version, &ids, "add-sort-order", a->error);
         if (r < 0)
                 return r;
@@ -306,9 +317,14 @@ static int update_add_sort_order(Apply *a, const json_t *u) {
                 if (new_id != 0 && id >= new_id)
                         new_id = id + 1;
         }
+        orders = md_writable(a, "sort-orders", JSON_ARRAY);
         copy = json_pack("{s:I, s:O}", "order-id", (json_int_t)new_id, "fields",
                          json_object_get(order, "fields"));
-        if (!copy || json_array_append_new(orders, copy) < 0)
+        if (!orders || !copy) {
+                json_decref(copy);
+                return -ENOMEM;
+        }
+        if (json_array_append_new(orders, copy) < 0)
                 return -ENOMEM;
         a->last_added_order = new_id;
         return table_json_array_append_int(a->added_orders, new_id);
@@ -406,13 +422,8 @@ static int update_add_snapshot(Apply *a, const json_t *u) {
         }
         if (json_object_set_new(a->md, "last-sequence-number", json_integer(seq)) < 0)
                 return -ENOMEM;
-        snapshots = json_object_get(a->md, "snapshots");
-        if (!json_is_array(snapshots)) {
-                snapshots = json_array();
-                if (!snapshots || json_object_set_new(a->md, "snapshots", snapshots) < 0)
-                        return -ENOMEM;
-        }
-        if (json_array_append_new(snapshots, json_deep_copy(snap)) < 0)
+        snapshots = md_writable(a, "snapshots", JSON_ARRAY);
+        if (!snapshots || json_array_append_new(snapshots, json_deep_copy(snap)) < 0)
                 return -ENOMEM;
         return table_json_array_append_int(a->added_snapshots, id);
 }
@@ -481,13 +492,18 @@ static int update_set_snapshot_ref(Apply *a, const json_t *u) {
                 if (!table_json_int_array_has(a->added_snapshots, id) ||
                     table_json_get_i64(snap, "timestamp-ms", &time_of_change) < 0)
                         time_of_change = a->last_updated_ms;
-                log = json_object_get(a->md, "snapshot-log");
+                log = md_writable(a, "snapshot-log", JSON_ARRAY);
                 entry = json_pack("{s:I, s:I}", "timestamp-ms", (json_int_t)time_of_change,
                                   "snapshot-id", (json_int_t)id);
-                if (!entry || json_array_append_new(log, entry) < 0)
+                if (!log || !entry) {
+                        json_decref(entry);
+                        return -ENOMEM;
+                }
+                if (json_array_append_new(log, entry) < 0)
                         return -ENOMEM;
         }
-        return json_object_set(refs, name, ref) < 0 ? -ENOMEM : 0;
+        refs = md_writable(a, "refs", JSON_OBJECT);
+        return !refs || json_object_set(refs, name, ref) < 0 ? -ENOMEM : 0;
 }
 
 static int update_remove_snapshot_ref(Apply *a, const json_t *u) {
@@ -501,13 +517,14 @@ static int update_remove_snapshot_ref(Apply *a, const json_t *u) {
                 if (r < 0)
                         return r;
         }
-        (void)json_object_del(json_object_get(a->md, "refs"), name);
-        return 0;
+        if (!json_object_get(json_object_get(a->md, "refs"), name))
+                return 0;
+        return json_object_del(md_writable(a, "refs", JSON_OBJECT), name) < 0 ? -ENOMEM : 0;
 }
 
 static int update_set_properties(Apply *a, const json_t *u) {
         const json_t *updates = json_object_get(u, "updates");
-        json_t *properties = json_object_get(a->md, "properties");
+        json_t *properties;
         const char *key;
         json_t *v;
 
@@ -517,6 +534,9 @@ static int update_set_properties(Apply *a, const json_t *u) {
                 if (!json_is_string(v))
                         return error_set(a->error, -EINVAL,
                                          "set-properties: value of '%s' is not a string", key);
+        properties = md_writable(a, "properties", JSON_OBJECT);
+        if (!properties)
+                return -ENOMEM;
         json_object_foreach ((json_t *)updates, key, v)
                 if (json_object_set(properties, key, v) < 0)
                         return -ENOMEM;
@@ -525,7 +545,7 @@ static int update_set_properties(Apply *a, const json_t *u) {
 
 static int update_remove_properties(Apply *a, const json_t *u) {
         const json_t *removals = json_object_get(u, "removals");
-        json_t *properties = json_object_get(a->md, "properties");
+        json_t *properties;
         size_t i;
         json_t *v;
 
@@ -535,6 +555,9 @@ static int update_remove_properties(Apply *a, const json_t *u) {
                 if (!json_is_string(v))
                         return error_set(a->error, -EINVAL,
                                          "remove-properties: removals[%zu] is not a string", i);
+        properties = md_writable(a, "properties", JSON_OBJECT);
+        if (!properties)
+                return -ENOMEM;
         json_array_foreach (removals, i, v)
                 (void)json_object_del(properties, json_string_value(v));
         return 0;
@@ -700,27 +723,34 @@ static int snapshot_log_drop_intermediate(Apply *a) {
         json_t *log = json_object_get(a->md, "snapshot-log");
         int64_t current = -1;
 
+        /* Only this commit's snapshots can go, and they are at the end of the log. */
+        if (json_array_size(a->added_snapshots) == 0)
+                return 0;
         (void)table_json_get_i64(a->md, "current-snapshot-id", &current);
         for (size_t i = json_array_size(log); i > 0; i--) {
                 int64_t id;
 
-                if (table_json_get_i64(json_array_get(log, i - 1), "snapshot-id", &id) == 0 &&
-                    id != current && table_json_int_array_has(a->added_snapshots, id) &&
-                    json_array_remove(log, i - 1) < 0)
+                if (table_json_get_i64(json_array_get(log, i - 1), "snapshot-id", &id) < 0 ||
+                    id == current || !table_json_int_array_has(a->added_snapshots, id))
+                        continue;
+                log = md_writable(a, "snapshot-log", JSON_ARRAY);
+                if (!log || json_array_remove(log, i - 1) < 0)
                         return -ENOMEM;
         }
         return 0;
 }
 
-static int metadata_log_append(json_t *md, int64_t previous_updated_ms, const char *previous) {
+static int metadata_log_append(Apply *a, int64_t previous_updated_ms, const char *previous) {
         const char *max_text =
-                json_string_value(json_object_get(json_object_get(md, "properties"),
-                                                  "write.metadata.previous-versions-max"));
-        json_t *log = json_object_get(md, "metadata-log"), *entry;
-        int64_t max = METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT;
+                json_string_value(json_object_get(json_object_get(a->md, "properties"),
+                                                  TABLE_UPDATE_PROPERTY_PREVIOUS_VERSIONS_MAX));
+        json_t *log = md_writable(a, "metadata-log", JSON_ARRAY), *entry;
+        int64_t max = TABLE_UPDATE_PREVIOUS_VERSIONS_MAX_DEFAULT;
 
         if (max_text && parse_i64(max_text, &max) < 0)
-                max = METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT;
+                max = TABLE_UPDATE_PREVIOUS_VERSIONS_MAX_DEFAULT;
+        if (!log)
+                return -ENOMEM;
         if (max < 1)
                 max = 1;
         /* Keep max - 1 old entries, then add the previous file (TableMetadata.addPreviousFile). */
@@ -774,12 +804,14 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
                                          action ? action : "(none)");
         }
 
-        a.md = json_deep_copy(metadata);
+        a.md = json_copy((json_t *)metadata);
+        a.writable = json_object();
         a.added_snapshots = json_array();
         a.added_schemas = json_array();
         a.added_specs = json_array();
         a.added_orders = json_array();
-        if (!a.md || !a.added_snapshots || !a.added_schemas || !a.added_specs || !a.added_orders)
+        if (!a.md || !a.writable || !a.added_snapshots || !a.added_schemas || !a.added_specs ||
+            !a.added_orders)
                 return -ENOMEM;
         r = metadata_normalize(a.md);
         if (r < 0)
@@ -818,11 +850,52 @@ int table_update_apply(const json_t *metadata, const json_t *commit_request, int
         if (json_object_set_new(a.md, "last-updated-ms", json_integer(a.last_updated_ms)) < 0)
                 return -ENOMEM;
         if (previous_metadata_location) {
-                r = metadata_log_append(a.md, previous_updated_ms, previous_metadata_location);
+                r = metadata_log_append(&a, previous_updated_ms, previous_metadata_location);
                 if (r < 0)
                         return r;
         }
         *ret_new_metadata = TAKE_PTR(a.md);
+        return 0;
+}
+
+bool table_update_deletes_after_commit(const json_t *metadata) {
+        const char *v =
+                json_string_value(json_object_get(json_object_get(metadata, "properties"),
+                                                  TABLE_UPDATE_PROPERTY_DELETE_AFTER_COMMIT));
+
+        /* PropertyUtil.propertyAsBoolean: Boolean.parseBoolean, so anything but "true" (in any
+         * case) is false. */
+        return v && strcasecmp(v, "true") == 0;
+}
+
+int table_update_removed_metadata_files(const json_t *base, const json_t *updated,
+                                        json_t **ret_files) {
+        _cleanup_(json_decrefp) json_t *kept = json_object(), *files = json_array();
+        const json_t *entry;
+        size_t i;
+
+        if (!kept || !files)
+                return -ENOMEM;
+        /* Java compares MetadataLogEntry values: the file and its timestamp. */
+        json_array_foreach (json_object_get(updated, "metadata-log"), i, entry) {
+                const char *file = json_string_value(json_object_get(entry, "metadata-file"));
+
+                if (file && json_object_set(kept, file, json_object_get(entry, "timestamp-ms")) < 0)
+                        return -ENOMEM;
+        }
+        json_array_foreach (json_object_get(base, "metadata-log"), i, entry) {
+                const json_t *file = json_object_get(entry, "metadata-file");
+                const json_t *kept_at;
+
+                if (!json_is_string(file))
+                        continue;
+                kept_at = json_object_get(kept, json_string_value(file));
+                if (kept_at && json_equal(kept_at, json_object_get(entry, "timestamp-ms")))
+                        continue;
+                if (json_array_append(files, (json_t *)file) < 0)
+                        return -ENOMEM;
+        }
+        *ret_files = TAKE_PTR(files);
         return 0;
 }
 

@@ -65,6 +65,7 @@ static void fixture_init(Fixture *f) {
         snprintf(f->warehouse, sizeof(f->warehouse), "file://%s/wh", f->dir);
         f->config.warehouse = f->warehouse;
         f->config.max_response_bytes = 1 << 20;
+        f->config.cache_tables = 64;
         ASSERT_OK(uv_loop_init(&f->loop));
         ASSERT_OK(filesystem_catalog_new(&f->loop, &f->config, &f->catalog));
         ASSERT_TRUE(!filesystem_catalog_backend.is_ready(f->catalog));
@@ -537,4 +538,225 @@ TEST(new_refuses_non_local_warehouses) {
         ASSERT_TRUE(c != NULL);
         c = filesystem_catalog_free(c);
         ASSERT_EQ(uv_loop_close(&loop), 0);
+}
+
+static Outcome commit_wait(Fixture *f, FsCatalog *catalog, const json_t *req) {
+        Outcome o = { 0 };
+
+        ASSERT_OK(filesystem_catalog_backend.commit_table(catalog, NS, 1, "t", req, NULL, on_result,
+                                                          &o));
+        wait_for(f, &o);
+        return o;
+}
+
+/* A second catalog on the same warehouse: another icecommitd, or Java's HadoopTables. */
+static FsCatalog *other_catalog(Fixture *f) {
+        FsCatalog *other = NULL;
+        Outcome o = { 0 };
+
+        ASSERT_OK(filesystem_catalog_new(&f->loop, &f->config, &other));
+        ASSERT_OK(filesystem_catalog_backend.start(other, on_result, &o));
+        wait_for(f, &o);
+        ASSERT_EQ(o.status, 0);
+        return other;
+}
+
+static void other_catalog_free(Fixture *f, FsCatalog *other) {
+        filesystem_catalog_backend.close(other, NULL, NULL);
+        (void)uv_run(&f->loop, UV_RUN_DEFAULT);
+        filesystem_catalog_free(other);
+}
+
+static unsigned count_versions(Fixture *f) {
+        unsigned n = 0;
+        char name[64];
+
+        for (int v = 1; v < 100; v++) {
+                snprintf(name, sizeof(name), "db/t/metadata/v%d.metadata.json", v);
+                n += exists(f, name);
+        }
+        return n;
+}
+
+/* The cache never hides another writer's version: a commit built on the cached v2 after
+ * someone else wrote v3 loses (its requirement on main fails against v3, as without a cache),
+ * one that does not care about main lands on top of v3, and loads see v3 at once. */
+TEST(cache_sees_versions_written_behind_its_back) {
+        _cleanup_(json_decrefp) json_t *v1 = NULL, *v2 = NULL, *v3 = NULL, *theirs = NULL,
+                                       *stale = NULL, *props = NULL;
+        FsCatalog *other;
+        Fixture f;
+        Outcome o;
+
+        fixture_init(&f);
+        create_db_and_table(&f);
+        v1 = load(&f, "t", 0);
+        stale = append_request(v1, 51, 5);
+        o = commit_wait(&f, f.catalog, stale);
+        ASSERT_EQ(o.status, 0);
+        v2 = TAKE_PTR(o.body);
+        outcome_reset(&o);
+
+        other = other_catalog(&f);
+        theirs = append_request(v2, 52, 6);
+        o = commit_wait(&f, other, theirs);
+        ASSERT_EQ(o.status, 0);
+        ASSERT_CONTAINS(json_string_value(json_object_get(o.body, "metadata-location")),
+                        "/v3.metadata.json");
+        outcome_reset(&o);
+
+        /* Built on v2, which this catalog has cached: main moved on. */
+        json_decref(stale);
+        stale = append_request(v2, 53, 7);
+        o = commit_wait(&f, f.catalog, stale);
+        ASSERT_EQ(o.status, CATALOG_E_CONFLICT);
+        ASSERT_CONTAINS(o.message, "has changed");
+        ASSERT_TRUE(!exists(&f, "db/t/metadata/v4.metadata.json"));
+        outcome_reset(&o);
+
+        v3 = load(&f, "t", 0);
+        ASSERT_CONTAINS(json_string_value(json_object_get(v3, "metadata-location")),
+                        "/v3.metadata.json");
+        ASSERT_EQ(json_integer_value(
+                          json_object_get(json_object_get(v3, "metadata"), "current-snapshot-id")),
+                  52);
+
+        /* Other side round: they write v4, this catalog's cached v3 is stale again; a request
+         * without requirements on main is applied to v4 and lands as v5, keeping their
+         * snapshot. */
+        json_decref(theirs);
+        theirs = append_request(v3, 54, 1);
+        o = commit_wait(&f, other, theirs);
+        ASSERT_EQ(o.status, 0);
+        outcome_reset(&o);
+        props = J("{\"updates\": [{\"action\": \"set-properties\", \"updates\": {\"k\": \"v\"}}]}");
+        o = commit_wait(&f, f.catalog, props);
+        ASSERT_EQ(o.status, 0);
+        ASSERT_CONTAINS(json_string_value(json_object_get(o.body, "metadata-location")),
+                        "/v5.metadata.json");
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(o.body, "metadata"),
+                                                     "current-snapshot-id")),
+                  54);
+        outcome_reset(&o);
+        other_catalog_free(&f, other);
+        fixture_done(&f);
+}
+
+/* A table dropped and created again under the same name has other files of the same names:
+ * the cache notices (the file is not the one it read) instead of serving the old table. */
+TEST(cache_notices_a_table_created_again) {
+        _cleanup_(json_decrefp) json_t *v1 = NULL, *again = NULL, *create = J(CREATE);
+        FsCatalog *other;
+        Fixture f;
+        Outcome o = { 0 };
+        char cmd[256];
+
+        fixture_init(&f);
+        create_db_and_table(&f);
+        v1 = load(&f, "t", 0);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s/wh/db/t'", f.dir);
+        ASSERT_EQ(system(cmd), 0);
+        other = other_catalog(&f);
+        ASSERT_OK(
+                filesystem_catalog_backend.create_table(other, NS, 1, "t", create, on_result, &o));
+        wait_for(&f, &o);
+        ASSERT_EQ(o.status, 0);
+        outcome_reset(&o);
+        again = load(&f, "t", 0);
+        ASSERT_TRUE(!json_equal(json_object_get(json_object_get(v1, "metadata"), "table-uuid"),
+                                json_object_get(json_object_get(again, "metadata"), "table-uuid")));
+        other_catalog_free(&f, other);
+        fixture_done(&f);
+}
+
+/* Metadata files are compact JSON, as Java's TableMetadataParser writes them. */
+TEST(metadata_is_written_compact) {
+        _cleanup_(json_decrefp) json_t *v1 = NULL, *req = NULL, *parsed = NULL;
+        _cleanup_(freep) char *text = NULL, *expected = NULL;
+        Fixture f;
+        Outcome o;
+
+        fixture_init(&f);
+        create_db_and_table(&f);
+        v1 = load(&f, "t", 0);
+        req = append_request(v1, 61, 2);
+        o = commit_wait(&f, f.catalog, req);
+        ASSERT_EQ(o.status, 0);
+        outcome_reset(&o);
+        for (int v = 1; v <= 2; v++) {
+                char name[64];
+
+                snprintf(name, sizeof(name), "db/t/metadata/v%d.metadata.json", v);
+                free(text);
+                text = file_text(&f, name);
+                ASSERT_TRUE(text);
+                ASSERT_TRUE(!strchr(text, '\n'));
+                json_decref(parsed);
+                parsed = J(text);
+                free(expected);
+                expected = json_dumps(parsed, JSON_COMPACT);
+                ASSERT_STREQ(text, expected);
+        }
+        fixture_done(&f);
+}
+
+/* write.metadata.delete-after-commit.enabled with previous-versions-max 2: after each commit
+ * only the current file and the 2 in its metadata-log are left; disabled, nothing goes. */
+TEST(previous_metadata_files_deleted_after_commit_when_enabled) {
+        _cleanup_(json_decrefp) json_t *on =
+                J("{\"updates\": [{\"action\": \"set-properties\", \"updates\": {"
+                  "\"write.metadata.previous-versions-max\": \"2\","
+                  " \"write.metadata.delete-after-commit.enabled\": \"true\"}}]}");
+        _cleanup_(json_decrefp) json_t *off =
+                J("{\"updates\": [{\"action\": \"set-properties\", \"updates\": {"
+                  "\"write.metadata.delete-after-commit.enabled\": \"false\"}}]}");
+        _cleanup_(json_decrefp) json_t *current = NULL;
+        Fixture f;
+        Outcome o;
+
+        fixture_init(&f);
+        create_db_and_table(&f);
+        /* Disabled (the default): every version stays. */
+        for (int i = 0; i < 3; i++) {
+                _cleanup_(json_decrefp) json_t *base = load(&f, "t", 0),
+                                               *req = append_request(base, 70 + i, 1);
+
+                o = commit_wait(&f, f.catalog, req);
+                ASSERT_EQ(o.status, 0);
+                outcome_reset(&o);
+        }
+        ASSERT_EQ(count_versions(&f), 4);
+
+        o = commit_wait(&f, f.catalog, on); /* v5: the log keeps v3, v4 */
+        ASSERT_EQ(o.status, 0);
+        outcome_reset(&o);
+        ASSERT_EQ(count_versions(&f), 3);
+        ASSERT_TRUE(!exists(&f, "db/t/metadata/v1.metadata.json"));
+        ASSERT_TRUE(!exists(&f, "db/t/metadata/v2.metadata.json"));
+        for (int i = 0; i < 3; i++) {
+                _cleanup_(json_decrefp) json_t *base = load(&f, "t", 0),
+                                               *req = append_request(base, 80 + i, 1);
+
+                o = commit_wait(&f, f.catalog, req);
+                ASSERT_EQ(o.status, 0);
+                outcome_reset(&o);
+                ASSERT_EQ(count_versions(&f), 3);
+        }
+        ASSERT_TRUE(exists(&f, "db/t/metadata/v8.metadata.json"));
+        ASSERT_TRUE(exists(&f, "db/t/metadata/v7.metadata.json"));
+        ASSERT_TRUE(exists(&f, "db/t/metadata/v6.metadata.json"));
+        current = load(&f, "t", 0);
+        ASSERT_EQ(json_array_size(
+                          json_object_get(json_object_get(current, "metadata"), "metadata-log")),
+                  2);
+
+        /* Turned off again: the log is still trimmed, the files stay. */
+        o = commit_wait(&f, f.catalog, off);
+        ASSERT_EQ(o.status, 0);
+        outcome_reset(&o);
+        o = commit_wait(&f, f.catalog, off);
+        ASSERT_EQ(o.status, 0);
+        outcome_reset(&o);
+        ASSERT_EQ(count_versions(&f), 5);
+        fixture_done(&f);
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <jansson.h>
 
+#include "iceberg/metadata_text.h"
 #include "iceberg/table_update.h"
 #include "test.h"
 
@@ -46,14 +47,19 @@ static json_t *create_table(const char *format_version) {
         return md;
 }
 
-/* Applies `request` (JSON text) to *md and replaces it; returns the result code. */
+/* Applies `request` (JSON text) to *md and replaces it; returns the result code. Every commit
+ * of every case also proves the contract: the input metadata and request are left as they were
+ * (the result shares their unchanged parts). */
 static int commit(json_t **md, const char *request, int64_t now_ms, const char *previous,
                   Error *e) {
-        _cleanup_(json_decrefp) json_t *req = J(request);
+        _cleanup_(json_decrefp) json_t *req = J(request), *md_before = json_deep_copy(*md),
+                                       *req_before = json_deep_copy(req);
         json_t *out = NULL;
         int r;
 
         r = table_update_apply(*md, req, now_ms, previous, &out, e);
+        ASSERT_TRUE(json_equal(*md, md_before));
+        ASSERT_TRUE(json_equal(req, req_before));
         if (r == 0) {
                 json_decref(*md);
                 *md = out;
@@ -649,4 +655,148 @@ TEST(intermediate_snapshots_leave_the_log) {
         ASSERT_EQ(I(md, "next-row-id"), 5);
         ASSERT_EQ(json_array_size(json_object_get(md, "snapshot-log")), 1);
         ASSERT_EQ(I(json_array_get(json_object_get(md, "snapshot-log"), 0), "snapshot-id"), 2);
+}
+
+/* Copy-on-write: the result shares what the commit left alone (the old snapshots themselves,
+ * the schemas), the containers it changed are its own, and the input is untouched. */
+TEST(apply_shares_unchanged_parts_and_never_changes_its_input) {
+        _cleanup_(json_decrefp) json_t *md = create_table("3"), *base = NULL, *before = NULL,
+                                       *req = NULL, *out = NULL;
+        const json_t *a, *b;
+        Error e;
+
+        for (int64_t i = 0; i < 5; i++)
+                ASSERT_OK(append(&md, 100 + i, i ? 100 + i - 1 : -1, i + 1, i * 10, 10, 2000 + i,
+                                 "prev", &e));
+        base = json_incref(md);
+        before = json_deep_copy(base);
+        req = J("{\"updates\": [{\"action\": \"add-snapshot\", \"snapshot\": {\"snapshot-id\": 7,"
+                " \"parent-snapshot-id\": 104, \"sequence-number\": 6, \"timestamp-ms\": 3000,"
+                " \"manifest-list\": \"l\", \"first-row-id\": 50, \"added-rows\": 1}},"
+                " {\"action\": \"set-snapshot-ref\", \"ref-name\": \"main\", \"type\": \"branch\","
+                " \"snapshot-id\": 7},"
+                " {\"action\": \"set-snapshot-ref\", \"ref-name\": \"t1\", \"type\": \"tag\","
+                " \"snapshot-id\": 100},"
+                " {\"action\": \"remove-snapshot-ref\", \"ref-name\": \"t1\"},"
+                " {\"action\": \"set-properties\", \"updates\": {\"k\": \"v\"}},"
+                " {\"action\": \"remove-properties\", \"removals\": [\"owner\"]},"
+                " {\"action\": \"add-sort-order\", \"sort-order\": {\"order-id\": 1, \"fields\":"
+                " [{\"transform\": \"identity\", \"source-id\": 1, \"direction\": \"asc\","
+                " \"null-order\": \"nulls-first\"}]}}]}");
+        ASSERT_OK(table_update_apply(base, req, 5000, "v6", &out, &e));
+        ASSERT_TRUE(json_equal(base, before));
+
+        a = json_object_get(base, "snapshots");
+        b = json_object_get(out, "snapshots");
+        ASSERT_TRUE(a != b);
+        ASSERT_EQ(json_array_size(a), 5);
+        ASSERT_EQ(json_array_size(b), 6);
+        for (size_t i = 0; i < 5; i++)
+                ASSERT_TRUE(json_array_get(a, i) == json_array_get(b, i));
+        ASSERT_TRUE(json_object_get(base, "schemas") == json_object_get(out, "schemas"));
+        ASSERT_TRUE(json_object_get(base, "partition-specs") ==
+                    json_object_get(out, "partition-specs"));
+        ASSERT_TRUE(json_object_get(base, "refs") != json_object_get(out, "refs"));
+        ASSERT_TRUE(json_object_get(base, "properties") != json_object_get(out, "properties"));
+        ASSERT_TRUE(json_object_get(base, "sort-orders") != json_object_get(out, "sort-orders"));
+        ASSERT_EQ(I(json_object_get(json_object_get(out, "refs"), "main"), "snapshot-id"), 7);
+        ASSERT_TRUE(!json_object_get(json_object_get(out, "refs"), "t1"));
+        ASSERT_TRUE(!json_object_get(json_object_get(out, "properties"), "owner"));
+        ASSERT_EQ(json_array_size(json_object_get(out, "sort-orders")), 2);
+        ASSERT_EQ(json_array_size(json_object_get(out, "snapshot-log")), 6);
+        ASSERT_EQ(json_array_size(json_object_get(base, "snapshot-log")), 5);
+        ASSERT_EQ(json_array_size(json_object_get(out, "metadata-log")), 6);
+        ASSERT_EQ(json_array_size(json_object_get(base, "metadata-log")), 5);
+
+        /* A failing commit leaves the input as it was, too. */
+        {
+                _cleanup_(json_decrefp) json_t *bad =
+                        J("{\"updates\": [{\"action\": \"set-properties\", \"updates\": {\"x\": "
+                          "\"y\"}},"
+                          " {\"action\": \"set-current-schema\", \"schema-id\": 9}]}");
+                json_t *none = NULL;
+
+                ASSERT_EQ(table_update_apply(base, bad, 6000, "v7", &none, &e), -EINVAL);
+                ASSERT_TRUE(none == NULL);
+                ASSERT_TRUE(json_equal(base, before));
+        }
+}
+
+TEST(removed_metadata_files_and_the_delete_property) {
+        _cleanup_(json_decrefp) json_t *md = create_table("2"), *prev = NULL, *files = NULL;
+        Error e;
+
+        ASSERT_TRUE(!table_update_deletes_after_commit(md));
+        ASSERT_OK(commit(&md,
+                         "{\"updates\": [{\"action\": \"set-properties\", \"updates\":"
+                         " {\"write.metadata.previous-versions-max\": \"2\","
+                         " \"write.metadata.delete-after-commit.enabled\": \"TRUE\"}}]}",
+                         2000, "v1", &e));
+        ASSERT_TRUE(table_update_deletes_after_commit(md));
+        ASSERT_OK(commit(&md, "{\"updates\": []}", 3000, "v2", &e));
+        prev = json_incref(md);
+        ASSERT_OK(commit(&md, "{\"updates\": []}", 4000, "v3", &e));
+        /* v1 dropped out of the log (max 2 kept: v2, v3). */
+        ASSERT_OK(table_update_removed_metadata_files(prev, md, &files));
+        ASSERT_EQ(json_array_size(files), 1);
+        ASSERT_STREQ(json_string_value(json_array_get(files, 0)), "v1");
+        json_decref(files);
+        /* Nothing dropped: nothing to delete. */
+        ASSERT_OK(table_update_removed_metadata_files(md, md, &files));
+        ASSERT_EQ(json_array_size(files), 0);
+
+        ASSERT_OK(commit(&md,
+                         "{\"updates\": [{\"action\": \"set-properties\", \"updates\":"
+                         " {\"write.metadata.delete-after-commit.enabled\": \"yes\"}}]}",
+                         5000, "v4", &e));
+        ASSERT_TRUE(!table_update_deletes_after_commit(md));
+}
+
+static void text_is_compact_dump(const json_t *md, MetadataTextMemo *memo) {
+        _cleanup_(freep) char *expected = json_dumps(md, JSON_COMPACT);
+        _cleanup_(buf_deinitp) Buf b;
+
+        buf_init(&b, 1 << 24);
+        ASSERT_OK(metadata_text_dump(md, memo, &b));
+        ASSERT_STREQ(buf_str(&b), expected);
+}
+
+/* metadata_text_dump writes exactly json_dumps(JSON_COMPACT), with or without a memo, through
+ * appends, an intermediate snapshot dropped from the log, a rollback and an expiry (an old
+ * snapshot removed) that break the shared prefix. */
+TEST(metadata_text_is_json_compact_with_and_without_memo) {
+        _cleanup_(json_decrefp) json_t *md = create_table("3");
+        _cleanup_(metadata_text_memo_freep) MetadataTextMemo *memo = metadata_text_memo_new();
+        Error e;
+
+        ASSERT_TRUE(memo);
+        text_is_compact_dump(md, memo);
+        for (int64_t i = 0; i < 8; i++) {
+                ASSERT_OK(append(&md, 100 + i, i ? 100 + i - 1 : -1, i + 1, i * 10, 10, 2000 + i,
+                                 "prev", &e));
+                text_is_compact_dump(md, memo);
+                text_is_compact_dump(md, /* memo= */ NULL);
+        }
+        ASSERT_TRUE(metadata_text_memo_bytes(memo) > 0);
+        ASSERT_OK(commit(&md,
+                         "{\"updates\": [{\"action\": \"set-snapshot-ref\", \"ref-name\": "
+                         "\"main\", \"type\": \"branch\", \"snapshot-id\": 102}]}",
+                         9000, "v9", &e));
+        text_is_compact_dump(md, memo);
+        /* Another writer expired snapshot 101: a new array without it. */
+        {
+                json_t *copy = json_deep_copy(md);
+
+                ASSERT_OK(json_array_remove(json_object_get(copy, "snapshots"), 1));
+                text_is_compact_dump(copy, memo);
+                json_decref(copy);
+        }
+        text_is_compact_dump(md, memo);
+        {
+                _cleanup_(json_decrefp) json_t *s = json_string("x");
+                _cleanup_(buf_deinitp) Buf b;
+
+                buf_init(&b, 64);
+                ASSERT_EQ(metadata_text_dump(s, memo, &b), -EINVAL);
+        }
 }
