@@ -1309,6 +1309,14 @@ static void batch_with_table(Batch *b) {
                 return;
         }
 
+        /* Every request of an attempt that landed was found above; should the snapshot id be
+         * taken anyway, the requests left need another (the catalog would refuse a second
+         * snapshot with that id). */
+        if (table_snapshot(b->table, b->snapshot_id)) {
+                log_notice("queue='%s' snapshot id %" PRId64 " is taken, choosing another",
+                           b->queue->name, b->snapshot_id);
+                b->snapshot_id = snapshot_id_generate();
+        }
         /* Table-wide, whatever the branch: sequence number and next-row-id (spec: branches).
          * Format 1 has no sequence numbers: its files read as 0. */
         b->sequence_number = b->table->format_version == 1 ? 0 : b->table->last_sequence_number + 1;
@@ -1420,7 +1428,11 @@ static size_t batch_take_waiting(Batch *b) {
         _cleanup_(json_decrefp) json_t *props = NULL;
         size_t n_manifests = 0, from = b->n_jobs;
 
-        if (!q->head || b->n_jobs >= b->max_jobs || b->n_jobs >= config->max_batch_requests)
+        /* After an attempt without a verdict the batch takes nobody: that attempt may land
+         * later, and then every request still in the batch must be in it (found in history),
+         * never a newcomer that would need the same snapshot id again. */
+        if (!q->head || b->has_unknown || b->n_jobs >= b->max_jobs ||
+            b->n_jobs >= config->max_batch_requests)
                 return 0;
         props = json_object();
         if (!props)

@@ -1678,3 +1678,54 @@ TEST(the_next_commit_takes_its_parent_list_from_memory) {
         answer_deinit(&c);
         fixture_done(&f);
 }
+
+/* Applies commit i (as sent) now: an attempt whose answer was lost landing late. */
+static void double_land_late(CatalogDouble *d, size_t i) {
+        _cleanup_(json_decrefp) json_t *applied = NULL;
+        Error e = { 0 };
+
+        if (table_update_apply(d->metadata, json_array_get(d->commits, i),
+                               1700000000000 + d->version, d->metadata_location, &applied, &e) < 0)
+                TEST_FAIL("late landing: %s", e.message);
+        json_decref(d->metadata);
+        d->metadata = TAKE_PTR(applied);
+        (void)snprintf(d->metadata_location, sizeof(d->metadata_location),
+                       "/double/v%u.metadata.json", ++d->version);
+}
+
+TEST(after_an_attempt_without_a_verdict_nobody_joins_the_batch) {
+        static const int64_t rows[] = { 2 };
+        char sa[256], sb[256];
+        Answer a, b;
+        Fixture f;
+
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, sa);
+        fixture_stage(&f, "b", rows, 1, sb);
+        f.cat->commit_script[0] = STEP_HOLD;
+        f.cat->commit_script[1] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ sb }, 1);
+        settle(&f);
+        /* job-a's first attempt gets no verdict; its second (job-b waiting meanwhile) is held
+         * while the first one lands after all. */
+        double_release(f.cat, STEP_UNKNOWN);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        double_land_late(f.cat, 0);
+        double_release(f.cat, STEP_UNKNOWN);
+        RUN_UNTIL(&f, a.done && b.done);
+        /* The second attempt carried job-a alone: job-b riding on it would have needed the
+         * snapshot id the first attempt had already used. */
+        ASSERT_STREQ(commit_keys(&f, 1), "job-a");
+        ASSERT_EQ(a.status, 200);
+        ASSERT_TRUE(json_is_true(json_object_get(a.body, "found-in-history")));
+        ASSERT_EQ(b.status, 200);
+        ASSERT_TRUE(json_i64_at(b.body, "snapshot-id") != json_i64_at(a.body, "snapshot-id"));
+        ASSERT_EQ(f.cat->n_commits, 3);
+        ASSERT_EQ(f.cat->n_rejected, 0);
+        ASSERT_STREQ(commit_keys(&f, 2), "job-b");
+        answer_deinit(&a);
+        answer_deinit(&b);
+        fixture_done(&f);
+}
