@@ -392,6 +392,9 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 for (size_t i = 0; i < b->n_jobs; i++) {
                         json_t *receipt = batch_receipt(b, b->jobs[i]);
 
+                        table_state_add_key(b->queue->state,
+                                            b->jobs[i]->writer->request->recorded_key,
+                                            b->snapshot_id);
                         if (b->jobs[i]->breaks_lineage)
                                 batch_count_lineage_break(b, b->jobs[i]);
 
@@ -1204,8 +1207,8 @@ static void batch_check_jobs(Batch *b, size_t from) {
                 const CommitRequest *r = j->writer->request;
                 /* Found: committed by an earlier attempt (possibly of another daemon, or before
                  * a crash): answer it, never commit it twice. */
-                json_t *done = snapshot_find_key(b->table->metadata, r->recorded_key,
-                                                 b->queue->engine->config->history_lookback);
+                json_t *done = key_index_find(&b->queue->state->keys, b->table, r->recorded_key,
+                                              b->queue->engine->config->history_lookback);
                 bool bad = false;
 
                 if (done) {

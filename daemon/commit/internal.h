@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "commit/engine.h"
+#include "commit/key_index.h"
 #include "commit/live_index.h"
 #include "commit/registry.h"
 #include "iceberg/manifest.h"
@@ -28,6 +29,7 @@ struct TableState {
         StorageProps *props;     /* the storage settings of the last load */
         uint64_t loaded_ns;      /* when that load answered */
         const char *drop_reason; /* why result is NULL: the reason of the next load */
+        KeyIndex keys;           /* the idempotency keys of result's recent snapshots */
         unsigned n_refs;         /* queues (and intakes) holding it */
         TableState *next;
 };
@@ -278,6 +280,8 @@ int table_state_loaded(TableState *s, json_t *result, const StorageProps *props)
 /* A commit landed: the catalog's response (referenced) becomes the state when it shows the
  * table with snapshot_id at the head of branch; else the state is dropped. */
 void table_state_adopt(TableState *s, json_t *response, const char *branch, int64_t snapshot_id);
+/* Records a key the commit of snapshot_id carried, after table_state_adopt(). */
+void table_state_add_key(TableState *s, const char *key, int64_t snapshot_id);
 /* The state as a table and storage settings of the caller's own. Returns 0, -EINVAL (the
  * reason in error) or -ENOMEM. */
 int table_state_use(const TableState *s, TableMetadata **ret_table, StorageProps **ret_props,

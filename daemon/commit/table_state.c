@@ -64,6 +64,7 @@ void table_state_put(TableState *s) {
                 }
         json_decref(s->result);
         storage_props_free(s->props);
+        key_index_deinit(&s->keys);
         free(s->name);
         free(s);
 }
@@ -92,6 +93,7 @@ void table_state_drop(TableState *s, const char *reason) {
                 log_debug("table state of '%s' dropped: %s", s->name, reason);
         json_decref(s->result);
         s->result = NULL;
+        key_index_invalidate(&s->keys);
         s->drop_reason = reason;
 }
 
@@ -100,14 +102,21 @@ const char *table_state_load_reason(const TableState *s) {
 }
 
 int table_state_loaded(TableState *s, json_t *result, const StorageProps *props) {
+        _cleanup_(table_metadata_freep) TableMetadata *t = NULL;
         StorageProps *copy = NULL;
+        Error error = { 0 };
         int r;
 
-        r = storage_props_copy(props, &copy);
+        r = table_metadata_parse(result, &t, &error);
+        if (r >= 0)
+                r = storage_props_copy(props, &copy);
         if (r < 0) {
                 table_state_drop(s, "out-of-memory");
                 return r;
         }
+        /* Once per load, not per request and commit: the keys of the snapshots a retried
+         * request may have landed in (commit.history-lookback). */
+        (void)key_index_rebuild(&s->keys, t, s->engine->config->history_lookback);
         json_decref(s->result);
         storage_props_free(s->props);
         s->result = json_incref(result);
@@ -132,6 +141,11 @@ void table_state_adopt(TableState *s, json_t *response, const char *branch, int6
         }
         json_decref(s->result);
         s->result = json_incref(response);
+}
+
+void table_state_add_key(TableState *s, const char *key, int64_t snapshot_id) {
+        if (s->result)
+                (void)key_index_add(&s->keys, key, snapshot_id);
 }
 
 int table_state_use(const TableState *s, TableMetadata **ret_table, StorageProps **ret_props,

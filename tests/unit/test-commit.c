@@ -13,6 +13,7 @@
 
 #include "catalog/catalog.h"
 #include "commit/engine.h"
+#include "commit/key_index.h"
 #include "config/config.h"
 #include "iceberg-fixture.h"
 #include "iceberg/data_file.h"
@@ -1728,4 +1729,83 @@ TEST(after_an_attempt_without_a_verdict_nobody_joins_the_batch) {
         answer_deinit(&a);
         answer_deinit(&b);
         fixture_done(&f);
+}
+
+TEST(a_retried_key_is_found_in_the_adopted_state_without_a_load) {
+        static const int64_t rows[] = { 2 };
+        char staged[256];
+        Answer a, again;
+        Fixture f;
+
+        fixture_init(&f);
+        /* Answers are not remembered (the registry is made with the engine): the table is. */
+        f.config->commit.receipt_cache_size = 0;
+        f.engine = commit_engine_free(f.engine);
+        ASSERT_OK(commit_engine_new(&f.loop, &f.config->commit, &f.config->storage, f.storage,
+                                    f.catalog, f.metrics, &f.engine));
+        fixture_stage(&f, "a", rows, 1, staged);
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 200);
+        fixture_submit(&f, &again, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, again.done);
+        ASSERT_EQ(again.status, 200);
+        ASSERT_TRUE(json_is_true(json_object_get(again.body, "found-in-history")));
+        ASSERT_EQ(json_i64_at(again.body, "snapshot-id"), json_i64_at(a.body, "snapshot-id"));
+        /* Found in the keys of the adopted commit response: no load, no second commit. */
+        ASSERT_EQ(f.cat->n_loads, 2);
+        ASSERT_EQ(f.cat->n_commits, 1);
+        answer_deinit(&a);
+        answer_deinit(&again);
+        fixture_done(&f);
+}
+
+TEST(key_index_finds_recorded_keys_and_verifies_them_against_the_table) {
+        _cleanup_(table_metadata_freep) TableMetadata *t = NULL, *older = NULL;
+        _cleanup_(json_decrefp) json_t *md = NULL, *md_older = NULL;
+        KeyIndex ix = { 0 };
+        Error e = { 0 };
+        json_t *s;
+
+        md = J("{\"format-version\": 2, \"table-uuid\": \"9a3a4b7e-0c55-4b7e-9e4d-6a1f1d1e2c3b\","
+               " \"location\": \"/t\", \"last-sequence-number\": 3, \"snapshots\": ["
+               "{\"snapshot-id\": 1, \"summary\": {\"icecommit.idempotency-keys\": \"a,b\"}},"
+               "{\"snapshot-id\": 2, \"summary\": {\"operation\": \"append\"}},"
+               "{\"snapshot-id\": 3, \"summary\": {\"icecommit.idempotency-keys\": \"p/c\"}}]}");
+        md_older = J(
+                "{\"format-version\": 2, \"table-uuid\": \"9a3a4b7e-0c55-4b7e-9e4d-6a1f1d1e2c3b\","
+                " \"location\": \"/t\", \"last-sequence-number\": 1, \"snapshots\": ["
+                "{\"snapshot-id\": 1, \"summary\": {\"icecommit.idempotency-keys\": \"a,b\"}}]}");
+        ASSERT_OK(table_metadata_parse(md, &t, &e));
+        ASSERT_OK(table_metadata_parse(md_older, &older, &e));
+        ASSERT_OK(key_index_rebuild(&ix, t, 0));
+        ASSERT_TRUE(ix.is_valid);
+        s = key_index_find(&ix, t, "b", 0);
+        ASSERT_TRUE(s);
+        ASSERT_EQ(json_i64_at(s, "snapshot-id"), 1);
+        ASSERT_EQ(json_i64_at(key_index_find(&ix, t, "p/c", 0), "snapshot-id"), 3);
+        ASSERT_TRUE(!key_index_find(&ix, t, "c", 0));   /* keys match whole */
+        ASSERT_TRUE(!key_index_find(&ix, t, "a,b", 0)); /* never across the separator */
+        /* A key the commit of snapshot 4 recorded is found once the table has snapshot 4 ... */
+        ASSERT_OK(key_index_add(&ix, "d", 4));
+        ASSERT_TRUE(!key_index_find(&ix, t, "d", 0));
+        /* ... and an index holding more than the table answers for the table only. */
+        ASSERT_TRUE(!key_index_find(&ix, older, "p/c", 0));
+        ASSERT_EQ(json_i64_at(key_index_find(&ix, older, "a", 0), "snapshot-id"), 1);
+        /* lookback 1: only the newest snapshot's keys. */
+        ASSERT_OK(key_index_rebuild(&ix, t, 1));
+        ASSERT_TRUE(!key_index_find(&ix, t, "a", 1));
+        ASSERT_TRUE(key_index_find(&ix, t, "p/c", 1));
+        /* Many keys: the table grows and every one stays findable. */
+        for (int i = 0; i < 1000; i++) {
+                char key[32];
+
+                (void)snprintf(key, sizeof(key), "k%d", i);
+                ASSERT_OK(key_index_add(&ix, key, 3));
+        }
+        ASSERT_TRUE(ix.n_slots >= 2 * ix.n_used);
+        /* Invalid: lookups scan as snapshot_find_key does. */
+        key_index_invalidate(&ix);
+        ASSERT_EQ(json_i64_at(key_index_find(&ix, t, "a", 0), "snapshot-id"), 1);
+        key_index_deinit(&ix);
 }
