@@ -49,7 +49,8 @@ typedef struct CatalogConfig {
         uint32_t request_timeout_ms;
         uint32_t max_connections;
         uint64_t max_response_bytes;
-        ConfigHeader *headers; /* header.* keys, sent on every catalog request */
+        uint64_t parse_off_loop_bytes; /* REST: bodies this large are parsed on the thread pool */
+        ConfigHeader *headers;         /* header.* keys, sent on every catalog request */
         size_t n_headers;
 } CatalogConfig;
 
