@@ -84,6 +84,8 @@ struct RestClient {
         uv_timer_t retry_timer;  /* /v1/config again after a failed start */
         unsigned n_open_handles; /* the timer and curl_uv, while closing */
         ParseJob *parses;        /* bodies on the thread pool; close waits for them */
+        size_t n_parses;
+        uint64_t n_parses_started;
         uint64_t parse_off_loop_bytes;
         bool is_closing;
         bool is_closed;
@@ -636,6 +638,7 @@ static void parse_on_done(uv_work_t *work, int status) {
                 c->parses = job->next;
         if (job->next)
                 job->next->prev = job->prev;
+        c->n_parses--;
 
         if (status == UV_ECANCELED) {
                 /* The client closed before a thread took the job. A commit's 2xx stays its
@@ -682,6 +685,8 @@ static int parse_start(CatalogCall *call, const CurlUvResponse *response) {
         if (c->parses)
                 c->parses->prev = job;
         c->parses = job;
+        c->n_parses++;
+        c->n_parses_started++;
         r = uv_queue_work(c->loop, &job->work, parse_work, parse_on_done);
         if (r < 0) {
                 /* Only for a NULL work callback; the body is ours now, so parse it here. */
@@ -972,6 +977,14 @@ const char *rest_client_namespace_separator(const RestClient *c) {
 
 uint64_t rest_client_connections_opened(const RestClient *c) {
         return c->curl ? curl_uv_connections_opened(c->curl) : 0;
+}
+
+uint64_t rest_client_parses_started(const RestClient *c) {
+        return c->n_parses_started;
+}
+
+size_t rest_client_parses_in_flight(const RestClient *c) {
+        return c->n_parses;
 }
 
 /* Copies the operation's arguments: it may wait for a token or /v1/config long after the

@@ -36,6 +36,9 @@ const char *rest_client_prefix(const RestClient *c);
 const char *rest_client_namespace_separator(const RestClient *c);
 /* Connections opened so far (keep-alive reuses them), for tests. */
 uint64_t rest_client_connections_opened(const RestClient *c);
+/* Bodies handed to the thread pool so far, and those still there, for tests. */
+uint64_t rest_client_parses_started(const RestClient *c);
+size_t rest_client_parses_in_flight(const RestClient *c);
 
 /* The outcome of an HTTP answer (pure, the table tests check): 2xx success; 404 NOT_FOUND;
  * 409 CONFLICT; on a mutation the pre-1.11 stale-lineage 400 (recognized by `message`, may be
