@@ -675,9 +675,11 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         metrics_set(e->metrics, METRIC_QUEUE_REQUESTS, NULL, (double)e->n_queued);
         /* Once per request, not per attempt: every file the request names is read beneath
          * the table's location, and checked against its roots, schema and specs; objects are
-         * read with the storage settings (and vended credentials) it comes with. */
-        rr = catalog_load_table(e->catalog, (const char *const *)r->target.namespace,
-                                r->target.n_namespace, r->target.table, job_on_intake_loaded, j);
+         * read with the storage settings (and vended credentials) it comes with. None of
+         * that needs the history: the batch's own load has it for the idempotency keys. */
+        rr = catalog_load_table_refs(e->catalog, (const char *const *)r->target.namespace,
+                                     r->target.n_namespace, r->target.table, job_on_intake_loaded,
+                                     j);
         if (rr < 0) {
                 engine_job_fail(TAKE_PTR(j), 503, "catalog-unavailable",
                                 "cannot load the table: %s", strerror(-rr));
