@@ -707,7 +707,8 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         /* Once per request, not per attempt: every file the request names is read beneath
          * the table's location, and checked against its roots, schema and specs; objects are
          * read with the storage settings (and vended credentials) it comes with. The table as
-         * the engine holds it serves when recent (the batch checks again on its own table). */
+         * the engine holds it serves when recent (the batch checks again on its own table);
+         * else a load without the history: the batch's own load has it for the keys. */
         state = table_state_find(e, r->table_name);
         if (state && table_state_is_fresh(state) &&
             table_state_use(state, &j->table, &j->props, &j->error) == 0) {
@@ -715,8 +716,9 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                 return;
         }
         metrics_add(e->metrics, METRIC_TABLE_LOADS, "intake", 1);
-        rr = catalog_load_table(e->catalog, (const char *const *)r->target.namespace,
-                                r->target.n_namespace, r->target.table, job_on_intake_loaded, j);
+        rr = catalog_load_table_refs(e->catalog, (const char *const *)r->target.namespace,
+                                     r->target.n_namespace, r->target.table, job_on_intake_loaded,
+                                     j);
         if (rr < 0) {
                 engine_job_fail(TAKE_PTR(j), 503, "catalog-unavailable",
                                 "cannot load the table: %s", strerror(-rr));

@@ -50,7 +50,8 @@ typedef struct CatalogConfig {
         uint32_t max_connections;
         uint64_t max_response_bytes;
         uint32_t cache_tables; /* filesystem: tables whose latest metadata stays parsed (LRU) */
-        ConfigHeader *headers; /* header.* keys, sent on every catalog request */
+        uint64_t parse_off_loop_bytes; /* REST: bodies this large are parsed on the thread pool */
+        ConfigHeader *headers;         /* header.* keys, sent on every catalog request */
         size_t n_headers;
 } CatalogConfig;
 

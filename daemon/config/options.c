@@ -55,6 +55,8 @@ const ConfigOption config_options[] = {
         OPTION("catalog", "max-response-bytes", OPTION_KIND_U64, catalog.max_response_bytes,
                256u << 20, 4096, 1ull << 32),
         OPTION("catalog", "cache-tables", OPTION_KIND_U32, catalog.cache_tables, 64, 0, 10000),
+        OPTION("catalog", "parse-off-loop-bytes", OPTION_KIND_U64, catalog.parse_off_loop_bytes,
+               64u << 10, 0, 1ull << 32),
 
         OPTION("commit", "max-attempts", OPTION_KIND_U32, commit.max_attempts, 10, 1, 1000),
         OPTION("commit", "min-backoff-ms", OPTION_KIND_U32, commit.min_backoff_ms, 100, 1, 600000),
