@@ -103,6 +103,13 @@ int catalog_load_table(Catalog *c, const char *const *namespace, size_t n_namesp
         return c->backend->load_table(c->impl, namespace, n_namespace, table, cb, userdata);
 }
 
+int catalog_load_table_refs(Catalog *c, const char *const *namespace, size_t n_namespace,
+                            const char *table, CatalogCallback cb, void *userdata) {
+        if (!c->backend->load_table_refs)
+                return catalog_load_table(c, namespace, n_namespace, table, cb, userdata);
+        return c->backend->load_table_refs(c->impl, namespace, n_namespace, table, cb, userdata);
+}
+
 int catalog_commit_table(Catalog *c, const char *const *namespace, size_t n_namespace,
                          const char *table, const json_t *request, const char *idempotency_key,
                          CatalogCallback cb, void *userdata) {

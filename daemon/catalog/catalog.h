@@ -63,6 +63,9 @@ typedef struct CatalogBackend {
         bool (*supports_idempotency)(const void *impl);
         int (*load_table)(void *impl, const char *const *namespace, size_t n_namespace,
                           const char *table, CatalogCallback cb, void *userdata);
+        /* Optional (NULL: catalog_load_table_refs() does a full load_table). */
+        int (*load_table_refs)(void *impl, const char *const *namespace, size_t n_namespace,
+                               const char *table, CatalogCallback cb, void *userdata);
         int (*commit_table)(void *impl, const char *const *namespace, size_t n_namespace,
                             const char *table, const json_t *request, const char *idempotency_key,
                             CatalogCallback cb, void *userdata);
@@ -111,6 +114,12 @@ bool catalog_supports_idempotency(const Catalog *c);
  * -ENOMEM; else 0. */
 int catalog_load_table(Catalog *c, const char *const *namespace, size_t n_namespace,
                        const char *table, CatalogCallback cb, void *userdata);
+/* The same, for callers that need the table's location, properties, schemas and specs but not
+ * its history: the metadata may list only the snapshots its branches and tags reference (REST
+ * ?snapshots=refs), with the same refs, current snapshot, sequence numbers and next-row-id. A
+ * backend without it (filesystem, bucket) loads everything. Never use it to search history. */
+int catalog_load_table_refs(Catalog *c, const char *const *namespace, size_t n_namespace,
+                            const char *table, CatalogCallback cb, void *userdata);
 /* Commits a CommitTableRequest (borrowed; copied or serialized before returning).
  * idempotency_key (NULL: none) goes to backends that honour one. A success may carry no
  * readable body: the verdict is the status. */

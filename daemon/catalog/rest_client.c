@@ -46,6 +46,7 @@ typedef struct CatalogCall {
         char *body; /* serialized JSON for POST, NULL for GET */
         size_t body_len;
         char *idempotency_key;
+        bool is_refs_only;         /* a load of the snapshots branches and tags reference */
         uint64_t token_generation; /* the token the last send carried */
         bool is_auth_retried;
         CatalogCallback cb; /* NULL for the client's own /v1/config fetch */
@@ -58,12 +59,34 @@ typedef struct CallQueue {
         CatalogCall *tail;
 } CallQueue;
 
+/* A 2xx body parsed on the thread pool: a table's metadata runs to megabytes, and jansson
+ * takes a CPU-second over that on the loop, which stalls every other request. Owned by the
+ * client (on its `parses` list) from call_on_response until parse_on_done finished its call.
+ * The worker touches only kind, body, json, r and error; the loop nothing of those meanwhile. */
+typedef struct ParseJob {
+        uv_work_t work;
+        RestClient *client;
+        CatalogCall *call;
+        CallKind kind;
+        long http_status;
+        uint8_t *body; /* the response body, taken from the transfer; freed by the worker */
+        size_t body_len;
+        json_t *json; /* the worker's result, NULL when it failed */
+        int r;
+        Error error;
+        struct ParseJob *prev, *next;
+} ParseJob;
+
 /* Owned by the daemon. */
 struct RestClient {
         uv_loop_t *loop;
         CurlUv *curl;
         uv_timer_t retry_timer;  /* /v1/config again after a failed start */
         unsigned n_open_handles; /* the timer and curl_uv, while closing */
+        ParseJob *parses;        /* bodies on the thread pool; close waits for them */
+        size_t n_parses;
+        uint64_t n_parses_started;
+        uint64_t parse_off_loop_bytes;
         bool is_closing;
         bool is_closed;
         void (*close_done)(void *userdata);
@@ -314,9 +337,14 @@ static int call_build_url(const CatalogCall *call, Buf *url) {
                                         c->config.namespace_separator, ns, call->n_namespace, NULL);
         case CALL_LOAD_TABLE:
         case CALL_COMMIT_TABLE:
-                return rest_path_append(url, REST_RESOURCE_TABLE, c->config.prefix,
-                                        c->config.namespace_separator, ns, call->n_namespace,
-                                        call->table);
+                r = rest_path_append(url, REST_RESOURCE_TABLE, c->config.prefix,
+                                     c->config.namespace_separator, ns, call->n_namespace,
+                                     call->table);
+                /* yaml "snapshots" query parameter of loadTable: "all" (the default) or
+                 * "refs", the snapshots branches and tags point at. */
+                if (r >= 0 && call->is_refs_only)
+                        r = buf_append_str(url, "?snapshots=refs");
+                return r;
         }
         return -EINVAL;
 }
@@ -441,12 +469,45 @@ static int config_call_start(RestClient *c, CatalogCallback cb, void *userdata) 
         return 0;
 }
 
+/* Parses a 2xx body and checks the envelope the call expects. Pure and loop-free: the thread
+ * pool runs it for large bodies, so it must stay O(size) work on its inputs only. */
+static int body_parse(CallKind kind, Slice body, json_t **ret_json, Error *error) {
+        _cleanup_(json_decrefp) json_t *json = NULL;
+        int r;
+
+        r = rest_json_parse(body, &json, error);
+        if (r < 0)
+                return r;
+        if (kind == CALL_LOAD_TABLE) {
+                r = rest_table_result_check(json, error);
+                if (r < 0)
+                        return r;
+        }
+        *ret_json = TAKE_PTR(json);
+        return 0;
+}
+
+/* Fills result from what body_parse() gave (r, and json, which it takes); returns the body
+ * (owned) or NULL. The same on the loop and after the thread pool. */
+static json_t *call_read_parsed(const CatalogCall *call, long http_status, int r, json_t *json,
+                                const Error *error, CatalogResult *result) {
+        if (r < 0) {
+                json_decref(json);
+                /* A mutation's verdict is its status line, whatever the body. */
+                result->status = call_is_mutation(call) ? 0 : r;
+                catalog_result_set_message(result, "%s: HTTP %ld with an unreadable body: %s",
+                                           call_describe(call), http_status, error->message);
+                return NULL;
+        }
+        return json;
+}
+
 /* Fills result from a 2xx answer; returns the parsed body (owned) or NULL. */
 static json_t *call_read_success(const CatalogCall *call, const CurlUvResponse *response,
                                  CatalogResult *result) {
         bool is_mutation = call_is_mutation(call);
         Error error = { 0 };
-        _cleanup_(json_decrefp) json_t *body = NULL;
+        json_t *body = NULL;
         int r;
 
         /* A mutation's verdict is its status line: a body we cannot read does not undo the
@@ -466,17 +527,8 @@ static json_t *call_read_success(const CatalogCall *call, const CurlUvResponse *
                 }
                 return NULL;
         }
-        r = rest_json_parse(response->body, &body, &error);
-        if (r >= 0 && call->kind == CALL_LOAD_TABLE)
-                r = rest_table_result_check(body, &error);
-        if (r < 0) {
-                result->status = is_mutation ? 0 : r;
-                catalog_result_set_message(result, "%s: HTTP %ld with an unreadable body: %s",
-                                           call_describe(call), response->http_status,
-                                           error.message);
-                return NULL;
-        }
-        return TAKE_PTR(body);
+        r = body_parse(call->kind, response->body, &body, &error);
+        return call_read_parsed(call, response->http_status, r, body, &error, result);
 }
 
 static void call_read_error(const CatalogCall *call, const CurlUvResponse *response,
@@ -518,13 +570,145 @@ static void call_read_error(const CatalogCall *call, const CurlUvResponse *respo
         }
 }
 
+/* The last step of every answer: a /v1/config body is applied, then the caller hears.
+ * Takes body (NULL: none). */
+static void call_complete(CatalogCall *call, CatalogResult *result, json_t *body) {
+        RestClient *c = call->client;
+        _cleanup_(json_decrefp) json_t *owned = body;
+        RestConfig config;
+        Error error = { 0 };
+        int r;
+
+        if (call->kind == CALL_CONFIG && result->status == 0) {
+                r = rest_config_parse(owned, c->client_properties, &config, &error);
+                if (r < 0) {
+                        result->status = r;
+                        catalog_result_set_message(result, "%s", error.message);
+                } else {
+                        rest_config_deinit(&c->config);
+                        c->config = config;
+                        c->is_ready = true;
+                        log_debug("catalog config loaded prefix='%s' separator='%s' idempotency=%s",
+                                  c->config.prefix ? c->config.prefix : "",
+                                  c->config.namespace_separator,
+                                  c->config.has_idempotency ? "advertised" : "no");
+                }
+        }
+
+        result->body = owned;
+        /* Storage settings a table's files are read with start from the catalog's own. */
+        result->properties = c->is_ready ? c->config.properties : NULL;
+        call_finish(call, result);
+}
+
+static void rest_client_maybe_closed(RestClient *c);
+
+static ParseJob *parse_job_free(ParseJob *job) {
+        if (!job)
+                return NULL;
+        free(job->body);
+        json_decref(job->json);
+        free(job);
+        return NULL;
+}
+
+DEFINE_CLEANUP_FUNC(ParseJob, parse_job_free);
+
+/* Thread pool: the parse, and the release of the bytes, which nothing needs afterwards. */
+static void parse_work(uv_work_t *work) {
+        ParseJob *job = work->data;
+
+        job->r = body_parse(job->kind, slice_make(job->body, job->body_len), &job->json,
+                            &job->error);
+        free(job->body);
+        job->body = NULL;
+}
+
+/* Loop: ends the call as call_on_response would have with the same body. */
+static void parse_on_done(uv_work_t *work, int status) {
+        ParseJob *job = work->data;
+        RestClient *c = job->client;
+        CatalogCall *call = job->call;
+        CatalogResult result = { .http_status = job->http_status };
+        json_t *body = NULL;
+
+        if (job->prev)
+                job->prev->next = job->next;
+        else
+                c->parses = job->next;
+        if (job->next)
+                job->next->prev = job->prev;
+        c->n_parses--;
+
+        if (status == UV_ECANCELED) {
+                /* The client closed before a thread took the job. A commit's 2xx stays its
+                 * verdict without the body, as when a body cannot be read. */
+                if (call_is_mutation(call))
+                        catalog_result_set_message(&result,
+                                                   "%s: HTTP %ld, body not read: the catalog "
+                                                   "client is closing",
+                                                   call_describe(call), job->http_status);
+                else {
+                        result.status = -ECANCELED;
+                        catalog_result_set_message(&result,
+                                                   "cancelled: the catalog client is closing");
+                }
+        } else
+                body = call_read_parsed(call, job->http_status, job->r, TAKE_PTR(job->json),
+                                        &job->error, &result);
+        parse_job_free(job);
+        call_complete(call, &result, body);
+        rest_client_maybe_closed(c);
+}
+
+/* Hands a 2xx body of catalog.parse-off-loop-bytes or more to the thread pool; the call ends in
+ * parse_on_done. Returns 0, or -ENOMEM (then nothing was taken and the caller parses it). */
+static int parse_start(CatalogCall *call, const CurlUvResponse *response) {
+        RestClient *c = call->client;
+        _cleanup_(parse_job_freep) ParseJob *job = NULL;
+        int r;
+
+        job = calloc(1, sizeof(*job));
+        if (!job)
+                return -ENOMEM;
+        job->client = c;
+        job->call = call;
+        job->kind = call->kind;
+        job->http_status = response->http_status;
+        job->work.data = job;
+        /* The transfer's own buffer, taken rather than copied. */
+        job->body = buf_steal(response->body_buf, &job->body_len);
+        if (!job->body)
+                return -ENOMEM;
+
+        job->next = c->parses;
+        if (c->parses)
+                c->parses->prev = job;
+        c->parses = job;
+        c->n_parses++;
+        c->n_parses_started++;
+        r = uv_queue_work(c->loop, &job->work, parse_work, parse_on_done);
+        if (r < 0) {
+                /* Only for a NULL work callback; the body is ours now, so parse it here. */
+                parse_work(&job->work);
+                parse_on_done(&TAKE_PTR(job)->work, 0);
+                return 0;
+        }
+        TAKE_PTR(job);
+        return 0;
+}
+
+static bool parse_is_off_loop(const RestClient *c, const CurlUvResponse *response) {
+        /* Not while closing: close would wait for it, and the answer is not wanted any more. */
+        return !c->is_closing && response->body_buf && response->body.len > 0 &&
+               response->body.len >= c->parse_off_loop_bytes;
+}
+
 static void call_on_response(const CurlUvResponse *response, void *userdata) {
         CatalogCall *call = userdata;
         RestClient *c = call->client;
-        _cleanup_(json_decrefp) json_t *body = NULL;
+        json_t *body = NULL;
         CatalogResult result = { 0 };
-        RestConfig config;
-        Error error = { 0 };
         int r;
 
         if (response->status == 0 && catalog_auth_is_refusal(&c->auth, response->http_status) &&
@@ -554,37 +738,20 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
                                            call_describe(call), response->error);
         } else {
                 result.http_status = response->http_status;
-                if (response->http_status >= 200 && response->http_status <= 299)
+                if (response->http_status >= 200 && response->http_status <= 299) {
+                        if (parse_is_off_loop(c, response) && parse_start(call, response) == 0)
+                                return;
                         body = call_read_success(call, response, &result);
-                else
+                } else
                         call_read_error(call, response, &result);
         }
-
-        if (call->kind == CALL_CONFIG && result.status == 0) {
-                r = rest_config_parse(body, c->client_properties, &config, &error);
-                if (r < 0) {
-                        result.status = r;
-                        catalog_result_set_message(&result, "%s", error.message);
-                } else {
-                        rest_config_deinit(&c->config);
-                        c->config = config;
-                        c->is_ready = true;
-                        log_debug("catalog config loaded prefix='%s' separator='%s' idempotency=%s",
-                                  c->config.prefix ? c->config.prefix : "",
-                                  c->config.namespace_separator,
-                                  c->config.has_idempotency ? "advertised" : "no");
-                }
-        }
-
-        result.body = body;
-        /* Storage settings a table's files are read with start from the catalog's own. */
-        result.properties = c->is_ready ? c->config.properties : NULL;
-        call_finish(call, &result);
+        call_complete(call, &result, body);
 }
 
 static RestClient *rest_client_destroy(RestClient *c) {
         if (!c)
                 return NULL;
+        assert(!c->parses);
         catalog_auth_deinit(&c->auth);
         free(c->access_delegation_header);
         free(c->base_uri);
@@ -654,6 +821,7 @@ int rest_client_new(uv_loop_t *loop, const CatalogConfig *config, RestClient **r
                 return -ENOMEM;
         c->loop = loop;
         c->send_idempotency_key = config->send_idempotency_key;
+        c->parse_off_loop_bytes = config->parse_off_loop_bytes;
         if (config->access_delegation &&
             asprintf(&c->access_delegation_header, "X-Iceberg-Access-Delegation: %s",
                      config->access_delegation) < 0) {
@@ -719,11 +887,11 @@ int rest_client_new(uv_loop_t *loop, const CatalogConfig *config, RestClient **r
         return 0;
 }
 
-static void rest_client_on_handle_closed(RestClient *c) {
+/* The close completes once both handles are closed and no body is on the thread pool. */
+static void rest_client_maybe_closed(RestClient *c) {
         CatalogResult result = { .status = -ECANCELED };
 
-        assert(c->n_open_handles > 0);
-        if (--c->n_open_handles > 0)
+        if (!c->is_closing || c->is_closed || c->n_open_handles > 0 || c->parses)
                 return;
         /* Every waiting call waited for a token or config transfer, whose cancellation failed
          * it already; this only guards that invariant. */
@@ -733,6 +901,12 @@ static void rest_client_on_handle_closed(RestClient *c) {
         c->is_closed = true;
         if (c->close_done)
                 c->close_done(c->close_userdata);
+}
+
+static void rest_client_on_handle_closed(RestClient *c) {
+        assert(c->n_open_handles > 0);
+        c->n_open_handles--;
+        rest_client_maybe_closed(c);
 }
 
 static void rest_client_on_curl_closed(void *userdata) {
@@ -757,6 +931,9 @@ static void rest_client_close(void *impl, void (*done)(void *userdata), void *us
         (void)uv_timer_stop(&c->retry_timer);
         uv_close((uv_handle_t *)&c->retry_timer, rest_client_on_timer_closed);
         curl_uv_close(c->curl, rest_client_on_curl_closed, c);
+        /* A job no thread has taken yet ends with UV_ECANCELED; one under way runs out. */
+        for (ParseJob *job = c->parses; job; job = job->next)
+                (void)uv_cancel((uv_req_t *)&job->work);
 }
 
 static int rest_client_start(void *impl, CatalogCallback cb, void *userdata) {
@@ -800,6 +977,14 @@ const char *rest_client_namespace_separator(const RestClient *c) {
 
 uint64_t rest_client_connections_opened(const RestClient *c) {
         return c->curl ? curl_uv_connections_opened(c->curl) : 0;
+}
+
+uint64_t rest_client_parses_started(const RestClient *c) {
+        return c->n_parses_started;
+}
+
+size_t rest_client_parses_in_flight(const RestClient *c) {
+        return c->n_parses;
 }
 
 /* Copies the operation's arguments: it may wait for a token or /v1/config long after the
@@ -871,6 +1056,19 @@ static int rest_client_load_table(void *impl, const char *const *namespace, size
         r = call_new(c, CALL_LOAD_TABLE, namespace, n_namespace, table, cb, userdata, &call);
         if (r < 0)
                 return r;
+        return call_start(&call);
+}
+
+static int rest_client_load_table_refs(void *impl, const char *const *namespace, size_t n_namespace,
+                                       const char *table, CatalogCallback cb, void *userdata) {
+        RestClient *c = impl;
+        _cleanup_(call_freep) CatalogCall *call = NULL;
+        int r;
+
+        r = call_new(c, CALL_LOAD_TABLE, namespace, n_namespace, table, cb, userdata, &call);
+        if (r < 0)
+                return r;
+        call->is_refs_only = true;
         return call_start(&call);
 }
 
@@ -967,6 +1165,7 @@ const CatalogBackend rest_catalog_backend = {
         .is_ready = rest_client_is_ready,
         .supports_idempotency = rest_client_supports_idempotency,
         .load_table = rest_client_load_table,
+        .load_table_refs = rest_client_load_table_refs,
         .commit_table = rest_client_commit_table,
         .create_namespace = rest_client_create_namespace,
         .create_table = rest_client_create_table,

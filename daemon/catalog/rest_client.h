@@ -36,6 +36,9 @@ const char *rest_client_prefix(const RestClient *c);
 const char *rest_client_namespace_separator(const RestClient *c);
 /* Connections opened so far (keep-alive reuses them), for tests. */
 uint64_t rest_client_connections_opened(const RestClient *c);
+/* Bodies handed to the thread pool so far, and those still there, for tests. */
+uint64_t rest_client_parses_started(const RestClient *c);
+size_t rest_client_parses_in_flight(const RestClient *c);
 
 /* The outcome of an HTTP answer (pure, the table tests check): 2xx success; 404 NOT_FOUND;
  * 409 CONFLICT; on a mutation the pre-1.11 stale-lineage 400 (recognized by `message`, may be
@@ -56,6 +59,11 @@ int catalog_outcome_from_http(bool is_mutation, long http_status, const char *me
  * - load_table: GET /v1/{prefix}/namespaces/{namespace}/tables/{table}. On success the body is
  *   the LoadTableResult (its envelope checked). Returns <0 without calling cb: -EINVAL for an
  *   empty namespace, level or name, -ESHUTDOWN, -ENOMEM; else 0.
+ * - load_table_refs: the same with ?snapshots=refs (Apache Iceberg's server from 1.10 lists only
+ *   the snapshots of branches and tags then; a server that ignores it sends them all).
+ * - every 2xx body of catalog.parse-off-loop-bytes or more (0: all) is parsed and checked on the
+ *   libuv thread pool, taken from the transfer without a copy; the callback still comes once,
+ *   from the loop, with the same result an on-loop parse gives.
  * - commit_table: POST /v1/{prefix}/namespaces/{namespace}/tables/{table} with `request`, a
  *   CommitTableRequest (borrowed; serialized before returning). idempotency_key (NULL: none)
  *   is sent as the Idempotency-Key header, unchanged on the one retry after a 401/419 token
@@ -68,7 +76,9 @@ int catalog_outcome_from_http(bool is_mutation, long http_status, const char *me
  *   CreateTableRequest (borrowed) whose "name" is set to `name`. An existing table is
  *   CATALOG_E_CONFLICT.
  * - close cancels every call (each completes with -ECANCELED, from the loop; a cancelled
- *   mutation may have reached the catalog), closes every uv handle, then calls done(userdata)
+ *   mutation may have reached the catalog; a 2xx whose body is on the thread pool completes with
+ *   it, or, if no thread took it yet, with -ECANCELED for a read and success without a body for
+ *   a mutation), closes every uv handle, waits for the thread pool, then calls done(userdata)
  *   (done may be NULL). Calls started from then on, including from the -ECANCELED callbacks,
  *   fail with -ESHUTDOWN. Free the client with rest_client_free() once done was called. */
 extern const CatalogBackend rest_catalog_backend;

@@ -26,6 +26,65 @@
 
 static void batch_attempt_start(Batch *b);
 static void batch_build_after(Batch *b);
+static void batch_assemble_start(Batch *b);
+
+/* --- the list cache ---------------------------------------------------------------------- */
+
+void batch_list_cache_clear(TableQueue *q) {
+        ListCache *c = &q->list_cache;
+
+        q->engine->list_cache_bytes -= c->size;
+        free(c->location);
+        buf_deinit(&c->bytes);
+        manifest_list_files_free(c->files, c->n_files);
+        *c = (ListCache){ 0 };
+}
+
+/* After a commit: the list it wrote is the branch's head, the next attempt's parent. Kept, with
+ * its entries as this attempt built them (exactly what decoding the file gives), when it fits
+ * commit.manifest-list-cache-max-bytes. */
+static void batch_list_cache_keep(Batch *b) {
+        TableQueue *q = b->queue;
+        CommitEngine *e = q->engine;
+        ListCache *c = &q->list_cache;
+        uint64_t size = b->list_bytes.len + b->n_list * (sizeof(*b->list) + 128);
+
+        batch_list_cache_clear(q);
+        for (size_t i = 0; i < b->n_list; i++)
+                size += strlen(b->list[i].path);
+        if (!b->list_bytes.data || size > e->config->list_cache_max_bytes ||
+            e->list_cache_bytes > e->config->list_cache_max_bytes - size)
+                return;
+        c->location = TAKE_PTR(b->list_location);
+        c->bytes = b->list_bytes;
+        buf_init(&b->list_bytes, 0);
+        c->files = TAKE_PTR(b->list);
+        c->n_files = b->n_list;
+        b->n_list = 0;
+        c->size = size;
+        e->list_cache_bytes += size;
+}
+
+/* The parent of this attempt is the list the queue's last commit wrote: take it from the cache
+ * (the next commit's cache is this attempt's list). Returns whether it was there. */
+static bool batch_list_cache_take(Batch *b) {
+        TableQueue *q = b->queue;
+        ListCache *c = &q->list_cache;
+        bool hit = c->location && b->parent_list_location &&
+                   strcmp(c->location, b->parent_list_location) == 0;
+
+        if (hit) {
+                b->parent_bytes = c->bytes;
+                buf_init(&c->bytes, 0);
+                b->parent_files = TAKE_PTR(c->files);
+                b->n_parent_files = c->n_files;
+                c->n_files = 0;
+                b->has_parent_files = true;
+        }
+        /* Either taken, or another writer's list is the parent now: nothing to keep. */
+        batch_list_cache_clear(q);
+        return hit;
+}
 
 /* --- batches ------------------------------------------------------------------------------- */
 
@@ -49,6 +108,7 @@ static void batch_free_attempt(Batch *b) {
         free(b->parent_files);
         b->parent_files = NULL;
         b->n_parent_files = 0;
+        b->has_parent_files = false;
         for (size_t i = 0; i < b->n_to_count; i++)
                 buf_deinit(&b->count_bytes[i]);
         free(b->count_bytes);
@@ -88,6 +148,8 @@ static void batch_end(Batch *b) {
         q->batch = NULL;
         batch_free(b);
         batch_queue_kick(q);
+        if (!q->batch)
+                engine_queue_idle(q);
         engine_maybe_stopped(e);
 }
 
@@ -105,6 +167,8 @@ void batch_fail(Batch *b, KeyState state, int status, const char *type, const ch
         va_end(ap);
         log_warning("commit failed queue='%s' status=%d type=%s: %s", b->queue->name, status, type,
                     message);
+        /* Whatever went wrong, the next batch starts from the catalog's table. */
+        table_state_drop(b->queue->state, "failed");
         for (size_t i = 0; i < b->n_jobs; i++)
                 engine_job_finish(b->jobs[i], state, status,
                                   http_error_body(status, type, message, strlen(message)));
@@ -310,6 +374,9 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
          * accepted: the request may have reached the catalog, so the outcome is unknown. */
         switch (result->status < 0 ? CATALOG_E_STATE_UNKNOWN : result->status) {
         case 0:
+                /* The catalog's answer is the table the next commit builds on: no load. */
+                table_state_adopt(b->queue->state, result->body,
+                                  b->jobs[0]->writer->request->branch, b->snapshot_id);
                 live_index_committed(b);
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "committed", 1);
                 metrics_add(e->metrics, METRIC_COMMIT_SNAPSHOTS, NULL, 1);
@@ -325,6 +392,9 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 for (size_t i = 0; i < b->n_jobs; i++) {
                         json_t *receipt = batch_receipt(b, b->jobs[i]);
 
+                        table_state_add_key(b->queue->state,
+                                            b->jobs[i]->writer->request->recorded_key,
+                                            b->snapshot_id);
                         if (b->jobs[i]->breaks_lineage)
                                 batch_count_lineage_break(b, b->jobs[i]);
 
@@ -334,11 +404,13 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                         engine_job_finish(b->jobs[i], KEY_COMMITTED, 200, receipt);
                 }
                 b->n_jobs = 0;
+                batch_list_cache_keep(b);
                 batch_end(b);
                 return;
 
         case CATALOG_E_CONFLICT:
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "conflict", 1);
+                table_state_drop(b->queue->state, "conflict");
                 /* Known not committed: this attempt's list can go (the staged manifests stay). */
                 engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
                 batch_retry_later(b, "conflict", 503, "commit-conflict", result->message);
@@ -360,6 +432,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                  * reuses the snapshot id and asserts the head it saw, so the catalog's own
                  * requirement checks refuse a second landing. */
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "unknown", 1);
+                table_state_drop(b->queue->state, "unknown");
                 b->has_unknown = true;
                 for (size_t i = 0; i < b->n_jobs; i++)
                         b->jobs[i]->may_be_committed = true;
@@ -382,6 +455,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 int status = catalog_outcome_http_status(result->status, &type);
 
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "rejected", 1);
+                table_state_drop(b->queue->state, "rejected");
                 engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
                 if (status == 404)
                         batch_fail(b, KEY_FAILED, status, type, "%s", result->message);
@@ -488,7 +562,7 @@ static int batch_assemble_list(Batch *b) {
         size_t n = 0, n_missing = 0;
         int r;
 
-        if (b->parent_list_location) {
+        if (b->parent_list_location && !b->has_parent_files) {
                 r = manifest_list_read(buf_slice(&b->parent_bytes), &b->parent_files,
                                        &b->n_parent_files, &b->error);
                 if (r < 0)
@@ -556,23 +630,47 @@ static void batch_describe(const Job *j, size_t k, char *out, size_t size) {
                 (void)snprintf(out, size, "'data-files'");
 }
 
+static const char *batch_last_component(const char *location) {
+        const char *slash = strrchr(location, '/');
+
+        return slash ? slash + 1 : location;
+}
+
+static int batch_compare_strings(const void *a, const void *b) {
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* Thread pool: one data file once (issue: a manifest registered twice, or two requests naming
  * one file, would give the same rows two row-id ranges). Flags the later request of each clash
  * (refusal_type, error); returns 1 when any was flagged, 0, or -ENOMEM. */
 static int batch_find_repeats(Batch *b) {
         _cleanup_(duplicates_deinit) Duplicates manifests = { 0 }, files = { 0 };
+        _cleanup_(freep) const char **bases = NULL;
         const DuplicatesRef *first, *again;
-        size_t pos = 0;
+        size_t pos = 0, n_bases = 0;
         int r = 0, found = 0;
 
         /* Manifests: the parent's (owner 0, so they sort first; in the list after the staged
-         * ones) against the staged ones. */
-        for (size_t i = b->n_staged; r == 0 && i < b->n_list; i++)
-                r = duplicates_add(&manifests, b->list[i].path, 0, i, 0);
+         * ones) against the staged ones. A parent may list 100,000 manifests and the batch a
+         * few: only the parent's entries whose last path component is a staged one's are
+         * compared, spelled canonically (which never changes a file's last component). */
+        bases = calloc(b->n_staged + 1, sizeof(*bases));
+        if (!bases)
+                return -ENOMEM;
         for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
-                for (size_t k = 0; r == 0 && k < b->jobs[i]->writer->request->n_manifests; k++)
-                        r = duplicates_add(&manifests, data_files_manifest_location(b->jobs[i], k),
-                                           i + 1, k, 0);
+                for (size_t k = 0; r == 0 && k < b->jobs[i]->writer->request->n_manifests; k++) {
+                        const char *location = data_files_manifest_location(b->jobs[i], k);
+
+                        bases[n_bases++] = batch_last_component(location);
+                        r = duplicates_add(&manifests, location, i + 1, k, 0);
+                }
+        qsort(bases, n_bases, sizeof(*bases), batch_compare_strings);
+        for (size_t i = b->n_staged; r == 0 && i < b->n_list; i++) {
+                const char *base = batch_last_component(b->list[i].path);
+
+                if (bsearch(&base, bases, n_bases, sizeof(*bases), batch_compare_strings))
+                        r = duplicates_add(&manifests, b->list[i].path, 0, i, 0);
+        }
         /* Data files: each request's against the others' (within one request: at intake). */
         for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
                 for (size_t k = 0; r == 0 && k < b->jobs[i]->n_manifests; k++)
@@ -819,7 +917,6 @@ void batch_refuse_flagged(Batch *b) {
 static void batch_on_parent_read(StorageResult *result, void *userdata) {
         Batch *b = userdata;
         CommitEngine *e = b->queue->engine;
-        int r;
 
         e->n_in_flight--;
         if (result->status < 0) {
@@ -828,9 +925,7 @@ static void batch_on_parent_read(StorageResult *result, void *userdata) {
         }
         b->parent_bytes = result->data;
         buf_init(&result->data, 0);
-        r = batch_queue_work(b, batch_assemble_work);
-        if (r < 0)
-                batch_fail(b, KEY_FAILED, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+        batch_assemble_start(b);
 }
 
 static void batch_on_list_written(StorageResult *result, void *userdata);
@@ -854,7 +949,6 @@ static void batch_on_list_written(StorageResult *result, void *userdata) {
         Batch *b = userdata;
 
         b->queue->engine->n_in_flight--;
-        buf_deinit(&b->list_bytes);
         if (result->status < 0) {
                 char message[sizeof(b->error.message) + 64];
 
@@ -1107,14 +1201,14 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
         return true;
 }
 
-static void batch_check_jobs(Batch *b) {
-        for (size_t i = 0; i < b->n_jobs;) {
+static void batch_check_jobs(Batch *b, size_t from) {
+        for (size_t i = from; i < b->n_jobs;) {
                 Job *j = b->jobs[i];
                 const CommitRequest *r = j->writer->request;
                 /* Found: committed by an earlier attempt (possibly of another daemon, or before
                  * a crash): answer it, never commit it twice. */
-                json_t *done = snapshot_find_key(b->table->metadata, r->recorded_key,
-                                                 b->queue->engine->config->history_lookback);
+                json_t *done = key_index_find(&b->queue->state->keys, b->table, r->recorded_key,
+                                              b->queue->engine->config->history_lookback);
                 bool bad = false;
 
                 if (done) {
@@ -1152,16 +1246,17 @@ static void batch_check_jobs(Batch *b) {
         }
 }
 
+static void batch_with_table(Batch *b);
+
 static void batch_on_loaded(const CatalogResult *result, void *userdata) {
         Batch *b = userdata;
         CommitEngine *e = b->queue->engine;
-        const CommitRequest *first = b->jobs[0]->writer->request;
         const char *type;
-        json_t *list;
         int r;
 
         e->n_in_flight--;
         if (result->status != 0) {
+                table_state_drop(b->queue->state, "failed");
                 r = catalog_outcome_http_status(result->status, &type);
                 if (r == 503)
                         batch_retry_later(b, "catalog-unavailable", r, type, result->message);
@@ -1182,6 +1277,17 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
                            b->error.message);
                 return;
         }
+        (void)table_state_loaded(b->queue->state, result->body, b->props);
+        batch_with_table(b);
+}
+
+/* The attempt has its table (loaded, or the state): checks, the parent, its manifest list. */
+static void batch_with_table(Batch *b) {
+        CommitEngine *e = b->queue->engine;
+        const CommitRequest *first = b->jobs[0]->writer->request;
+        json_t *list;
+        int r;
+
         /* Staged manifests leave snapshot ids to inheritance, which a format 1 table allows
          * only when told to (Java SnapshotProducer.canInheritSnapshotId). */
         if (!table_inherits_snapshot_ids(b->table)) {
@@ -1200,15 +1306,20 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
         }
 
         /* Runs after every reload: a commit that landed while we were unsure is found here. */
-        batch_check_jobs(b);
+        batch_check_jobs(b, 0);
         if (b->n_jobs == 0) {
                 batch_end(b);
                 return;
         }
 
-        b->n_staged = 0;
-        for (size_t i = 0; i < b->n_jobs; i++)
-                b->n_staged += b->jobs[i]->n_manifests;
+        /* Every request of an attempt that landed was found above; should the snapshot id be
+         * taken anyway, the requests left need another (the catalog would refuse a second
+         * snapshot with that id). */
+        if (table_snapshot(b->table, b->snapshot_id)) {
+                log_notice("queue='%s' snapshot id %" PRId64 " is taken, choosing another",
+                           b->queue->name, b->snapshot_id);
+                b->snapshot_id = snapshot_id_generate();
+        }
         /* Table-wide, whatever the branch: sequence number and next-row-id (spec: branches).
          * Format 1 has no sequence numbers: its files read as 0. */
         b->sequence_number = b->table->format_version == 1 ? 0 : b->table->last_sequence_number + 1;
@@ -1218,6 +1329,7 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
         /* A new branch starts from main's head, as Iceberg Java's SnapshotUtil.latestSnapshot
          * does; the commit still asserts that the branch does not exist yet. */
         b->parent = b->head;
+        first = b->jobs[0]->writer->request; /* the first may have been answered */
         if (!b->head.exists && strcmp(first->branch, "main") != 0) {
                 r = table_branch(b->table, "main", &b->parent, &b->error);
                 if (r < 0) {
@@ -1247,6 +1359,10 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
                 batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
                 return;
         }
+        if (batch_list_cache_take(b)) {
+                batch_assemble_start(b);
+                return;
+        }
         if (b->parent_list_location) {
                 StorageContext ctx = engine_storage_context(e, b->props, b->started_ns);
 
@@ -1260,20 +1376,29 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
                 e->n_in_flight++;
                 return;
         }
-        r = batch_queue_work(b, batch_assemble_work);
-        if (r < 0) {
-                batch_fail(b, KEY_FAILED, 503, "internal", "cannot queue work: %s", uv_strerror(r));
-                return;
-        }
+        batch_assemble_start(b);
 }
 
 static void batch_attempt_start(Batch *b) {
-        CommitEngine *e = b->queue->engine;
+        TableQueue *q = b->queue;
+        CommitEngine *e = q->engine;
         const CommitRequest *first = b->jobs[0]->writer->request;
         int r;
 
         b->attempt++;
         b->error.message[0] = 0;
+        /* The table as the last load or commit response left it, while that is recent: no
+         * load. A state another writer moved past costs a 409 and a reload, never a wrong
+         * commit: every commit asserts the head it was built on (table_state.c). */
+        if (table_state_is_fresh(q->state)) {
+                r = table_state_use(q->state, &b->table, &b->props, &b->error);
+                if (r == 0) {
+                        batch_with_table(b);
+                        return;
+                }
+                table_state_drop(q->state, r == -ENOMEM ? "out-of-memory" : "unreadable");
+        }
+        metrics_add(e->metrics, METRIC_TABLE_LOADS, table_state_load_reason(q->state), 1);
         r = catalog_load_table(e->catalog, (const char *const *)first->target.namespace,
                                first->target.n_namespace, first->target.table, batch_on_loaded, b);
         if (r < 0) {
@@ -1298,42 +1423,100 @@ static bool properties_conflict(const json_t *merged, const json_t *props) {
         return false;
 }
 
-void batch_queue_kick(TableQueue *q) {
-        CommitEngine *e = q->engine;
-        size_t n_manifests = 0;
-        json_t *props;
-        Batch *b;
+/* Moves waiting requests into the batch while its limits allow (requests and staged manifests
+ * per snapshot, snapshot properties that agree); returns how many joined. */
+static size_t batch_take_waiting(Batch *b) {
+        TableQueue *q = b->queue;
+        const CommitConfig *config = q->engine->config;
+        _cleanup_(json_decrefp) json_t *props = NULL;
+        size_t n_manifests = 0, from = b->n_jobs;
 
-        if (q->batch || !q->head || e->is_stopping)
-                return;
-        b = calloc(1, sizeof(*b));
+        /* After an attempt without a verdict the batch takes nobody: that attempt may land
+         * later, and then every request still in the batch must be in it (found in history),
+         * never a newcomer that would need the same snapshot id again. */
+        if (!q->head || b->has_unknown || b->n_jobs >= b->max_jobs ||
+            b->n_jobs >= config->max_batch_requests)
+                return 0;
         props = json_object();
-        if (b)
-                b->jobs = calloc(e->config->max_batch_requests, sizeof(*b->jobs));
-        if (!b || !b->jobs || !props) {
-                if (b)
-                        free(b->jobs);
-                free(b);
-                json_decref(props);
-                return; /* retried on the next submission or batch end */
+        if (!props)
+                return 0;
+        for (size_t i = 0; i < b->n_jobs; i++) {
+                (void)json_object_update(props, b->jobs[i]->writer->request->snapshot_properties);
+                n_manifests += b->jobs[i]->n_manifests;
         }
-        while (q->head && b->n_jobs < e->config->max_batch_requests) {
+        while (q->head && b->n_jobs < b->max_jobs && b->n_jobs < config->max_batch_requests) {
                 Job *j = q->head;
                 const json_t *jp = j->writer->request->snapshot_properties;
 
-                if (b->n_jobs > 0 &&
-                    (j->n_manifests > e->config->max_batch_manifests - n_manifests ||
-                     properties_conflict(props, jp)))
+                if (b->n_jobs > 0 && (n_manifests + j->n_manifests > config->max_batch_manifests ||
+                                      properties_conflict(props, jp)))
                         break;
                 (void)json_object_update(props, (json_t *)jp);
                 n_manifests += j->n_manifests;
                 b->jobs[b->n_jobs++] = QUEUE_POP(q);
         }
-        json_decref(props);
+        return b->n_jobs - from;
+}
+
+/* Full batches (docs/design.md section 12): the requests that arrived while this attempt got
+ * its table and parent join it now, just before its manifest list is built, so that under load
+ * a snapshot carries every request that waits rather than those that waited when it started. */
+static void batch_assemble_start(Batch *b) {
+        size_t from = b->n_jobs;
+        int r;
+
+        if (batch_take_waiting(b) > 0) {
+                /* The same checks as the batch's first requests had, on this attempt's table. */
+                batch_check_jobs(b, from);
+                if (b->n_jobs == 0) {
+                        batch_end(b);
+                        return;
+                }
+        }
+        b->n_staged = 0;
+        for (size_t i = 0; i < b->n_jobs; i++)
+                b->n_staged += b->jobs[i]->n_manifests;
+        r = batch_queue_work(b, batch_assemble_work);
+        if (r < 0)
+                batch_fail(b, KEY_FAILED, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+}
+
+unsigned commit_engine_flush(CommitEngine *e) {
+        unsigned n = 0;
+
+        for (TableQueue *q = e->queues; q; q = q->next)
+                if (q->batch && q->batch->attempt == 0 &&
+                    uv_is_active((uv_handle_t *)&q->retry_timer)) {
+                        (void)uv_timer_start(&q->retry_timer, batch_on_retry_timer, 0, 0);
+                        n++;
+                }
+        return n;
+}
+
+void batch_queue_kick(TableQueue *q) {
+        CommitEngine *e = q->engine;
+        Batch *b;
+
+        if (q->batch || !q->head || e->is_stopping)
+                return;
+        b = calloc(1, sizeof(*b));
+        if (b)
+                b->jobs = calloc(e->config->max_batch_requests, sizeof(*b->jobs));
+        if (!b || !b->jobs) {
+                if (b)
+                        free(b->jobs);
+                free(b);
+                return; /* retried on the next submission or batch end */
+        }
+        b->max_jobs = e->config->max_batch_requests;
         b->queue = q;
+        (void)batch_take_waiting(b);
         b->snapshot_id = snapshot_id_generate();
         uuid_v4_string(b->commit_uuid);
         b->started_ns = now_monotonic_ns();
         q->batch = b;
-        batch_attempt_start(b);
+        /* Started from the loop, not from within the caller (a submission or the end of the
+         * previous batch): requests arriving meanwhile, or within commit.linger-ms, join. */
+        uv_ref((uv_handle_t *)&q->retry_timer); /* unreferenced while it was the idle timeout */
+        (void)uv_timer_start(&q->retry_timer, batch_on_retry_timer, e->config->linger_ms, 0);
 }

@@ -103,6 +103,8 @@ static void queue_on_timer_closed(uv_handle_t *h) {
         CommitEngine *e = q->engine;
 
         live_index_deinit(e, &q->live);
+        batch_list_cache_clear(q);
+        table_state_put(q->state);
         free(q->name);
         free(q);
         e->n_open_handles--;
@@ -114,6 +116,7 @@ static void queue_on_timer_closed(uv_handle_t *h) {
 static TableQueue *queue_free_unopened(TableQueue *q) {
         if (!q)
                 return NULL;
+        table_state_put(q->state);
         free(q->name);
         free(q);
         return NULL;
@@ -121,18 +124,20 @@ static TableQueue *queue_free_unopened(TableQueue *q) {
 
 DEFINE_CLEANUP_FUNC(TableQueue, queue_free_unopened);
 
-static TableQueue *queue_get(CommitEngine *e, const char *name) {
+static TableQueue *queue_get(CommitEngine *e, const CommitRequest *r) {
         _cleanup_(queue_free_unopenedp) TableQueue *new_queue = NULL;
         TableQueue *q;
 
         for (q = e->queues; q; q = q->next)
-                if (strcmp(q->name, name) == 0)
+                if (strcmp(q->name, r->queue_name) == 0)
                         return q;
         new_queue = calloc(1, sizeof(*new_queue));
         if (!new_queue)
                 return NULL;
-        new_queue->name = strdup(name);
-        if (!new_queue->name || uv_timer_init(e->loop, &new_queue->retry_timer) < 0)
+        new_queue->name = strdup(r->queue_name);
+        new_queue->state = table_state_get(e, r->table_name);
+        if (!new_queue->name || !new_queue->state ||
+            uv_timer_init(e->loop, &new_queue->retry_timer) < 0)
                 return NULL;
         q = TAKE_PTR(new_queue); /* from here on it ends by closing its timer */
         q->retry_timer.data = q;
@@ -141,6 +146,31 @@ static TableQueue *queue_get(CommitEngine *e, const char *name) {
         e->queues = q;
         e->n_open_handles++;
         return q;
+}
+
+static void queue_on_idle(uv_timer_t *t) {
+        TableQueue *q = t->data;
+        CommitEngine *e = q->engine;
+
+        if (q->batch || q->head || e->is_closing_handles)
+                return;
+        for (TableQueue **p = &e->queues; *p; p = &(*p)->next)
+                if (*p == q) {
+                        *p = q->next;
+                        break;
+                }
+        log_debug("queue='%s' idle for %u ms, dropped", q->name, e->config->queue_idle_ms);
+        uv_close((uv_handle_t *)&q->retry_timer, queue_on_timer_closed);
+}
+
+void engine_queue_idle(TableQueue *q) {
+        /* A long-running daemon meets many tables: what an idle one holds (its state, its
+         * live-file index) goes after commit.queue-idle-ms. */
+        if (q->head || q->batch || q->engine->is_stopping)
+                return;
+        (void)uv_timer_start(&q->retry_timer, queue_on_idle, q->engine->config->queue_idle_ms, 0);
+        /* Waiting to drop a queue is no work: it does not keep the loop running. */
+        uv_unref((uv_handle_t *)&q->retry_timer);
 }
 
 /* Deletes files whose attempt is known not to be committed; a failure only leaves garbage. */
@@ -206,7 +236,7 @@ static void job_intake_enqueue(Job *j) {
                                 "icecommitd is stopping; retry with the same key");
                 return;
         }
-        q = queue_get(e, j->writer->request->queue_name);
+        q = queue_get(e, j->writer->request);
         if (!q) {
                 engine_job_fail(j, 503, "out-of-memory", "out of memory");
                 return;
@@ -609,6 +639,7 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         const CommitRequest *r = w->request;
         KeyEntry *entry = registry_get(e->keys, r->key_scope, r->idempotency_key);
         _cleanup_(engine_job_freep) Job *j = NULL;
+        TableState *state;
         int rr;
 
         /* A refused request committed nothing: its answer is replayed for the same body only, and
@@ -675,9 +706,19 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         metrics_set(e->metrics, METRIC_QUEUE_REQUESTS, NULL, (double)e->n_queued);
         /* Once per request, not per attempt: every file the request names is read beneath
          * the table's location, and checked against its roots, schema and specs; objects are
-         * read with the storage settings (and vended credentials) it comes with. */
-        rr = catalog_load_table(e->catalog, (const char *const *)r->target.namespace,
-                                r->target.n_namespace, r->target.table, job_on_intake_loaded, j);
+         * read with the storage settings (and vended credentials) it comes with. The table as
+         * the engine holds it serves when recent (the batch checks again on its own table);
+         * else a load without the history: the batch's own load has it for the keys. */
+        state = table_state_find(e, r->table_name);
+        if (state && table_state_is_fresh(state) &&
+            table_state_use(state, &j->table, &j->props, &j->error) == 0) {
+                job_intake_fetch(TAKE_PTR(j));
+                return;
+        }
+        metrics_add(e->metrics, METRIC_TABLE_LOADS, "intake", 1);
+        rr = catalog_load_table_refs(e->catalog, (const char *const *)r->target.namespace,
+                                     r->target.n_namespace, r->target.table, job_on_intake_loaded,
+                                     j);
         if (rr < 0) {
                 engine_job_fail(TAKE_PTR(j), 503, "catalog-unavailable",
                                 "cannot load the table: %s", strerror(-rr));

@@ -26,6 +26,9 @@ const WriterHooks *commit_engine_hooks(void);
  * done once nothing is in flight (or at once). */
 void commit_engine_stop(CommitEngine *e, void (*done)(void *userdata), void *userdata);
 CommitEngine *commit_engine_free(CommitEngine *e);
+/* Starts every batch that lingers (commit.linger-ms) now; returns how many. Public so that
+ * lingering is tested without a clock. */
+unsigned commit_engine_flush(CommitEngine *e);
 /* The wait after attempt `attempt` (from 1) failed: commit.min-backoff-ms * 2^(attempt-1)
  * capped at commit.max-backoff-ms, plus up to 10% jitter drawn from `random`. Pure; public so
  * that its bounds are tested without a clock. */

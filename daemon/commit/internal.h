@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "commit/engine.h"
+#include "commit/key_index.h"
 #include "commit/live_index.h"
 #include "commit/registry.h"
 #include "iceberg/manifest.h"
@@ -18,6 +19,20 @@
 #include "util/uuid.h"
 
 typedef struct TableQueue TableQueue;
+typedef struct TableState TableState;
+
+/* What the engine keeps of one table between commits (table_state.c). */
+struct TableState {
+        CommitEngine *engine;
+        char *name;              /* the table: "ns\x1ftable" */
+        json_t *result;          /* the newest LoadTableResult-shaped object; NULL: load first */
+        StorageProps *props;     /* the storage settings of the last load */
+        uint64_t loaded_ns;      /* when that load answered */
+        const char *drop_reason; /* why result is NULL: the reason of the next load */
+        KeyIndex keys;           /* the idempotency keys of result's recent snapshots */
+        unsigned n_refs;         /* queues (and intakes) holding it */
+        TableState *next;
+};
 
 /* A parent manifest whose list entry had null (unknown) counts, counted from its entries. */
 typedef struct CountedManifest {
@@ -80,21 +95,33 @@ struct Job {
         Job *next;
 };
 
+/* The manifest list a queue's last commit wrote: the next attempt's parent, as it is on
+ * storage (bytes) and decoded (files), so that it is neither read nor decoded again. */
+typedef struct ListCache {
+        char *location; /* NULL: nothing kept */
+        Buf bytes;
+        ManifestFile *files;
+        size_t n_files;
+        uint64_t size; /* what it counts against commit.manifest-list-cache-max-bytes */
+} ListCache;
+
 struct TableQueue {
         CommitEngine *engine;
         char *name;
         Job *head, *tail;
-        Batch *batch; /* in flight, at most one */
-        uv_timer_t retry_timer;
-        LiveIndex live; /* the data files live in the table's branch */
+        Batch *batch;           /* in flight, at most one */
+        uv_timer_t retry_timer; /* the batch's next attempt; with no batch, the idle timeout */
+        TableState *state;      /* the table's, shared with its other branches' queues */
+        LiveIndex live;         /* the data files live in the table's branch */
+        ListCache list_cache;
         TableQueue *next;
 };
 
 struct Batch {
         TableQueue *queue;
         Job **jobs;
-        size_t n_jobs;
-        int64_t snapshot_id; /* chosen once, reused by every attempt */
+        size_t n_jobs, max_jobs; /* max_jobs: room in jobs */
+        int64_t snapshot_id;     /* chosen once, reused by every attempt */
         char commit_uuid[UUID_STRING_MAX];
         unsigned attempt;
         uint64_t started_ns;
@@ -116,8 +143,9 @@ struct Batch {
         Buf parent_bytes;           /* the parent's manifest list as read */
         ManifestFile *parent_files; /* ... and parsed */
         size_t n_parent_files;
-        size_t *to_count; /* indices into list of manifests to count, this attempt */
-        Buf *count_bytes; /* ... and their bytes */
+        bool has_parent_files; /* parent_files came with parent_bytes (the list cache) */
+        size_t *to_count;      /* indices into list of manifests to count, this attempt */
+        Buf *count_bytes;      /* ... and their bytes */
         size_t n_to_count;
         IoSlot *io;
         size_t n_io_started, n_io_done;
@@ -144,10 +172,12 @@ struct CommitEngine {
         Metrics *metrics;
         KeyRegistry *keys;
         TableQueue *queues;
+        TableState *states;
         size_t n_queued;      /* accepted requests not yet answered */
         unsigned n_in_flight; /* thread-pool jobs and catalog calls */
         unsigned n_open_handles;
         LiveFilesBudget live_budget;         /* shared by every queue's index */
+        uint64_t list_cache_bytes;           /* every queue's ListCache */
         uint8_t live_key[SIPHASH_KEY_BYTES]; /* their hash key: random, drawn once */
         bool has_live_key;
         bool is_stopping;
@@ -172,6 +202,9 @@ StorageContext engine_storage_context(const CommitEngine *e, const StorageProps 
 /* The writer-API answer to a failed storage operation: HTTP status and error type. A transient
  * failure is 503 (retry with the same key), never a 4xx. */
 int engine_storage_http_status(int status, const char **ret_type, const char *permanent_type);
+/* Starts the queue's idle timeout (nothing waiting, no batch): commit.queue-idle-ms later the
+ * queue is dropped with what it holds. */
+void engine_queue_idle(TableQueue *q);
 /* Calls the stop callback once stopping and nothing is in flight any more. */
 void engine_maybe_stopped(CommitEngine *e);
 
@@ -211,6 +244,8 @@ bool probe_wants_footer(const Job *j, size_t i);
 int probe_footer_check(Job *j, size_t i, const StorageResult *result, uint64_t *ret_need);
 
 /* batch.c */
+/* Frees what a queue's list cache holds and empties it. */
+void batch_list_cache_clear(TableQueue *q);
 /* Starts the next batch of a queue when none is in flight (group commit). */
 void batch_queue_kick(TableQueue *q);
 /* Answers every job of the batch with the same error and ends it. */
@@ -224,6 +259,33 @@ void batch_refuse_flagged(Batch *b);
 /* A storage failure while building the list: transient ones retry the attempt (503), others
  * end the batch. */
 void batch_storage_failed(Batch *b, int status, const char *what);
+
+/* table_state.c */
+/* The table's state, made empty if new; held until table_state_put(). NULL: out of memory. */
+TableState *table_state_get(CommitEngine *e, const char *name);
+/* The table's state if the engine has one (not held), else NULL. */
+TableState *table_state_find(CommitEngine *e, const char *name);
+void table_state_put(TableState *s);
+/* Whether a commit may use the state instead of loading: there is one, younger than
+ * commit.table-state-max-age-ms, and its vended credentials outlast a commit. */
+bool table_state_is_fresh(const TableState *s);
+/* Forgets the table (after a 409, an attempt without a verdict, a failure): the next attempt
+ * loads it; reason names that load in metrics and logs. s may be NULL. */
+void table_state_drop(TableState *s, const char *reason);
+/* Why the next attempt loads: "first", "conflict", "unknown", ..., or "age". */
+const char *table_state_load_reason(const TableState *s);
+/* A load answered: result (a LoadTableResult, referenced) and its settings (copied) become the
+ * state. Returns 0 or -ENOMEM (the state is dropped). */
+int table_state_loaded(TableState *s, json_t *result, const StorageProps *props);
+/* A commit landed: the catalog's response (referenced) becomes the state when it shows the
+ * table with snapshot_id at the head of branch; else the state is dropped. */
+void table_state_adopt(TableState *s, json_t *response, const char *branch, int64_t snapshot_id);
+/* Records a key the commit of snapshot_id carried, after table_state_adopt(). */
+void table_state_add_key(TableState *s, const char *key, int64_t snapshot_id);
+/* The state as a table and storage settings of the caller's own. Returns 0, -EINVAL (the
+ * reason in error) or -ENOMEM. */
+int table_state_use(const TableState *s, TableMetadata **ret_table, StorageProps **ret_props,
+                    Error *error);
 
 /* live_index.c */
 /* After the list is assembled (b->list holds the parent's manifests): brings the queue's

@@ -50,7 +50,8 @@ typedef struct CatalogConfig {
         uint32_t max_connections;
         uint64_t max_response_bytes;
         uint32_t cache_tables; /* filesystem: tables whose latest metadata stays parsed (LRU) */
-        ConfigHeader *headers; /* header.* keys, sent on every catalog request */
+        uint64_t parse_off_loop_bytes; /* REST: bodies this large are parsed on the thread pool */
+        ConfigHeader *headers;         /* header.* keys, sent on every catalog request */
         size_t n_headers;
 } CatalogConfig;
 
@@ -99,6 +100,12 @@ typedef struct CommitConfig {
         bool live_file_index;
         uint64_t live_file_index_max_bytes;       /* all indexes together */
         uint64_t live_file_index_max_table_bytes; /* one table's (one branch's) */
+        /* In-memory table state (docs/design.md section 12): a commit reuses the table as its
+         * last load or commit left it for this long; 0 loads before every attempt. */
+        uint32_t table_state_max_age_ms;
+        uint32_t linger_ms;     /* a batch waits this long for more requests before it starts */
+        uint32_t queue_idle_ms; /* an idle table queue (and its state) is dropped after this */
+        uint64_t list_cache_max_bytes; /* manifest lists kept for the next commit, all tables */
 } CommitConfig;
 
 /* S3-compatible object storage ([s3] and [client]: Iceberg S3FileIO's property names, so

@@ -55,6 +55,8 @@ const ConfigOption config_options[] = {
         OPTION("catalog", "max-response-bytes", OPTION_KIND_U64, catalog.max_response_bytes,
                256u << 20, 4096, 1ull << 32),
         OPTION("catalog", "cache-tables", OPTION_KIND_U32, catalog.cache_tables, 64, 0, 10000),
+        OPTION("catalog", "parse-off-loop-bytes", OPTION_KIND_U64, catalog.parse_off_loop_bytes,
+               64u << 10, 0, 1ull << 32),
 
         OPTION("commit", "max-attempts", OPTION_KIND_U32, commit.max_attempts, 10, 1, 1000),
         OPTION("commit", "min-backoff-ms", OPTION_KIND_U32, commit.min_backoff_ms, 100, 1, 600000),
@@ -99,6 +101,13 @@ const ConfigOption config_options[] = {
                commit.live_file_index_max_bytes, 256ull << 20, 0, 1ull << 40),
         OPTION("commit", "live-file-index-max-table-bytes", OPTION_KIND_U64,
                commit.live_file_index_max_table_bytes, 128ull << 20, 0, 1ull << 40),
+        OPTION("commit", "table-state-max-age-ms", OPTION_KIND_U32, commit.table_state_max_age_ms,
+               60000, 0, 86400000),
+        OPTION("commit", "linger-ms", OPTION_KIND_U32, commit.linger_ms, 0, 0, 60000),
+        OPTION("commit", "manifest-list-cache-max-bytes", OPTION_KIND_U64,
+               commit.list_cache_max_bytes, 256ull << 20, 0, 1ull << 40),
+        OPTION("commit", "queue-idle-ms", OPTION_KIND_U32, commit.queue_idle_ms, 600000, 1000,
+               604800000),
 
         OPTION("storage", "max-manifest-bytes", OPTION_KIND_U64, storage.max_manifest_bytes,
                64u << 20, 1024, 1ull << 34),

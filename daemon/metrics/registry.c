@@ -74,6 +74,11 @@ static const MetricInfo metric_info[_METRIC_MAX] = {
                                       "Live-file indexes dropped (the table commits without the "
                                       "check), by reason.",
                                       METRIC_COUNTER, "reason", NULL },
+        [METRIC_TABLE_LOADS] = { "icecommit_table_loads_total",
+                                 "Tables loaded from the catalog for commits, by why the "
+                                 "in-memory state could not be used (first, conflict, unknown, "
+                                 "failed, age, commit-response, ...).",
+                                 METRIC_COUNTER, "reason", NULL },
         [METRIC_LIVE_FILE_REFUSALS] = { "icecommit_live_file_refusals_total",
                                         "Writer requests refused for naming a data file already "
                                         "live in the table.",

@@ -243,8 +243,10 @@ static void curl_uv_transfer_finish(CurlUvTransfer *t, CURLcode result) {
                 response.http_status = http_status;
                 response.n_sends = t->n_sends;
                 response.body_error = t->body_error;
-                if (t->body_error == 0)
+                if (t->body_error == 0) {
                         response.body = slice_make(buf_str(&t->body), t->body.len);
+                        response.body_buf = &t->body;
+                }
         } else {
                 /* A timeout, reset or EOF after the request may have left is a request the
                  * server may have acted on; only failures before PREREQFUNCTION are not. */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "util/buf.h"
 #include "util/slice.h"
 
 /* Owned by its creator (the catalog client, the S3 backend); freed by curl_uv_close(). */
@@ -62,6 +63,10 @@ typedef struct CurlUvResponse {
         const char *error;      /* the transport failure in words, "" on success */
         int64_t content_length; /* the Content-Length header, -1 when there was none */
         const char *content_range; /* the Content-Range header's value, or NULL */
+        /* The buffer behind body when body_error is 0, else NULL: a callback that keeps the
+         * body past its return takes the storage with buf_steal() instead of copying it (body
+         * then points at storage it owns); whatever is left is freed after the callback. */
+        Buf *body_buf;
 } CurlUvResponse;
 
 typedef void (*CurlUvCallback)(const CurlUvResponse *response, void *userdata);

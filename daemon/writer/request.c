@@ -361,6 +361,10 @@ int request_parse(const char *namespace_param, const char *table, Slice body,
                         r->queue_name = NULL;
                         return -ENOMEM;
                 }
+                if (asprintf(&r->table_name, "%s\x1f%s", namespace_param, r->target.table) < 0) {
+                        r->table_name = NULL;
+                        return -ENOMEM;
+                }
         }
         *ret = TAKE_PTR(r);
         return 0;
@@ -380,6 +384,7 @@ CommitRequest *request_free(CommitRequest *r) {
         json_decref(r->snapshot_properties);
         free(r->fingerprint);
         free(r->queue_name);
+        free(r->table_name);
         free(r->key_scope);
         free(r->principal);
         free(r->recorded_key);

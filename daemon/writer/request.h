@@ -39,6 +39,7 @@ typedef struct CommitRequest {
         json_t *snapshot_properties; /* owned object of strings */
         char *fingerprint;           /* canonical JSON of all the above: same key, same body */
         char *queue_name;            /* "ns\x1ftable@branch": one queue per table and branch */
+        char *table_name;            /* "ns\x1ftable": the table, whatever the branch */
         char *key_scope;    /* "[principal\x1d]ns\x1etable": where its idempotency key counts */
         char *principal;    /* who sent it; NULL when authentication is off */
         char *recorded_key; /* the key as snapshot summaries record it: "[principal/]key" */

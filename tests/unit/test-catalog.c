@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +20,10 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "catalog/catalog.h"
 #include "catalog/rest_client.h"
 #include "catalog/rest.h"
+#include "iceberg/table.h"
 #include "test.h"
 #include "util/buf.h"
 
@@ -35,6 +39,7 @@ static CatalogConfig test_config(const char *uri) {
                 .request_timeout_ms = 20000,
                 .max_connections = 4,
                 .max_response_bytes = 64u << 20,
+                .parse_off_loop_bytes = 64u << 10, /* the daemon's default */
         };
 }
 
@@ -901,7 +906,7 @@ static void rest_case_end(RestCase *t) {
 }
 
 /* The table's property `key` as the catalog has it now (a fault-free load), or NULL. */
-static char *table_property(RestCase *t, const char *key) {
+static char *loaded_property(RestCase *t, const char *key) {
         const char *value;
         Outcome o = { 0 };
         char *copy;
@@ -918,7 +923,7 @@ static char *table_property(RestCase *t, const char *key) {
 }
 
 static void assert_property(RestCase *t, const char *key, const char *want) {
-        char *value = table_property(t, key);
+        char *value = loaded_property(t, key);
 
         if (want)
                 ASSERT_STREQ(value, want);
@@ -1336,6 +1341,357 @@ TEST(rest_catalog_close_cancels_in_flight) {
         ASSERT_TRUE(rest_client_free(TAKE_PTR(t.c)) == NULL);
 
         json_decref(request);
+        rest_case_end(&t);
+}
+
+/* ---- large tables: bodies parsed on the thread pool, loads of the referenced snapshots only -- */
+
+/* One commit that adds n snapshots to main (v3: sequence numbers 1..n, 10 rows each, so that
+ * next-row-id is 10 n), then points main at the last, tag "t1" at the 6th and branch "b1" at
+ * the 21st. No manifest list exists: the catalog only records them. Snapshot ids are
+ * 1000 + i. The table's metadata is then ~330 bytes a snapshot. */
+static void history_commit(RestCase *t, unsigned n) {
+        json_t *updates = json_array(), *request;
+        char location[512];
+        Outcome o = { 0 };
+
+        ASSERT_TRUE(updates && n > 20);
+        ASSERT_TRUE((size_t)snprintf(location, sizeof(location), "file:///nonexistent/%s",
+                                     t->ns_name) < sizeof(location));
+        for (unsigned i = 0; i < n; i++) {
+                char manifest_list[600];
+                json_t *snapshot;
+
+                ASSERT_TRUE((size_t)snprintf(manifest_list, sizeof(manifest_list),
+                                             "%s/metadata/snap-%u.avro", location,
+                                             1000 + i) < sizeof(manifest_list));
+                snapshot = json_pack("{s:I, s:I, s:I, s:s, s:{s:s, s:s, s:s}, s:i, s:I, s:i}",
+                                     "snapshot-id", (json_int_t)(1000 + i), "sequence-number",
+                                     (json_int_t)(i + 1), "timestamp-ms",
+                                     (json_int_t)(1700000000000 + i), "manifest-list",
+                                     manifest_list, "summary", "operation", "append",
+                                     "added-records", "10", "icecommit.padding",
+                                     "a summary property of some length, as writers add them",
+                                     "schema-id", 0, "first-row-id", (json_int_t)(10 * i),
+                                     "added-rows", 10);
+                ASSERT_TRUE(snapshot);
+                if (i > 0)
+                        ASSERT_OK(json_object_set_new(snapshot, "parent-snapshot-id",
+                                                      json_integer(1000 + i - 1)));
+                ASSERT_OK(json_array_append_new(updates,
+                                                json_pack("{s:s, s:o}", "action", "add-snapshot",
+                                                          "snapshot", snapshot)));
+        }
+        ASSERT_OK(json_array_append_new(updates, json_pack("{s:s, s:s, s:s, s:I}", "action",
+                                                           "set-snapshot-ref", "ref-name", "main",
+                                                           "type", "branch", "snapshot-id",
+                                                           (json_int_t)(1000 + n - 1))));
+        ASSERT_OK(json_array_append_new(updates, json_pack("{s:s, s:s, s:s, s:i}", "action",
+                                                           "set-snapshot-ref", "ref-name", "t1",
+                                                           "type", "tag", "snapshot-id", 1005)));
+        ASSERT_OK(json_array_append_new(updates, json_pack("{s:s, s:s, s:s, s:i}", "action",
+                                                           "set-snapshot-ref", "ref-name", "b1",
+                                                           "type", "branch", "snapshot-id", 1020)));
+        request = json_pack("{s:[{s:s,s:s}], s:o}", "requirements", "type", "assert-table-uuid",
+                            "uuid", t->uuid, "updates", updates);
+        ASSERT_TRUE(request);
+        table_commit_wait(t, t->ns, 1, t->table, request, NULL, &o);
+        ASSERT_OUTCOME(o, 0);
+        outcome_reset(&o);
+        json_decref(request);
+}
+
+static size_t json_text_size(const json_t *j) {
+        char *text = json_dumps(j, JSON_COMPACT);
+        size_t n;
+
+        ASSERT_TRUE(text);
+        n = strlen(text);
+        free(text);
+        return n;
+}
+
+static size_t metadata_snapshots(const Outcome *o) {
+        return json_array_size(json_object_get(json_object_get(o->body, "metadata"), "snapshots"));
+}
+
+static pthread_t loop_thread;
+
+/* outcome_record(), and the callback is on the loop's thread. */
+static void outcome_record_on_loop(const CatalogResult *result, void *userdata) {
+        ASSERT_TRUE(pthread_equal(pthread_self(), loop_thread));
+        outcome_record(result, userdata);
+}
+
+/* A table of 300 snapshots (~100 KB of metadata): loaded and committed to by a client that
+ * parses every body on the loop and one that parses bodies above 64 KiB on the thread pool.
+ * Both see the same bodies, from the loop, and the small answers stay on the loop. */
+TEST(rest_catalog_parse_off_loop) {
+        CatalogConfig config = test_config(catalog_uri());
+        Outcome on_loop = { 0 }, off_loop = { 0 }, small = { 0 };
+        RestClient *inline_client;
+        json_t *request;
+        RestCase t;
+
+        if (!rest_case_begin(&t, &config, "offloop"))
+                return;
+        loop_thread = pthread_self();
+        config.parse_off_loop_bytes = UINT64_MAX;
+        start_client(&t.loop, &config, &inline_client);
+
+        /* The table as created is small: parsed on the loop. */
+        ASSERT_OK(rest_catalog_backend.load_table(t.c, t.ns, 1, t.table, outcome_record_on_loop,
+                                                  &small));
+        run_until(&t.loop, &small.is_done);
+        ASSERT_OUTCOME(small, 0);
+        ASSERT_TRUE(json_text_size(small.body) < 64u << 10);
+        ASSERT_EQ(rest_client_parses_started(t.c), 0);
+
+        history_commit(&t, 300);
+        ASSERT_EQ(rest_client_parses_started(t.c), 1); /* the commit's answer */
+
+        ASSERT_OK(rest_catalog_backend.load_table(inline_client, t.ns, 1, t.table,
+                                                  outcome_record_on_loop, &on_loop));
+        ASSERT_OK(rest_catalog_backend.load_table(t.c, t.ns, 1, t.table, outcome_record_on_loop,
+                                                  &off_loop));
+        run_until(&t.loop, &on_loop.is_done);
+        run_until(&t.loop, &off_loop.is_done);
+        ASSERT_OUTCOME(on_loop, 0);
+        ASSERT_OUTCOME(off_loop, 0);
+        ASSERT_EQ(off_loop.http_status, 200);
+        ASSERT_EQ(rest_client_parses_started(t.c), 2);
+        ASSERT_EQ(rest_client_parses_in_flight(t.c), 0);
+        ASSERT_EQ(rest_client_parses_started(inline_client), 0);
+        ASSERT_TRUE(json_text_size(off_loop.body) > 64u << 10);
+        ASSERT_EQ(metadata_snapshots(&off_loop), 300);
+        ASSERT_TRUE(json_equal(on_loop.body, off_loop.body));
+        ASSERT_TRUE(off_loop.message[0] == '\0');
+
+        /* A commit's CommitTableResponse, parsed off the loop, holds the new metadata. */
+        request = commit_request_set(t.uuid, "icecommit.offloop", "yes");
+        ASSERT_OK(rest_catalog_backend.commit_table(t.c, t.ns, 1, t.table, request, NULL,
+                                                    outcome_record_on_loop, &t.commit));
+        run_until(&t.loop, &t.commit.is_done);
+        ASSERT_OUTCOME(t.commit, 0);
+        ASSERT_EQ(rest_client_parses_started(t.c), 3);
+        ASSERT_STREQ(json_string_value(
+                             json_object_get(json_object_get(json_object_get(t.commit.body,
+                                                                             "metadata"),
+                                                             "properties"),
+                                             "icecommit.offloop")),
+                     "yes");
+        ASSERT_EQ(metadata_snapshots(&t.commit), 300);
+
+        client_finish(&t.loop, inline_client);
+        json_decref(request);
+        outcome_reset(&on_loop);
+        outcome_reset(&off_loop);
+        outcome_reset(&small);
+        rest_case_end(&t);
+}
+
+/* Holds the thread pool's threads until released, so that a parse job waits in its queue. */
+static atomic_bool pool_is_held;
+
+static void pool_hold(uv_work_t *work) {
+        (void)work;
+        while (atomic_load(&pool_is_held))
+                (void)usleep(1000);
+}
+
+static void pool_after_hold(uv_work_t *work, int status) {
+        ASSERT_EQ(status, 0);
+        free(work);
+}
+
+static unsigned pool_size(void) {
+        const char *v = getenv("UV_THREADPOOL_SIZE");
+        unsigned long n = v ? strtoul(v, NULL, 10) : 0;
+
+        /* libuv's default, and its cap. */
+        return n == 0 ? 4 : n > 1024 ? 1024 : (unsigned)n;
+}
+
+typedef struct CloseWatch {
+        Outcome outcome;
+        const bool *is_closed;
+} CloseWatch;
+
+/* outcome_record(), and never after the close completed. */
+static void outcome_record_before_close(const CatalogResult *result, void *userdata) {
+        CloseWatch *w = userdata;
+
+        ASSERT_TRUE(!*w->is_closed);
+        outcome_record(result, &w->outcome);
+}
+
+/* Sends a load and a commit of the large table and runs the loop until both answers are on the
+ * thread pool (whose threads are held: the jobs wait in its queue). */
+static void parses_queue(RestCase *t, const json_t *request, CloseWatch *load, CloseWatch *commit) {
+        atomic_store(&pool_is_held, true);
+        for (unsigned i = 0; i < pool_size(); i++) {
+                uv_work_t *work = calloc(1, sizeof(*work));
+
+                ASSERT_TRUE(work);
+                ASSERT_OK(uv_queue_work(&t->loop, work, pool_hold, pool_after_hold));
+        }
+        ASSERT_OK(rest_catalog_backend.load_table(t->c, t->ns, 1, t->table,
+                                                  outcome_record_before_close, load));
+        ASSERT_OK(rest_catalog_backend.commit_table(t->c, t->ns, 1, t->table, request, NULL,
+                                                    outcome_record_before_close, commit));
+        while (rest_client_parses_in_flight(t->c) < 2) {
+                ASSERT_TRUE(!load->outcome.is_done && !commit->outcome.is_done);
+                ASSERT_TRUE(uv_run(&t->loop, UV_RUN_ONCE) != 0);
+        }
+}
+
+/* catalog_close while bodies are on the thread pool: a job no thread took yet is cancelled
+ * (the load -ECANCELED, the commit's 200 still a success, without a body); one under way ends
+ * with its answer. Either way each callback comes once, before the close completes, and
+ * nothing is left on the loop. */
+TEST(rest_catalog_close_during_parse) {
+        CatalogConfig config = test_config(catalog_uri());
+        bool is_closed = false;
+        uint64_t base;
+        CloseWatch load = { .is_closed = &is_closed }, commit = { .is_closed = &is_closed };
+        json_t *request;
+        RestCase t;
+
+        config.parse_off_loop_bytes = 0;
+        if (!rest_case_begin(&t, &config, "closeparse"))
+                return;
+        history_commit(&t, 300);
+
+        /* Queued behind held threads: cancelled. */
+        request = commit_request_set(t.uuid, "icecommit.closeparse", "1");
+        parses_queue(&t, request, &load, &commit);
+        rest_catalog_backend.close(t.c, on_closed, &is_closed);
+        ASSERT_TRUE(!load.outcome.is_done && !commit.outcome.is_done && !is_closed);
+        atomic_store(&pool_is_held, false);
+        run_until(&t.loop, &is_closed);
+        ASSERT_TRUE(load.outcome.is_done && commit.outcome.is_done);
+        ASSERT_EQ(rest_client_parses_in_flight(t.c), 0);
+        ASSERT_OUTCOME(load.outcome, -ECANCELED);
+        ASSERT_TRUE(load.outcome.body == NULL);
+        ASSERT_OUTCOME(commit.outcome, 0);
+        ASSERT_EQ(commit.outcome.http_status, 200);
+        ASSERT_TRUE(commit.outcome.body == NULL);
+        ASSERT_CONTAINS(commit.outcome.message, "body not read");
+        ASSERT_TRUE(rest_client_free(TAKE_PTR(t.c)) == NULL);
+        /* The commit did land. */
+        outcome_reset(&load.outcome);
+        outcome_reset(&commit.outcome);
+        is_closed = false;
+        start_client(&t.loop, &config, &t.c);
+        assert_property(&t, "icecommit.closeparse", "1");
+
+        /* Closed at once after the answers arrived, threads free: cancelled or parsed, the
+         * callbacks still come once and before the close completes. */
+        json_decref(request);
+        request = commit_request_set(t.uuid, "icecommit.closeparse", "2");
+        base = rest_client_parses_started(t.c);
+        ASSERT_OK(rest_catalog_backend.load_table(t.c, t.ns, 1, t.table,
+                                                  outcome_record_before_close, &load));
+        ASSERT_OK(rest_catalog_backend.commit_table(t.c, t.ns, 1, t.table, request, NULL,
+                                                    outcome_record_before_close, &commit));
+        while (rest_client_parses_started(t.c) < base + 2 &&
+               !(load.outcome.is_done && commit.outcome.is_done))
+                ASSERT_TRUE(uv_run(&t.loop, UV_RUN_ONCE) != 0);
+        rest_catalog_backend.close(t.c, on_closed, &is_closed);
+        run_until(&t.loop, &is_closed);
+        ASSERT_TRUE(load.outcome.is_done && commit.outcome.is_done);
+        if (load.outcome.status != -ECANCELED) {
+                ASSERT_OUTCOME(load.outcome, 0);
+                ASSERT_EQ(metadata_snapshots(&load.outcome), 300);
+        }
+        ASSERT_OUTCOME(commit.outcome, 0);
+        printf("close right after the answers: load %s, commit body %s\n",
+               catalog_outcome_to_string(load.outcome.status),
+               commit.outcome.body ? "parsed" : "not read");
+        ASSERT_TRUE(rest_client_free(TAKE_PTR(t.c)) == NULL);
+
+        outcome_reset(&load.outcome);
+        outcome_reset(&commit.outcome);
+        json_decref(request);
+        rest_case_end(&t);
+}
+
+/* ?snapshots=refs on Apache Iceberg's 1.11 server (CatalogHandlers.loadTable with
+ * SnapshotMode.REFS: suppressHistoricalSnapshots): only the snapshots of main, tag t1 and branch
+ * b1 come, with the same refs, heads, sequence number and next-row-id as the full load, and the
+ * engine's parser takes the metadata. Through the catalog interface, as the engine calls it. */
+TEST(rest_catalog_load_refs) {
+        CatalogConfig config = test_config(catalog_uri());
+        Outcome full = { 0 }, refs = { 0 };
+        const json_t *full_md, *refs_md;
+        _cleanup_(table_metadata_freep) TableMetadata *full_table = NULL, *refs_table = NULL;
+        TableBranch main_branch, b1;
+        int64_t sequence_number = 0;
+        Error error = { 0 };
+        Catalog *catalog;
+        RestCase t;
+
+        if (!rest_case_begin(&t, &config, "refs"))
+                return;
+        history_commit(&t, 300);
+        ASSERT_OK(catalog_new_backend(&rest_catalog_backend, TAKE_PTR(t.c), &catalog));
+
+        ASSERT_OK(catalog_load_table(catalog, t.ns, 1, t.table, outcome_record, &full));
+        ASSERT_OK(catalog_load_table_refs(catalog, t.ns, 1, t.table, outcome_record, &refs));
+        run_until(&t.loop, &full.is_done);
+        run_until(&t.loop, &refs.is_done);
+        ASSERT_OUTCOME(full, 0);
+        ASSERT_OUTCOME(refs, 0);
+        full_md = json_object_get(full.body, "metadata");
+        refs_md = json_object_get(refs.body, "metadata");
+        ASSERT_EQ(metadata_snapshots(&full), 300);
+        ASSERT_EQ(metadata_snapshots(&refs), 3);
+        printf("load: %zu bytes, with snapshots=refs: %zu bytes\n", json_text_size(full.body),
+               json_text_size(refs.body));
+        ASSERT_TRUE(json_equal(json_object_get(full_md, "refs"), json_object_get(refs_md, "refs")));
+        ASSERT_STREQ(json_string_value(json_object_get(refs.body, "metadata-location")),
+                     json_string_value(json_object_get(full.body, "metadata-location")));
+        ASSERT_EQ(json_integer_value(json_object_get(refs_md, "current-snapshot-id")), 1299);
+
+        ASSERT_OK(table_metadata_parse(full.body, &full_table, &error));
+        ASSERT_OK(table_metadata_parse(refs.body, &refs_table, &error));
+        ASSERT_EQ(refs_table->format_version, 3);
+        ASSERT_STREQ(refs_table->uuid, t.uuid);
+        ASSERT_STREQ(refs_table->location, full_table->location);
+        ASSERT_EQ(refs_table->last_sequence_number, 300);
+        ASSERT_EQ(refs_table->last_sequence_number, full_table->last_sequence_number);
+        ASSERT_EQ(refs_table->next_row_id, 3000);
+        ASSERT_EQ(refs_table->next_row_id, full_table->next_row_id);
+        ASSERT_TRUE(json_equal(table_current_schema(refs_table), table_current_schema(full_table)));
+        ASSERT_OK(table_branch(refs_table, "main", &main_branch, &error));
+        ASSERT_TRUE(main_branch.exists && main_branch.snapshot);
+        ASSERT_EQ(main_branch.snapshot_id, 1299);
+        ASSERT_TRUE(json_equal(main_branch.snapshot, table_snapshot(full_table, 1299)));
+        ASSERT_OK(table_branch(refs_table, "b1", &b1, &error));
+        ASSERT_TRUE(b1.exists && b1.snapshot);
+        ASSERT_EQ(b1.snapshot_id, 1020);
+        ASSERT_OK(table_json_get_i64(b1.snapshot, "sequence-number", &sequence_number));
+        ASSERT_EQ(sequence_number, 21);
+        ASSERT_TRUE(table_snapshot(refs_table, 1005) != NULL); /* tag t1 */
+        ASSERT_TRUE(table_snapshot(refs_table, 1100) == NULL); /* history */
+        ASSERT_TRUE(table_snapshot(full_table, 1100) != NULL);
+
+        /* A missing table is one with refs too. */
+        outcome_reset(&refs);
+        ASSERT_OK(
+                catalog_load_table_refs(catalog, t.ns, 1, "no_such_table", outcome_record, &refs));
+        run_until(&t.loop, &refs.is_done);
+        ASSERT_OUTCOME(refs, CATALOG_E_NOT_FOUND);
+
+        {
+                bool is_closed = false;
+
+                catalog_close(catalog, on_closed, &is_closed);
+                run_until(&t.loop, &is_closed);
+                catalog = catalog_free(catalog);
+        }
+        outcome_reset(&full);
+        outcome_reset(&refs);
         rest_case_end(&t);
 }
 
