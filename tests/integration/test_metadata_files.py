@@ -177,7 +177,7 @@ def storage_requests(url):
 
 def test_bucket_commits_behind_the_cache_read_no_metadata(s3):
     """A commit on a cached table HEADs the cached version instead of reading the hint and the
-    whole metadata file; with catalog.cache-tables = 0 every attempt reads both."""
+    whole metadata file; with catalog.cache-tables = 0 every commit reads both."""
     from test_bucket_catalog import DataFilesRequest, pyarrow_s3, settings, write_parquet
 
     warehouse = f"s3://{s3['bucket']}/{uuid.uuid4().hex[:12]}/wh"
@@ -201,5 +201,6 @@ def test_bucket_commits_behind_the_cache_read_no_metadata(s3):
         finally:
             d.stop()
     print(f"\n[bucket cache] store requests of one commit: cached {gets['64']}, uncached {gets['0']}")
-    # The engine's load and the catalog's commit each skip the hint and the metadata file.
-    assert gets["64"]["get"] <= gets["0"]["get"] - 4, gets
+    # The catalog's commit skips the hint and the metadata file (the engine builds on its own
+    # table state and loads only when it has to).
+    assert gets["64"]["get"] <= gets["0"]["get"] - 2, gets
