@@ -100,6 +100,9 @@ typedef struct CommitConfig {
         bool live_file_index;
         uint64_t live_file_index_max_bytes;       /* all indexes together */
         uint64_t live_file_index_max_table_bytes; /* one table's (one branch's) */
+        /* Manifest merging (the table's commit.manifest-merge.* properties): the parent's
+         * manifests one attempt reads to merge, by their list lengths; 0 = never merge. */
+        uint64_t max_merge_input_bytes;
 } CommitConfig;
 
 /* S3-compatible object storage ([s3] and [client]: Iceberg S3FileIO's property names, so

@@ -101,6 +101,8 @@ const ConfigOption config_options[] = {
                commit.live_file_index_max_bytes, 256ull << 20, 0, 1ull << 40),
         OPTION("commit", "live-file-index-max-table-bytes", OPTION_KIND_U64,
                commit.live_file_index_max_table_bytes, 128ull << 20, 0, 1ull << 40),
+        OPTION("commit", "max-merge-input-bytes", OPTION_KIND_U64, commit.max_merge_input_bytes,
+               256ull << 20, 0, 1ull << 40),
 
         OPTION("storage", "max-manifest-bytes", OPTION_KIND_U64, storage.max_manifest_bytes,
                64u << 20, 1024, 1ull << 34),

@@ -40,6 +40,7 @@ typedef enum MetricId {
         METRIC_LIVE_INDEX_MANIFESTS_READ, /* counter: manifests read into live-file indexes */
         METRIC_LIVE_INDEX_DROPS, /* counter{reason}: indexes dropped ("too-large", "unreadable") */
         METRIC_LIVE_FILE_REFUSALS, /* counter: requests refused for a data file already live */
+        METRIC_MANIFESTS_MERGED,   /* counter: parent manifests replaced by merged ones */
         _METRIC_MAX,
 } MetricId;
 
