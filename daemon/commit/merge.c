@@ -164,6 +164,10 @@ static int merge_apply(Batch *b) {
                                 free(list);
                                 return -ENOMEM;
                         }
+                        /* Added by this snapshot: the list entry takes this attempt's
+                         * sequence number, which a retry after a 409 changes (its entries
+                         * carry their own). */
+                        list[n].sequence_number = b->sequence_number;
                         is_placed[owner - 1] = true;
                         map[i] = SIZE_MAX;
                         n++;
@@ -212,15 +216,16 @@ bool merge_start(Batch *b) {
         if (a->is_done)
                 return false;
         a->is_done = true;
-        if (!merge_is_possible(b) || b->list_bytes.data)
+        if (b->table->format_version < 2)
                 return false;
+        /* Where Iceberg Java's append fails (NumberFormatException, whether or not merging is
+         * on or anything would merge), so does ours. */
         r = manifest_merge_policy(b->table, &policy, &b->error);
         if (r < 0) {
-                /* Where Iceberg Java's commit fails (NumberFormatException), so does ours. */
                 batch_fail(b, KEY_FAILED, 422, "invalid-table-property", "%s", b->error.message);
                 return true;
         }
-        if (!policy.is_enabled)
+        if (!policy.is_enabled || !merge_is_possible(b) || b->list_bytes.data)
                 return false;
 
         a->owner = calloc(n_parent, sizeof(*a->owner));

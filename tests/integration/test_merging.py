@@ -203,6 +203,9 @@ def test_merge_racing_a_java_append_retries_and_reuses_it(catalog, daemon, table
     # Java's new manifest (kept: its bin is the newest, of fewer than 4).
     assert re.search(r"merged-[0-9a-f-]+-1-0\.avro$", merged[0]["manifest_path"]), merged
     assert len(entries) == 3 and merged[0]["existing_files_count"] == 4
+    # ... with the sequence number of the attempt that committed, not the first one's.
+    assert merged[0]["sequence_number"] == snap["sequence-number"] == receipt["sequence-number"]
+    assert merged[0]["min_sequence_number"] == 1
     assert merged_files_on_disk(md) == [local(merged[0]["manifest_path"])]
 
     after = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
@@ -231,3 +234,12 @@ def test_merging_disabled_merges_nothing(catalog, daemon, table):
     assert not any("merged-" in m["manifest_path"] for _, entries in lists for m in entries)
     assert all(s["summary"]["manifests-replaced"] == "0" for s, _ in lists[1:])
     assert merged_files_on_disk(md) == []
+
+    # A size that is no number fails the commit, merging on or off, as Iceberg Java's does.
+    set_properties(uri, ns, name, {"commit.manifest.target-size-bytes": "8MB"})
+    extra = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 1,
+                 "--start-id", 2000)
+    status, _, answer = daemon.commit(ns, name, {"idempotency-key": "off-bad",
+                                                 "staged-manifests": [extra["manifest"]]})
+    assert status == 422 and answer["error"]["type"] == "invalid-table-property", answer
+    assert "commit.manifest.target-size-bytes" in answer["error"]["message"]
