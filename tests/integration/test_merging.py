@@ -4,8 +4,9 @@ REST catalog and Iceberg Java: with commit.manifest.min-count-to-merge = 4 the p
 are rewritten into one manifest of EXISTING entries whose inherited values are written out; Iceberg
 Java then reads every row with the same _row_id and _last_updated_sequence_number, next-row-id
 stays the sum of added-rows (merging consumes id space), the lineage audit passes, the live-file
-index still knows the merged files. A merge racing a Java append gets a real 409, retries and
-reuses its merged manifest. commit.manifest-merge.enabled = false merges nothing."""
+index still knows the merged files. An entry Iceberg Java deleted is dropped by the merge. A merge
+racing a Java append gets a real 409, retries and reuses its merged manifest.
+commit.manifest-merge.enabled = false merges nothing; a property that is no number fails."""
 import os
 import re
 import threading
@@ -243,3 +244,41 @@ def test_merging_disabled_merges_nothing(catalog, daemon, table):
                                                  "staged-manifests": [extra["manifest"]]})
     assert status == 422 and answer["error"]["type"] == "invalid-table-property", answer
     assert "commit.manifest.target-size-bytes" in answer["error"]["message"]
+
+
+def test_merge_drops_entries_java_deleted(catalog, daemon, table):
+    ns, name, _ = table
+    uri = catalog["uri"]
+    peer("append", "--uri", uri, "--table", f"{ns}.{name}", "--rows", 5, "--start-id", 0)
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 3,
+                  "--start-id", 1000, "--manifests", 4)["manifests"]
+    for k in range(3):
+        commit(daemon, ns, name, f"del-{k}", staged[k]["manifest"])
+    # Iceberg Java deletes one file (its manifest rewritten with the entry DELETED), before the
+    # low min-count is set, so that Java itself merges nothing.
+    gone = staged[1]["data-files"][0]["path"]
+    peer("evolve", "--uri", uri, "--table", f"{ns}.{name}", "--ops", f'[["delete-file", "{gone}"]]')
+    before = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    deleted = [m for m in before["manifests"] if m["deleted-files"] == 1]
+    assert len(before["manifests"]) == 4 and len(deleted) == 1, before["manifests"]
+    set_properties(uri, ns, name, min_count(4))
+
+    r = commit(daemon, ns, name, "del-3", staged[3]["manifest"])
+    md, lists = snapshot_lists(uri, ns, name)
+    snap, entries = lists[-1]
+    assert snap["snapshot-id"] == r["snapshot-id"] and len(entries) == 2
+    merged = [m for m in entries if "merged-" in m["manifest_path"]]
+    assert len(merged) == 1
+    assert (merged[0]["existing_files_count"], merged[0]["deleted_files_count"]) == (3, 0)
+    assert merged[0]["existing_rows_count"] == 5 + 3 + 3
+    written = avro(merged[0]["manifest_path"])
+    assert gone not in [e["data_file"]["file_path"] for e in written], "DELETED entry dropped"
+    assert all(e["status"] == 0 for e in written)
+    assert snap["summary"]["entries-processed"] == "4"
+
+    after = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    old, new = lineage(before), lineage(after)
+    assert set(range(1003, 1006)).isdisjoint(new), "the deleted rows stay deleted"
+    assert {i: new[i] for i in old} == old
+    assert after["next-row-id"] == sum(s["added-rows"] for s in after["snapshots"])
+    check_audit(daemon, ns, name, after, [0, old[1000][0], old[1006][0], new[1009][0]])
