@@ -124,6 +124,7 @@ static void batch_free_attempt(Batch *b) {
         b->commit_request = NULL;
         b->commit_key[0] = 0;
         live_index_attempt_deinit(&b->live);
+        merge_attempt_deinit(b);
 }
 
 static Batch *batch_free(Batch *b) {
@@ -131,6 +132,7 @@ static Batch *batch_free(Batch *b) {
                 return NULL;
         for (size_t i = 0; i < b->n_jobs; i++)
                 engine_job_free(b->jobs[i]);
+        merge_batch_deinit(b);
         batch_free_attempt(b);
         for (size_t i = 0; i < b->n_counted; i++)
                 free(b->counted[i].path);
@@ -378,6 +380,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 table_state_adopt(b->queue->state, result->body,
                                   b->jobs[0]->writer->request->branch, b->snapshot_id);
                 live_index_committed(b);
+                merge_attempt_outcome(b, /* is_committed= */ true);
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "committed", 1);
                 metrics_add(e->metrics, METRIC_COMMIT_SNAPSHOTS, NULL, 1);
                 metrics_observe(e->metrics, METRIC_BATCH_REQUESTS, (double)b->n_jobs);
@@ -434,6 +437,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "unknown", 1);
                 table_state_drop(b->queue->state, "unknown");
                 b->has_unknown = true;
+                merge_attempt_outcome(b, /* is_committed= */ false);
                 for (size_t i = 0; i < b->n_jobs; i++)
                         b->jobs[i]->may_be_committed = true;
                 free(TAKE_PTR(b->list_cleanup));
@@ -761,7 +765,8 @@ static void batch_assemble_work(uv_work_t *w) {
         b->work_status = batch_assemble_list(b);
         if (b->work_status == 0)
                 b->work_status = batch_find_repeats(b);
-        if (b->work_status == 0 && b->n_to_count == 0)
+        /* A merge step changes the list first (merge.c). */
+        if (b->work_status == 0 && b->n_to_count == 0 && !merge_is_possible(b))
                 b->work_status = batch_finish_list(b);
 }
 
@@ -884,6 +889,8 @@ static void batch_work_after(uv_work_t *w, int status) {
 }
 
 void batch_continue(Batch *b) {
+        if (merge_start(b))
+                return;
         if (b->list_bytes.data) {
                 batch_list_ready(b);
                 return;
@@ -1006,6 +1013,7 @@ static void batch_build_after(Batch *b) {
         buf_deinit(&key_list);
         added.manifests_created = (int64_t)b->n_staged;
         added.manifests_kept = (int64_t)(b->n_list - b->n_staged);
+        merge_summary(b, &added);
 
         /* Totals continue the parent's (Java restarts them at 0 on a new branch, though the
          * branch holds the parent's data too). */

@@ -14,6 +14,8 @@
 #include "commit/registry.h"
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_file.h"
+#include "iceberg/manifest_merge.h"
+#include "iceberg/snapshot.h"
 #include "iceberg/table.h"
 #include "storage/storage.h"
 #include "util/uuid.h"
@@ -104,6 +106,38 @@ typedef struct ListCache {
         size_t n_files;
         uint64_t size; /* what it counts against commit.manifest-list-cache-max-bytes */
 } ListCache;
+/* A manifest a batch merged from parent manifests (merge.c): written once and kept across the
+ * batch's attempts, so that a retry reuses it while its inputs are all still in the parent's
+ * list. Owned by the batch; deleted at its end unless a list naming it may have committed. */
+typedef struct MergedManifest {
+        ManifestFile file; /* its list entry (no first_row_id); file.path: where it lies */
+        char **inputs;     /* the parent's manifests it replaces, in list order */
+        size_t n_inputs;
+        uint64_t n_entries_read;
+        bool is_used;          /* in this attempt's list */
+        bool may_be_committed; /* in a list that committed or got no verdict */
+} MergedManifest;
+
+/* One attempt's merge step (merge.c), reset by every attempt. */
+typedef struct MergeAttempt {
+        bool is_done;                  /* ran (or was skipped) this attempt */
+        size_t *owner;                 /* per parent list entry: 1 + index of the merged
+                                        * manifest replacing it, 0 if none */
+        ManifestMergePlan plan;        /* over candidates: the entries no merged one claims */
+        size_t *candidates;            /* ... as list indices */
+        ManifestFile *candidate_files; /* shallow copies for the plan, not owned */
+        size_t n_candidates;
+        StorageReadItem *items; /* the plan's inputs as read, bins in order */
+        size_t n_items;
+        Buf *bytes;          /* per bin: the merged manifest until written */
+        ManifestFile *files; /* per bin: its list entry until cached */
+        ManifestMergeStats *stats;
+        int *status;      /* per bin: 0 merged, else left unmerged (the reason logged) */
+        size_t n_written; /* bins handled by the write step so far */
+        int work_status;
+        Error error;
+        uv_work_t work;
+} MergeAttempt;
 
 struct TableQueue {
         CommitEngine *engine;
@@ -158,7 +192,11 @@ struct Batch {
                                            * attempts so that a retry does not read them again */
         size_t n_counted;
         int work_status;
-        LiveIndexAttempt live; /* this attempt's check against the live files */
+        LiveIndexAttempt live;  /* this attempt's check against the live files */
+        MergedManifest *merged; /* every manifest this batch merged, across attempts */
+        size_t n_merged;
+        StorageProps *merge_props; /* the storage settings to delete them with */
+        MergeAttempt merge;
         Error error;
         uv_work_t work;
 };
@@ -286,6 +324,24 @@ void table_state_add_key(TableState *s, const char *key, int64_t snapshot_id);
  * reason in error) or -ENOMEM. */
 int table_state_use(const TableState *s, TableMetadata **ret_table, StorageProps **ret_props,
                     Error *error);
+/* merge.c */
+/* Whether this attempt may merge the parent's manifests (the list is then built only after
+ * the merge step). Pure; any thread. */
+bool merge_is_possible(const Batch *b);
+/* Loop, once per attempt before the list is counted and written: reuses the batch's merged
+ * manifests whose inputs are all in the parent's list, plans the rest by the table's
+ * commit.manifest-merge properties, reads, rewrites (thread pool) and writes the bins, and
+ * replaces their inputs in b->list. Returns false when it did all there was to do inline (the
+ * caller goes on); true when it goes on by itself (batch_continue, or a failure). */
+bool merge_start(Batch *b);
+/* The snapshot summary's manifest counts of this attempt's list. */
+void merge_summary(const Batch *b, SnapshotAdded *added);
+/* After a commit that landed (is_committed) or got no verdict: this attempt's merged
+ * manifests are never deleted. */
+void merge_attempt_outcome(Batch *b, bool is_committed);
+void merge_attempt_deinit(Batch *b);
+/* At the batch's end: deletes the merged manifests no list that may have committed names. */
+void merge_batch_deinit(Batch *b);
 
 /* live_index.c */
 /* After the list is assembled (b->list holds the parent's manifests): brings the queue's

@@ -106,6 +106,9 @@ typedef struct CommitConfig {
         uint32_t linger_ms;     /* a batch waits this long for more requests before it starts */
         uint32_t queue_idle_ms; /* an idle table queue (and its state) is dropped after this */
         uint64_t list_cache_max_bytes; /* manifest lists kept for the next commit, all tables */
+        /* Manifest merging (the table's commit.manifest-merge.* properties): the parent's
+         * manifests one attempt reads to merge, by their list lengths; 0 = never merge. */
+        uint64_t max_merge_input_bytes;
 } CommitConfig;
 
 /* S3-compatible object storage ([s3] and [client]: Iceberg S3FileIO's property names, so

@@ -108,6 +108,8 @@ const ConfigOption config_options[] = {
                commit.list_cache_max_bytes, 256ull << 20, 0, 1ull << 40),
         OPTION("commit", "queue-idle-ms", OPTION_KIND_U32, commit.queue_idle_ms, 600000, 1000,
                604800000),
+        OPTION("commit", "max-merge-input-bytes", OPTION_KIND_U64, commit.max_merge_input_bytes,
+               256ull << 20, 0, 1ull << 40),
 
         OPTION("storage", "max-manifest-bytes", OPTION_KIND_U64, storage.max_manifest_bytes,
                64u << 20, 1024, 1ull << 34),

@@ -50,3 +50,6 @@ typedef struct ManifestFile {
 
 /* Frees the members a ManifestFile owns; the struct itself is the caller's. */
 void manifest_file_deinit(ManifestFile *m);
+/* A deep copy of `from` into *ret (path, summaries and key metadata copied). Returns 0 or
+ * -ENOMEM (then *ret is unchanged). */
+int manifest_file_copy(const ManifestFile *from, ManifestFile *ret);

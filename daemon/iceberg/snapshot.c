@@ -25,6 +25,7 @@ static const char *const snapshot_computed_keys[] = {
         "manifests-created",
         "manifests-kept",
         "manifests-replaced",
+        "entries-processed",
         "engine-name",
         "engine-version",
         "deleted-data-files",
@@ -139,7 +140,10 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
         if (r == 0)
                 r = summary_set_i64(summary, "manifests-kept", added->manifests_kept);
         if (r == 0)
-                r = summary_set_i64(summary, "manifests-replaced", 0);
+                r = summary_set_i64(summary, "manifests-replaced", added->manifests_replaced);
+        /* Java writes it only when manifests were rewritten (the entries read to do so). */
+        if (r == 0 && added->entries_processed > 0)
+                r = summary_set_i64(summary, "entries-processed", added->entries_processed);
         if (r == 0 &&
             (json_object_set_new(summary, "engine-name", json_string("icecommit")) < 0 ||
              json_object_set_new(summary, "engine-version", json_string(ICECOMMIT_VERSION)) < 0))

@@ -21,6 +21,8 @@ typedef struct SnapshotAdded {
         int64_t equality_deletes;      /* their record counts */
         int64_t manifests_created;     /* list entries added by this snapshot */
         int64_t manifests_kept;        /* inherited from the parent */
+        int64_t manifests_replaced;    /* parent's manifests merged into created ones */
+        int64_t entries_processed;     /* entries read to merge them */
 } SnapshotAdded;
 
 typedef struct SnapshotSpec {

@@ -41,6 +41,7 @@ typedef enum MetricId {
         METRIC_LIVE_INDEX_DROPS, /* counter{reason}: indexes dropped ("too-large", "unreadable") */
         METRIC_LIVE_FILE_REFUSALS, /* counter: requests refused for a data file already live */
         METRIC_TABLE_LOADS,        /* counter{reason}: tables loaded by commits (no usable state) */
+        METRIC_MANIFESTS_MERGED,   /* counter: parent manifests replaced by merged ones */
         _METRIC_MAX,
 } MetricId;
 

@@ -83,6 +83,10 @@ static const MetricInfo metric_info[_METRIC_MAX] = {
                                         "Writer requests refused for naming a data file already "
                                         "live in the table.",
                                         METRIC_COUNTER, NULL, NULL },
+        [METRIC_MANIFESTS_MERGED] = { "icecommit_manifests_merged_total",
+                                      "Parent manifests replaced by merged manifests in committed "
+                                      "snapshots (table property commit.manifest-merge.enabled).",
+                                      METRIC_COUNTER, NULL, NULL },
 };
 
 /* Upper bounds shared by both histograms: seconds for latency, counts for batch sizes. */

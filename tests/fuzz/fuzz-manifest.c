@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: staged manifests (iceberg/manifest.c over avro/ocf_reader.c and avro-c), the Avro
  * files writers hand us, and the same bytes as a committed manifest the lineage audit reads
- * (iceberg/manifest_entries.c, with the reader's inheritance). Any input must end in success or
+ * (iceberg/manifest_entries.c, with the reader's inheritance) and merges into a manifest of
+ * EXISTING entries (iceberg/manifest_merge.c). Any input must end in success or
  * an Error, never a crash, a leak or an over-read; an accepted manifest must satisfy the
  * invariants the commit relies on. */
 #include <stdint.h>
@@ -9,8 +10,51 @@
 
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_entries.h"
+#include "iceberg/manifest_merge.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The bytes as both inputs of a bin: a merged manifest must read back with every entry EXISTING
+ * and nothing left to inherit. */
+static void fuzz_merge(const uint8_t *data, size_t size) {
+        ManifestFile list_entry = { .path = (char *)"fuzz.avro",
+                                    .sequence_number = 7,
+                                    .has_added_snapshot_id = true,
+                                    .added_snapshot_id = 42,
+                                    .has_counts = true,
+                                    .has_first_row_id = true,
+                                    .first_row_id = 1000 };
+        ManifestMergeInput inputs[2] = { { &list_entry, slice_make(data, size) },
+                                         { &list_entry, slice_make(data, size) } };
+        ManifestMergeTarget target = { .format_version = 3,
+                                       .snapshot_id = 43,
+                                       .sequence_number = 8,
+                                       .location = "merged.avro",
+                                       .max_entries = 100000 };
+        ManifestFile merged = { 0 };
+        ManifestEntry *entries = NULL;
+        size_t n = 0;
+        Buf out;
+        Error e;
+
+        buf_init(&out, 64u << 20);
+        if (manifest_merge_write(inputs, 2, &target, &out, &merged, NULL, &e) != 0) {
+                buf_deinit(&out);
+                return;
+        }
+        if (merged.has_first_row_id || merged.added_snapshot_id != 43 ||
+            merged.length != (int64_t)out.len ||
+            manifest_entries_read(buf_slice(&out), 200000, &entries, &n, &e) < 0 ||
+            n != (size_t)merged.existing_files_count)
+                abort();
+        for (size_t i = 0; i < n; i++)
+                if (entries[i].status != MANIFEST_ENTRY_EXISTING || !entries[i].has_snapshot_id ||
+                    !entries[i].has_sequence_number || !entries[i].has_file_sequence_number)
+                        abort();
+        manifest_entries_free(entries, n);
+        manifest_file_deinit(&merged);
+        buf_deinit(&out);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ManifestLimits limits = { .max_entries = 100000 };
@@ -37,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 manifest_entries_free(entries, n_entries);
         }
 
+        fuzz_merge(data, size);
         if (manifest_staged_parse(slice_make(data, size), "fuzz.avro", &limits, &m, &e) < 0)
                 return 0;
         if (m->n_files == 0 || m->added_files_count != (int32_t)m->n_files ||
