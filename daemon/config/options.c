@@ -102,7 +102,7 @@ const ConfigOption config_options[] = {
         OPTION("commit", "live-file-index-max-table-bytes", OPTION_KIND_U64,
                commit.live_file_index_max_table_bytes, 128ull << 20, 0, 1ull << 40),
         OPTION("commit", "table-state-max-age-ms", OPTION_KIND_U32, commit.table_state_max_age_ms,
-               60000, 0, 86400000),
+               10000, 0, 86400000),
         OPTION("commit", "linger-ms", OPTION_KIND_U32, commit.linger_ms, 0, 0, 60000),
         OPTION("commit", "manifest-list-cache-max-bytes", OPTION_KIND_U64,
                commit.list_cache_max_bytes, 256ull << 20, 0, 1ull << 40),

@@ -221,6 +221,19 @@ int snapshot_commit_request_build(const TableMetadata *table, const char *branch
                             "action", "add-snapshot", "snapshot", snap, set_ref);
         if (!request)
                 return -ENOMEM;
+        /* The snapshot records the current schema id, and the requests were checked against
+         * that schema: a commit built on a table whose schema has changed since (a schema
+         * update moves no branch head) must be refused, reloaded and checked again. */
+        if (table->has_current_schema_id) {
+                json_t *schema_req = json_pack("{s:s, s:i}", "type", "assert-current-schema-id",
+                                               "current-schema-id", (int)table->current_schema_id);
+
+                if (!schema_req || json_array_append_new(json_object_get(request, "requirements"),
+                                                         schema_req) < 0) {
+                        json_decref(request);
+                        return -ENOMEM;
+                }
+        }
         *ret_request = request;
         return 0;
 }

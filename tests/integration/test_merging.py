@@ -15,7 +15,7 @@ import time
 
 import fastavro
 
-from conftest import http, peer, pyiceberg_table
+from conftest import Daemon, http, peer, pyiceberg_table
 from faults import clear_faults, get_faults, set_faults
 
 
@@ -237,12 +237,18 @@ def test_merging_disabled_merges_nothing(catalog, daemon, table):
     assert all(s["summary"]["manifests-replaced"] == "0" for s, _ in lists[1:])
     assert merged_files_on_disk(md) == []
 
-    # A size that is no number fails the commit, merging on or off, as Iceberg Java's does.
+    # A size that is no number fails the commit, merging on or off, as Iceberg Java's does. A
+    # property change commits no snapshot: a daemon sees it once its table state ages out
+    # (commit.table-state-max-age-ms), or at once when it keeps none, as this one.
     set_properties(uri, ns, name, {"commit.manifest.target-size-bytes": "8MB"})
     extra = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 1,
                  "--start-id", 2000)
-    status, _, answer = daemon.commit(ns, name, {"idempotency-key": "off-bad",
-                                                 "staged-manifests": [extra["manifest"]]})
+    fresh = Daemon(uri, catalog["dir"], {"commit.table-state-max-age-ms": "0"})
+    try:
+        status, _, answer = fresh.commit(ns, name, {"idempotency-key": "off-bad",
+                                                    "staged-manifests": [extra["manifest"]]})
+    finally:
+        fresh.stop()
     assert status == 422 and answer["error"]["type"] == "invalid-table-property", answer
     assert "commit.manifest.target-size-bytes" in answer["error"]["message"]
 

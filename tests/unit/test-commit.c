@@ -1809,3 +1809,34 @@ TEST(key_index_finds_recorded_keys_and_verifies_them_against_the_table) {
         ASSERT_EQ(json_i64_at(key_index_find(&ix, t, "a", 0), "snapshot-id"), 1);
         key_index_deinit(&ix);
 }
+
+TEST(a_schema_change_behind_the_state_is_a_409_then_a_reload) {
+        _cleanup_(json_decrefp) json_t *evolve = NULL, *applied = NULL;
+        Answer a, b;
+        Error e = { 0 };
+        Fixture f;
+
+        fixture_init(&f);
+        ASSERT_EQ(commit_one(&f, &a, "job-a", 3), 200);
+        /* Another writer adds a column: a new current schema, and no snapshot (no head moves). */
+        evolve = J("{\"requirements\": [], \"updates\": [{\"action\": \"add-schema\", \"schema\": "
+                   "{\"type\": \"struct\", \"schema-id\": 1, \"fields\": ["
+                   "{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
+                   "{\"id\": 2, \"name\": \"note\", \"required\": false, \"type\": \"string\"}]}},"
+                   "{\"action\": \"set-current-schema\", \"schema-id\": -1}]}");
+        if (table_update_apply(f.cat->metadata, evolve, 1700000000000, f.cat->metadata_location,
+                               &applied, &e) < 0)
+                TEST_FAIL("schema update: %s", e.message);
+        json_decref(f.cat->metadata);
+        f.cat->metadata = TAKE_PTR(applied);
+        ASSERT_EQ(json_i64_at(f.cat->metadata, "current-schema-id"), 1);
+        ASSERT_EQ(commit_one(&f, &b, "job-b", 4), 200);
+        /* Built on the state (schema 0): refused by its schema assertion, then on the reload. */
+        ASSERT_EQ(f.cat->n_commits, 3);
+        ASSERT_EQ(json_i64_at(b.body, "attempts"), 2);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 1), "schema-id"), 0);
+        ASSERT_EQ(json_i64_at(commit_snapshot(&f, 2), "schema-id"), 1);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        fixture_done(&f);
+}

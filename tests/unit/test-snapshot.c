@@ -204,7 +204,7 @@ TEST(commit_request_has_requirements_updates_and_keeps_retention) {
         ASSERT_OK(snapshot_commit_request_build(t, "main", &head, &spec, &req));
 
         reqs = json_object_get(req, "requirements");
-        ASSERT_EQ(json_array_size(reqs), 2);
+        ASSERT_EQ(json_array_size(reqs), 3);
         ASSERT_STREQ(json_string_value(json_object_get(json_array_get(reqs, 0), "type")),
                      "assert-table-uuid");
         ASSERT_STREQ(json_string_value(json_object_get(json_array_get(reqs, 0), "uuid")),
@@ -212,6 +212,11 @@ TEST(commit_request_has_requirements_updates_and_keeps_retention) {
         ASSERT_STREQ(json_string_value(json_object_get(json_array_get(reqs, 1), "type")),
                      "assert-ref-snapshot-id");
         ASSERT_EQ(json_integer_value(json_object_get(json_array_get(reqs, 1), "snapshot-id")), 42);
+        /* The schema the requests were checked against is still the table's. */
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(reqs, 2), "type")),
+                     "assert-current-schema-id");
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(reqs, 2), "current-schema-id")),
+                  t->current_schema_id);
 
         updates = json_object_get(req, "updates");
         snap = json_object_get(json_array_get(updates, 0), "snapshot");
