@@ -461,6 +461,13 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 metrics_add(e->metrics, METRIC_COMMIT_ATTEMPTS, "rejected", 1);
                 table_state_drop(b->queue->state, "rejected");
                 engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
+                /* Built on the table state, the refusal may be the state's fault (a format
+                 * upgrade or other change that moved no head): once more, on a fresh load;
+                 * a refusal of that one is final. */
+                if (b->on_state) {
+                        batch_retry_later(b, "rejected-on-state", 502, type, result->message);
+                        return;
+                }
                 if (status == 404)
                         batch_fail(b, KEY_FAILED, status, type, "%s", result->message);
                 else
@@ -1398,8 +1405,10 @@ static void batch_attempt_start(Batch *b) {
         /* The table as the last load or commit response left it, while that is recent: no
          * load. A state another writer moved past costs a 409 and a reload, never a wrong
          * commit: every commit asserts the head it was built on (table_state.c). */
+        b->on_state = false;
         if (table_state_is_fresh(q->state)) {
                 r = table_state_use(q->state, &b->table, &b->props, &b->error);
+                b->on_state = r == 0;
                 if (r == 0) {
                         batch_with_table(b);
                         return;

@@ -188,6 +188,7 @@ struct Batch {
         json_t *commit_request;           /* this attempt's CommitTableRequest, kept for replays */
         char commit_key[UUID_STRING_MAX]; /* its Idempotency-Key ("" when none was sent) */
         bool has_unknown;                 /* an attempt got no verdict: it may have landed */
+        bool on_state;                    /* this attempt's table is the table state's */
         CountedManifest *counted;         /* manifests counted from their entries, kept across
                                            * attempts so that a retry does not read them again */
         size_t n_counted;

@@ -36,6 +36,7 @@ typedef enum Step {
         STEP_UNKNOWN,        /* 504, nothing applied */
         STEP_UNKNOWN_LANDED, /* applied, then a 504: the answer was lost */
         STEP_HOLD,           /* parked until double_release() */
+        STEP_REJECTED,       /* 400, nothing applied: the request is invalid */
 } Step;
 
 #define DOUBLE_MAX_CALLS 32
@@ -109,6 +110,11 @@ static void double_commit(CatalogDouble *d, DoubleCall *c, CatalogResult *result
                 result->status = CATALOG_E_STATE_UNKNOWN;
                 result->http_status = 504;
                 catalog_result_set_message(result, "gateway timeout (scripted)");
+                return;
+        case STEP_REJECTED:
+                result->status = CATALOG_E_REJECTED;
+                result->http_status = 400;
+                catalog_result_set_message(result, "Cannot add a snapshot (scripted)");
                 return;
         default:
                 break;
@@ -1838,5 +1844,30 @@ TEST(a_schema_change_behind_the_state_is_a_409_then_a_reload) {
         ASSERT_EQ(json_i64_at(commit_snapshot(&f, 2), "schema-id"), 1);
         answer_deinit(&a);
         answer_deinit(&b);
+        fixture_done(&f);
+}
+
+TEST(a_refusal_of_a_commit_built_on_the_state_is_tried_once_on_a_fresh_load) {
+        Answer a, b, c;
+        Fixture f;
+
+        fixture_init(&f);
+        ASSERT_EQ(commit_one(&f, &a, "job-a", 3), 200);
+        /* The catalog refuses the commit built on the state (as after a format upgrade that
+         * moved no head): tried again on a fresh load, where it lands. */
+        f.cat->commit_script[1] = STEP_REJECTED;
+        ASSERT_EQ(commit_one(&f, &b, "job-b", 4), 200);
+        ASSERT_EQ(json_i64_at(b.body, "attempts"), 2);
+        ASSERT_EQ(f.cat->n_loads, 3);
+        /* A refusal of a commit built on a fresh load is final. */
+        f.cat->commit_script[3] = STEP_REJECTED;
+        f.cat->commit_script[4] = STEP_REJECTED;
+        ASSERT_EQ(commit_one(&f, &c, "job-c", 5), 502);
+        ASSERT_STREQ(answer_error_type(&c), "catalog-rejected");
+        ASSERT_EQ(f.cat->n_commits, 5);
+        ASSERT_EQ(f.cat->n_loads, 4);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        answer_deinit(&c);
         fixture_done(&f);
 }
