@@ -111,7 +111,12 @@ def test_race_against_a_direct_java_writer(catalog, daemon, table):
     row_ids = [r["_row_id"] for r in dump["rows"]]
     assert len(set(row_ids)) == len(row_ids), "_row_id unique"
     assert dump["next-row-id"] == sum(s["added-rows"] for s in dump["snapshots"])
-    assert sorted(row_ids) == list(range(dump["next-row-id"])), "no gaps for pure appends"
+    if not any(int(s["summary"].get("manifests-replaced", "0")) for s in dump["snapshots"]):
+        assert sorted(row_ids) == list(range(dump["next-row-id"])), "no gaps for pure appends"
+    else:
+        # A merge (commit.manifest-merge.*: over 100 manifests here) gives the merged manifest a
+        # new range its EXISTING files never use (spec; Java's testAssignmentWithManifestCompaction).
+        assert max(row_ids) < dump["next-row-id"], "row ids within next-row-id"
 
     # Receipts agree with what the Java reader sees for each writer's rows.
     by_id = {r["id"]: r for r in dump["rows"]}
