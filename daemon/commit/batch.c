@@ -905,7 +905,18 @@ void batch_continue(Batch *b) {
         batch_count_pump(b);
 }
 
+static bool batch_recheck_on_load(Batch *b);
+
 void batch_refuse_flagged(Batch *b) {
+        /* On the table state, a refusal waits for a fresh load (batch_refuse_job): the checks
+         * run again there, so the flags go. */
+        if (b->on_state) {
+                for (size_t i = 0; i < b->n_jobs; i++)
+                        b->jobs[i]->refusal_type = NULL;
+                b->needs_fresh_table = true;
+                (void)batch_recheck_on_load(b);
+                return;
+        }
         /* Requests naming what the table or the batch holds already are answered; the others
          * go on in a new attempt, whose list holds none of the refused. */
         for (size_t i = 0; i < b->n_jobs;) {
@@ -1100,6 +1111,24 @@ static bool batch_file_is_confined(const TableMetadata *t, const char *path) {
 /* Checks one staged manifest of a job against the table as loaded by this attempt (the table
  * may have changed since intake and between attempts). On a violation answers the job and
  * returns false. */
+/* Refuses one request for what the attempt's table says (answers it), except on the table
+ * state: a refusal must never rest on a stale table (a property or policy changed since, with no
+ * snapshot to tell), so the attempt gets a fresh load first and checks again there. */
+_printf_(5, 6) static void batch_refuse_job(Batch *b, Job *j, int status, const char *type,
+                                            const char *fmt, ...) {
+        char message[2048];
+        va_list ap;
+
+        if (b->on_state) {
+                b->needs_fresh_table = true;
+                return;
+        }
+        va_start(ap, fmt);
+        (void)vsnprintf(message, sizeof(message), fmt, ap);
+        va_end(ap);
+        engine_job_fail(j, status, type, "%s", message);
+}
+
 static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
         const StagedManifest *m = j->manifests[k];
         const char *location = data_files_manifest_location(j, k);
@@ -1110,45 +1139,45 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
          * which write.metadata.path may put elsewhere. */
         if (k < j->writer->request->n_manifests &&
             !storage_location_is_within(location, b->table->location)) {
-                engine_job_fail(j, 422, "invalid-manifest",
-                                "staged-manifests[%zu] '%s' is outside the table location '%s'", k,
-                                location, b->table->location);
+                batch_refuse_job(b, j, 422, "invalid-manifest",
+                                 "staged-manifests[%zu] '%s' is outside the table location '%s'", k,
+                                 location, b->table->location);
                 return false;
         }
         if (!table_has_partition_spec(b->table, m->partition_spec_id)) {
-                engine_job_fail(j, 422, "invalid-manifest",
-                                "staged-manifests[%zu] '%s' uses partition spec %d, which the "
-                                "table does not have",
-                                k, location, m->partition_spec_id);
+                batch_refuse_job(b, j, 422, "invalid-manifest",
+                                 "staged-manifests[%zu] '%s' uses partition spec %d, which the "
+                                 "table does not have",
+                                 k, location, m->partition_spec_id);
                 return false;
         }
         if (m->format_version == 1 && b->table->format_version != 1) {
                 /* Format 1 entries carry no sequence numbers: v2+ writers must write v2+
                  * manifests (spec "Writer requirements"). */
-                engine_job_fail(j, 422, "invalid-manifest",
-                                "staged-manifests[%zu] '%s' is a format-version 1 manifest; the "
-                                "table is version %d and "
-                                "takes version 2 or 3 manifests",
-                                k, location, b->table->format_version);
+                batch_refuse_job(b, j, 422, "invalid-manifest",
+                                 "staged-manifests[%zu] '%s' is a format-version 1 manifest; the "
+                                 "table is version %d and "
+                                 "takes version 2 or 3 manifests",
+                                 k, location, b->table->format_version);
                 return false;
         }
         if (m->format_version > b->table->format_version) {
-                engine_job_fail(j, 422, "invalid-manifest",
-                                "staged-manifests[%zu] '%s' is a format-version %d manifest; the "
-                                "table is version %d",
-                                k, location, m->format_version, b->table->format_version);
+                batch_refuse_job(b, j, 422, "invalid-manifest",
+                                 "staged-manifests[%zu] '%s' is a format-version %d manifest; the "
+                                 "table is version %d",
+                                 k, location, m->format_version, b->table->format_version);
                 return false;
         }
 
         for (size_t e = 0; e < m->n_files; e++)
                 if (!batch_file_is_confined(b->table, m->files[e].path)) {
                         /* Said without asking storage anything about the file. */
-                        engine_job_fail(j, 422, "invalid-manifest",
-                                        "staged-manifests[%zu] '%s' entry %zu '%s' is outside the "
-                                        "table location '%s' (and "
-                                        "write.data.path and the table property %s)",
-                                        k, location, e, m->files[e].path, b->table->location,
-                                        TABLE_PROPERTY_ALLOWED_PREFIXES);
+                        batch_refuse_job(b, j, 422, "invalid-manifest",
+                                         "staged-manifests[%zu] '%s' entry %zu '%s' is outside the "
+                                         "table location '%s' (and "
+                                         "write.data.path and the table property %s)",
+                                         k, location, e, m->files[e].path, b->table->location,
+                                         TABLE_PROPERTY_ALLOWED_PREFIXES);
                         return false;
                 }
         /* The schema the files were written with must still map onto the table's, by field id.
@@ -1160,31 +1189,31 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
                 int r;
 
                 if (!written) {
-                        engine_job_fail(
-                                j, 422, "invalid-manifest",
+                        batch_refuse_job(
+                                b, j, 422, "invalid-manifest",
                                 "staged-manifests[%zu] '%s': its schema metadata is not JSON", k,
                                 location);
                         return false;
                 }
                 if (!current) {
-                        engine_job_fail(j, 502, "catalog-bad-metadata",
-                                        "the table metadata has no current schema");
+                        batch_refuse_job(b, j, 502, "catalog-bad-metadata",
+                                         "the table metadata has no current schema");
                         return false;
                 }
                 r = schema_compat_check(written, current, b->table->format_version, &error);
                 if (r == SCHEMA_COMPAT_E_INCOMPATIBLE) {
-                        engine_job_fail(j, 422, "schema-mismatch",
-                                        "staged-manifests[%zu] '%s' was written with a schema the "
-                                        "table's current schema "
-                                        "(id %d) no longer matches: %s",
-                                        k, location, b->table->current_schema_id, error.message);
+                        batch_refuse_job(b, j, 422, "schema-mismatch",
+                                         "staged-manifests[%zu] '%s' was written with a schema the "
+                                         "table's current schema "
+                                         "(id %d) no longer matches: %s",
+                                         k, location, b->table->current_schema_id, error.message);
                         return false;
                 }
                 if (r < 0) {
-                        engine_job_fail(j, r == -ENOMEM ? 503 : 422,
-                                        r == -ENOMEM ? "out-of-memory" : "invalid-manifest",
-                                        "staged-manifests[%zu] '%s': cannot compare schemas: %s", k,
-                                        location, error.message);
+                        batch_refuse_job(b, j, r == -ENOMEM ? 503 : 422,
+                                         r == -ENOMEM ? "out-of-memory" : "invalid-manifest",
+                                         "staged-manifests[%zu] '%s': cannot compare schemas: %s",
+                                         k, location, error.message);
                         return false;
                 }
         }
@@ -1193,23 +1222,23 @@ static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
         if (m->content != MANIFEST_CONTENT_DELETES || b->table->format_version < 3)
                 return true;
         if (batch_equality_delete_policy(b, &allow) < 0) {
-                engine_job_fail(j, 422, "lineage-guardrail",
-                                "staged-manifests[%zu] '%s' holds equality deletes and the table "
-                                "property '%s' is '%s', "
-                                "expected 'reject' or 'allow'",
-                                k, location, TABLE_PROPERTY_EQUALITY_DELETES,
-                                table_property(b->table, TABLE_PROPERTY_EQUALITY_DELETES));
+                batch_refuse_job(b, j, 422, "lineage-guardrail",
+                                 "staged-manifests[%zu] '%s' holds equality deletes and the table "
+                                 "property '%s' is '%s', "
+                                 "expected 'reject' or 'allow'",
+                                 k, location, TABLE_PROPERTY_EQUALITY_DELETES,
+                                 table_property(b->table, TABLE_PROPERTY_EQUALITY_DELETES));
                 return false;
         }
         if (!allow) {
-                engine_job_fail(j, 422, "lineage-guardrail",
-                                "staged-manifests[%zu] '%s' holds %" PRId32
-                                " equality delete file(s); on a format-version 3 "
-                                "table equality deletes cannot keep row lineage, and the policy is "
-                                "reject (table property "
-                                "'%s' or [lineage] equality-deletes)",
-                                k, location, m->n_equality_delete_files,
-                                TABLE_PROPERTY_EQUALITY_DELETES);
+                batch_refuse_job(
+                        b, j, 422, "lineage-guardrail",
+                        "staged-manifests[%zu] '%s' holds %" PRId32
+                        " equality delete file(s); on a format-version 3 "
+                        "table equality deletes cannot keep row lineage, and the policy is "
+                        "reject (table property "
+                        "'%s' or [lineage] equality-deletes)",
+                        k, location, m->n_equality_delete_files, TABLE_PROPERTY_EQUALITY_DELETES);
                 return false;
         }
         j->breaks_lineage = true;
@@ -1254,11 +1283,29 @@ static void batch_check_jobs(Batch *b, size_t from) {
                 /* A failed check frees the job: test `bad` before touching it again. */
                 for (size_t k = 0; !bad && k < j->n_manifests; k++)
                         bad = !batch_check_manifest(b, j, k);
+                if (bad && b->needs_fresh_table)
+                        return; /* not answered: the caller loads and checks again */
                 if (bad)
                         batch_remove_job(b, i);
                 else
                         i++;
         }
+}
+
+/* After batch_check_jobs() on the table state wanted to refuse a request: the same attempt
+ * again on a fresh load. Returns true when it went that way. */
+static bool batch_recheck_on_load(Batch *b) {
+        if (!b->needs_fresh_table)
+                return false;
+        b->needs_fresh_table = false;
+        log_info("queue='%s' a request would be refused on the table state: loading the table "
+                 "to check again",
+                 b->queue->name);
+        table_state_drop(b->queue->state, "recheck");
+        batch_free_attempt(b);
+        b->attempt--; /* the same attempt, nothing was sent */
+        batch_attempt_start(b);
+        return true;
 }
 
 static void batch_with_table(Batch *b);
@@ -1322,6 +1369,8 @@ static void batch_with_table(Batch *b) {
 
         /* Runs after every reload: a commit that landed while we were unsure is found here. */
         batch_check_jobs(b, 0);
+        if (batch_recheck_on_load(b))
+                return;
         if (b->n_jobs == 0) {
                 batch_end(b);
                 return;
@@ -1485,6 +1534,8 @@ static void batch_assemble_start(Batch *b) {
         if (batch_take_waiting(b) > 0) {
                 /* The same checks as the batch's first requests had, on this attempt's table. */
                 batch_check_jobs(b, from);
+                if (batch_recheck_on_load(b))
+                        return;
                 if (b->n_jobs == 0) {
                         batch_end(b);
                         return;

@@ -189,6 +189,7 @@ struct Batch {
         char commit_key[UUID_STRING_MAX]; /* its Idempotency-Key ("" when none was sent) */
         bool has_unknown;                 /* an attempt got no verdict: it may have landed */
         bool on_state;                    /* this attempt's table is the table state's */
+        bool needs_fresh_table;           /* a check on the state would refuse: load first */
         CountedManifest *counted;         /* manifests counted from their entries, kept across
                                            * attempts so that a retry does not read them again */
         size_t n_counted;

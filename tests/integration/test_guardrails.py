@@ -6,6 +6,7 @@ no first_row_id, the new sequence number, Java's summary counters) and Java's re
 deleted rows; the lineage_breaks metric counts each request. v2 tables accept them (no lineage).
 Position deletes and ADDED entries carrying a first_row_id are always refused."""
 import os
+import time
 import uuid
 
 import fastavro
@@ -131,7 +132,10 @@ def test_v3_equality_deletes_allowed_by_table_property(catalog, daemon):
 
 def test_daemon_default_allow_and_table_reject(catalog):
     uri = catalog["uri"]
-    d = Daemon(uri, catalog["dir"], settings={"lineage.equality-deletes": "allow"})
+    # The table state ages out after a second here: a property change commits no snapshot, so
+    # a daemon applies it once its state of the table is older than commit.table-state-max-age-ms.
+    d = Daemon(uri, catalog["dir"], settings={"lineage.equality-deletes": "allow",
+                                              "commit.table-state-max-age-ms": "1000"})
     try:
         ns, name = new_table(uri, 3)
         append_rows(uri, d, ns, name, 0, 3, "data-1")
@@ -144,6 +148,7 @@ def test_daemon_default_allow_and_table_reject(catalog):
         # The table's own reject wins over the daemon's allow.
         set_property(uri, ns, name, "icecommit.equality-deletes", "reject")
         again = stage_deletes(uri, ns, name, [0])
+        time.sleep(1.2)  # (staging takes longer anyway)
         before = metadata(uri, ns, name)
         refused(d, ns, name, "del-2", again["manifest"], 422, "lineage-guardrail", "the policy is reject")
         assert metadata(uri, ns, name) == before
