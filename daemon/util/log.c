@@ -91,26 +91,31 @@ static void log_write_text(int level, const char *module, const char *msg, size_
         (void)!write(STDERR_FILENO, line, (size_t)n);
 }
 
-/* A JSON record under construction: appends refuse what does not fit before the reserve that
- * closes the record, so that a cut record still parses. */
+/* A JSON record under construction: a member that does not fit before the reserve that closes
+ * the record is left out (a string value is cut instead), and so is everything after it, so
+ * that a cut record still parses. */
 typedef struct LogRecord {
         char buf[LOG_RECORD_MAX];
         size_t len;
+        bool is_full;
 } LogRecord;
 
 #define LOG_RECORD_RESERVE 8 /* '"', '}', '\n' and slack */
 
-static void log_record_raw(LogRecord *r, const char *s, size_t n) {
-        if (n > sizeof(r->buf) - LOG_RECORD_RESERVE - r->len)
-                return;
+static bool log_record_raw(LogRecord *r, const char *s, size_t n) {
+        if (r->is_full || n > sizeof(r->buf) - LOG_RECORD_RESERVE - r->len) {
+                r->is_full = true;
+                return false;
+        }
         memcpy(r->buf + r->len, s, n);
         r->len += n;
+        return true;
 }
 
 /* RFC 8259 string contents: quote, backslash and control characters escaped; other bytes as
- * they are (messages are UTF-8: names the writer API checked). A cut value ends at a UTF-8
- * character boundary. */
-static void log_record_escaped(LogRecord *r, const char *s, size_t n) {
+ * they are (messages are UTF-8: names the writer API checked). Returns false when it had to
+ * cut, at a UTF-8 character boundary. */
+static bool log_record_escaped(LogRecord *r, const char *s, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 unsigned char c = (unsigned char)s[i];
                 char esc[8];
@@ -131,25 +136,53 @@ static void log_record_escaped(LogRecord *r, const char *s, size_t n) {
                         esc[0] = (char)c;
                         k = 1;
                 }
-                if (k > sizeof(r->buf) - LOG_RECORD_RESERVE - r->len) {
+                if (!log_record_raw(r, esc, k)) {
                         while (r->len > 0 && ((unsigned char)r->buf[r->len - 1] & 0xc0) == 0x80)
                                 r->len--;
                         if (r->len > 0 && (unsigned char)r->buf[r->len - 1] >= 0xc0)
                                 r->len--;
-                        return;
+                        return false;
                 }
-                memcpy(r->buf + r->len, esc, k);
-                r->len += k;
         }
+        return true;
+}
+
+/* ,"key": -- all of it or nothing. */
+static bool log_record_key(LogRecord *r, const char *key) {
+        size_t start = r->len;
+
+        if (log_record_raw(r, ",\"", 2) && log_record_escaped(r, key, strlen(key)) &&
+            log_record_raw(r, "\":", 2))
+                return true;
+        r->len = start;
+        r->is_full = true;
+        return false;
 }
 
 static void log_record_str(LogRecord *r, const char *key, const char *value, size_t n) {
-        log_record_raw(r, ",\"", 2);
-        log_record_escaped(r, key, strlen(key));
-        log_record_raw(r, "\":\"", 3);
-        log_record_escaped(r, value, n);
+        if (!log_record_key(r, key))
+                return;
+        if (!log_record_raw(r, "\"", 1)) {
+                /* The reserve has room for a value: an empty one. */
+                r->buf[r->len++] = '"';
+                r->buf[r->len++] = '"';
+                return;
+        }
+        (void)log_record_escaped(r, value, n);
         /* The reserve always has room for the closing quote. */
         r->buf[r->len++] = '"';
+}
+
+static void log_record_number(LogRecord *r, const char *key, int64_t value) {
+        size_t start = r->len;
+        char number[32];
+        int n;
+
+        n = snprintf(number, sizeof(number), "%lld", (long long)value);
+        if (!log_record_key(r, key))
+                return;
+        if (n <= 0 || !log_record_raw(r, number, (size_t)n))
+                r->len = start;
 }
 
 static void log_write_json(int level, const char *module, const LogField *fields, size_t n_fields,
@@ -170,6 +203,7 @@ static void log_write_json(int level, const char *module, const LogField *fields
                 return;
         }
         r->len = 0;
+        r->is_full = false;
         clock_gettime(CLOCK_REALTIME, &ts);
         gmtime_r(&ts.tv_sec, &tm);
         n = snprintf(head, sizeof(head),
@@ -178,28 +212,19 @@ static void log_write_json(int level, const char *module, const LogField *fields
                      ts.tv_nsec / 1000000,
                      level >= LOG_LEVEL_ERROR && level <= LOG_LEVEL_DEBUG ? level_names[level]
                                                                           : "info");
-        if (n > 0 && (size_t)n < sizeof(head))
-                log_record_raw(r, head, (size_t)n);
+        if (n <= 0 || (size_t)n >= sizeof(head) || !log_record_raw(r, head, (size_t)n)) {
+                free(r);
+                return;
+        }
         log_record_str(r, "module", module, strlen(module));
         log_record_str(r, "message", msg, msg_len);
         for (size_t i = 0; i < n_fields; i++) {
-                char number[32];
+                const char *v = fields[i].str ? fields[i].str : "";
 
-                if (!fields[i].is_number) {
-                        const char *v = fields[i].str ? fields[i].str : "";
-
-                        log_record_str(r, fields[i].name, v, strlen(v));
-                        continue;
-                }
-                n = snprintf(number, sizeof(number), "%lld", (long long)fields[i].number);
-                log_record_raw(r, ",\"", 2);
-                log_record_escaped(r, fields[i].name, strlen(fields[i].name));
-                log_record_raw(r, "\":", 2);
-                /* A member whose value did not fit still needs one: 0 never is cut. */
-                if (n > 0 && (size_t)n <= sizeof(r->buf) - LOG_RECORD_RESERVE - r->len)
-                        log_record_raw(r, number, (size_t)n);
+                if (fields[i].is_number)
+                        log_record_number(r, fields[i].name, fields[i].number);
                 else
-                        r->buf[r->len++] = '0';
+                        log_record_str(r, fields[i].name, v, strlen(v));
         }
         r->buf[r->len++] = '}';
         r->buf[r->len++] = '\n';
