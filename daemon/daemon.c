@@ -221,6 +221,7 @@ static int daemon_start(Daemon *d) {
         r = metrics_new(&d->metrics);
         if (r < 0)
                 return r;
+        metrics_set_max_table_labels(d->metrics, d->config->metrics.max_table_labels);
         r = auth_new(&d->config->auth, &d->auth, &error);
         if (r < 0) {
                 log_error("cannot load the tokens file: %s", error.message);
@@ -242,6 +243,7 @@ static int daemon_start(Daemon *d) {
                 log_error("cannot create the catalog client: %s", strerror(-r));
                 return r;
         }
+        catalog_set_metrics(d->catalog, d->metrics);
         r = commit_engine_new(&d->loop, &d->config->commit, &d->config->storage, d->storage,
                               d->catalog, d->metrics, &d->engine);
         if (r < 0)

@@ -75,6 +75,7 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
         log_max_level = config->log_level;
+        log_set_format((LogFormat)log_format_from_string(config->log_format));
         if (arg_check_config) {
                 _cleanup_(auth_tokens_freep) AuthTokens *tokens = NULL;
 

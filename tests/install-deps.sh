@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs everything icecommit's build and tests use, on Debian 12, as root. Idempotent.
-#   apt: compilers, meson/ninja, the daemon's libraries, valgrind, Java 17 + Maven, Python venv
+#   apt: compilers, meson/ninja, the daemon's libraries, valgrind, Java 17 + Maven, Python venv,
+#        promtool (package prometheus)
 #   Maven Central: Apache Iceberg 1.11 (REST catalog server, Java reader/writer) -> ~/.m2
 #   PyPI: fastavro, PyIceberg (with pyarrow and SQLite catalog), pytest -> .venv/ (git-ignored)
 #   Go module proxy: SeaweedFS, built once (~16 min) -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
@@ -19,7 +20,9 @@ packages=(
 runtime=false
 [ "${1:-}" = "--runtime" ] && runtime=true
 if ! $runtime; then
-    packages+=(clang clang-format libclang-rt-14-dev valgrind openjdk-17-jdk-headless maven python3-yaml)
+    # prometheus: its promtool checks conf/icecommitd-alerts.yml and a live daemon's /metrics.
+    packages+=(clang clang-format libclang-rt-14-dev valgrind openjdk-17-jdk-headless maven python3-yaml
+               prometheus)
 fi
 missing=()
 for p in "${packages[@]}"; do

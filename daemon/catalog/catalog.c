@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The catalog interface (catalog.h): picks the backend catalog.type names and forwards every
- * call to it. Nothing here knows HTTP or files. */
+ * call to it, counting and timing each in metrics once for every backend. Nothing here knows
+ * HTTP or files. */
 #define LOG_MODULE "catalog"
 
 #include <errno.h>
@@ -14,12 +15,24 @@
 #include "catalog/filesystem.h"
 #include "catalog/rest.h"
 #include "catalog/rest_client.h"
+#include "metrics/metrics.h"
 #include "util/log.h"
+#include "util/time-util.h"
 
 struct Catalog {
         const CatalogBackend *backend;
         void *impl;
+        Metrics *metrics; /* borrowed, may be NULL */
 };
+
+/* One call in flight, between the caller and its callback: what its metric sample needs. */
+typedef struct CatalogTimedCall {
+        Metrics *metrics;
+        const char *operation; /* static */
+        uint64_t started_ns;
+        CatalogCallback cb;
+        void *userdata;
+} CatalogTimedCall;
 
 int catalog_new(uv_loop_t *loop, const CatalogConfig *config, Storage *storage,
                 Catalog **ret_catalog) {
@@ -78,6 +91,47 @@ Catalog *catalog_free(Catalog *c) {
         return NULL;
 }
 
+void catalog_set_metrics(Catalog *c, Metrics *metrics) {
+        c->metrics = metrics;
+}
+
+static void catalog_on_timed_reply(const CatalogResult *result, void *userdata) {
+        CatalogTimedCall *t = userdata;
+        CatalogCallback cb = t->cb;
+        void *cb_userdata = t->userdata;
+        char label[64];
+
+        (void)snprintf(label, sizeof(label), "%s" METRICS_LABEL_SEP "%s", t->operation,
+                       catalog_outcome_to_string(result->status));
+        metrics_add(t->metrics, METRIC_CATALOG_REQUESTS, label, 1);
+        metrics_observe_label(t->metrics, METRIC_CATALOG_DURATION, label,
+                              (double)(now_monotonic_ns() - t->started_ns) / 1e9);
+        free(t);
+        cb(result, cb_userdata);
+}
+
+/* Wraps cb for one call of `operation`; on return *cb and *userdata are what to pass to the
+ * backend. Without metrics, or out of memory (the sample is lost, the call is not), they stay
+ * the caller's. */
+static CatalogTimedCall *catalog_timed_call(Catalog *c, const char *operation, CatalogCallback *cb,
+                                            void **userdata) {
+        CatalogTimedCall *t;
+
+        if (!c->metrics || !(t = malloc(sizeof(*t))))
+                return NULL;
+        *t = (CatalogTimedCall){ c->metrics, operation, now_monotonic_ns(), *cb, *userdata };
+        *cb = catalog_on_timed_reply;
+        *userdata = t;
+        return t;
+}
+
+/* A backend that refused the call never calls back: the wrapper goes. */
+static int catalog_timed_started(CatalogTimedCall *t, int r) {
+        if (r < 0)
+                free(t);
+        return r;
+}
+
 int catalog_start(Catalog *c, CatalogCallback cb, void *userdata) {
         return c->backend->start(c->impl, cb, userdata);
 }
@@ -100,34 +154,49 @@ bool catalog_supports_idempotency(const Catalog *c) {
 
 int catalog_load_table(Catalog *c, const char *const *namespace, size_t n_namespace,
                        const char *table, CatalogCallback cb, void *userdata) {
-        return c->backend->load_table(c->impl, namespace, n_namespace, table, cb, userdata);
+        CatalogTimedCall *t = catalog_timed_call(c, "load", &cb, &userdata);
+
+        return catalog_timed_started(t, c->backend->load_table(c->impl, namespace, n_namespace,
+                                                               table, cb, userdata));
 }
 
 int catalog_load_table_refs(Catalog *c, const char *const *namespace, size_t n_namespace,
                             const char *table, CatalogCallback cb, void *userdata) {
+        CatalogTimedCall *t;
+
         if (!c->backend->load_table_refs)
                 return catalog_load_table(c, namespace, n_namespace, table, cb, userdata);
-        return c->backend->load_table_refs(c->impl, namespace, n_namespace, table, cb, userdata);
+        t = catalog_timed_call(c, "load-refs", &cb, &userdata);
+        return catalog_timed_started(t, c->backend->load_table_refs(c->impl, namespace, n_namespace,
+                                                                    table, cb, userdata));
 }
 
 int catalog_commit_table(Catalog *c, const char *const *namespace, size_t n_namespace,
                          const char *table, const json_t *request, const char *idempotency_key,
                          CatalogCallback cb, void *userdata) {
-        return c->backend->commit_table(c->impl, namespace, n_namespace, table, request,
-                                        idempotency_key, cb, userdata);
+        CatalogTimedCall *t = catalog_timed_call(c, "commit", &cb, &userdata);
+
+        return catalog_timed_started(t, c->backend->commit_table(c->impl, namespace, n_namespace,
+                                                                 table, request, idempotency_key,
+                                                                 cb, userdata));
 }
 
 int catalog_create_namespace(Catalog *c, const char *const *namespace, size_t n_namespace,
                              const json_t *properties, CatalogCallback cb, void *userdata) {
-        return c->backend->create_namespace(c->impl, namespace, n_namespace, properties, cb,
-                                            userdata);
+        CatalogTimedCall *t = catalog_timed_call(c, "create-namespace", &cb, &userdata);
+
+        return catalog_timed_started(t,
+                                     c->backend->create_namespace(c->impl, namespace, n_namespace,
+                                                                  properties, cb, userdata));
 }
 
 int catalog_create_table(Catalog *c, const char *const *namespace, size_t n_namespace,
                          const char *name, const json_t *request, CatalogCallback cb,
                          void *userdata) {
-        return c->backend->create_table(c->impl, namespace, n_namespace, name, request, cb,
-                                        userdata);
+        CatalogTimedCall *t = catalog_timed_call(c, "create-table", &cb, &userdata);
+
+        return catalog_timed_started(t, c->backend->create_table(c->impl, namespace, n_namespace,
+                                                                 name, request, cb, userdata));
 }
 
 const char *catalog_outcome_to_string(int status) {

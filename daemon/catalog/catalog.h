@@ -15,6 +15,7 @@
 #include <uv.h>
 
 #include "config/config.h"
+#include "metrics/metrics.h"
 #include "storage/storage.h"
 #include "util/cleanup.h"
 
@@ -103,6 +104,11 @@ int catalog_start(Catalog *c, CatalogCallback cb, void *userdata);
 /* Cancels every call (each completes with -ECANCELED; a cancelled mutation may have landed),
  * then calls done(userdata) (may be NULL) from the loop. Later calls fail with -ESHUTDOWN. */
 void catalog_close(Catalog *c, void (*done)(void *userdata), void *userdata);
+
+/* Counts and times every call from then on in icecommit_catalog_requests_total and
+ * icecommit_catalog_request_duration_seconds{operation,outcome} (operation load, load-refs,
+ * commit, create-namespace, create-table). `metrics` is borrowed: it must outlive the catalog. */
+void catalog_set_metrics(Catalog *c, Metrics *metrics);
 
 const char *catalog_backend_name(const Catalog *c);
 bool catalog_is_ready(const Catalog *c);

@@ -387,11 +387,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 if (b->table->format_version >= 3)
                         metrics_add(e->metrics, METRIC_ROWS_ASSIGNED, NULL,
                                     (double)(b->next_row_id - b->first_row_id));
-                log_info("committed queue='%s' snapshot=%" PRId64 " sequence=%" PRId64
-                         " first-row-id=%" PRId64 " added-rows=%" PRId64
-                         " requests=%zu attempts=%u",
-                         b->queue->name, b->snapshot_id, b->sequence_number, b->first_row_id,
-                         b->next_row_id - b->first_row_id, b->n_jobs, b->attempt);
+                observe_committed(b);
                 for (size_t i = 0; i < b->n_jobs; i++) {
                         json_t *receipt = batch_receipt(b, b->jobs[i]);
 

@@ -73,6 +73,7 @@ void engine_job_finish(Job *j, KeyState state, int status, json_t *body) {
                   : status >= 500        ? "failed-retryable"
                                          : "rejected";
         metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, outcome, 1);
+        observe_job_finished(j, state, status);
 
         /* The manifest written for data-files is this job's alone: when the commit is known
          * not to have happened it goes; an attempt without a verdict may have committed it. */
@@ -639,6 +640,7 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         const CommitRequest *r = w->request;
         KeyEntry *entry = registry_get(e->keys, r->key_scope, r->idempotency_key);
         _cleanup_(engine_job_freep) Job *j = NULL;
+        bool is_retry_of_unknown;
         TableState *state;
         int rr;
 
@@ -668,6 +670,7 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                 writer_request_finish(w, entry->status, json_deep_copy(entry->body));
                 return;
         }
+        is_retry_of_unknown = entry != NULL;
         if (entry) /* KEY_UNKNOWN: resolve by trying again; the history check finds a landed one */
                 registry_remove(e->keys, entry);
 
@@ -701,6 +704,7 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         j->engine = e;
         j->writer = w;
         j->entry = entry;
+        j->resolves_unknown = is_retry_of_unknown;
         j->work.data = j;
         e->n_queued++;
         metrics_set(e->metrics, METRIC_QUEUE_REQUESTS, NULL, (double)e->n_queued);
@@ -901,6 +905,7 @@ static int engine_metrics(Buf *out, void *userdata) {
         metrics_set(e->metrics, METRIC_CATALOG_READY, NULL, catalog_is_ready(e->catalog) ? 1 : 0);
         metrics_set(e->metrics, METRIC_STORAGE_WRITABLE, NULL,
                     storage_is_writable(e->storage, NULL) ? 1 : 0);
+        observe_scrape(e);
         return metrics_expose(e->metrics, out);
 }
 

@@ -86,6 +86,7 @@ struct Job {
         char *generated_cleanup;  /* its location while ours to delete; NULL once handed
                                    * to deletion */
         bool may_be_committed;    /* an attempt got no verdict: keep generated_path */
+        bool resolves_unknown;    /* a retry of a key whose commit got no verdict before */
         int intake_status;        /* HTTP status of an intake failure, 0 if fine */
         bool breaks_lineage;      /* equality deletes on a v3 table, allowed by policy */
         const char *refusal_type; /* set on the thread pool when this attempt found the
@@ -344,6 +345,17 @@ void merge_attempt_outcome(Batch *b, bool is_committed);
 void merge_attempt_deinit(Batch *b);
 /* At the batch's end: deletes the merged manifests no list that may have committed names. */
 void merge_batch_deinit(Batch *b);
+
+/* observe.c */
+/* After a commit landed: the table's last-commit time and row ids, and the commit's log line
+ * (table, branch, keys, snapshot id, attempts, duration; JSON or journal fields too). */
+void observe_committed(const Batch *b);
+/* From engine_job_finish(): counts a request with an earlier commit without verdict whose
+ * outcome is now known (icecommit_unknown_outcomes_resolved_total). */
+void observe_job_finished(const Job *j, KeyState state, int status);
+/* Before /metrics is exposed: each table's queue depth and oldest request, and the unknown
+ * outcomes outstanding (registry entries answered 504, requests in queues being resolved). */
+void observe_scrape(CommitEngine *e);
 
 /* live_index.c */
 /* After the list is assembled (b->list holds the parent's manifests): brings the queue's

@@ -12,6 +12,7 @@ struct KeyRegistry {
         size_t n_entries;
         size_t n_finished;
         size_t max_finished;
+        size_t n_unknown; /* entries in KEY_UNKNOWN */
         KeyEntry *done_head, *done_tail;
 };
 
@@ -143,6 +144,8 @@ static void registry_unlink(KeyRegistry *r, KeyEntry *e) {
         if (*p)
                 *p = e->hash_next;
         r->n_entries--;
+        if (e->state == KEY_UNKNOWN)
+                r->n_unknown--;
         if (e->state != KEY_PENDING) {
                 if (e->done_prev)
                         e->done_prev->done_next = e->done_next;
@@ -187,6 +190,7 @@ void registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, js
                 r->done_tail = e;
                 r->n_finished++;
         }
+        r->n_unknown += (state == KEY_UNKNOWN) - (e->state == KEY_UNKNOWN);
         e->state = state;
 
         while (r->n_finished > r->max_finished && r->done_head) {
@@ -225,4 +229,8 @@ json_t *registry_entry_status_json(const KeyEntry *e) {
 
 size_t registry_size(const KeyRegistry *r) {
         return r->n_entries;
+}
+
+size_t registry_count_unknown(const KeyRegistry *r) {
+        return r->n_unknown;
 }

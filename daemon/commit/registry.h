@@ -61,3 +61,5 @@ int registry_wait(KeyEntry *e, WriterRequest *w);
 /* The GET /v1/commits/{key} body for an entry (owned). */
 json_t *registry_entry_status_json(const KeyEntry *e);
 size_t registry_size(const KeyRegistry *r);
+/* Entries in KEY_UNKNOWN: writers answered 504 that have not retried (or were evicted). */
+size_t registry_count_unknown(const KeyRegistry *r);

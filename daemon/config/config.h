@@ -159,6 +159,11 @@ typedef struct AuthConfig {
         uint64_t max_tokens_file_bytes;
 } AuthConfig;
 
+/* The /metrics exposition (daemon/metrics/). */
+typedef struct MetricsConfig {
+        uint32_t max_table_labels; /* tables named in per-table labels; the rest are "other" */
+} MetricsConfig;
+
 typedef struct Config {
         char *path;
         HttpConfig http;
@@ -168,7 +173,9 @@ typedef struct Config {
         AuditConfig audit;
         TablesConfig tables;
         AuthConfig auth;
+        MetricsConfig metrics;
         int log_level;
+        char *log_format; /* "auto", "text", "json" or "journal" (util/log.h) */
 } Config;
 
 /* What a reload changed: comma-separated "section.key" names. */

@@ -226,6 +226,10 @@ int config_verify(const Config *c, Error *error) {
                 return error_set(error, -EINVAL,
                                  "key 'catalog.access-delegation': remote-signing is not "
                                  "supported; use vended-credentials");
+        if (log_format_from_string(c->log_format) < 0)
+                return error_set(error, -EINVAL,
+                                 "key 'log.format': '%s' is not one of auto, text, json, journal",
+                                 c->log_format);
         if (c->commit.min_backoff_ms > c->commit.max_backoff_ms)
                 return error_set(
                         error, -EINVAL,

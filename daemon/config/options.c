@@ -157,7 +157,11 @@ const ConfigOption config_options[] = {
         OPTION("auth", "max-tokens-file-bytes", OPTION_KIND_U64, auth.max_tokens_file_bytes,
                1u << 20, 64, 1u << 30),
 
+        OPTION("metrics", "max-table-labels", OPTION_KIND_U32, metrics.max_table_labels, 64, 0,
+               100000),
+
         OPTION("log", "level", OPTION_KIND_LOG_LEVEL, log_level, 6, 3, 7),
+        OPTION_STR("log", "format", log_format, "auto"),
 };
 
 const size_t config_n_options = sizeof(config_options) / sizeof(config_options[0]);

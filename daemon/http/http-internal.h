@@ -93,8 +93,10 @@ struct HttpRequest {
         HttpGoneCallback gone_cb;
         void *gone_userdata;
         HttpGoneWatch *watch;
-        HttpPeer *peer;   /* counts this request in flight until it is disposed; may be NULL */
-        char *reply_body; /* malloc'd, freed with the request */
+        HttpPeer *peer; /* counts this request in flight until it is disposed; may be NULL */
+        const HttpRoute *route; /* the route that took it (the router's), NULL if none did */
+        uint64_t started_ns;    /* when it was dispatched, for its duration metric */
+        char *reply_body;       /* malloc'd, freed with the request */
         bool is_linked;
         bool is_replied;
         bool is_gone;
@@ -256,3 +258,6 @@ const char *http_reply_status_type(int status);
 
 /* Counts one answer in icecommit_http_requests_total{code}. */
 void http_server_count_reply(HttpServer *s, int status);
+/* Times one answer in icecommit_http_request_duration_seconds{method,route,code}: the route's
+ * pattern, never the raw path or method (bounded labels); "other" outside the routes. */
+void http_server_time_reply(HttpServer *s, const HttpRequest *r, int status);

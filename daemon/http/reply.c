@@ -122,6 +122,7 @@ static void reply_send(HttpRequest *r, int status, const char *content_type, con
 
         http_request_end(r);
         http_server_count_reply(r->server, status);
+        http_server_time_reply(r->server, r, status);
         r->reply_body = owned;
         /* h2o decided keep-alive when the request arrived; once the server stops accepting,
          * every answer also ends its HTTP/1.1 connection. */

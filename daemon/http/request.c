@@ -15,6 +15,7 @@
 
 #include "http/http-internal.h"
 #include "util/log.h"
+#include "util/time-util.h"
 
 static void request_unlink(HttpRequest *r) {
         HttpServer *s = r->server;
@@ -90,6 +91,7 @@ HttpRequest *http_request_new(HttpServer *s, h2o_req_t *req) {
                 .server = s,
                 .req = req,
                 .method = h2o_strdup(&req->pool, req->method.base, req->method.len).base,
+                .started_ns = now_monotonic_ns(),
         };
 
         path_len = req->query_at != SIZE_MAX ? req->query_at : req->path.len;

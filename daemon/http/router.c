@@ -291,6 +291,7 @@ void http_router_dispatch(const HttpRouter *router, HttpRequest *r) {
                 r->params = h2o_mem_alloc_pool(&r->req->pool, sizeof(params[0]) * (n_params + 1));
                 memcpy(r->params, params, sizeof(params[0]) * n_params);
                 r->n_params = n_params;
+                r->route = route;
                 route->handler(r, route->userdata);
                 return;
         }

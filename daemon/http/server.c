@@ -19,6 +19,7 @@
 
 #include "http/http-internal.h"
 #include "util/log.h"
+#include "util/time-util.h"
 
 /* How the limits map onto h2o 2.2.5:
  *
@@ -643,4 +644,16 @@ void http_server_count_reply(HttpServer *s, int status) {
                 return;
         (void)snprintf(code, sizeof(code), "%d", status);
         metrics_add(s->metrics, METRIC_HTTP_REQUESTS, code, 1);
+}
+
+void http_server_time_reply(HttpServer *s, const HttpRequest *r, int status) {
+        char label[512];
+
+        if (!s->metrics)
+                return;
+        (void)snprintf(label, sizeof(label), "%s" METRICS_LABEL_SEP "%s" METRICS_LABEL_SEP "%d",
+                       r->route ? r->route->method : "other",
+                       r->route ? r->route->pattern : "other", status);
+        metrics_observe_label(s->metrics, METRIC_HTTP_DURATION, label,
+                              (double)(now_monotonic_ns() - r->started_ns) / 1e9);
 }

@@ -439,8 +439,8 @@ static void s3_op_count(S3Op *op, int status) {
         (void)snprintf(label, sizeof(label), "%s" METRICS_LABEL_SEP "%s",
                        op->is_verifying ? "get" : s3_op_names[op->kind], s3_outcome_of(status));
         metrics_add(c->metrics, METRIC_STORAGE_REQUESTS, label, 1);
-        metrics_observe(c->metrics, METRIC_STORAGE_DURATION,
-                        (double)(now_monotonic_ns() - op->sent_ns) / 1e9);
+        metrics_observe_label(c->metrics, METRIC_STORAGE_DURATION, label,
+                              (double)(now_monotonic_ns() - op->sent_ns) / 1e9);
 }
 
 /* A LIST page: keep its keys (as full locations) and ask for the next one. */

@@ -149,8 +149,8 @@ static void local_job_after(uv_work_t *w, int status) {
         (void)snprintf(label, sizeof(label), "local-%s" METRICS_LABEL_SEP "%s",
                        local_kind_names[j->kind], local_outcome(j->result.status));
         metrics_add(s->metrics, METRIC_STORAGE_REQUESTS, label, 1);
-        metrics_observe(s->metrics, METRIC_STORAGE_DURATION,
-                        (double)(now_monotonic_ns() - j->started_ns) / 1e9);
+        metrics_observe_label(s->metrics, METRIC_STORAGE_DURATION, label,
+                              (double)(now_monotonic_ns() - j->started_ns) / 1e9);
         if (j->result.status == 0 && (j->kind == LOCAL_READ || j->kind == LOCAL_TAIL))
                 metrics_add(s->metrics, METRIC_STORAGE_BYTES, "read", (double)j->result.data.len);
         if (j->result.status == 0 && j->kind == LOCAL_WRITE)

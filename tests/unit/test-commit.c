@@ -607,6 +607,7 @@ static void fixture_init(Fixture *f) {
                                          &e) < 0)
                 TEST_FAIL("create: %s", e.message);
         ASSERT_OK(catalog_new_backend(&double_backend, d, &f->catalog));
+        catalog_set_metrics(f->catalog, f->metrics);
         f->cat = d;
 
         ASSERT_OK(commit_engine_new(&f->loop, &f->config->commit, &f->config->storage, f->storage,
@@ -967,6 +968,88 @@ TEST(unknown_outcome_replayed_with_the_same_idempotency_key) {
         ASSERT_TRUE(json_equal(json_array_get(f.cat->keys, 0), json_array_get(f.cat->keys, 1)));
         ASSERT_TRUE(json_equal(commit_at(&f, 0), commit_at(&f, 1)));
         ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), 15);
+
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+/* The /metrics text the engine's hook exposes (it fills in the per-table gauges first). */
+static char *engine_metrics_text(Fixture *f) {
+        Buf out;
+
+        buf_init(&out, 1u << 24);
+        ASSERT_OK(commit_engine_hooks()->metrics(&out, f->engine));
+        return (char *)buf_steal(&out, NULL);
+}
+
+TEST(metrics_count_the_table_the_catalog_calls_and_the_unknown_outcome_resolved) {
+        static const int64_t rows[] = { 5 };
+        _cleanup_(freep) char *text = NULL;
+        char staged[256];
+        Fixture f;
+        Answer a;
+
+        fixture_init(&f);
+        (void)fixture_advance(&f, 10);
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->commit_script[0] = STEP_UNKNOWN;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 200);
+
+        ASSERT_EQ(metrics_get(f.metrics, METRIC_TABLE_ROWS_ASSIGNED, "db.t"), 5);
+        ASSERT_TRUE(metrics_get(f.metrics, METRIC_TABLE_LAST_COMMIT, "db.t") > 1.7e9);
+        ASSERT_EQ(metrics_get(f.metrics, METRIC_UNKNOWN_RESOLVED, "committed"), 1);
+        ASSERT_EQ(metrics_get(f.metrics, METRIC_CATALOG_REQUESTS,
+                              "commit" METRICS_LABEL_SEP "state-unknown"),
+                  1);
+        ASSERT_EQ(metrics_get(f.metrics, METRIC_CATALOG_REQUESTS,
+                              "commit" METRICS_LABEL_SEP "success"),
+                  1);
+        ASSERT_EQ(metrics_get(f.metrics, METRIC_CATALOG_DURATION,
+                              "commit" METRICS_LABEL_SEP "success"),
+                  1);
+        ASSERT_TRUE(metrics_get(f.metrics, METRIC_CATALOG_REQUESTS,
+                                "load" METRICS_LABEL_SEP "success") >= 1);
+        text = engine_metrics_text(&f);
+        /* Nothing waits any more: the table's series stay, at 0. */
+        ASSERT_CONTAINS(text, "icecommit_table_queue_requests{table=\"db.t\"} 0\n");
+        ASSERT_CONTAINS(text, "icecommit_table_oldest_request_age_seconds{table=\"db.t\"} 0\n");
+        ASSERT_CONTAINS(text, "icecommit_unknown_outcomes_outstanding 0\n");
+
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+TEST(metrics_show_waiting_requests_and_unknown_outcomes_outstanding) {
+        static const int64_t rows[] = { 1 };
+        _cleanup_(freep) char *text = NULL;
+        char staged[256];
+        Fixture f;
+        Answer a;
+
+        fixture_init(&f);
+        f.config->commit.min_backoff_ms = 600000;
+        f.config->commit.max_backoff_ms = 600000;
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->commit_script[0] = STEP_UNKNOWN;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, f.cat->n_commit_answers == 1);
+        /* In its batch's backoff after an attempt without a verdict: waiting, unresolved. */
+        text = engine_metrics_text(&f);
+        ASSERT_CONTAINS(text, "icecommit_table_queue_requests{table=\"db.t\"} 1\n");
+        ASSERT_CONTAINS(text, "icecommit_unknown_outcomes_outstanding 1\n");
+        ASSERT_TRUE(metrics_get(f.metrics, METRIC_TABLE_OLDEST_AGE, "db.t") > 0);
+        free(text);
+
+        /* Stopped: answered 504, the key stays unknown until its writer retries. */
+        fixture_stop(&f);
+        ASSERT_TRUE(a.done);
+        ASSERT_EQ(a.status, 504);
+        RUN_UNTIL(&f, f.is_stopped);
+        text = engine_metrics_text(&f);
+        ASSERT_CONTAINS(text, "icecommit_unknown_outcomes_outstanding 1\n");
+        ASSERT_EQ(metrics_get(f.metrics, METRIC_UNKNOWN_RESOLVED, "committed"), 0);
 
         answer_deinit(&a);
         fixture_done(&f);

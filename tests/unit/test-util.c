@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* util/: bounded buffers, strict parsing, checked arithmetic, error messages. */
+/* util/: bounded buffers, strict parsing, checked arithmetic, error messages, log formats. */
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "test.h"
 #include "util/buf.h"
 #include "util/checked.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/parse.h"
 
 TEST(buf_grows_up_to_its_maximum) {
@@ -66,4 +72,123 @@ TEST(error_prefix_adds_context) {
         ASSERT_EQ(error_set(&e, -EINVAL, "entry %d: %s", 3, "bad"), -EINVAL);
         ASSERT_EQ(error_prefix(&e, -EINVAL, "manifest '%s'", "m.avro"), -EINVAL);
         ASSERT_STREQ(e.message, "manifest 'm.avro': entry 3: bad");
+}
+
+/* Runs log calls with stderr on a temporary file and returns what they wrote. */
+static char *capture_stderr(void (*body)(void)) {
+        char path[] = "/tmp/icecommit-test-log-XXXXXX";
+        int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+        char *text;
+        size_t len;
+
+        ASSERT_TRUE(fd >= 0 && saved >= 0);
+        ASSERT_TRUE(dup2(fd, STDERR_FILENO) >= 0);
+        body();
+        ASSERT_TRUE(dup2(saved, STDERR_FILENO) >= 0);
+        (void)close(saved);
+        text = calloc(1, 1u << 16);
+        ASSERT_TRUE(text);
+        ASSERT_TRUE(lseek(fd, 0, SEEK_SET) == 0);
+        len = (size_t)read(fd, text, (1u << 16) - 1);
+        text[len] = '\0';
+        (void)close(fd);
+        (void)unlink(path);
+        return text;
+}
+
+static void log_json_lines(void) {
+        const LogField fields[] = {
+                LOG_FIELD_STR("table", "ns.t\"1"),
+                LOG_FIELD_STR("branch", "main"),
+                LOG_FIELD_I64("snapshot-id", INT64_MAX),
+                LOG_FIELD_I64("attempts", 2),
+                LOG_FIELD_STR("keys", NULL),
+        };
+        char big[8000];
+
+        log_set_format(LOG_FORMAT_JSON);
+        log_emit_fields(LOG_LEVEL_INFO, "commit", fields, ELEMENTSOF(fields),
+                        "committed table='%s'\n\t\x01 done", "ns.t\"1");
+        log_emit(LOG_LEVEL_WARNING, "http", "plain %d", 7);
+        /* Larger than a record: cut, still one line of JSON. */
+        memset(big, 'x', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        log_emit_fields(LOG_LEVEL_ERROR, "commit",
+                        (const LogField[]){ LOG_FIELD_STR("a", big), LOG_FIELD_STR("b", big),
+                                            LOG_FIELD_I64("n", 5) },
+                        3, "%s", big);
+        log_set_format(LOG_FORMAT_TEXT);
+}
+
+TEST(log_json_writes_one_object_per_line_with_fields) {
+        _cleanup_(freep) char *text = capture_stderr(log_json_lines);
+        char *lines[4] = { 0 }, *p = text;
+        size_t n = 0;
+        json_error_t error;
+
+        while (*p && n < ELEMENTSOF(lines)) {
+                char *nl = strchr(p, '\n');
+
+                ASSERT_TRUE(nl);
+                *nl = '\0';
+                lines[n++] = p;
+                p = nl + 1;
+        }
+        ASSERT_EQ(n, 3);
+        {
+                _cleanup_(json_decrefp) json_t *o = json_loads(lines[0], 0, &error);
+
+                ASSERT_TRUE(o);
+                ASSERT_STREQ(json_string_value(json_object_get(o, "level")), "info");
+                ASSERT_STREQ(json_string_value(json_object_get(o, "module")), "commit");
+                ASSERT_STREQ(json_string_value(json_object_get(o, "message")),
+                             "committed table='ns.t\"1'\n\t\x01 done");
+                ASSERT_STREQ(json_string_value(json_object_get(o, "table")), "ns.t\"1");
+                ASSERT_STREQ(json_string_value(json_object_get(o, "branch")), "main");
+                ASSERT_EQ(json_integer_value(json_object_get(o, "snapshot-id")), INT64_MAX);
+                ASSERT_EQ(json_integer_value(json_object_get(o, "attempts")), 2);
+                ASSERT_STREQ(json_string_value(json_object_get(o, "keys")), "");
+                ASSERT_EQ(strlen(json_string_value(json_object_get(o, "time"))),
+                          strlen("2026-12-01T00:00:00.000Z"));
+        }
+        {
+                _cleanup_(json_decrefp) json_t *o = json_loads(lines[1], 0, &error);
+
+                ASSERT_TRUE(o);
+                ASSERT_STREQ(json_string_value(json_object_get(o, "level")), "warning");
+                ASSERT_STREQ(json_string_value(json_object_get(o, "message")), "plain 7");
+        }
+        {
+                _cleanup_(json_decrefp) json_t *o = json_loads(lines[2], 0, &error);
+
+                ASSERT_TRUE(o);
+                ASSERT_STREQ(json_string_value(json_object_get(o, "level")), "error");
+                ASSERT_TRUE(strlen(lines[2]) < 16384);
+        }
+}
+
+TEST(log_format_names_and_auto) {
+        struct stat st;
+        char stream[64];
+
+        ASSERT_EQ(log_format_from_string("text"), LOG_FORMAT_TEXT);
+        ASSERT_EQ(log_format_from_string("json"), LOG_FORMAT_JSON);
+        ASSERT_EQ(log_format_from_string("journal"), LOG_FORMAT_JOURNAL);
+        ASSERT_EQ(log_format_from_string("auto"), LOG_FORMAT_AUTO);
+        ASSERT_EQ(log_format_from_string("xml"), -EINVAL);
+
+        /* auto: the journal only when stderr is the stream $JOURNAL_STREAM names. */
+        ASSERT_OK(unsetenv("JOURNAL_STREAM"));
+        log_set_format(LOG_FORMAT_AUTO);
+        ASSERT_EQ(log_get_format(), LOG_FORMAT_TEXT);
+        ASSERT_TRUE(fstat(STDERR_FILENO, &st) == 0);
+        snprintf(stream, sizeof(stream), "%llu:%llu", (unsigned long long)st.st_dev,
+                 (unsigned long long)st.st_ino);
+        ASSERT_OK(setenv("JOURNAL_STREAM", stream, 1));
+        log_set_format(LOG_FORMAT_AUTO);
+        ASSERT_EQ(log_get_format(), LOG_FORMAT_JOURNAL);
+        ASSERT_OK(setenv("JOURNAL_STREAM", "1:2", 1));
+        log_set_format(LOG_FORMAT_AUTO);
+        ASSERT_EQ(log_get_format(), LOG_FORMAT_TEXT);
+        ASSERT_OK(unsetenv("JOURNAL_STREAM"));
 }
