@@ -43,6 +43,16 @@ void data_file_deinit(DataFile *f) {
         *f = (DataFile){ 0 };
 }
 
+int data_file_bounds_encoding_parse(const char *s, DataFileBoundsEncoding *ret) {
+        if (strcmp(s, "typed") == 0)
+                *ret = DATA_FILE_BOUNDS_TYPED;
+        else if (strcmp(s, "binary") == 0)
+                *ret = DATA_FILE_BOUNDS_BINARY;
+        else
+                return -EINVAL;
+        return 0;
+}
+
 const char *data_file_format_name(DataFileFormat format) {
         switch (format) {
         case DATA_FILE_FORMAT_AVRO:
@@ -198,7 +208,113 @@ static int check_counts(const DataFileCounts *c, const char *name, const json_t 
         return 0;
 }
 
-static int resolve_bounds(DataFileBounds *b, const char *name, const json_t *schema, Error *e) {
+/* Bound i of b: its column's primitive type, checked against the schema. */
+static int bound_type(const DataFileBounds *b, size_t i, const char *name, const json_t *schema,
+                      IcebergType *ret, Error *e) {
+        const json_t *type_json = data_file_schema_find(schema, b->ids[i]);
+
+        if (!type_json)
+                return error_set(e, -EINVAL,
+                                 "'%s' has field id %d, which the table schema does not have", name,
+                                 b->ids[i]);
+        if (iceberg_type_parse(type_json, ret, NULL) < 0)
+                return error_set(e, -EINVAL, "'%s' has field id %d, which has no primitive type",
+                                 name, b->ids[i]);
+        if (json_is_null(b->json[i]))
+                return error_set(e, -EINVAL, "'%s' value for field id %d is null", name, b->ids[i]);
+        return 0;
+}
+
+typedef enum BoundForm {
+        BOUND_FORM_NEITHER,
+        BOUND_FORM_TYPED,
+        BOUND_FORM_BINARY,
+        BOUND_FORM_BOTH_SAME,      /* binary and fixed: hex either way, the same bytes */
+        BOUND_FORM_BOTH_DIFFERENT, /* "CAFE" for a string, "1234" for a decimal(9, 0) */
+} BoundForm;
+
+/* Which encodings a bound value reads in, and whether they agree on its bytes. */
+static int bound_form(const IcebergType *t, const json_t *value, BoundForm *ret) {
+        _cleanup_(buf_deinitp) Buf typed = { 0 };
+        _cleanup_(buf_deinitp) Buf binary = { 0 };
+        int r_typed, r_binary;
+
+        buf_init(&typed, 1u << 20);
+        buf_init(&binary, 1u << 20);
+        r_typed = single_value_from_json(t, value, &typed, /* e= */ NULL);
+        r_binary = single_value_from_hex(t, value, &binary, /* e= */ NULL);
+        if (r_typed == -ENOMEM || r_binary == -ENOMEM)
+                return -ENOMEM;
+        if (r_typed == 0 && r_binary == 0)
+                *ret = typed.len == binary.len && memcmp(typed.data, binary.data, typed.len) == 0
+                               ? BOUND_FORM_BOTH_SAME
+                               : BOUND_FORM_BOTH_DIFFERENT;
+        else
+                *ret = r_typed == 0    ? BOUND_FORM_TYPED
+                       : r_binary == 0 ? BOUND_FORM_BINARY
+                                       : BOUND_FORM_NEITHER;
+        return 0;
+}
+
+/* The first bound (map name and field id) that reads in one way only, or in two ways. */
+typedef struct BoundWitness {
+        const char *name;
+        int32_t id;
+} BoundWitness;
+
+/* Decides DATA_FILE_BOUNDS_AUTO for f: a writer uses one encoding for all of a file's bounds,
+ * so one value that reads in one form only decides for all. Guessing is never an option: bounds
+ * read in the wrong form would make readers skip the file for rows it holds. */
+static int bounds_encoding_detect(const DataFile *f, const json_t *schema,
+                                  DataFileBoundsEncoding *ret, Error *e) {
+        const DataFileBounds *maps[] = { &f->lower_bounds, &f->upper_bounds };
+        const char *names[] = { "lower-bounds", "upper-bounds" };
+        BoundWitness typed = { 0 }, binary = { 0 }, both = { 0 };
+
+        for (size_t m = 0; m < 2; m++)
+                for (size_t i = 0; i < maps[m]->n; i++) {
+                        BoundWitness *w = NULL;
+                        IcebergType type;
+                        BoundForm form;
+                        int r;
+
+                        r = bound_type(maps[m], i, names[m], schema, &type, e);
+                        if (r < 0)
+                                return r;
+                        r = bound_form(&type, maps[m]->json[i], &form);
+                        if (r < 0)
+                                return error_set(e, r, "out of memory");
+                        if (form == BOUND_FORM_TYPED)
+                                w = &typed;
+                        else if (form == BOUND_FORM_BINARY)
+                                w = &binary;
+                        else if (form == BOUND_FORM_BOTH_DIFFERENT)
+                                w = &both;
+                        if (w && !w->name)
+                                *w = (BoundWitness){ .name = names[m], .id = maps[m]->ids[i] };
+                }
+        if (typed.name && binary.name)
+                return error_set(e, -EINVAL,
+                                 "'%s' value for field id %d is a typed JSON value but '%s' value "
+                                 "for field id %d is binary hex (Iceberg Java's encoding): give "
+                                 "all bounds of a file in one encoding",
+                                 typed.name, typed.id, binary.name, binary.id);
+        if (binary.name)
+                *ret = DATA_FILE_BOUNDS_BINARY;
+        else if (typed.name || !both.name)
+                *ret = DATA_FILE_BOUNDS_TYPED;
+        else
+                return error_set(e, -EINVAL,
+                                 "'%s' value for field id %d reads both as a typed JSON value and "
+                                 "as binary hex (Iceberg Java's encoding), with different values, "
+                                 "and no other bound of the file tells which: give the request "
+                                 "\"bounds-encoding\": \"typed\" or \"binary\"",
+                                 both.name, both.id);
+        return 0;
+}
+
+static int resolve_bounds(DataFileBounds *b, const char *name, const json_t *schema,
+                          DataFileBoundsEncoding encoding, Error *e) {
         if (b->n == 0)
                 return 0;
         b->bytes = calloc(b->n, sizeof(*b->bytes));
@@ -207,30 +323,27 @@ static int resolve_bounds(DataFileBounds *b, const char *name, const json_t *sch
         for (size_t i = 0; i < b->n; i++)
                 buf_init(&b->bytes[i], 1u << 20);
         for (size_t i = 0; i < b->n; i++) {
-                const json_t *type_json = data_file_schema_find(schema, b->ids[i]);
                 IcebergType type;
                 int r;
 
-                if (!type_json)
-                        return error_set(
-                                e, -EINVAL,
-                                "'%s' has field id %d, which the table schema does not have", name,
-                                b->ids[i]);
-                if (iceberg_type_parse(type_json, &type, NULL) < 0)
-                        return error_set(e, -EINVAL,
-                                         "'%s' has field id %d, which has no primitive type", name,
-                                         b->ids[i]);
-                if (json_is_null(b->json[i]))
-                        return error_set(e, -EINVAL, "'%s' value for field id %d is null", name,
-                                         b->ids[i]);
-                r = single_value_from_json(&type, b->json[i], &b->bytes[i], e);
+                r = bound_type(b, i, name, schema, &type, e);
                 if (r < 0)
-                        return error_prefix(e, r, "'%s' value for field id %d", name, b->ids[i]);
+                        return r;
+                if (encoding == DATA_FILE_BOUNDS_BINARY)
+                        r = single_value_from_hex(&type, b->json[i], &b->bytes[i], e);
+                else
+                        r = single_value_from_json(&type, b->json[i], &b->bytes[i], e);
+                if (r < 0)
+                        return error_prefix(e, r, "'%s' value for field id %d%s", name, b->ids[i],
+                                            encoding == DATA_FILE_BOUNDS_BINARY
+                                                    ? " (binary hex, Iceberg Java's encoding)"
+                                                    : "");
         }
         return 0;
 }
 
 int data_file_resolve(DataFile *f, const json_t *schema, const json_t *spec, Error *e) {
+        DataFileBoundsEncoding encoding = f->bounds_encoding;
         int r;
 
         r = resolve_partition(f, schema, spec, e);
@@ -242,9 +355,11 @@ int data_file_resolve(DataFile *f, const json_t *schema, const json_t *spec, Err
                 r = check_counts(&f->null_value_counts, "null-value-counts", schema, e);
         if (r >= 0)
                 r = check_counts(&f->nan_value_counts, "nan-value-counts", schema, e);
+        if (r >= 0 && encoding == DATA_FILE_BOUNDS_AUTO)
+                r = bounds_encoding_detect(f, schema, &encoding, e);
         if (r >= 0)
-                r = resolve_bounds(&f->lower_bounds, "lower-bounds", schema, e);
+                r = resolve_bounds(&f->lower_bounds, "lower-bounds", schema, encoding, e);
         if (r >= 0)
-                r = resolve_bounds(&f->upper_bounds, "upper-bounds", schema, e);
+                r = resolve_bounds(&f->upper_bounds, "upper-bounds", schema, encoding, e);
         return r;
 }

@@ -19,6 +19,16 @@ typedef enum DataFileFormat {
         DATA_FILE_FORMAT_ORC,
 } DataFileFormat;
 
+/* How a file's lower-bounds and upper-bounds spell their values: JSON single values typed by
+ * the column (the REST spec's ValueMap, our own form), or the base-16 text of the binary single
+ * value, as Iceberg Java's ContentFileParser writes them (their Java type is map<int, binary>).
+ * AUTO tells them apart by the values; see data_file_resolve(). */
+typedef enum DataFileBoundsEncoding {
+        DATA_FILE_BOUNDS_AUTO,
+        DATA_FILE_BOUNDS_TYPED,
+        DATA_FILE_BOUNDS_BINARY,
+} DataFileBoundsEncoding;
+
 /* A REST CountMap ({"keys": [field ids], "values": [longs]}): column_sizes and the counts. */
 typedef struct DataFileCounts {
         bool is_present;
@@ -51,7 +61,8 @@ typedef struct DataFile {
         DataFileCounts nan_value_counts;  /* 137 */
         DataFileBounds lower_bounds;      /* 125 */
         DataFileBounds upper_bounds;      /* 128 */
-        bool has_split_offsets;           /* 132 */
+        DataFileBoundsEncoding bounds_encoding;
+        bool has_split_offsets; /* 132 */
         int64_t *split_offsets;
         size_t n_split_offsets;
         bool has_sort_order_id; /* 140 */
@@ -64,14 +75,21 @@ typedef struct DataFile {
 } DataFile;
 
 void data_file_deinit(DataFile *f);
+/* "typed" or "binary" -> *ret (the writer API's bounds-encoding). Returns 0 or -EINVAL. */
+int data_file_bounds_encoding_parse(const char *s, DataFileBoundsEncoding *ret);
 /* "PARQUET", "AVRO", "ORC": what Java writes in file_format (FileFormat.name()). */
 const char *data_file_format_name(DataFileFormat format);
 
 /* Checks a described file against the table's current schema (schema object) and its
  * partition spec (spec object), and converts its partition values (typed by the transforms'
- * result types) and bounds (typed by the columns' types) into binary single values. Returns
+ * result types) and bounds (typed by the columns' types) into binary single values. With
+ * DATA_FILE_BOUNDS_AUTO the bounds' encoding is the one every value can be read in: a value
+ * that reads only as typed JSON (a number, "2024-01-31", "abc") or only as binary hex ("0A000000"
+ * for an int) decides it for the whole file; values of both forms in one file, or only values
+ * that read in both with different results ("CAFE" for a string column), are refused. Returns
  * 0, -EINVAL with the rule in *e (values missing, extra or of the wrong type; statistics for a
- * field id the schema lacks; bounds for a column without a primitive type), -EOPNOTSUPP for a
+ * field id the schema lacks; bounds for a column without a primitive type; bounds of mixed or
+ * undecidable encoding), -EOPNOTSUPP for a
  * transform or type we cannot write, -ENOMEM. On failure the file may be partly resolved;
  * data_file_deinit() still frees everything. */
 int data_file_resolve(DataFile *f, const json_t *schema, const json_t *spec, Error *e);

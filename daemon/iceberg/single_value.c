@@ -10,9 +10,11 @@
 
 #include "iceberg/single_value.h"
 #include "util/parse.h"
+#include "util/utf8.h"
 
 /* Decimals go up to precision 38: 127 bits. */
 __extension__ typedef __int128 Int128;
+__extension__ typedef unsigned __int128 UInt128;
 
 static const struct {
         const char *name;
@@ -279,6 +281,23 @@ static bool parse_decimal(const char *s, const IcebergType *t, Int128 *ret) {
         return true;
 }
 
+/* 10^precision: decimals hold fewer digits than their precision (spec: decimal(P, S)). */
+static Int128 decimal_limit(int precision) {
+        Int128 limit = 1;
+
+        for (int i = 0; i < precision; i++)
+                limit *= 10;
+        return limit;
+}
+
+static uint64_t read_le(const uint8_t *b, size_t n) {
+        uint64_t v = 0;
+
+        for (size_t i = 0; i < n; i++)
+                v |= (uint64_t)b[i] << (8 * i);
+        return v;
+}
+
 #define EXPECTED(what)                                                                             \
         error_set(e, -EINVAL, "expected %s for type %s", what, iceberg_type_name(t, name))
 
@@ -392,4 +411,109 @@ int single_value_from_json(const IcebergType *t, const json_t *value, Buf *out, 
                 return append_decimal(out, dec);
         }
         return error_set(e, -EINVAL, "unknown type");
+}
+
+int single_value_from_hex(const IcebergType *t, const json_t *value, Buf *out, Error *e) {
+        _cleanup_(buf_deinitp) Buf bytes = { 0 };
+        char name[ICEBERG_TYPE_NAME_MAX];
+        const char *s = json_string_value(value);
+        const uint8_t *b;
+        size_t n;
+        uint64_t v;
+        int r;
+
+        /* The bytes go through a scratch buffer: out only ever receives a value that passed. */
+        buf_init(&bytes, out->max);
+        if (!s)
+                return EXPECTED("a string of hexadecimal digits (a binary single value)");
+        r = append_hex(s, json_string_length(value), &bytes);
+        if (r == -EINVAL)
+                return EXPECTED("a string of hexadecimal digits, two per byte");
+        if (r == -E2BIG)
+                return error_set(e, r, "value longer than %zu bytes", out->max);
+        if (r < 0)
+                return r;
+        b = bytes.data;
+        n = bytes.len;
+
+        switch (t->id) {
+        case ICEBERG_TYPE_BOOLEAN:
+                if (n != 1 || b[0] > 1)
+                        return EXPECTED("1 byte, 00 or 01");
+                break;
+        case ICEBERG_TYPE_INT:
+        case ICEBERG_TYPE_DATE:
+                if (n != 4)
+                        return EXPECTED("4 bytes, little-endian");
+                break;
+        case ICEBERG_TYPE_FLOAT: {
+                uint32_t bits;
+                float f;
+
+                if (n != 4)
+                        return EXPECTED("4 bytes, a little-endian IEEE 754 float");
+                bits = (uint32_t)read_le(b, 4);
+                memcpy(&f, &bits, sizeof(f));
+                /* Bounds never hold NaN (spec: NaN counts are kept apart instead). */
+                if (isnan(f))
+                        return EXPECTED("a float that is not NaN");
+                break;
+        }
+        case ICEBERG_TYPE_DOUBLE: {
+                double d;
+
+                if (n != 8)
+                        return EXPECTED("8 bytes, a little-endian IEEE 754 double");
+                v = read_le(b, 8);
+                memcpy(&d, &v, sizeof(d));
+                if (isnan(d))
+                        return EXPECTED("a double that is not NaN");
+                break;
+        }
+        case ICEBERG_TYPE_TIME:
+                if (n != 8)
+                        return EXPECTED("8 bytes, little-endian microseconds");
+                v = read_le(b, 8);
+                if (v >= UINT64_C(86400000000))
+                        return EXPECTED("microseconds from midnight, 0 to 86399999999");
+                break;
+        case ICEBERG_TYPE_LONG:
+        case ICEBERG_TYPE_TIMESTAMP:
+        case ICEBERG_TYPE_TIMESTAMPTZ:
+        case ICEBERG_TYPE_TIMESTAMP_NS:
+        case ICEBERG_TYPE_TIMESTAMPTZ_NS:
+                if (n != 8)
+                        return EXPECTED("8 bytes, little-endian");
+                break;
+        case ICEBERG_TYPE_STRING:
+                if (!utf8_is_valid(b, n))
+                        return EXPECTED("the bytes of a valid UTF-8 string");
+                break;
+        case ICEBERG_TYPE_UUID:
+                if (n != 16)
+                        return EXPECTED("16 bytes, big-endian");
+                break;
+        case ICEBERG_TYPE_FIXED:
+                if (n != (size_t)t->length)
+                        return EXPECTED("exactly the type's length of bytes");
+                break;
+        case ICEBERG_TYPE_BINARY:
+                break;
+        case ICEBERG_TYPE_DECIMAL: {
+                Int128 dec, limit = decimal_limit(t->precision);
+
+                /* Big-endian two's complement of the unscaled value (spec: decimal). */
+                if (n < 1 || n > 16)
+                        return EXPECTED("1 to 16 bytes, a big-endian two's complement");
+                dec = (b[0] & 0x80) ? -1 : 0;
+                for (size_t i = 0; i < n; i++)
+                        dec = (Int128)(((UInt128)dec << 8) | b[i]);
+                if (dec >= limit || dec <= -limit)
+                        return EXPECTED("an unscaled value within the type's precision");
+                return append_decimal(out, dec);
+        }
+        default:
+                return error_set(e, -EINVAL, "unknown type");
+        }
+        return buf_append(out, b, n);
 }

@@ -52,5 +52,13 @@ const char *iceberg_type_name(const IcebergType *t, char buf[static ICEBERG_TYPE
  * must have exactly the type's scale, as Java's SingleValueParser requires. */
 int single_value_from_json(const IcebergType *t, const json_t *value, Buf *out, Error *e);
 
+/* Converts Iceberg Java's encoding of a bound (ContentFileParser writes lower_bounds and
+ * upper_bounds as map<int, binary>, so SingleValueParser gives each value as the base-16 text of
+ * its binary single value, "0A000000" for the int 10) into that binary value, appended to *out.
+ * The bytes are checked as strictly as the JSON form: the type's size, booleans 0 or 1, times
+ * within a day, floats not NaN, strings valid UTF-8, decimals within the type's precision
+ * (re-encoded in the fewest bytes). Returns 0, -EINVAL with the rule in *e, -ENOMEM. */
+int single_value_from_hex(const IcebergType *t, const json_t *value, Buf *out, Error *e);
+
 /* Days since 1970-01-01 of a proleptic Gregorian date. */
 int64_t single_value_days_from_civil(int64_t year, unsigned month, unsigned day);

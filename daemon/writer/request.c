@@ -226,6 +226,10 @@ static int request_fingerprint(CommitRequest *r) {
         if (canonical && r->data_files_json &&
             json_object_set(canonical, "data-files", r->data_files_json) < 0)
                 rr = -ENOMEM;
+        /* The encoding changes what the bounds mean: part of the body, too. */
+        if (canonical && r->bounds_encoding &&
+            json_object_set_new(canonical, "bounds-encoding", json_string(r->bounds_encoding)) < 0)
+                rr = -ENOMEM;
         if (rr < 0 || !canonical)
                 return -ENOMEM;
         r->fingerprint = json_dumps(canonical, JSON_COMPACT | JSON_SORT_KEYS);
@@ -299,7 +303,8 @@ int request_parse(const char *namespace_param, const char *table, Slice body,
         json_object_foreach (root, key, v)
                 if (strcmp(key, "idempotency-key") != 0 && strcmp(key, "branch") != 0 &&
                     strcmp(key, "staged-manifests") != 0 &&
-                    strcmp(key, "snapshot-properties") != 0 && strcmp(key, "data-files") != 0) {
+                    strcmp(key, "snapshot-properties") != 0 && strcmp(key, "data-files") != 0 &&
+                    strcmp(key, "bounds-encoding") != 0) {
                         rr = error_set(error, -EINVAL, "unknown field '%s'", key);
                         break;
                 }
@@ -339,6 +344,25 @@ int request_parse(const char *namespace_param, const char *table, Slice body,
                                       error);
                 if (rr == 0)
                         r->data_files_json = json_incref(v);
+        }
+        v = json_object_get(root, "bounds-encoding");
+        if (rr == 0 && v) {
+                DataFileBoundsEncoding encoding = DATA_FILE_BOUNDS_AUTO;
+
+                if (!json_object_get(root, "data-files"))
+                        rr = error_set(error, -EINVAL,
+                                       "'bounds-encoding' is about the bounds of 'data-files', "
+                                       "which the request lacks");
+                else if (!json_is_string(v) ||
+                         data_file_bounds_encoding_parse(json_string_value(v), &encoding) < 0)
+                        rr = error_set(error, -EINVAL,
+                                       "'bounds-encoding' must be \"typed\" (JSON single values) "
+                                       "or \"binary\" (hex of binary single values, as Iceberg "
+                                       "Java's ContentFileParser writes them)");
+                else if (!(r->bounds_encoding = strdup(json_string_value(v))))
+                        rr = -ENOMEM;
+                for (size_t i = 0; rr == 0 && i < r->n_data_files; i++)
+                        r->data_files[i].bounds_encoding = encoding;
         }
         if (rr == 0)
                 rr = request_parse_properties(r, json_object_get(root, "snapshot-properties"),
@@ -381,6 +405,7 @@ CommitRequest *request_free(CommitRequest *r) {
         free(r->manifests);
         data_files_free(r->data_files, r->n_data_files);
         json_decref(r->data_files_json);
+        free(r->bounds_encoding);
         json_decref(r->snapshot_properties);
         free(r->fingerprint);
         free(r->queue_name);

@@ -36,6 +36,7 @@ typedef struct CommitRequest {
         DataFile *data_files; /* described files, request order: one manifest at intake */
         size_t n_data_files;
         json_t *data_files_json;     /* as sent, for the fingerprint */
+        char *bounds_encoding;       /* "typed", "binary" or NULL (detected per file) */
         json_t *snapshot_properties; /* owned object of strings */
         char *fingerprint;           /* canonical JSON of all the above: same key, same body */
         char *queue_name;            /* "ns\x1ftable@branch": one queue per table and branch */

@@ -108,6 +108,108 @@ TEST(single_values_have_the_spec_binary_form) {
         expect_refused("boolean", "1", "expected true or false");
 }
 
+/* The binary single value of Iceberg Java's hex (ContentFileParser's bounds) as `type`. */
+static int hex_to_binary(const char *type, const char *hex, char got[static 256], Error *e) {
+        json_t *t = json_string(type), *v = json_string(hex);
+        _cleanup_(buf_deinitp) Buf out;
+        IcebergType it;
+        int r;
+
+        ASSERT_TRUE(t && v);
+        buf_init(&out, 1024);
+        ASSERT_OK(iceberg_type_parse(t, &it, e));
+        got[0] = 0;
+        r = single_value_from_hex(&it, v, &out, e);
+        for (size_t i = 0; r == 0 && i < out.len && 2 * i + 2 < 256; i++)
+                (void)snprintf(got + 2 * i, 3, "%02x", out.data[i]);
+        json_decref(t);
+        json_decref(v);
+        return r;
+}
+
+/* The typed JSON form and Java's hex form of one value give the same bytes, `hex`. */
+static void expect_both_forms(const char *type, const char *json, const char *java_hex,
+                              const char *hex) {
+        char got[256];
+        Error e = { 0 };
+
+        expect_binary(type, json, hex);
+        if (hex_to_binary(type, java_hex, got, &e) < 0)
+                TEST_FAIL("%s '%s': %s", type, java_hex, e.message);
+        if (strcmp(got, hex) != 0)
+                TEST_FAIL("%s '%s': got %s, want %s", type, java_hex, got, hex);
+}
+
+static void expect_hex_refused(const char *type, const char *java_hex, const char *message) {
+        char got[256];
+        Error e = { 0 };
+
+        ASSERT_EQ(hex_to_binary(type, java_hex, got, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, message);
+}
+
+TEST(java_hex_bounds_give_the_same_bytes_as_typed_values) {
+        /* Java's BaseEncoding.base16() writes uppercase; lowercase is read too. */
+        expect_both_forms("boolean", "false", "00", "00");
+        expect_both_forms("boolean", "true", "01", "01");
+        expect_both_forms("int", "-1", "FFFFFFFF", "ffffffff");
+        expect_both_forms("long", "100", "6400000000000000", "6400000000000000");
+        expect_both_forms("float", "1.5", "0000C03F", "0000c03f");
+        expect_both_forms("double", "-2.25", "00000000000002C0", "00000000000002c0");
+        expect_both_forms("date", "\"2024-02-29\"", "464D0000", "464d0000");
+        expect_both_forms("time", "\"00:00:01.5\"", "60E3160000000000", "60e3160000000000");
+        expect_both_forms("timestamp", "\"2017-11-16T22:31:08.123456\"", "40A5282D215E0500",
+                          "40a5282d215e0500");
+        expect_both_forms("timestamptz", "\"2017-11-16T22:31:08.123456+00:00\"", "40a5282d215e0500",
+                          "40a5282d215e0500");
+        expect_both_forms("timestamp_ns", "\"1970-01-01T00:00:00.000000001\"", "0100000000000000",
+                          "0100000000000000");
+        expect_both_forms("timestamptz_ns", "\"1970-01-01T00:00:00.000000002+00:00\"",
+                          "0200000000000000", "0200000000000000");
+        expect_both_forms("string", "\"ab\\u00e9\"", "6162C3A9", "6162c3a9");
+        expect_both_forms("string", "\"\"", "", "");
+        expect_both_forms("uuid", "\"f79c3e09-677c-4bbd-a479-3f349cb785e7\"",
+                          "F79C3E09677C4BBDA4793F349CB785E7", "f79c3e09677c4bbda4793f349cb785e7");
+        expect_both_forms("fixed[2]", "\"0aFF\"", "0AFF", "0aff");
+        expect_both_forms("binary", "\"00ff10\"", "00FF10", "00ff10");
+        expect_both_forms("decimal(9, 2)", "\"-12.50\"", "FB1E", "fb1e");
+        expect_both_forms("decimal(9, 2)", "\"1.28\"", "0080", "0080");
+        expect_both_forms("decimal(38, 0)", "\"-1\"", "FF", "ff");
+        /* Sign-extended input is re-encoded in the fewest bytes (spec: decimal). */
+        expect_both_forms("decimal(9, 2)", "\"1.00\"", "00000064", "64");
+        expect_both_forms("decimal(9, 2)", "\"-12.50\"", "FFFFFB1E", "fb1e");
+
+        expect_hex_refused("int", "2A", "expected 4 bytes, little-endian for type int");
+        expect_hex_refused("long", "2A000000", "expected 8 bytes, little-endian for type long");
+        expect_hex_refused("date", "2024-02-29", "hexadecimal digits, two per byte");
+        expect_hex_refused("int", "ABC", "two per byte");
+        expect_hex_refused("boolean", "02", "expected 1 byte, 00 or 01");
+        expect_hex_refused("float", "0000C07F", "a float that is not NaN");
+        expect_hex_refused("double", "000000000000F87F", "a double that is not NaN");
+        /* 86400000000 us = 24:00:00 */
+        expect_hex_refused("time", "006A22DC14000000", "microseconds from midnight");
+        expect_hex_refused("string", "C328", "valid UTF-8");
+        expect_hex_refused("uuid", "F79C3E09677C4BBD", "16 bytes");
+        expect_hex_refused("fixed[2]", "0A", "exactly the type's length");
+        expect_hex_refused("decimal(3, 2)", "03E8", "within the type's precision"); /* 10.00 */
+        expect_hex_refused("decimal(9, 2)", "", "1 to 16 bytes");
+        expect_hex_refused("decimal(38, 0)", "0000000000000000000000000000000000", "1 to 16");
+        {
+                json_t *t = json_string("long"), *v = json_integer(5);
+                _cleanup_(buf_deinitp) Buf out;
+                IcebergType it;
+                Error e = { 0 };
+
+                buf_init(&out, 64);
+                ASSERT_OK(iceberg_type_parse(t, &it, &e));
+                ASSERT_EQ(single_value_from_hex(&it, v, &out, &e), -EINVAL);
+                ASSERT_CONTAINS(e.message, "expected a string of hexadecimal digits");
+                ASSERT_EQ(out.len, 0);
+                json_decref(t);
+                json_decref(v);
+        }
+}
+
 typedef struct Fixture {
         json_t *schema, *spec;
         DataFile file;
@@ -398,6 +500,111 @@ TEST(resolve_refusals_name_the_rule) {
                 ASSERT_CONTAINS(
                         e.message,
                         "'value-counts' has field id 8, which the table schema does not have");
+                fixture_deinit(&fx);
+        }
+}
+
+/* Bounds as Iceberg Java's ContentFileParser writes them (hex of binary single values) beside
+ * the typed form: one value that reads one way only decides for the file, nothing is guessed. */
+TEST(bounds_encoding_is_detected_per_file_or_given) {
+        static const char *const partition = "[1, null, null, null, null]";
+        static const struct {
+                const char *lower;
+                DataFileBoundsEncoding encoding;
+                const char *hex[5]; /* resolved lower bounds, in key order */
+                const char *message;
+        } cases[] = {
+                /* Java's form: the long decides, the string "6162" is then 2 bytes "ab". */
+                { "{\"keys\": [1, 2, 3, 4], \"values\": [\"6400000000000000\", \"6162\", "
+                  "\"464D0000\", \"FB1E\"]}",
+                  DATA_FILE_BOUNDS_AUTO,
+                  { "6400000000000000", "6162", "464d0000", "fb1e" },
+                  NULL },
+                /* Typed: the number decides, "6162" is the string of 4 characters. */
+                { "{\"keys\": [1, 2], \"values\": [100, \"6162\"]}",
+                  DATA_FILE_BOUNDS_AUTO,
+                  { "6400000000000000", "36313632" },
+                  NULL },
+                /* Typed by its shape alone: a string that is no hex. */
+                { "{\"keys\": [2], \"values\": [\"row-1\"]}",
+                  DATA_FILE_BOUNDS_AUTO,
+                  { "726f772d31" },
+                  NULL },
+                /* "6162" alone could be either: refused unless the request says which. */
+                { "{\"keys\": [2], \"values\": [\"6162\"]}",
+                  DATA_FILE_BOUNDS_AUTO,
+                  { NULL },
+                  "'lower-bounds' value for field id 2 reads both as a typed JSON value and as "
+                  "binary hex (Iceberg Java's encoding), with different values, and no other "
+                  "bound of the file tells which: give the request \"bounds-encoding\"" },
+                { "{\"keys\": [2], \"values\": [\"6162\"]}",
+                  DATA_FILE_BOUNDS_BINARY,
+                  { "6162" },
+                  NULL },
+                { "{\"keys\": [2], \"values\": [\"6162\"]}",
+                  DATA_FILE_BOUNDS_TYPED,
+                  { "36313632" },
+                  NULL },
+                /* A typed date has dashes: never hex. */
+                { "{\"keys\": [3], \"values\": [\"2024-02-29\"]}",
+                  DATA_FILE_BOUNDS_AUTO,
+                  { "464d0000" },
+                  NULL },
+                /* One file, two encodings. */
+                { "{\"keys\": [1, 3], \"values\": [100, \"464D0000\"]}",
+                  DATA_FILE_BOUNDS_AUTO,
+                  { NULL },
+                  "'lower-bounds' value for field id 1 is a typed JSON value but 'lower-bounds' "
+                  "value for field id 3 is binary hex (Iceberg Java's encoding): give all bounds "
+                  "of a file in one encoding" },
+                /* Given binary, a typed value is refused with the binary form's rule. */
+                { "{\"keys\": [1], \"values\": [100]}",
+                  DATA_FILE_BOUNDS_BINARY,
+                  { NULL },
+                  "'lower-bounds' value for field id 1 (binary hex, Iceberg Java's encoding): "
+                  "expected a string of hexadecimal digits" },
+                { "{\"keys\": [1, 5], \"values\": [\"6400000000000000\", \"0100\"]}",
+                  DATA_FILE_BOUNDS_AUTO,
+                  { NULL },
+                  "'lower-bounds' value for field id 5 (binary hex, Iceberg Java's encoding): "
+                  "expected 4 bytes, little-endian for type int" },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                Fixture fx;
+                Error e = { 0 };
+                int r;
+
+                fixture_init(&fx, partition, cases[i].lower);
+                fx.file.bounds_encoding = cases[i].encoding;
+                r = resolve(&fx, &e);
+                if (cases[i].message) {
+                        ASSERT_EQ(r, -EINVAL);
+                        ASSERT_CONTAINS(e.message, cases[i].message);
+                } else {
+                        if (r < 0)
+                                TEST_FAIL("case %zu: %s", i, e.message);
+                        for (size_t k = 0; k < fx.file.lower_bounds.n; k++)
+                                expect_bytes(fx.file.lower_bounds.bytes[k].data,
+                                             fx.file.lower_bounds.bytes[k].len, cases[i].hex[k]);
+                }
+                fixture_deinit(&fx);
+        }
+
+        /* The upper bounds count too: a typed lower and a Java upper bound are two encodings. */
+        {
+                Fixture fx;
+                Error e = { 0 };
+
+                fixture_init(&fx, partition, "{\"keys\": [1], \"values\": [100]}");
+                fx.file.upper_bounds = (DataFileBounds){ .is_present = true, .n = 1 };
+                fx.file.upper_bounds.ids = calloc(1, sizeof(int32_t));
+                fx.file.upper_bounds.json = calloc(1, sizeof(json_t *));
+                ASSERT_TRUE(fx.file.upper_bounds.ids && fx.file.upper_bounds.json);
+                fx.file.upper_bounds.ids[0] = 1;
+                fx.file.upper_bounds.json[0] = json_string("C800000000000000");
+                ASSERT_EQ(resolve(&fx, &e), -EINVAL);
+                ASSERT_CONTAINS(e.message, "but 'upper-bounds' value for field id 1 is binary hex");
                 fixture_deinit(&fx);
         }
 }

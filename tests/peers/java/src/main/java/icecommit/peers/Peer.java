@@ -18,6 +18,9 @@
 //   metadata     --uri U --table ns.name
 //   stage-eq-deletes --uri U --table ns.name --ids 1,2,3 [--manifest-dir DIR]   (EqDeletes.java)
 //   evolve       --uri U --table ns.name --ops JSON   (schema changes, properties; Evolve.java)
+//   datafile-json      --uri U --table ns.name [--files N]   (DataFileJson.java: real data files
+//                      of every primitive type, described by ContentFileParser.toJson)
+//   datafile-json-read --uri U --table ns.name   (the live files, as ContentFileParser JSON)
 //
 // Table layout: schema {1: id long required, 2: data string optional}; with --partitioned a third
 // column {3: bucket int optional} and spec identity(bucket). Rows get data = "row-<id>" and
@@ -68,7 +71,7 @@ public final class Peer {
   static final ObjectMapper JSON = new ObjectMapper();
 
   private static final String USAGE =
-      "usage: peer <create-table|stage|append|dump|metadata|stage-eq-deletes|evolve> --uri URI --table NS.NAME [options]";
+      "usage: peer <create-table|stage|append|dump|metadata|stage-eq-deletes|evolve|datafile-json|datafile-json-read> --uri URI --table NS.NAME [options]";
 
   private Peer() {}
 
@@ -134,6 +137,10 @@ public final class Peer {
         return EqDeletes.run(new Args(rest, Set.of("uri", "table", "ids", "manifest-dir"), Set.of()));
       case "evolve":
         return Evolve.run(new Args(rest, Set.of("uri", "table", "ops"), Set.of()));
+      case "datafile-json":
+        return DataFileJson.write(new Args(rest, Set.of("uri", "table", "files"), Set.of()));
+      case "datafile-json-read":
+        return DataFileJson.read(new Args(rest, Set.of("uri", "table"), Set.of()));
       default:
         throw new Args.UsageException("unknown subcommand: " + cmd);
     }
