@@ -4,6 +4,8 @@
 #   apt: compilers, meson/ninja, the daemon's libraries, valgrind, Java 17 + Maven, Python venv
 #   Maven Central: Apache Iceberg 1.11 (REST catalog server, Java reader/writer) -> ~/.m2
 #   PyPI: fastavro, PyIceberg (with pyarrow and SQLite catalog), pytest -> .venv/ (git-ignored)
+#   apt, packaging (tests/package/run.sh): debhelper (dpkg-buildpackage, dh), lintian,
+#     systemd-container (systemd-nspawn boots the throwaway system the .deb is installed in)
 #   Go module proxy: SeaweedFS, built once (~16 min) -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
 #     (needs Go >= 1.26.6 at /usr/local/go/bin or on PATH)
 # With --runtime only what building icecommitd and the quick start need (no clang, clang-format,
@@ -19,7 +21,8 @@ packages=(
 runtime=false
 [ "${1:-}" = "--runtime" ] && runtime=true
 if ! $runtime; then
-    packages+=(clang clang-format libclang-rt-14-dev valgrind openjdk-17-jdk-headless maven python3-yaml)
+    packages+=(clang clang-format libclang-rt-14-dev valgrind openjdk-17-jdk-headless maven python3-yaml
+               debhelper lintian systemd-container)
 fi
 missing=()
 for p in "${packages[@]}"; do
