@@ -11,7 +11,8 @@
 #include "daemon.h"
 #include "util/log.h"
 
-static const char *arg_config_path = "/etc/icecommit/icecommitd.conf";
+/* meson's sysconfdir decides it (meson.build), so the binary, the unit and meson install agree. */
+static const char *arg_config_path = ICECOMMIT_CONFIG_FILE;
 static bool arg_check_config;
 
 static void help(void) {

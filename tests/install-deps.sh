@@ -5,6 +5,8 @@
 #        promtool (package prometheus)
 #   Maven Central: Apache Iceberg 1.11 (REST catalog server, Java reader/writer) -> ~/.m2
 #   PyPI: fastavro, PyIceberg (with pyarrow and SQLite catalog), pytest -> .venv/ (git-ignored)
+#   apt, packaging (tests/package/run.sh): debhelper (dpkg-buildpackage, dh), lintian,
+#     systemd-container (systemd-nspawn boots the throwaway system the .deb is installed in)
 #   Go module proxy: SeaweedFS, built once (~16 min) -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
 #     (needs Go >= 1.26.6 at /usr/local/go/bin or on PATH)
 # With --runtime only what building icecommitd and the quick start need (no clang, clang-format,
@@ -20,9 +22,10 @@ packages=(
 runtime=false
 [ "${1:-}" = "--runtime" ] && runtime=true
 if ! $runtime; then
-    # prometheus: its promtool checks conf/icecommitd-alerts.yml and a live daemon's /metrics.
+    # prometheus: its promtool checks conf/icecommitd-alerts.yml and a live daemon's /metrics;
+    # debhelper, lintian, systemd-container: the package build, its lint and its install test.
     packages+=(clang clang-format libclang-rt-14-dev valgrind openjdk-17-jdk-headless maven python3-yaml
-               prometheus)
+               prometheus debhelper lintian systemd-container)
 fi
 missing=()
 for p in "${packages[@]}"; do
