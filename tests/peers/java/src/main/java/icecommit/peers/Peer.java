@@ -18,6 +18,7 @@
 //   metadata     --uri U --table ns.name
 //   stage-eq-deletes --uri U --table ns.name --ids 1,2,3 [--manifest-dir DIR]   (EqDeletes.java)
 //   evolve       --uri U --table ns.name --ops JSON   (schema changes, properties; Evolve.java)
+//   bench-manifests, bench-history, bench-commit   (benchmarks only; Bench.java)
 //
 // Table layout: schema {1: id long required, 2: data string optional}; with --partitioned a third
 // column {3: bucket int optional} and spec identity(bucket). Rows get data = "row-<id>" and
@@ -109,6 +110,7 @@ public final class Peer {
 
   static String run(String cmd, String[] rest) throws Exception {
     if (Refs.handles(cmd)) return Refs.run(cmd, rest); // branch, set-property (Refs.java)
+    if (Bench.handles(cmd)) return Bench.run(cmd, rest); // tests/bench only (Bench.java)
     switch (cmd) {
       case "create-table":
         return createTable(
