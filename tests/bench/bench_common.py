@@ -63,6 +63,13 @@ def cpu_seconds(pid):
     return ticks / CLK_TCK, run_ns / 1e9
 
 
+def peer_long(*args, timeout=7200):
+    """conftest.peer for the benchmarks' long Java runs (peer() stops one after 300 s)."""
+    out = subprocess.run([os.path.join(PEERS, "peer.sh"), *map(str, args)], check=True,
+                         capture_output=True, text=True, timeout=timeout)
+    return json.loads(out.stdout)
+
+
 def pct(values, p):
     """Nearest-rank percentile; nan for no values."""
     if not values:

@@ -25,13 +25,12 @@ Run: tests/bench/manifest_count.py [--sizes 1000,10000,100000 --commits 3]; it b
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_common import cpu_seconds, median, ratio, rest_catalog, rest_metadata  # noqa: E402
-from conftest import PEERS, Daemon, make_workdir, peer  # noqa: E402
+from bench_common import cpu_seconds, median, peer_long, ratio, rest_catalog, rest_metadata  # noqa: E402
+from conftest import Daemon, make_workdir, peer  # noqa: E402
 
 NS = "bench"
 
@@ -76,9 +75,7 @@ def main():
             t0 = time.monotonic()
             peer("create-table", "--uri", uri, "--table", f"{NS}.{table}")
             # Iceberg Java writes ~100-300 manifests per second here: 100k take minutes.
-            built = json.loads(subprocess.run(
-                [os.path.join(PEERS, "peer.sh"), "bench-manifests", "--uri", uri, "--table", f"{NS}.{table}",
-                 "--manifests", str(n)], check=True, capture_output=True, text=True, timeout=7200).stdout)
+            built = peer_long("bench-manifests", "--uri", uri, "--table", f"{NS}.{table}", "--manifests", n)
             build_s = time.monotonic() - t0
             staged = peer("stage", "--uri", uri, "--table", f"{NS}.{table}", "--files", 1, "--rows", 4,
                           "--start-id", 1_000_000, "--manifests", r)["manifests"]

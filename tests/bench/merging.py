@@ -24,13 +24,12 @@ build first) and prints a Markdown table, then one JSON line.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_common import median, pct, rest_catalog  # noqa: E402
-from conftest import PEERS, Daemon, make_workdir, peer  # noqa: E402
+from bench_common import median, pct, peer_long, rest_catalog  # noqa: E402
+from conftest import Daemon, make_workdir, peer  # noqa: E402
 
 NS = "bench"
 
@@ -40,9 +39,7 @@ def norm(path):
 
 
 def dump(uri, table):
-    out = subprocess.run([os.path.join(PEERS, "peer.sh"), "dump", "--uri", uri, "--table", f"{NS}.{table}"],
-                         check=True, capture_output=True, text=True, timeout=3600)
-    return json.loads(out.stdout)
+    return peer_long("dump", "--uri", uri, "--table", f"{NS}.{table}")
 
 
 def lineage_check(d, first_row_ids):
@@ -68,7 +65,7 @@ def main():
     with rest_catalog(work) as uri:
         for t in ("ice", "java"):
             peer("create-table", "--uri", uri, "--table", f"{NS}.{t}")
-        staged = peer("stage", "--uri", uri, "--table", f"{NS}.ice", "--files", 1, "--rows", 4,
+        staged = peer_long("stage", "--uri", uri, "--table", f"{NS}.ice", "--files", 1, "--rows", 4,
                       "--start-id", 0, "--manifests", c)["manifests"]
 
         ice_first, ice_ms = {}, []
@@ -88,7 +85,7 @@ def main():
             d.stop()
 
         t0 = time.monotonic()
-        java = peer("bench-commit", "--uri", uri, "--table", f"{NS}.java", "--count", c,
+        java = peer_long("bench-commit", "--uri", uri, "--table", f"{NS}.java", "--count", c,
                     "--start-id", 0, "--merge", "--row-ids")
         java_s = time.monotonic() - t0  # with the JVM's start and its data files
         java_first = {norm(p): v for p, v in java["first-row-ids"].items()}

@@ -31,7 +31,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_common import HealthPoller, cpu_seconds, median, ratio, rest_catalog, table_metadata  # noqa: E402
+from bench_common import HealthPoller, median, peer_long, ratio, rest_catalog, table_metadata  # noqa: E402
 from conftest import Daemon, make_workdir, peer  # noqa: E402
 from manifest_count import ice_commits  # noqa: E402
 
@@ -42,7 +42,7 @@ def aged_table(uri, table, n):
     peer("create-table", "--uri", uri, "--table", f"{NS}.{table}")
     peer("append", "--uri", uri, "--table", f"{NS}.{table}", "--rows", 4, "--start-id", 0)
     if n > 1:
-        peer("bench-history", "--uri", uri, "--table", f"{NS}.{table}", "--snapshots", n - 1)
+        peer_long("bench-history", "--uri", uri, "--table", f"{NS}.{table}", "--snapshots", n - 1)
     return len(table_metadata(uri, NS, table)["snapshots"])
 
 
