@@ -7,6 +7,7 @@ import glob
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -79,7 +80,8 @@ def pct(values, p):
 
 
 def median(values):
-    return pct(values, 50)
+    """The middle value, the mean of the two middle ones for an even count; nan for none."""
+    return statistics.median(values) if values else float("nan")
 
 
 def rest_metadata(uri, ns, name):
