@@ -52,7 +52,9 @@ def java_side(uri, proxy, n, k, table):
     """n JVMs through the proxy, each after one warm-up commit, released at once."""
     peer("create-table", "--uri", uri, "--table", f"{NS}.{table}")
     env = {"PEER_JAVA_OPTS": "-Xmx256m"}
-    writers = [JavaWriter(proxy.endpoint, table, env, k, 1, w * 1_000_000, persist=False, extra=["--give-up"],
+    # --persist with --give-up: the warm-up commit is retried until it lands, a timed append that
+    # Iceberg gives up on is skipped.
+    writers = [JavaWriter(proxy.endpoint, table, env, k, 1, w * 1_000_000, persist=True, extra=["--give-up"],
                           timeout=3600) for w in range(n)]
     for jw in writers:
         jw.wait_ready()
