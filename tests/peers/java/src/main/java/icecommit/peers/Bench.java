@@ -4,7 +4,7 @@
 //
 //   bench-manifests --uri U --table ns.name --manifests N [--rows R]
 //       one commit that leaves N manifests in the table's manifest list: one real Parquet file
-//       of R rows, N hard links to it (distinct data files, no extra disk), N staged manifests of
+//       of R rows per 50,000 manifests, N hard links to them (distinct data files, no extra disk), N staged manifests of
 //       one file each, then one FastAppend of all N manifests (manifest_count.py)
 //   bench-history --uri U --table ns.name --snapshots N
 //       adds N empty-append snapshots (BenchHistory) in one new metadata file: a HadoopCatalog
@@ -47,6 +47,8 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.rest.RESTCatalog;
 
 final class Bench {
+  private static final long LINKS_PER_FILE = 50_000;
+
   private Bench() {}
 
   static boolean handles(String cmd) {
@@ -76,11 +78,17 @@ final class Bench {
     long t0 = System.nanoTime();
     try (var catalog = Peer.catalog(args)) {
       Table table = catalog.loadTable(Peer.ident(args));
-      DataFile first = PeerData.writeDataFile(table, 0, rows, 0);
-      Path firstPath = localPath(first.location());
       String dir = PeerData.metadataDir(table);
       AppendFiles append = table.newFastAppend();
+      List<Path> sources = new ArrayList<>();
+      DataFile first = null;
+      Path firstPath = null;
       for (long i = 0; i < n; i++) {
+        if (i % LINKS_PER_FILE == 0) { // ext4 allows 65000 links to one file
+          first = PeerData.writeDataFile(table, 0, rows, 0);
+          firstPath = localPath(first.location());
+          sources.add(firstPath);
+        }
         String location = first.location().replace(".parquet", "-" + i + ".parquet");
         Files.createLink(localPath(location), firstPath);
         DataFile df = DataFiles.builder(table.spec()).copy(first).withPath(location).build();
@@ -89,7 +97,9 @@ final class Bench {
         append.appendManifest(mf);
       }
       append.commit();
-      Files.delete(firstPath); // only its links are in the table
+      for (Path p : sources) {
+        Files.delete(p); // only their links are in the table
+      }
       table.refresh();
       Map<String, Object> out = new LinkedHashMap<>();
       out.put("manifests", table.currentSnapshot().allManifests(table.io()).size());

@@ -10,7 +10,8 @@
 //   stage        --uri U --table ns.name --files F --rows R --start-id K [--manifest-dir DIR] [--bucket B]
 //                [--manifests M]   (M manifests in one run: {"manifests": [...]})
 //   append       --uri U --table ns.name --rows R --start-id K [--branch B] [--count N] [--bucket B]
-//                [--persist | --give-up]   (an append Iceberg gave up on: started over | skipped, counted)
+//                [--persist] [--give-up]   (an append Iceberg gave up on: started over | skipped,
+//                counted; both: --timed's warm-up commits are started over, its timed ones skipped)
 //                [--timed [--warmup W] [--wait-stdin]]   (benchmarks: data files written first, then
 //                W untimed commits, then the N commits each timed: "commit-ms"; --wait-stdin prints
 //                "peer: ready" on stderr after the warm-up and starts the N commits on a stdin line)
