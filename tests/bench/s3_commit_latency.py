@@ -203,10 +203,12 @@ class JavaWriter:
     """One JVM of `peer.sh append --timed --wait-stdin`: started, ready after its data files and
     warm-up commits, then go() starts its timed commits and result() returns its JSON answer."""
 
-    def __init__(self, catalog_uri, table, env, count, warmup, start_id, persist):
+    def __init__(self, catalog_uri, table, env, count, warmup, start_id, persist, extra=(), timeout=600):
+        """extra: more peer.sh append options (e.g. --give-up); timeout: for result(), s."""
+        self.timeout = timeout
         cmd = [os.path.join(PEERS, "peer.sh"), "append", "--uri", catalog_uri, "--table", f"{NS}.{table}",
                "--rows", str(ROWS), "--start-id", str(start_id), "--count", str(count), "--timed",
-               "--warmup", str(warmup), "--wait-stdin"] + (["--persist"] if persist else [])
+               "--warmup", str(warmup), "--wait-stdin"] + (["--persist"] if persist else []) + list(extra)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
         self.err = []
@@ -224,7 +226,7 @@ class JavaWriter:
         self.proc.stdin.flush()
 
     def result(self):
-        out, err = self.proc.communicate(timeout=600)
+        out, err = self.proc.communicate(timeout=self.timeout)
         if self.proc.returncode != 0:
             raise RuntimeError(f"Java writer exited {self.proc.returncode}:\n" + "".join(self.err) + err)
         return json.loads(out)

@@ -9,7 +9,9 @@
 //                [--location LOC]   (e.g. s3://bucket/prefix; default: the catalog's choice)
 //   stage        --uri U --table ns.name --files F --rows R --start-id K [--manifest-dir DIR] [--bucket B]
 //                [--manifests M]   (M manifests in one run: {"manifests": [...]})
-//   append       --uri U --table ns.name --rows R --start-id K [--branch B] [--count N] [--bucket B] [--persist]
+//   append       --uri U --table ns.name --rows R --start-id K [--branch B] [--count N] [--bucket B]
+//                [--persist] [--give-up]   (an append Iceberg gave up on: started over | skipped,
+//                counted; both: --timed's warm-up commits are started over, its timed ones skipped)
 //                [--timed [--warmup W] [--wait-stdin]]   (benchmarks: data files written first, then
 //                W untimed commits, then the N commits each timed: "commit-ms"; --wait-stdin prints
 //                "peer: ready" on stderr after the warm-up and starts the N commits on a stdin line)
@@ -21,6 +23,7 @@
 //   datafile-json      --uri U --table ns.name [--files N]   (DataFileJson.java: real data files
 //                      of every primitive type, described by ContentFileParser.toJson)
 //   datafile-json-read --uri U --table ns.name   (the live files, as ContentFileParser JSON)
+//   bench-manifests, bench-history, bench-commit   (benchmarks only; Bench.java)
 //
 // Table layout: schema {1: id long required, 2: data string optional}; with --partitioned a third
 // column {3: bucket int optional} and spec identity(bucket). Rows get data = "row-<id>" and
@@ -71,7 +74,7 @@ public final class Peer {
   static final ObjectMapper JSON = new ObjectMapper();
 
   private static final String USAGE =
-      "usage: peer <create-table|stage|append|dump|metadata|stage-eq-deletes|evolve|datafile-json|datafile-json-read> --uri URI --table NS.NAME [options]";
+      "usage: peer <create-table|stage|append|dump|metadata|stage-eq-deletes|evolve|datafile-json|datafile-json-read|bench-manifests|bench-history|bench-commit> --uri URI --table NS.NAME [options]";
 
   private Peer() {}
 
@@ -112,6 +115,7 @@ public final class Peer {
 
   static String run(String cmd, String[] rest) throws Exception {
     if (Refs.handles(cmd)) return Refs.run(cmd, rest); // branch, set-property (Refs.java)
+    if (Bench.handles(cmd)) return Bench.run(cmd, rest); // tests/bench only (Bench.java)
     switch (cmd) {
       case "create-table":
         return createTable(
@@ -126,7 +130,7 @@ public final class Peer {
         return append(
             new Args(rest,
                 Set.of("uri", "table", "rows", "start-id", "branch", "count", "bucket", "warmup"),
-                Set.of("persist", "timed", "wait-stdin")));
+                Set.of("persist", "give-up", "timed", "wait-stdin")));
       case "dump":
         return Dump.run(new Args(rest, Set.of("uri", "table", "branch", "metadata"), Set.of("no-rows")));
       case "commit-overlap":
@@ -337,11 +341,12 @@ public final class Peer {
       List<Long> attempts = new ArrayList<>();
       List<String> paths = new ArrayList<>();
       List<Double> commitMs = new ArrayList<>();
+      List<Double> failedMs = new ArrayList<>();
       long[] gaveUp = {0};
       if (!timed) {
         for (long i = 0; i < count; i++) {
           DataFile df = PeerData.writeDataFile(table, startId + i * rows, rows, bucket);
-          appendOne(table, df, branch, args.flag("persist"), gaveUp);
+          appendOne(table, df, branch, args.flag("persist"), false, gaveUp);
           Snapshot s = branch != null ? table.snapshot(branch) : table.currentSnapshot();
           snapshots.add(s.snapshotId());
           attempts.add(CommitAttempts.attempts(s.snapshotId()));
@@ -356,7 +361,7 @@ public final class Peer {
           files.add(PeerData.writeDataFile(table, startId + i * rows, rows, bucket));
         }
         for (long i = 0; i < warmup; i++) {
-          appendOne(table, files.get((int) i), branch, args.flag("persist"), new long[1]);
+          appendOne(table, files.get((int) i), branch, args.flag("persist"), false, new long[1]);
         }
         if (args.flag("wait-stdin")) {
           System.err.println("peer: ready");
@@ -366,7 +371,10 @@ public final class Peer {
         for (long i = warmup; i < warmup + count; i++) {
           DataFile df = files.get((int) i);
           long t0 = System.nanoTime();
-          appendOne(table, df, branch, args.flag("persist"), gaveUp);
+          if (!appendOne(table, df, branch, args.flag("persist"), args.flag("give-up"), gaveUp)) {
+            failedMs.add((System.nanoTime() - t0) / 1e6);
+            continue;
+          }
           commitMs.add((System.nanoTime() - t0) / 1e6);
           Snapshot s = branch != null ? table.snapshot(branch) : table.currentSnapshot();
           snapshots.add(s.snapshotId());
@@ -383,15 +391,18 @@ public final class Peer {
       if (timed) {
         out.put("warmup", warmup);
         out.put("commit-ms", commitMs); // the N timed commits, each until commit() returned
-        out.put("gave-up", gaveUp[0]); // --persist: CommitFailedExceptions after Iceberg's retries
+        out.put("gave-up", gaveUp[0]); // --persist, --give-up: CommitFailedExceptions after Iceberg's retries
+        out.put("failed-ms", failedMs); // --give-up: each append given up, until Iceberg gave up
       }
       return JSON.writeValueAsString(out);
     }
   }
 
   /** One FastAppend of df; with persist, a CommitFailedException (Iceberg gave up after its
-   *  commit.retry.* attempts) is counted in gaveUp[0] and the append starts over. */
-  private static void appendOne(Table table, DataFile df, String branch, boolean persist, long[] gaveUp) {
+   *  commit.retry.* attempts) is counted in gaveUp[0] and the append starts over; with giveUp it
+   *  is counted and the append skipped (returns false). */
+  private static boolean appendOne(
+      Table table, DataFile df, String branch, boolean persist, boolean giveUp, long[] gaveUp) {
     for (;;) {
       AppendFiles append = table.newFastAppend().appendFile(df);
       if (branch != null) {
@@ -399,8 +410,13 @@ public final class Peer {
       }
       try {
         append.commit(); // retries on 409 like any Iceberg writer (commit.retry.* properties)
-        return;
+        return true;
       } catch (CommitFailedException e) {
+        if (giveUp) {
+          gaveUp[0]++;
+          table.refresh();
+          return false;
+        }
         // --persist: a racing competitor that never gives up (it would lose every race
         // against a faster committer and stop after its 4 retries otherwise).
         if (!persist) {
