@@ -55,8 +55,8 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
                            json_t **ret_summary, Error *error);
 
 /* Builds the CommitTableRequest: requirements assert-table-uuid, assert-ref-snapshot-id (null
- * for a new branch) and assert-current-schema-id (when the table has one); updates add-snapshot and set-snapshot-ref, the latter keeping the
- * ref's retention fields. */
+ * for a new branch) and assert-current-schema-id (when the table has one); updates add-snapshot
+ * and set-snapshot-ref, the latter keeping the ref's retention fields. */
 int snapshot_commit_request_build(const TableMetadata *table, const char *branch,
                                   const TableBranch *head, const SnapshotSpec *snapshot,
                                   json_t **ret_request);
