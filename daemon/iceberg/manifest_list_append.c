@@ -10,13 +10,18 @@
 #include "iceberg/manifest_list_append.h"
 
 /* Binary-counter coalescing: one new block per commit would leave a table of 100,000 commits
- * with 100,000 tiny blocks (each with its framing, sync marker and deflate stream). Absorbing
- * the next block while the new one holds at least as many entries merges blocks like the
- * carries of a binary counter: below the size cap a list of N entries keeps at most
- * ~log2(N) blocks, and each entry is inflated and deflated again only ~log2(entries per full
- * block) times in its life. A block the cap stops is more than half the cap (the new block was
- * at least as large), so full blocks stay few too. Returns 1 when the block was absorbed, 0
- * when it is to be copied, <0 with the reason. */
+ * with 100,000 tiny blocks (each with its framing, sync marker and deflate stream). The new
+ * block absorbs the next one while it holds at least half as many entries; once it stops, the
+ * next block holds more than twice its entries. So from the front of the file each block
+ * holds more than twice the entries of the one before: a list of N entries has at most
+ * log2(N) + 1 blocks below the size cap, whatever the sizes of the commits (absorbing only
+ * "at least as many" leaves a block per commit for commits of 5, 4, 3, 2, 1 entries). It is
+ * cheap amortized: an absorbed entry lands in a block at least 1.5 times the one it left, so
+ * it is inflated and deflated again at most log1.5(entries per full block) times in its life;
+ * one append recompresses at most MANIFEST_LIST_APPEND_BLOCK_BYTES. At the cap a block stops
+ * absorbing early; the pair it leaves holds more than the cap, so such blocks are few (about
+ * twice the list's bytes over the cap). Returns 1 when the block was absorbed, 0 when it is
+ * to be copied, <0 with the reason. */
 static int manifest_list_append_absorb(const OcfReader *reader, OcfWriter *w, const OcfBlock *block,
                                        Buf *raw, Error *e) {
         int64_t pending_count;
@@ -24,7 +29,8 @@ static int manifest_list_append_absorb(const OcfReader *reader, OcfWriter *w, co
         int r;
 
         ocf_writer_pending(w, &pending_count, &pending_bytes);
-        if (block->count > pending_count || pending_bytes >= MANIFEST_LIST_APPEND_BLOCK_BYTES)
+        if (block->count - pending_count > pending_count ||
+            pending_bytes >= MANIFEST_LIST_APPEND_BLOCK_BYTES)
                 return 0;
         r = ocf_reader_inflate_block(reader, block, raw, e);
         if (r < 0)

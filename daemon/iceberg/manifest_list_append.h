@@ -30,8 +30,9 @@ enum {
  * their datums are not (the caller has read the parent; the next reader checks them), and a
  * parent entry is never validated or changed: a caller that fills in counts or first_row_id of
  * parent entries must write the list whole. The new block absorbs the parent's leading blocks
- * while it holds at least as many entries as the next one and stays within
- * MANIFEST_LIST_APPEND_BLOCK_BYTES (docs/design.md, "Manifest-list build").
+ * while it holds at least half as many entries as the next one and stays within
+ * MANIFEST_LIST_APPEND_BLOCK_BYTES, which keeps a list's blocks logarithmic in its entries
+ * (docs/design.md, "Manifest-list build").
  *
  * Returns 0; MANIFEST_LIST_APPEND_E_WHOLE with the reason in *e when the parent cannot be copied
  * (another format-version or writer schema, a codec other than null and deflate): the caller
