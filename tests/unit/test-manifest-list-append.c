@@ -438,20 +438,20 @@ static double capped_bound(size_t n_entries, size_t raw_bytes) {
 }
 
 TEST(append_many_keeps_blocks_logarithmic) {
-        many_appends(600, 20, one, log_bound);
+        many_appends(300, 20, one, log_bound);
 }
 
 TEST(append_many_varied_keeps_blocks_logarithmic) {
-        many_appends(300, 20, varied, log_bound);
+        many_appends(150, 20, varied, log_bound);
 }
 
 TEST(append_many_shrinking_keeps_blocks_logarithmic) {
-        many_appends(200, 20, shrinking, log_bound);
+        many_appends(100, 20, shrinking, log_bound);
 }
 
 TEST(append_many_large_entries_stay_under_the_block_cap) {
         /* ~1.6 KB entries: ~40 to a block of the cap. */
-        many_appends(400, 1500, one, capped_bound);
+        many_appends(250, 1500, one, capped_bound);
 }
 
 /* ---- fallbacks ---------------------------------------------------------------------------- */
