@@ -699,7 +699,7 @@ int ocf_reader_inflate_block(const OcfReader *r, const OcfBlock *block, Buf *out
 }
 
 int ocf_reader_next_block(OcfReader *r, Error *e) {
-        OcfBlock block;
+        OcfBlock block = { 0 }; /* gcc -O3 cannot tell that scan_block() fills it on 1 */
         int rr;
 
         rr = ocf_reader_scan_block(r, &block, e);

@@ -51,7 +51,7 @@ int manifest_list_append(const ManifestListHeader *h, const ManifestFile *new_fi
         _cleanup_(ocf_writer_freep) OcfWriter *w = NULL;
         _cleanup_(buf_deinitp) Buf raw;
         bool is_absorbing = true;
-        OcfBlock block;
+        OcfBlock block = { 0 };
         ListFields lf;
         int64_t version;
         int r;
