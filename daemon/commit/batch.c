@@ -798,6 +798,10 @@ static int batch_finish_list(Batch *b) {
         r = MANIFEST_LIST_APPEND_E_WHOLE;
         if (b->is_parent_unchanged)
                 r = batch_append_list(b, &header);
+        else if (b->parent_list_location)
+                log_debug("manifest list written whole queue='%s': this attempt changed "
+                          "parent entries (counts, row ids or a merge)",
+                          b->queue->name);
         if (r == MANIFEST_LIST_APPEND_E_WHOLE)
                 r = manifest_list_write(&header, b->list, b->n_list, &b->list_bytes, &b->error);
         buf_deinit(&b->parent_bytes);

@@ -123,3 +123,48 @@ def test_thirty_commits_write_lists_incrementally(catalog, daemon, table):
     assert dump["next-row-id"] == len(rows)
     # ... and so does PyIceberg.
     assert pyiceberg_table(catalog, ident).scan().to_arrow().num_rows == len(rows)
+
+
+def test_a_merge_writes_the_list_whole_and_the_next_commit_appends_again(catalog, daemon, table):
+    ns, name, _ = table
+    uri = catalog["uri"]
+    ident = f"{ns}.{name}"
+    workdir = make_workdir("icecommit-incremental-")
+    staged = [m["manifest"] for m in peer("stage", "--uri", uri, "--table", ident, "--files", 1, "--rows", 2,
+                                          "--start-id", 0, "--manifests", 5)["manifests"]]
+
+    def commit(i):
+        status, _, receipt = daemon.commit(ns, name, {"idempotency-key": f"merge-{name}-{i}",
+                                                      "staged-manifests": [staged[i]]})
+        assert status == 200, receipt
+        return receipt
+
+    def log_counts():
+        log = open(daemon.log).read()
+        return (log.count("manifest list written incrementally"),
+                log.count("this attempt changed parent entries (counts, row ids or a merge)"))
+
+    # The first commit has no parent; the next two copy theirs.
+    receipts = [commit(i) for i in range(3)]
+    assert log_counts() == (2, 0)
+    # Three parent manifests now merge into one: the list is written whole.
+    peer("evolve", "--uri", uri, "--table", ident, "--ops",
+         '[["set-property", "commit.manifest.min-count-to-merge", "3"]]')
+    receipts.append(commit(3))
+    assert log_counts() == (2, 1)
+    # Its parent holds two manifests (the merged one and the last staged): nothing merges, the
+    # list is copied again.
+    receipts.append(commit(4))
+    assert log_counts() == (3, 1)
+
+    dump = peer("dump", "--uri", uri, "--table", ident)
+    snapshots = {s["snapshot-id"]: s for s in dump["snapshots"]}
+    sizes = []
+    for receipt in receipts:
+        _, entries, _ = assert_equals_whole_rewrite(snapshots[receipt["snapshot-id"]]["manifest-list"],
+                                                    workdir)
+        sizes.append(len(entries))
+    # The merge replaced the three parent manifests by one.
+    assert sizes == [1, 2, 3, 2, 3]
+    assert sorted(r["id"] for r in dump["rows"]) == list(range(10))
+    assert sorted(r["_row_id"] for r in dump["rows"]) == list(range(10))
