@@ -79,6 +79,29 @@ int ocf_reader_next_block(OcfReader *r, Error *e);
 /* Datums in the current block not read yet. */
 int64_t ocf_reader_block_remaining(const OcfReader *r);
 
+/* One block of a file as stored, found by ocf_reader_scan_block() without decoding it. */
+typedef struct OcfBlock {
+        uint64_t index; /* 0 for the file's first block */
+        int64_t count;  /* datums in it */
+        Slice data;     /* its bytes as stored, in the file's codec; borrowed from the input */
+        size_t offset;  /* where it starts in the file (its datum count) */
+        size_t end;     /* where it ends: after its sync marker */
+} OcfBlock;
+
+/* The block scanner: steps over the next block without decompressing it. Checks its framing
+ * (count, size, truncation), the sync marker after it and the size limits; a null-codec
+ * block's count is checked against its bytes too (a deflate block's by
+ * ocf_reader_inflate_block()). Returns 1 with *ret_block (valid while the input is), 0 at the
+ * end of the file, or -EBADMSG, -E2BIG with the block index in *e. Datums of the current
+ * block not read are skipped; ocf_reader_read() goes on after the scanned block. */
+int ocf_reader_scan_block(OcfReader *r, OcfBlock *ret_block, Error *e);
+/* Decompresses a scanned block into *out (replacing its content), never past OCF_MAX_BLOCK_BYTES
+ * or out's maximum (-E2BIG), and checks its count against its bytes. The result is the
+ * block's datums, encoded. Returns 0, -EBADMSG, -E2BIG or -ENOMEM with the reason in *e. */
+int ocf_reader_inflate_block(const OcfReader *r, const OcfBlock *block, Buf *out, Error *e);
+/* Where the file's first block starts: the header's length. */
+size_t ocf_reader_data_offset(const OcfReader *r);
+
 /* Decodes the next datum, loading blocks as needed. Returns 1 and a value borrowed from the
  * reader (valid until the next call), 0 at the end of the file, or <0 with the reason. The
  * datum's bytes are checked against its schema before avro-c sees them. */
@@ -109,6 +132,19 @@ int ocf_writer_set_meta(OcfWriter *w, const char *key, Slice value);
 /* Encodes one datum (a value of the writer's schema). Returns 0, -EIO with avro_strerror()
  * set when avro-c cannot encode it, -E2BIG, -ENOMEM. */
 int ocf_writer_append(OcfWriter *w, avro_value_t *value);
+/* Appends datums already encoded in the writer's schema (the decompressed content of a block
+ * of a file whose writer schema equals this one; not checked) to the block being filled. Never
+ * ends a block: the caller chooses where blocks end (ocf_writer_end_block()). Returns 0,
+ * -EBUSY once finished, -E2BIG when the block would pass OCF_MAX_BLOCK_BYTES, -ENOMEM. */
+int ocf_writer_append_encoded(OcfWriter *w, Slice datums, int64_t count);
+/* Ends the block being filled (nothing when it is empty). Returns 0, -EBUSY, -EIO, -ENOMEM. */
+int ocf_writer_end_block(OcfWriter *w);
+/* Appends a block stored in the writer's codec (another file's block as
+ * ocf_reader_scan_block() found it) byte for byte, followed by this file's sync marker, after
+ * ending the block being filled. Returns 0, -EBUSY, -EINVAL (negative count), -ENOMEM. */
+int ocf_writer_append_block(OcfWriter *w, int64_t count, Slice stored);
+/* Datums and encoded bytes in the block being filled. */
+void ocf_writer_pending(const OcfWriter *w, int64_t *ret_count, size_t *ret_bytes);
 /* Appends the whole file (header, then the blocks) to *out. The writer is spent afterwards
  * (-EBUSY on further calls). Returns 0, -E2BIG when *out would pass its maximum, -ENOMEM. */
 int ocf_writer_finish(OcfWriter *w, Buf *out);

@@ -195,10 +195,26 @@ static int ocf_deflate(Slice in, Buf *out) {
         return zr == Z_STREAM_END ? 0 : -EIO;
 }
 
-static int ocf_writer_flush_block(OcfWriter *w) {
+/* Frames one block: datum count, byte size, the bytes, this file's sync marker. */
+static int ocf_writer_frame_block(OcfWriter *w, int64_t count, Slice data) {
+        int r;
+
+        r = buf_append_long(&w->blocks, count);
+        if (r >= 0)
+                r = buf_append_long(&w->blocks, (int64_t)data.len);
+        if (r >= 0)
+                r = buf_append(&w->blocks, data.ptr, data.len);
+        if (r >= 0)
+                r = buf_append(&w->blocks, w->sync, sizeof(w->sync));
+        return r;
+}
+
+int ocf_writer_end_block(OcfWriter *w) {
         Slice data = buf_slice(&w->raw);
         int r;
 
+        if (w->finished)
+                return -EBUSY;
         if (w->raw_count == 0)
                 return 0;
         if (w->codec == OCF_CODEC_DEFLATE) {
@@ -207,13 +223,7 @@ static int ocf_writer_flush_block(OcfWriter *w) {
                         return r;
                 data = buf_slice(&w->scratch);
         }
-        r = buf_append_long(&w->blocks, w->raw_count);
-        if (r >= 0)
-                r = buf_append_long(&w->blocks, (int64_t)data.len);
-        if (r >= 0)
-                r = buf_append(&w->blocks, data.ptr, data.len);
-        if (r >= 0)
-                r = buf_append(&w->blocks, w->sync, sizeof(w->sync));
+        r = ocf_writer_frame_block(w, w->raw_count, data);
         if (r < 0)
                 return r;
         w->raw.len = 0;
@@ -249,8 +259,43 @@ int ocf_writer_append(OcfWriter *w, avro_value_t *value) {
         w->raw_count++;
 
         if (w->raw.len >= OCF_WRITER_BLOCK_BYTES)
-                return ocf_writer_flush_block(w);
+                return ocf_writer_end_block(w);
         return 0;
+}
+
+int ocf_writer_append_encoded(OcfWriter *w, Slice datums, int64_t count) {
+        int r;
+
+        if (w->finished)
+                return -EBUSY;
+        if (count < 0 || count > INT64_MAX - w->raw_count)
+                return -EINVAL;
+        w->started = true;
+        /* raw's maximum is OCF_MAX_BLOCK_BYTES: what every reader of ours accepts. */
+        r = buf_append(&w->raw, datums.ptr, datums.len);
+        if (r < 0)
+                return r;
+        w->raw_count += count;
+        return 0;
+}
+
+int ocf_writer_append_block(OcfWriter *w, int64_t count, Slice stored) {
+        int r;
+
+        if (w->finished)
+                return -EBUSY;
+        if (count < 0)
+                return -EINVAL;
+        w->started = true;
+        r = ocf_writer_end_block(w);
+        if (r < 0)
+                return r;
+        return ocf_writer_frame_block(w, count, stored);
+}
+
+void ocf_writer_pending(const OcfWriter *w, int64_t *ret_count, size_t *ret_bytes) {
+        *ret_count = w->raw_count;
+        *ret_bytes = w->raw.len;
 }
 
 static int ocf_writer_write_header(OcfWriter *w, Buf *out) {
@@ -289,7 +334,7 @@ int ocf_writer_finish(OcfWriter *w, Buf *out) {
 
         if (w->finished)
                 return -EBUSY;
-        r = ocf_writer_flush_block(w);
+        r = ocf_writer_end_block(w);
         if (r < 0)
                 return r;
         w->finished = true;

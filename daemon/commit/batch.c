@@ -17,6 +17,7 @@
 #include "commit/internal.h"
 #include "iceberg/lineage.h"
 #include "iceberg/manifest_list.h"
+#include "iceberg/manifest_list_append.h"
 #include "iceberg/schema_compat.h"
 #include "iceberg/snapshot.h"
 #include "storage/storage.h"
@@ -575,7 +576,7 @@ static int batch_assemble_list(Batch *b) {
                 if (r < 0)
                         return error_prefix(&b->error, r, "parent manifest list '%s'",
                                             b->parent_list_location);
-                buf_deinit(&b->parent_bytes);
+                /* parent_bytes stays until the list is written: batch_append_list copies it. */
         }
 
         b->list = calloc(b->n_staged + b->n_parent_files + 1, sizeof(*b->list));
@@ -602,7 +603,17 @@ static int batch_assemble_list(Batch *b) {
                         n++;
                 }
         }
-        /* The parent's entries follow, copied as they are (the list takes them over). */
+        /* The parent's entries follow, copied as they are (the list takes them over). Their
+         * encoded bytes can be copied too unless this attempt fills in what one lacks: counts
+         * (below) or a v3 data manifest's first_row_id (lineage_assign). */
+        b->is_parent_unchanged = b->parent_list_location != NULL;
+        for (size_t i = 0; i < b->n_parent_files; i++) {
+                const ManifestFile *m = &b->parent_files[i];
+
+                if (!m->has_counts || (b->table->format_version >= 3 &&
+                                       m->content == MANIFEST_CONTENT_DATA && !m->has_first_row_id))
+                        b->is_parent_unchanged = false;
+        }
         if (b->n_parent_files > 0)
                 memcpy(&b->list[n], b->parent_files, b->n_parent_files * sizeof(*b->parent_files));
         n += b->n_parent_files;
@@ -731,6 +742,27 @@ static int batch_find_repeats(Batch *b) {
         return found;
 }
 
+/* Thread pool: the new list as the staged entries in front of the parent's blocks, copied as
+ * they are (iceberg/manifest_list_append.h), instead of decoding and encoding every entry of
+ * the table again. MANIFEST_LIST_APPEND_E_WHOLE when the list is to be written whole. */
+static int batch_append_list(Batch *b, const ManifestListHeader *header) {
+        int r;
+
+        /* A parent entry manifest_list_write() refuses is refused the same way: by it. */
+        if (manifest_list_check(header, b->list + b->n_staged, b->n_list - b->n_staged,
+                                /* e= */ NULL) < 0)
+                return MANIFEST_LIST_APPEND_E_WHOLE;
+        r = manifest_list_append(header, b->list, b->n_staged, buf_slice(&b->parent_bytes),
+                                 &b->list_bytes, &b->error);
+        if (r == 0)
+                log_debug("manifest list written incrementally queue='%s' new=%zu parent=%zu",
+                          b->queue->name, b->n_staged, b->n_list - b->n_staged);
+        else if (r == MANIFEST_LIST_APPEND_E_WHOLE)
+                log_debug("manifest list written whole queue='%s': %s", b->queue->name,
+                          b->error.message);
+        return r;
+}
+
 /* Thread pool, step 2: count what was read, assign row ids and serialize the new list. */
 static int batch_finish_list(Batch *b) {
         const CommitEngine *e = b->queue->engine;
@@ -759,7 +791,17 @@ static int batch_finish_list(Batch *b) {
         };
         /* The list must stay readable by the next attempt, whose parent read has this bound. */
         buf_init(&b->list_bytes, (size_t)e->storage_config->max_manifest_bytes);
-        return manifest_list_write(&header, b->list, b->n_list, &b->list_bytes, &b->error);
+        r = MANIFEST_LIST_APPEND_E_WHOLE;
+        if (b->is_parent_unchanged)
+                r = batch_append_list(b, &header);
+        else if (b->parent_list_location)
+                log_debug("manifest list written whole queue='%s': this attempt changed "
+                          "parent entries (counts, row ids or a merge)",
+                          b->queue->name);
+        if (r == MANIFEST_LIST_APPEND_E_WHOLE)
+                r = manifest_list_write(&header, b->list, b->n_list, &b->list_bytes, &b->error);
+        buf_deinit(&b->parent_bytes);
+        return r;
 }
 
 static void batch_assemble_work(uv_work_t *w) {

@@ -175,7 +175,7 @@ struct Batch {
         char *list_location;        /* as sent to the catalog */
         char *list_cleanup;         /* the same, while ours to delete; NULL once committed
                                      * or handed to deletion */
-        Buf parent_bytes;           /* the parent's manifest list as read */
+        Buf parent_bytes;           /* the parent's manifest list as read, until the new one */
         ManifestFile *parent_files; /* ... and parsed */
         size_t n_parent_files;
         bool has_parent_files; /* parent_files came with parent_bytes (the list cache) */
@@ -195,6 +195,9 @@ struct Batch {
                                            * attempts so that a retry does not read them again */
         size_t n_counted;
         int work_status;
+        /* This attempt fills in or merges nothing of the parent's entries: the new list may
+         * copy its blocks (batch_append_list). */
+        bool is_parent_unchanged;
         LiveIndexAttempt live;  /* this attempt's check against the live files */
         MergedManifest *merged; /* every manifest this batch merged, across attempts */
         size_t n_merged;

@@ -157,6 +157,9 @@ static int merge_apply(Batch *b) {
         for (size_t i = 0; i < n_parent; i++) {
                 size_t owner = a->owner[i];
 
+                /* The parent's blocks no longer hold this list's entries (batch.c). */
+                if (owner)
+                        b->is_parent_unchanged = false;
                 if (owner && !is_placed[owner - 1]) {
                         if (manifest_file_copy(&b->merged[owner - 1].file, &list[n]) < 0) {
                                 for (size_t k = b->n_staged; k < n; k++)

@@ -11,7 +11,7 @@
 #include "avro/fields.h"
 #include "avro/ocf.h"
 #include "avro/records.h"
-#include "iceberg/manifest_list.h"
+#include "iceberg/manifest_list-internal.h"
 #include "iceberg/schema_json.h"
 #include "proto_schemas.h"
 #include "util/checked.h"
@@ -39,15 +39,6 @@ enum {
         FIELD_KEY_METADATA = 519,
         FIELD_FIRST_ROW_ID = 520,
 };
-
-/* Positions of the fields in one file's writer schema; -ENOENT (< 0) when absent. */
-typedef struct ListFields {
-        int path, length, spec_id, content, sequence_number, min_sequence_number, snapshot_id;
-        int counts[6]; /* 504 505 506 512 513 514 */
-        int partitions, key_metadata, first_row_id;
-        bool has_summary;
-        int contains_null, contains_nan, lower_bound, upper_bound;
-} ListFields;
 
 static const int list_count_ids[6] = {
         FIELD_ADDED_FILES_COUNT, FIELD_EXISTING_FILES_COUNT, FIELD_DELETED_FILES_COUNT,
@@ -465,13 +456,8 @@ static int manifest_list_set_meta_i64(OcfWriter *w, const char *key, int64_t v) 
         return ocf_writer_set_meta(w, key, slice_from_str(text));
 }
 
-int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, size_t n, Buf *out,
+int manifest_list_check(const ManifestListHeader *h, const ManifestFile *files, size_t n,
                         Error *e) {
-        _cleanup_(ocf_writer_freep) OcfWriter *w = NULL;
-        _cleanup_(freep) char *iceberg_schema = NULL;
-        avro_value_t value;
-        FieldsRecord rec;
-        ListFields lf;
         int r;
 
         if (h->format_version < 1 || h->format_version > 3)
@@ -485,17 +471,26 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
                         return error_prefix(e, r, "manifest list entry %zu (%s)", i,
                                             files[i].path ? files[i].path : "no path");
         }
+        return 0;
+}
+
+int manifest_list_writer_open(const ManifestListHeader *h, OcfCodec codec, OcfWriter **ret_writer,
+                              ListFields *ret_fields, Error *e) {
+        _cleanup_(ocf_writer_freep) OcfWriter *w = NULL;
+        _cleanup_(freep) char *iceberg_schema = NULL;
+        FieldsRecord rec;
+        int r;
 
         r = ocf_writer_new(h->format_version == 3   ? proto_manifest_list_v3_avsc
                            : h->format_version == 2 ? proto_manifest_list_v2_avsc
                                                     : proto_manifest_list_v1_avsc,
-                           OCF_CODEC_DEFLATE, &w);
+                           codec, &w);
         if (r < 0)
                 return error_set(e, r, "cannot create the manifest list writer: %s",
                                  r == -EINVAL ? avro_strerror() : strerror(-r));
         r = fields_record_init(ocf_writer_schema_json(w), ocf_writer_schema(w), &rec, e);
         if (r >= 0)
-                r = manifest_list_resolve(&rec, &lf, e);
+                r = manifest_list_resolve(&rec, ret_fields, e);
         if (r < 0)
                 return error_prefix(e, r, "embedded manifest list schema");
 
@@ -521,6 +516,15 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
         if (r < 0)
                 return error_set(e, r, "cannot set manifest list metadata: %s", strerror(-r));
 
+        *ret_writer = TAKE_PTR(w);
+        return 0;
+}
+
+int manifest_list_encode(OcfWriter *w, const ListFields *lf, int version, const ManifestFile *files,
+                         size_t n, Error *e) {
+        avro_value_t value;
+        int r;
+
         r = ocf_writer_value_new(w, &value);
         if (r < 0)
                 return error_set(e, r, "out of memory");
@@ -528,7 +532,7 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
                 if (avro_value_reset(&value) != 0)
                         r = -ENOMEM;
                 if (r >= 0)
-                        r = manifest_list_set_entry(&lf, h->format_version, &files[i], &value);
+                        r = manifest_list_set_entry(lf, version, &files[i], &value);
                 if (r >= 0)
                         r = ocf_writer_append(w, &value);
                 if (r < 0) {
@@ -538,9 +542,24 @@ int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, 
                 }
         }
         avro_value_decref(&value);
+        return r;
+}
+
+int manifest_list_write(const ManifestListHeader *h, const ManifestFile *files, size_t n, Buf *out,
+                        Error *e) {
+        _cleanup_(ocf_writer_freep) OcfWriter *w = NULL;
+        ListFields lf;
+        int r;
+
+        r = manifest_list_check(h, files, n, e);
         if (r < 0)
                 return r;
-
+        r = manifest_list_writer_open(h, OCF_CODEC_DEFLATE, &w, &lf, e);
+        if (r < 0)
+                return r;
+        r = manifest_list_encode(w, &lf, h->format_version, files, n, e);
+        if (r < 0)
+                return r;
         r = ocf_writer_finish(w, out);
         if (r < 0)
                 return error_set(e, r, "cannot write the manifest list: %s", strerror(-r));

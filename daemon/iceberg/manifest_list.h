@@ -39,6 +39,9 @@ int manifest_list_read_header(Slice bytes, ManifestListHeader *ret, Error *e);
 /* Frees an array of n entries (each deinitialized, then the array); returns NULL. */
 ManifestFile *manifest_list_files_free(ManifestFile *files, size_t n);
 
+/* The checks manifest_list_write() makes of the header and of every entry before it writes
+ * anything (listed there). Returns 0 or -EINVAL with the entry in *e. */
+int manifest_list_check(const ManifestListHeader *h, const ManifestFile *files, size_t n, Error *e);
 /* Writes a format 1, 2 or 3 manifest list with the deflate codec and Java's metadata keys
  * (snapshot-id, parent-snapshot-id, sequence-number (v2+), first-row-id (v3), format-version,
  * iceberg.schema), appending the file to *out. Format 1 is Java's V1Writer: field ids 500-514

@@ -6,7 +6,7 @@ shapes, both codecs) plus truncated and corrupted variants; Parquet files writte
 (also copied to tests/data/parquet/ for the unit tests) and damaged footers. Crashers found by libFuzzer are
 added by hand as crash-<sha1> and never regenerated.
 
-usage: .venv/bin/python tests/fuzz/make-corpus.py BUILD_DIR"""
+usage: .venv/bin/python tests/fuzz/make-corpus.py BUILD_DIR [CORPUS...]   (default: all)"""
 import io
 import json
 import os
@@ -68,6 +68,24 @@ def manifest_list_seeds(build):
           "key_metadata": b"k"}
     seeds["fastavro-v1-deflate"] = fast(avsc("tests/data/manifest_list_v1.avsc"), [v1], "deflate",
                                         {"snapshot-id": "1", "format-version": "1"})
+    return seeds
+
+
+def ocf_blocks_seeds(build):
+    """For the block scanner and manifest_list_append: the manifest-list seeds (one block each,
+    Java's, ours, fastavro's of both codecs and sync intervals) and a list built by appends,
+    several blocks of several sizes, whole and damaged."""
+    seeds = {name: data for name, data in manifest_list_seeds(build).items()
+             if not any(damage in name for damage in ("-cut-", "-flip-"))}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "l.avro")
+        subprocess.run([os.path.join(build, "tests", "tools", "icecommit-avro-tool"), "write-list-appended", path,
+                        "25"], check=True)
+        with open(path, "rb") as f:
+            data = f.read()
+        seeds.update(variants("ours-appended", data))
+        # The cuts of variants() land in the header (it is most of the file): cut in a block too.
+        seeds["ours-appended-cut-block"] = data[:len(data) - 100]
     return seeds
 
 
@@ -139,16 +157,22 @@ def parquet_footer_seeds():
     return seeds
 
 
-def main():
-    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
+def parquet_seeds():
     footers = parquet_footer_seeds()
     data_dir = os.path.join(ROOT, "tests", "data", "parquet")
     os.makedirs(data_dir, exist_ok=True)
     for name in ("three-rows", "row-groups", "empty"):
         with open(os.path.join(data_dir, name + ".parquet"), "wb") as f:
             f.write(footers[name])
-    for corpus, seeds in (("manifest-list", manifest_list_seeds(build)), ("manifest", manifest_seeds()),
-                          ("parquet-footer", footers)):
+    return footers
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
+    makers = {"manifest-list": lambda: manifest_list_seeds(build), "manifest": manifest_seeds,
+              "parquet-footer": parquet_seeds, "ocf-blocks": lambda: ocf_blocks_seeds(build)}
+    for corpus in sys.argv[2:] or makers:
+        seeds = makers[corpus]()
         d = os.path.join(CORPUS, corpus)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():

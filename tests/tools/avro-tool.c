@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* icecommit-avro-tool: lets the interop tests (tests/integration/test_avro_interop.py) drive
- * avro/ocf, iceberg/manifest_list and manifest from outside: writes a fixed v3 manifest list and
- * prints, as JSON, what our readers return for any list or staged manifest. Test-only. */
+/* icecommit-avro-tool: lets the interop tests (tests/integration/test_avro_interop.py,
+ * test_manifest_list_incremental.py) and tests/fuzz/make-corpus.py drive avro/ocf,
+ * iceberg/manifest_list and manifest from outside: writes a fixed v3 manifest list (whole or by
+ * appends), rewrites a list whole and prints, as JSON, what our readers return for any list or
+ * staged manifest. Test-only. */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -12,8 +14,10 @@
 #include "avro/ocf.h"
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_list.h"
+#include "iceberg/manifest_list_append.h"
 #include "iceberg-fixture.h"
 #include "util/buf.h"
+#include "util/parse.h"
 
 #define TOOL_MAX_FILE_BYTES (1u << 30)
 
@@ -315,16 +319,86 @@ static int cmd_write_list_v3(const char *path) {
         return 0;
 }
 
+/* The fixed list again, written by appends: its last entry first, then each entry before it
+ * appended alone, `rounds` times over, so that the file has the blocks of many commits. */
+static int cmd_write_list_appended(const char *path, const char *rounds_text) {
+        _cleanup_(buf_deinitp) Buf list;
+        ManifestFile *files = iceberg_fixture_manifest_files_new(list_v3, ELEMENTSOF(list_v3));
+        ManifestListHeader h = { .format_version = 3, .has_first_row_id = true };
+        size_t last = ELEMENTSOF(list_v3) - 1;
+        uint64_t rounds = 0;
+        Error e = { 0 };
+        int r;
+
+        buf_init(&list, TOOL_MAX_FILE_BYTES);
+        r = parse_u64(rounds_text, &rounds) < 0 || rounds < 1 || rounds > 100000
+                    ? error_set(&e, -EINVAL, "ROUNDS must be 1..100000")
+                    : manifest_list_write(&h, &files[last], 1, &list, &e);
+        for (size_t i = 0; r >= 0 && i < rounds * last; i++) {
+                Buf next;
+
+                h.snapshot_id++;
+                h.has_parent_snapshot_id = true;
+                h.parent_snapshot_id = h.snapshot_id - 1;
+                buf_init(&next, TOOL_MAX_FILE_BYTES);
+                r = manifest_list_append(&h, &files[last - 1 - i % last], 1, buf_slice(&list),
+                                         &next, &e);
+                buf_deinit(&list);
+                list = next;
+        }
+        manifest_list_files_free(files, ELEMENTSOF(list_v3));
+        if (r != 0) {
+                fprintf(stderr, "write-list-appended: %d: %s\n", r, e.message);
+                return 1;
+        }
+        r = write_file(path, &list);
+        return r < 0 ? io_failed(path, r) : 0;
+}
+
+/* Reads a list and writes its header and entries again with manifest_list_write(): the list
+ * written whole that an incremental one must equal. */
+static int cmd_rewrite_list(const char *in, const char *out_path) {
+        _cleanup_(buf_deinitp) Buf file, out;
+        ManifestListHeader h;
+        ManifestFile *files = NULL;
+        size_t n = 0;
+        Error e = { 0 };
+        int r;
+
+        r = read_file(in, &file);
+        if (r < 0)
+                return io_failed(in, r);
+        r = manifest_list_read_header(buf_slice(&file), &h, &e);
+        if (r < 0)
+                return fail_json("manifest_list_read_header", r, &e);
+        r = manifest_list_read(buf_slice(&file), &files, &n, &e);
+        if (r < 0)
+                return fail_json("manifest_list_read", r, &e);
+        buf_init(&out, TOOL_MAX_FILE_BYTES);
+        r = manifest_list_write(&h, files, n, &out, &e);
+        manifest_list_files_free(files, n);
+        if (r < 0)
+                return fail_json("manifest_list_write", r, &e);
+        r = write_file(out_path, &out);
+        return r < 0 ? io_failed(out_path, r) : 0;
+}
+
 int main(int argc, char **argv) {
         if (argc == 3 && strcmp(argv[1], "write-list-v3") == 0)
                 return cmd_write_list_v3(argv[2]);
+        if (argc == 4 && strcmp(argv[1], "write-list-appended") == 0)
+                return cmd_write_list_appended(argv[2], argv[3]);
         if (argc == 3 && strcmp(argv[1], "read-list") == 0)
                 return cmd_read_list(argv[2]);
+        if (argc == 4 && strcmp(argv[1], "rewrite-list") == 0)
+                return cmd_rewrite_list(argv[2], argv[3]);
         if ((argc == 3 || argc == 4) && strcmp(argv[1], "read-manifest") == 0)
                 return cmd_read_manifest(argv[2], argc == 4 ? argv[3] : NULL);
-        fprintf(stderr, "usage: icecommit-avro-tool write-list-v3 OUT | read-list IN |\n"
-                        "                           read-manifest IN [LOCATION]\n"
-                        "exit: 0 ok, 1 the file was rejected (JSON with \"error\" on stdout),\n"
-                        "      2 usage or I/O\n");
+        fprintf(stderr,
+                "usage: icecommit-avro-tool write-list-v3 OUT | write-list-appended OUT ROUNDS |\n"
+                "                           read-list IN | rewrite-list IN OUT |\n"
+                "                           read-manifest IN [LOCATION]\n"
+                "exit: 0 ok, 1 the file was rejected (JSON with \"error\" on stdout),\n"
+                "      2 usage or I/O\n");
         return 2;
 }
