@@ -168,7 +168,7 @@ void batch_fail(Batch *b, KeyState state, int status, const char *type, const ch
         va_start(ap, fmt);
         (void)vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
-        log_warning("commit failed queue='%s' status=%d type=%s: %s", b->queue->name, status, type,
+        log_warning("commit failed queue='%s' status=%d type=%s: %s", b->queue->label, status, type,
                     message);
         /* Whatever went wrong, the next batch starts from the catalog's table. */
         table_state_drop(b->queue->state, "failed");
@@ -235,7 +235,7 @@ static void batch_retry_later(Batch *b, const char *reason, int status, const ch
         }
         delay = batch_backoff_ms(b);
         log_info("commit attempt %u/%u queue='%s' %s, retrying in %" PRIu64 " ms", b->attempt,
-                 e->config->max_attempts, b->queue->name, reason, delay);
+                 e->config->max_attempts, b->queue->label, reason, delay);
         batch_free_attempt(b);
         (void)uv_timer_start(&b->queue->retry_timer, batch_on_retry_timer, delay, 0);
 }
@@ -440,7 +440,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                 free(TAKE_PTR(b->list_cleanup));
                 log_warning("commit attempt %u queue='%s' snapshot=%" PRId64
                             " got no verdict (%s), resolving",
-                            b->attempt, b->queue->name, b->snapshot_id, result->message);
+                            b->attempt, b->queue->label, b->snapshot_id, result->message);
                 if (b->commit_key[0] && b->commit_request && !e->is_stopping &&
                     b->attempt < e->config->max_attempts) {
                         metrics_add(e->metrics, METRIC_COMMIT_RETRIES, "replay", 1);
@@ -756,9 +756,9 @@ static int batch_append_list(Batch *b, const ManifestListHeader *header) {
                                  &b->list_bytes, &b->error);
         if (r == 0)
                 log_debug("manifest list written incrementally queue='%s' new=%zu parent=%zu",
-                          b->queue->name, b->n_staged, b->n_list - b->n_staged);
+                          b->queue->label, b->n_staged, b->n_list - b->n_staged);
         else if (r == MANIFEST_LIST_APPEND_E_WHOLE)
-                log_debug("manifest list written whole queue='%s': %s", b->queue->name,
+                log_debug("manifest list written whole queue='%s': %s", b->queue->label,
                           b->error.message);
         return r;
 }
@@ -797,7 +797,7 @@ static int batch_finish_list(Batch *b) {
         else if (b->parent_list_location)
                 log_debug("manifest list written whole queue='%s': this attempt changed "
                           "parent entries (counts, row ids or a merge)",
-                          b->queue->name);
+                          b->queue->label);
         if (r == MANIFEST_LIST_APPEND_E_WHOLE)
                 r = manifest_list_write(&header, b->list, b->n_list, &b->list_bytes, &b->error);
         buf_deinit(&b->parent_bytes);
@@ -1338,7 +1338,7 @@ static bool batch_recheck_on_load(Batch *b) {
         b->needs_fresh_table = false;
         log_info("queue='%s' a request would be refused on the table state: loading the table "
                  "to check again",
-                 b->queue->name);
+                 b->queue->label);
         table_state_drop(b->queue->state, "recheck");
         batch_free_attempt(b);
         b->attempt--; /* the same attempt, nothing was sent */
@@ -1419,7 +1419,7 @@ static void batch_with_table(Batch *b) {
          * snapshot with that id). */
         if (table_snapshot(b->table, b->snapshot_id)) {
                 log_notice("queue='%s' snapshot id %" PRId64 " is taken, choosing another",
-                           b->queue->name, b->snapshot_id);
+                           b->queue->label, b->snapshot_id);
                 b->snapshot_id = snapshot_id_generate();
         }
         /* Table-wide, whatever the branch: sequence number and next-row-id (spec: branches).

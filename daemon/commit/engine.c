@@ -107,6 +107,7 @@ static void queue_on_timer_closed(uv_handle_t *h) {
         batch_list_cache_clear(q);
         table_state_put(q->state);
         free(q->name);
+        free(q->label);
         free(q);
         e->n_open_handles--;
         engine_maybe_stopped(e);
@@ -119,6 +120,7 @@ static TableQueue *queue_free_unopened(TableQueue *q) {
                 return NULL;
         table_state_put(q->state);
         free(q->name);
+        free(q->label);
         free(q);
         return NULL;
 }
@@ -136,8 +138,12 @@ static TableQueue *queue_get(CommitEngine *e, const CommitRequest *r) {
         if (!new_queue)
                 return NULL;
         new_queue->name = strdup(r->queue_name);
+        new_queue->label = strdup(r->queue_name);
+        for (char *p = new_queue->label; p && *p; p++)
+                if (*p == '\x1f')
+                        *p = '.'; /* namespace levels and the table, as Iceberg prints them */
         new_queue->state = table_state_get(e, r->table_name);
-        if (!new_queue->name || !new_queue->state ||
+        if (!new_queue->name || !new_queue->label || !new_queue->state ||
             uv_timer_init(e->loop, &new_queue->retry_timer) < 0)
                 return NULL;
         q = TAKE_PTR(new_queue); /* from here on it ends by closing its timer */
@@ -160,7 +166,7 @@ static void queue_on_idle(uv_timer_t *t) {
                         *p = q->next;
                         break;
                 }
-        log_debug("queue='%s' idle for %u ms, dropped", q->name, e->config->queue_idle_ms);
+        log_debug("queue='%s' idle for %u ms, dropped", q->label, e->config->queue_idle_ms);
         uv_close((uv_handle_t *)&q->retry_timer, queue_on_timer_closed);
 }
 

@@ -142,7 +142,8 @@ typedef struct MergeAttempt {
 
 struct TableQueue {
         CommitEngine *engine;
-        char *name;
+        char *name;  /* "ns\x1ftable@branch" (request.h) */
+        char *label; /* the same, printable for logs: "ns.table@branch" */
         Job *head, *tail;
         Batch *batch;           /* in flight, at most one */
         uv_timer_t retry_timer; /* the batch's next attempt; with no batch, the idle timeout */

@@ -78,7 +78,7 @@ static void live_index_drop(Batch *b, int reason, const char *why) {
         log_warning("live-file index dropped queue='%s' reason=%s: %s; committing without the "
                     "check for "
                     "data files already in the table%s",
-                    b->queue->name, label, why,
+                    b->queue->label, label, why,
                     reason == LIVE_INDEX_TOO_LARGE ? " until a restart"
                                                    : " until the branch moves");
         metrics_add(e->metrics, METRIC_LIVE_INDEX_DROPS, label, 1);
@@ -412,7 +412,7 @@ bool live_index_check_start(Batch *b) {
                 }
                 if (b->parent.exists)
                         log_info("building the live-file index queue='%s' snapshot=%" PRId64,
-                                 b->queue->name, b->parent.snapshot_id);
+                                 b->queue->label, b->parent.snapshot_id);
         }
         live_index_queue_work(b);
         return true;

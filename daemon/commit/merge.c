@@ -86,7 +86,7 @@ void merge_attempt_outcome(Batch *b, bool is_committed) {
                 return;
         metrics_add(b->queue->engine->metrics, METRIC_MANIFESTS_MERGED, NULL, (double)n_replaced);
         log_info("merged manifests queue='%s' snapshot=%" PRId64 " replaced=%zu created=%zu",
-                 b->queue->name, b->snapshot_id, n_replaced, n_used);
+                 b->queue->label, b->snapshot_id, n_replaced, n_used);
 }
 
 void merge_summary(const Batch *b, SnapshotAdded *added) {
@@ -448,7 +448,7 @@ static void merge_work_after(uv_work_t *w, int status) {
         /* Merging is an optimization: a bin that cannot be merged stays as it is. */
         if (n_skipped > 0)
                 log_info("manifest merge queue='%s' kept %zu of %zu bin(s) unmerged: %s",
-                         b->queue->name, n_skipped, a->plan.n_bins, b->error.message);
+                         b->queue->label, n_skipped, a->plan.n_bins, b->error.message);
         b->error.message[0] = 0;
         merge_continue(b);
         engine_maybe_stopped(e);
@@ -523,7 +523,7 @@ static void merge_on_written(StorageResult *result, void *userdata) {
         if (result->status < 0) {
                 /* A failed write may have left the object: ours, and in no list. */
                 log_info("manifest merge queue='%s' cannot write '%s' (%s), keeping its inputs",
-                         b->queue->name, a->files[k].path, result->error.message);
+                         b->queue->label, a->files[k].path, result->error.message);
                 if (result->status != -EEXIST)
                         engine_delete_file_async(e, b->props, TAKE_PTR(a->files[k].path));
                 merge_continue(b);
