@@ -1330,6 +1330,15 @@ static void batch_check_jobs(Batch *b, size_t from) {
         }
 }
 
+/* A refusal of the whole batch for what the table says: on the table state, the same attempt
+ * again on a fresh load instead (batch_refuse_job). Returns true when it went that way. */
+static bool batch_recheck_state(Batch *b) {
+        if (!b->on_state)
+                return false;
+        b->needs_fresh_table = true;
+        return batch_recheck_on_load(b);
+}
+
 /* After batch_check_jobs() on the table state wanted to refuse a request: the same attempt
  * again on a fresh load. Returns true when it went that way. */
 static bool batch_recheck_on_load(Batch *b) {
@@ -1391,6 +1400,8 @@ static void batch_with_table(Batch *b) {
         /* Staged manifests leave snapshot ids to inheritance, which a format 1 table allows
          * only when told to (Java SnapshotProducer.canInheritSnapshotId). */
         if (!table_inherits_snapshot_ids(b->table)) {
+                if (batch_recheck_state(b))
+                        return;
                 batch_fail(b, KEY_FAILED, 422, "unsupported-format-version",
                            "format-version 1 tables take staged manifests only with snapshot-id "
                            "inheritance: "
@@ -1401,6 +1412,8 @@ static void batch_with_table(Batch *b) {
         }
         r = table_branch(b->table, first->branch, &b->head, &b->error);
         if (r < 0) {
+                if (batch_recheck_state(b))
+                        return;
                 batch_fail(b, KEY_FAILED, 400, "bad-branch", "%s", b->error.message);
                 return;
         }
