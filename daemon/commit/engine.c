@@ -104,7 +104,7 @@ static void queue_on_timer_closed(uv_handle_t *h) {
         CommitEngine *e = q->engine;
 
         live_index_deinit(e, &q->live);
-        batch_list_cache_clear(q);
+        list_cache_clear(q);
         table_state_put(q->state);
         free(q->name);
         free(q->label);

@@ -289,8 +289,6 @@ bool probe_wants_footer(const Job *j, size_t i);
 int probe_footer_check(Job *j, size_t i, const StorageResult *result, uint64_t *ret_need);
 
 /* batch.c */
-/* Frees what a queue's list cache holds and empties it. */
-void batch_list_cache_clear(TableQueue *q);
 /* Starts the next batch of a queue when none is in flight (group commit). */
 void batch_queue_kick(TableQueue *q);
 /* Answers every job of the batch with the same error and ends it. */
@@ -360,6 +358,16 @@ void observe_job_finished(const Job *j, KeyState state, int status);
 /* Before /metrics is exposed: each table's queue depth and oldest request, and the unknown
  * outcomes outstanding (registry entries answered 504, requests in queues being resolved). */
 void observe_scrape(CommitEngine *e);
+
+/* list_cache.c */
+/* Frees what a queue's list cache holds and empties it. */
+void list_cache_clear(TableQueue *q);
+/* After a commit: the list it wrote (b->list, b->list_bytes, taken) becomes the queue's cache
+ * when it fits commit.manifest-list-cache-max-bytes. */
+void list_cache_keep(Batch *b);
+/* When the attempt's parent is the cached list: moves it into b->parent_bytes/parent_files
+ * (has_parent_files) and returns true. The cache is empty afterwards either way. */
+bool list_cache_take(Batch *b);
 
 /* live_index.c */
 /* After the list is assembled (b->list holds the parent's manifests): brings the queue's
