@@ -182,78 +182,6 @@ static void batch_retry_later(Batch *b, const char *reason, int status, const ch
         (void)uv_timer_start(&b->queue->retry_timer, batch_on_retry_timer, delay, 0);
 }
 
-/* Each data file of a staged manifest with what a reader will see: its first_row_id (the
- * manifest's plus the record counts of the files before it, every staged entry having none of
- * its own: spec "First Row ID Inheritance") and _last_updated_sequence_number, the commit's
- * sequence number (the data sequence number of ADDED entries). NULL on allocation failure. */
-static json_t *batch_receipt_files(const Batch *b, const ManifestFile *m,
-                                   const StagedManifest *staged) {
-        _cleanup_(json_decrefp) json_t *files = json_array();
-        int64_t cursor = m->first_row_id;
-
-        for (size_t k = 0; files && k < staged->n_files; k++) {
-                const DataFileInfo *f = &staged->files[k];
-                json_t *o = json_pack("{s:s, s:I, s:I}", "location", f->path, "record-count",
-                                      (json_int_t)f->record_count, "last-updated-sequence-number",
-                                      (json_int_t)b->sequence_number);
-
-                if (!o || json_array_append_new(files, o) < 0)
-                        return NULL;
-                if (!m->has_first_row_id)
-                        continue;
-                if (json_object_set_new(o, "first-row-id", json_integer(cursor)) < 0 ||
-                    json_object_set_new(o, "last-row-id",
-                                        f->record_count > 0
-                                                ? json_integer(cursor + f->record_count - 1)
-                                                : json_null()) < 0)
-                        return NULL;
-                cursor += f->record_count; /* within the manifest's range: lineage checked it */
-        }
-        return TAKE_PTR(files);
-}
-
-static json_t *batch_receipt(const Batch *b, const Job *j) {
-        const CommitRequest *r = j->writer->request;
-        _cleanup_(json_decrefp) json_t *manifests = json_array();
-        _cleanup_(json_decrefp) json_t *ns = request_target_namespace_json(&r->target);
-
-        if (!manifests || !ns)
-                return NULL;
-        for (size_t i = 0; i < j->n_manifests; i++) {
-                const ManifestFile *m = &b->list[j->list_offset + i];
-                json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "location", m->path, "content",
-                                      m->content == MANIFEST_CONTENT_DELETES ? "deletes" : "data",
-                                      "added-files", (json_int_t)m->added_files_count, "added-rows",
-                                      (json_int_t)m->added_rows_count);
-
-                if (!o || json_array_append_new(manifests, o) < 0)
-                        return NULL;
-                if (m->has_first_row_id) {
-                        /* Rows get first-row-id + position, in entry order (spec: inheritance). */
-                        if (json_object_set_new(o, "first-row-id", json_integer(m->first_row_id)) <
-                                    0 ||
-                            json_object_set_new(o, "last-row-id",
-                                                m->added_rows_count > 0
-                                                        ? json_integer(m->first_row_id +
-                                                                       m->added_rows_count - 1)
-                                                        : json_null()) < 0)
-                                return NULL;
-                }
-                if (json_object_set_new(o, "data-files",
-                                        batch_receipt_files(b, m, j->manifests[i])) < 0)
-                        return NULL;
-        }
-        return json_pack("{s:s, s:s, s:o, s:s, s:s, s:I, s:I, s:o, s:I, s:i, s:o}",
-                         "idempotency-key", r->idempotency_key, "status", "committed", "namespace",
-                         TAKE_PTR(ns), "table", r->target.table, "branch", r->branch, "snapshot-id",
-                         (json_int_t)b->snapshot_id, "sequence-number",
-                         (json_int_t)b->sequence_number, "snapshot-first-row-id",
-                         b->table->format_version >= 3 ? json_integer(b->first_row_id)
-                                                       : json_null(),
-                         "batch-requests", (json_int_t)b->n_jobs, "attempts", (int)b->attempt,
-                         "manifests", TAKE_PTR(manifests));
-}
-
 /* "ns.table" (namespace levels joined by dots), the metric label of a table. */
 static char *batch_table_label(const CommitRequest *r) {
         _cleanup_(buf_deinitp) Buf label = { 0 };
@@ -332,7 +260,7 @@ static void batch_on_committed(const CatalogResult *result, void *userdata) {
                                     (double)(b->next_row_id - b->first_row_id));
                 observe_committed(b);
                 for (size_t i = 0; i < b->n_jobs; i++) {
-                        json_t *receipt = batch_receipt(b, b->jobs[i]);
+                        json_t *receipt = receipt_build(b, b->jobs[i]);
 
                         table_state_add_key(b->queue->state,
                                             b->jobs[i]->writer->request->recorded_key,

@@ -359,6 +359,11 @@ void observe_job_finished(const Job *j, KeyState state, int status);
  * outcomes outstanding (registry entries answered 504, requests in queues being resolved). */
 void observe_scrape(CommitEngine *e);
 
+/* receipt.c */
+/* The receipt of job j, committed by b's attempt (its list holds j's manifests from
+ * j->list_offset on). NULL when out of memory. */
+json_t *receipt_build(const Batch *b, const Job *j);
+
 /* list_cache.c */
 /* Frees what a queue's list cache holds and empties it. */
 void list_cache_clear(TableQueue *q);
