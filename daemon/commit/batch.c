@@ -835,6 +835,8 @@ void batch_refuse_flagged(Batch *b) {
                         continue;
                 }
                 batch_remove_job(b, i);
+                if (strcmp(j->refusal_type, "data-file-already-committed") == 0)
+                        metrics_add(b->queue->engine->metrics, METRIC_LIVE_FILE_REFUSALS, NULL, 1);
                 log_warning("key='%s' refused: %s", j->writer->request->idempotency_key,
                             j->error.message);
                 engine_job_fail(j, 422, j->refusal_type, "%s", j->error.message);

@@ -348,11 +348,7 @@ static void live_index_work_after(uv_work_t *w, int status) {
                 batch_continue(b);
                 break;
         case 1:
-                for (size_t i = 0; i < b->n_jobs; i++)
-                        if (b->jobs[i]->refusal_type &&
-                            strcmp(b->jobs[i]->refusal_type, "data-file-already-committed") == 0)
-                                metrics_add(e->metrics, METRIC_LIVE_FILE_REFUSALS, NULL, 1);
-                batch_refuse_flagged(b);
+                batch_refuse_flagged(b); /* counts METRIC_LIVE_FILE_REFUSALS as it answers */
                 break;
         case LIVE_INDEX_NEED_READS:
                 live_index_read_chunk(b);

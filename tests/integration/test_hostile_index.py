@@ -10,6 +10,8 @@ import os
 import re
 import shutil
 
+import time
+
 import pytest
 
 from conftest import Daemon, http, peer
@@ -111,7 +113,19 @@ def test_a_deleted_file_may_come_back(catalog, daemon, table):
     assert status == 422 and answer["error"]["type"] == "data-file-already-committed", answer
 
 
-def test_the_table_property_turns_the_check_off(catalog, daemon, table):
+@pytest.fixture
+def quick_state_daemon(catalog):
+    """A property change commits no snapshot: a daemon applies it once its state of the table
+    is older than commit.table-state-max-age-ms (a second here)."""
+    d = Daemon(catalog["uri"], catalog["dir"], {"commit.table-state-max-age-ms": "1000"})
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+def test_the_table_property_turns_the_check_off(catalog, quick_state_daemon, table):
+    daemon = quick_state_daemon
     ns, name, created = table
     path = write_parquet(created["location"], [5, 6])
     status, _, receipt = daemon.commit(ns, name, {"idempotency-key": "off-a", "data-files": [describe(path, [5, 6])]})
@@ -126,6 +140,7 @@ def test_the_table_property_turns_the_check_off(catalog, daemon, table):
 
     peer("evolve", "--uri", catalog["uri"], "--table", f"{ns}.{name}",
          "--ops", '[["set-property", "icecommit.live-file-index.enabled", "true"]]')
+    time.sleep(1.2)  # turning the check on takes effect once the daemon's table state aged out
     status, _, answer = daemon.commit(ns, name, {"idempotency-key": "off-c", "data-files": [describe(path, [5, 6])]})
     assert status == 422 and answer["error"]["type"] == "data-file-already-committed", answer
 
