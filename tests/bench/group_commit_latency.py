@@ -20,11 +20,14 @@ each snapshot carried, and latency per append (p50, p99).
 The fraction, for each snapshot S the run created: carried(S) / waiting(S), where carried(S) is
 the number of requests in S (its keys) and waiting(S) the number of requests that had been sent
 before S's timestamp-ms and were not in an earlier snapshot (S's own and every later snapshot's
-requests sent by then). icecommitd sets timestamp-ms after the batch's table load, when it starts
-the batch's manifest list; the requests of the batch are taken from the queue before that load, so
-requests that arrived during the load count as waiting but could not be carried: the fraction
-shows what a batch taken when its list is built would gain. Send times are the writers' wall clock
-(time.time()) just before each request, on the same machine as the daemon.
+requests sent by then). icecommitd sets timestamp-ms once the attempt has its table (from the
+table state when it is fresh, so usually with no load), and since issue 12's full batches the
+requests waiting in the queue join the batch right after, just before its manifest list is built.
+A request counts as waiting from the moment its writer sent it, though, and it reaches the queue
+only after its intake (HTTP, the staged manifest read and parsed, the data files probed), so
+requests still in intake at timestamp-ms count as waiting and cannot be carried: the fraction is
+below 1 by what intake takes, not only by what the batch leaves behind. Send times are the
+writers' wall clock (time.time()) just before each request, on the same machine as the daemon.
 
 Run: tests/bench/group_commit_latency.py [--writers 16,64 --appends 25 --delay-ms 50]; it builds
 nothing (tests/install-deps.sh and a meson build first) and prints Markdown tables, then one

@@ -19,6 +19,9 @@ server on loopback.
              each measured around commit(): wall, this thread's CPU (ThreadMXBean) and the whole
              JVM's CPU (GC and JIT threads included).
 
+Merging is turned off on the table (commit.manifest-merge.enabled=false) unless --merge: icecommitd
+merges by the table's properties, and a merge in its first commit would leave both sides a short list.
+
 Run: tests/bench/manifest_count.py [--sizes 1000,10000,100000 --commits 3]; it builds nothing
 (tests/install-deps.sh and a meson build first) and prints a Markdown table, then one JSON line.
 """
@@ -59,6 +62,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,100000", help="manifests in the parent list")
     ap.add_argument("--commits", type=int, default=3, help="measured commits per side and size")
+    ap.add_argument("--merge", action="store_true",
+                    help="leave commit.manifest-merge.enabled at its default (true): icecommitd's "
+                         "first commit then merges the N manifests and both sides measure the merged list")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     r = args.commits
@@ -77,6 +83,12 @@ def main():
             # Iceberg Java writes ~100-300 manifests per second here: 100k take minutes.
             built = peer_long("bench-manifests", "--uri", uri, "--table", f"{NS}.{table}", "--manifests", n)
             build_s = time.monotonic() - t0
+            if not args.merge:
+                # icecommitd merges manifests by the table's properties (Java's FastAppend does
+                # not): left on, its first commit would merge the N manifests away and every
+                # commit after it, Java's too, would measure a short list, not N manifests.
+                peer("evolve", "--uri", uri, "--table", f"{NS}.{table}", "--ops",
+                     '[["set-property", "commit.manifest-merge.enabled", "false"]]')
             staged = peer("stage", "--uri", uri, "--table", f"{NS}.{table}", "--files", 1, "--rows", 4,
                           "--start-id", 1_000_000, "--manifests", r)["manifests"]
             d = Daemon(uri, work, {"log.level": "notice"})
@@ -92,13 +104,14 @@ def main():
                           "manifests_after": java["manifests"]}
             print(json.dumps({n: results[n]}), flush=True)  # kept if a later size fails
 
+    merge = "merging on (default)" if args.merge else "commit.manifest-merge.enabled=false"
     print(f"\n### One commit of one data file at N manifests in the parent list ({r} commits per "
-          "side and size; icecommitd: first commit, then median of the others)\n")
+          f"side and size; icecommitd: first commit, then median of the others; {merge})\n")
     print("| manifests in the parent list | icecommitd CPU, first commit (ms) | icecommitd CPU, next commits, "
           "median (ms) | icecommitd wall, first / next (ms) | Java CPU, commit thread, median (ms) "
           "| Java CPU, whole JVM, median (ms) | Java wall, median (ms) | ratio icecommitd / Java CPU "
-          "(next, JVM) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "(next, JVM) | manifests in the list at the end |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
         x = results[n]
         ice, java = x["ice"], x["java"]
@@ -109,12 +122,12 @@ def main():
               f"| {ice_next:.1f} (stat: {median([c['cpu_ms'] for c in rest]):.0f}) "
               f"| {ice[0]['wall_ms']:.1f} / {median([c['wall_ms'] for c in rest]):.1f} "
               f"| {median(java['thread-cpu-ms']):.1f} | {jvm:.1f} | {median(java['commit-ms']):.1f} "
-              f"| {ratio(ice_next, jvm)} |")
+              f"| {ratio(ice_next, jvm)} | {x['manifests_after']} |")
     print("\n(icecommitd CPU: its threads' schedstat run time; in brackets utime+stime from "
           "/proc/<pid>/stat, in 10 ms ticks)")
     print(f"(table builds: " + ", ".join(f"{n}: {results[n]['build_s']:.0f} s" for n in sizes) + ")")
     print(f"\n(run took {time.monotonic() - started:.0f} s)")
-    print(json.dumps({"commits": r, "results": results}))
+    print(json.dumps({"commits": r, "merge": args.merge, "results": results}))
 
 
 if __name__ == "__main__":
