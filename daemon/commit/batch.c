@@ -32,7 +32,7 @@ static void batch_assemble_start(Batch *b);
 /* --- batches ------------------------------------------------------------------------------- */
 
 static void batch_free_attempt(Batch *b) {
-        b->table = table_metadata_free(b->table);
+        engine_release_table(b->queue->engine, TAKE_PTR(b->table));
         b->head = b->parent = (TableBranch){ 0 };
         free(b->parent_list_location);
         b->parent_list_location = NULL;

@@ -29,6 +29,63 @@ static void engine_add_retry_after(CommitEngine *e, WriterRequest *w) {
         writer_request_add_header(w, "Retry-After", seconds);
 }
 
+/* A table's metadata tree of a long history is megabytes of small allocations: freeing it is
+ * tens of milliseconds, which the loop must not spend (docs/design.md section 12). jansson's
+ * reference counts are atomic (JSON_HAVE_ATOMIC_BUILTINS), so the last reference may go on a
+ * thread of the pool. */
+typedef struct JsonRelease {
+        uv_work_t work;
+        CommitEngine *engine;
+        json_t *json;
+} JsonRelease;
+
+static void engine_release_work(uv_work_t *w) {
+        JsonRelease *r = w->data;
+
+        json_decref(TAKE_PTR(r->json));
+}
+
+static void engine_release_after(uv_work_t *w, int status) {
+        JsonRelease *r = w->data;
+        CommitEngine *e = r->engine;
+
+        (void)status;
+        json_decref(r->json); /* cancelled (stopping): here after all */
+        free(r);
+        e->n_in_flight--;
+        engine_maybe_stopped(e);
+}
+
+void engine_release_json(CommitEngine *e, json_t *json) {
+        JsonRelease *r;
+
+        if (!json)
+                return;
+        /* Not the last reference, or no room to hand it over: an ordinary decrement. */
+        if (json->refcount > 1 || !(r = calloc(1, sizeof(*r)))) {
+                json_decref(json);
+                return;
+        }
+        *r = (JsonRelease){ .engine = e, .json = json };
+        r->work.data = r;
+        if (uv_queue_work(e->loop, &r->work, engine_release_work, engine_release_after) < 0) {
+                free(r);
+                json_decref(json);
+                return;
+        }
+        e->n_in_flight++;
+}
+
+void engine_release_table(CommitEngine *e, TableMetadata *t) {
+        json_t *metadata;
+
+        if (!t)
+                return;
+        metadata = TAKE_PTR(t->metadata);
+        table_metadata_free(t);
+        engine_release_json(e, metadata);
+}
+
 Job *engine_job_free(Job *j) {
         if (!j)
                 return NULL;
@@ -36,7 +93,7 @@ Job *engine_job_free(Job *j) {
                 manifest_staged_free(j->manifests[i]);
         free(j->manifests);
         free(j->manifest_lengths);
-        table_metadata_free(j->table);
+        engine_release_table(j->engine, j->table);
         storage_props_free(j->props);
         if (j->manifest_bytes)
                 for (size_t i = 0; i < j->writer->request->n_manifests; i++)

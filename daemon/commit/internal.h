@@ -247,6 +247,10 @@ StorageContext engine_storage_context(const CommitEngine *e, const StorageProps 
 /* The writer-API answer to a failed storage operation: HTTP status and error type. A transient
  * failure is 503 (retry with the same key), never a 4xx. */
 int engine_storage_http_status(int status, const char **ret_type, const char *permanent_type);
+/* Drops a reference; the last one of a tree is freed on the thread pool, never the loop. */
+void engine_release_json(CommitEngine *e, json_t *json);
+/* Frees a table, its metadata tree as engine_release_json() does (t may be NULL). */
+void engine_release_table(CommitEngine *e, TableMetadata *t);
 /* Starts the queue's idle timeout (nothing waiting, no batch): commit.queue-idle-ms later the
  * queue is dropped with what it holds. */
 void engine_queue_idle(TableQueue *q);

@@ -91,8 +91,7 @@ void table_state_drop(TableState *s, const char *reason) {
                 return;
         if (s->result)
                 log_debug("table state of '%s' dropped: %s", s->name, reason);
-        json_decref(s->result);
-        s->result = NULL;
+        engine_release_json(s->engine, TAKE_PTR(s->result));
         key_index_invalidate(&s->keys);
         s->drop_reason = reason;
 }
@@ -117,7 +116,7 @@ int table_state_loaded(TableState *s, json_t *result, const StorageProps *props)
         /* Once per load, not per request and commit: the keys of the snapshots a retried
          * request may have landed in (commit.history-lookback). */
         (void)key_index_rebuild(&s->keys, t, s->engine->config->history_lookback);
-        json_decref(s->result);
+        engine_release_json(s->engine, s->result);
         storage_props_free(s->props);
         s->result = json_incref(result);
         s->props = copy;
@@ -139,7 +138,7 @@ void table_state_adopt(TableState *s, json_t *response, const char *branch, int6
                 table_state_drop(s, "commit-response");
                 return;
         }
-        json_decref(s->result);
+        engine_release_json(s->engine, s->result);
         s->result = json_incref(response);
 }
 
