@@ -1047,29 +1047,27 @@ static int call_start(CatalogCall **callp) {
         return 0;
 }
 
-static int rest_client_load_table(void *impl, const char *const *namespace, size_t n_namespace,
-                                  const char *table, CatalogCallback cb, void *userdata) {
-        RestClient *c = impl;
+static int rest_client_load(RestClient *c, const char *const *namespace, size_t n_namespace,
+                            const char *table, bool is_refs_only, CatalogCallback cb,
+                            void *userdata) {
         _cleanup_(call_freep) CatalogCall *call = NULL;
         int r;
 
         r = call_new(c, CALL_LOAD_TABLE, namespace, n_namespace, table, cb, userdata, &call);
         if (r < 0)
                 return r;
+        call->is_refs_only = is_refs_only;
         return call_start(&call);
+}
+
+static int rest_client_load_table(void *impl, const char *const *namespace, size_t n_namespace,
+                                  const char *table, CatalogCallback cb, void *userdata) {
+        return rest_client_load(impl, namespace, n_namespace, table, false, cb, userdata);
 }
 
 static int rest_client_load_table_refs(void *impl, const char *const *namespace, size_t n_namespace,
                                        const char *table, CatalogCallback cb, void *userdata) {
-        RestClient *c = impl;
-        _cleanup_(call_freep) CatalogCall *call = NULL;
-        int r;
-
-        r = call_new(c, CALL_LOAD_TABLE, namespace, n_namespace, table, cb, userdata, &call);
-        if (r < 0)
-                return r;
-        call->is_refs_only = true;
-        return call_start(&call);
+        return rest_client_load(impl, namespace, n_namespace, table, true, cb, userdata);
 }
 
 static int rest_client_commit_table(void *impl, const char *const *namespace, size_t n_namespace,

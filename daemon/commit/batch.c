@@ -1258,7 +1258,7 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
                            b->error.message);
                 return;
         }
-        (void)table_state_loaded(b->queue->state, result->body, b->props);
+        (void)table_state_loaded(b->queue->state, result->body, b->table, b->props);
         batch_with_table(b);
 }
 

@@ -321,9 +321,10 @@ bool table_state_is_fresh(const TableState *s);
 void table_state_drop(TableState *s, const char *reason);
 /* Why the next attempt loads: "first", "conflict", "unknown", ..., or "age". */
 const char *table_state_load_reason(const TableState *s);
-/* A load answered: result (a LoadTableResult, referenced) and its settings (copied) become the
- * state. Returns 0 or -ENOMEM (the state is dropped). */
-int table_state_loaded(TableState *s, json_t *result, const StorageProps *props);
+/* A load answered: result (a LoadTableResult, referenced; t is it parsed) and its settings
+ * (copied) become the state. Returns 0 or -ENOMEM (the state is dropped). */
+int table_state_loaded(TableState *s, json_t *result, const TableMetadata *t,
+                       const StorageProps *props);
 /* A commit landed: the catalog's response (referenced) becomes the state when it shows the
  * table with snapshot_id at the head of branch; else the state is dropped. */
 void table_state_adopt(TableState *s, json_t *response, const char *branch, int64_t snapshot_id);

@@ -105,23 +105,6 @@ int key_index_rebuild(KeyIndex *ix, const TableMetadata *t, size_t lookback) {
         return 0;
 }
 
-/* Whether a snapshot's summary lists key exactly. */
-static bool key_index_snapshot_records(const json_t *s, const char *key) {
-        const char *keys = json_string_value(
-                json_object_get(json_object_get(s, "summary"), SNAPSHOT_SUMMARY_KEYS));
-        size_t klen = strlen(key);
-
-        for (const char *p = keys; p && *p;) {
-                const char *end = strchr(p, ',');
-                size_t len = end ? (size_t)(end - p) : strlen(p);
-
-                if (len == klen && memcmp(p, key, klen) == 0)
-                        return true;
-                p = end ? end + 1 : p + len;
-        }
-        return false;
-}
-
 json_t *key_index_find(const KeyIndex *ix, const TableMetadata *t, const char *key,
                        size_t lookback) {
         uint64_t digest;
@@ -138,7 +121,7 @@ json_t *key_index_find(const KeyIndex *ix, const TableMetadata *t, const char *k
                 if (ix->slots[i].digest != digest)
                         continue;
                 s = table_snapshot(t, ix->slots[i].snapshot_id);
-                if (s && key_index_snapshot_records(s, key))
+                if (s && snapshot_records_key(s, key))
                         return s;
         }
         return NULL;

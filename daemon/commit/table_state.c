@@ -100,15 +100,12 @@ const char *table_state_load_reason(const TableState *s) {
         return s->result ? "age" : s->drop_reason;
 }
 
-int table_state_loaded(TableState *s, json_t *result, const StorageProps *props) {
-        _cleanup_(table_metadata_freep) TableMetadata *t = NULL;
+int table_state_loaded(TableState *s, json_t *result, const TableMetadata *t,
+                       const StorageProps *props) {
         StorageProps *copy = NULL;
-        Error error = { 0 };
         int r;
 
-        r = table_metadata_parse(result, &t, &error);
-        if (r >= 0)
-                r = storage_props_copy(props, &copy);
+        r = storage_props_copy(props, &copy);
         if (r < 0) {
                 table_state_drop(s, "out-of-memory");
                 return r;

@@ -250,24 +250,32 @@ int64_t snapshot_id_generate(void) {
         return (int64_t)v;
 }
 
+bool snapshot_records_key(const json_t *s, const char *key) {
+        const char *keys = json_string_value(
+                json_object_get(json_object_get(s, "summary"), SNAPSHOT_SUMMARY_KEYS));
+        size_t klen = strlen(key);
+
+        for (const char *p = keys; p && *p;) {
+                const char *end = strchr(p, ',');
+                size_t len = end ? (size_t)(end - p) : strlen(p);
+
+                if (len == klen && memcmp(p, key, klen) == 0)
+                        return true;
+                p = end ? end + 1 : p + len;
+        }
+        return false;
+}
+
 json_t *snapshot_find_key(const json_t *metadata, const char *key, size_t lookback) {
         json_t *snapshots = json_object_get(metadata, "snapshots");
-        size_t n = json_array_size(snapshots), klen = strlen(key);
+        size_t n = json_array_size(snapshots);
 
         /* Snapshots are listed in the order they were added: search the newest first. */
         for (size_t i = n; i > 0 && (lookback == 0 || n - i < lookback); i--) {
                 json_t *s = json_array_get(snapshots, i - 1);
-                const char *keys = json_string_value(
-                        json_object_get(json_object_get(s, "summary"), SNAPSHOT_SUMMARY_KEYS));
 
-                for (const char *p = keys; p && *p;) {
-                        const char *end = strchr(p, ',');
-                        size_t len = end ? (size_t)(end - p) : strlen(p);
-
-                        if (len == klen && memcmp(p, key, klen) == 0)
-                                return s;
-                        p = end ? end + 1 : p + len;
-                }
+                if (snapshot_records_key(s, key))
+                        return s;
         }
         return NULL;
 }

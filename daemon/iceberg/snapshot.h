@@ -64,6 +64,8 @@ int snapshot_commit_request_build(const TableMetadata *table, const char *branch
 /* Finds the snapshot whose summary records idempotency key `key` among the newest `lookback`
  * snapshots of table metadata (0: all). Returns it (borrowed) or NULL. */
 json_t *snapshot_find_key(const json_t *metadata, const char *key, size_t lookback);
+/* Whether snapshot s's summary records `key` (a whole entry of its comma-separated list). */
+bool snapshot_records_key(const json_t *s, const char *key);
 
 /* Generates a positive, random snapshot id (Appendix F: not time based). */
 int64_t snapshot_id_generate(void);
