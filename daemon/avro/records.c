@@ -53,6 +53,9 @@ int records_read(OcfReader *reader, const RecordsOptions *o, RecordsFn fn, void 
                 avro_value_t *record;
                 void *item = NULL;
 
+                if (o->stop_after > 0 && n >= o->stop_after)
+                        return 0;
+
                 r = ocf_reader_read(reader, &record, e);
                 if (r < 0)
                         return o->prefix ? error_prefix(e, r, "%s", o->prefix) : r;

@@ -27,6 +27,7 @@ typedef struct RecordsOptions {
         const char *name;     /* what the file is, for that message: "manifest" */
         const char *prefix;   /* NULL, or what the reader's own errors are prefixed with */
         size_t item_size;     /* of one item of the array; 0: no array */
+        uint64_t stop_after;  /* stop, as at the end, after this many records; 0: read all */
 } RecordsOptions;
 
 /* One item per record handed to the callback, in file order; items is NULL while n_items is 0.
@@ -38,7 +39,8 @@ typedef struct RecordsArray {
 } RecordsArray;
 
 /* Calls fn for every record after the reader's current position, collecting items in *array
- * (empty on entry; NULL when o->item_size is 0). Returns 0 at the end of the file, or <0: the
+ * (empty on entry; NULL when o->item_size is 0). Returns 0 at the end of the file (or after
+ * o->stop_after records: later blocks are not even inflated), or <0: the
  * reader's error (-EBADMSG, -EOPNOTSUPP, -E2BIG, prefixed with o->prefix), -E2BIG past
  * o->max_records, -ENOMEM, or fn's, with the reason in *e. */
 int records_read(OcfReader *reader, const RecordsOptions *o, RecordsFn fn, void *userdata,

@@ -899,15 +899,17 @@ static void batch_on_list_written(StorageResult *result, void *userdata) {
 static void batch_build_after(Batch *b) {
         CommitEngine *e = b->queue->engine;
         const CommitRequest *first = b->jobs[0]->writer->request;
-        _cleanup_(freep) char *keys = NULL;
+        _cleanup_(freep) char *keys = NULL, *counts = NULL;
         json_t *summary = NULL, *request = NULL, *writer_props, *parent_summary;
         SnapshotAdded added = { 0 };
+        SnapshotRecord record;
         SnapshotSpec spec;
-        Buf key_list;
+        Buf key_list, count_list;
         int r;
 
-        /* "principal/key" per request, comma-separated */
+        /* "principal/key" per request, comma-separated, and its manifests' count */
         buf_init(&key_list, b->n_jobs * (AUTH_PRINCIPAL_MAX + 1 + COMMIT_KEY_MAX + 1) + 1);
+        buf_init(&count_list, b->n_jobs * (10 + 1) + 1);
         writer_props = json_object();
         r = writer_props ? 0 : -ENOMEM;
         for (size_t i = 0; i < b->n_jobs; i++) {
@@ -915,10 +917,13 @@ static void batch_build_after(Batch *b) {
 
                 /* The key record is what makes a retry safe: it must be complete or absent.
                  * With authentication on, keys are recorded as "principal/key": one key of two
-                 * principals is two requests in history too. */
+                 * principals is two requests in history too. The counts place each request's
+                 * manifests in the list (they come first, in this order), for its receipt. */
                 if (r == 0)
                         r = buf_printf(&key_list, "%s%s", i ? "," : "",
                                        j->writer->request->recorded_key);
+                if (r == 0)
+                        r = buf_printf(&count_list, "%s%zu", i ? "," : "", j->n_manifests);
                 if (r == 0 &&
                     json_object_update(writer_props, j->writer->request->snapshot_properties) < 0)
                         r = -ENOMEM;
@@ -938,7 +943,18 @@ static void batch_build_after(Batch *b) {
                 }
         }
         keys = r == 0 ? (char *)buf_steal(&key_list, NULL) : NULL;
+        counts = r == 0 ? (char *)buf_steal(&count_list, NULL) : NULL;
         buf_deinit(&key_list);
+        buf_deinit(&count_list);
+        /* Replays resend this request as it is: the attempt that built it is the one its
+         * receipts name, whichever daemon rebuilds them. */
+        b->built_attempt = b->attempt;
+        record = (SnapshotRecord){
+                .keys = keys,
+                .manifest_counts = counts,
+                .branch = first->branch,
+                .attempt = b->built_attempt,
+        };
         added.manifests_created = (int64_t)b->n_staged;
         added.manifests_kept = (int64_t)(b->n_list - b->n_staged);
         merge_summary(b, &added);
@@ -946,9 +962,9 @@ static void batch_build_after(Batch *b) {
         /* Totals continue the parent's (Java restarts them at 0 on a new branch, though the
          * branch holds the parent's data too). */
         parent_summary = b->parent.snapshot ? json_object_get(b->parent.snapshot, "summary") : NULL;
-        r = !keys ? -ENOMEM
-                  : snapshot_summary_build(parent_summary, &added, writer_props, keys, &summary,
-                                           &b->error);
+        r = !keys || !counts ? -ENOMEM
+                             : snapshot_summary_build(parent_summary, &added, writer_props, &record,
+                                                      &summary, &b->error);
         json_decref(writer_props);
         if (r < 0) {
                 engine_delete_file_async(e, b->props, TAKE_PTR(b->list_cleanup));
@@ -1166,10 +1182,9 @@ static void batch_check_jobs(Batch *b, size_t from) {
                 bool bad = false;
 
                 if (done) {
-                        int64_t id = 0, seq = 0;
+                        int64_t id = 0;
 
                         (void)table_json_get_i64(done, "snapshot-id", &id);
-                        (void)table_json_get_i64(done, "sequence-number", &seq);
                         log_notice("key='%s' already committed in snapshot %" PRId64
                                    ", not committing it again",
                                    r->idempotency_key, id);
@@ -1181,12 +1196,8 @@ static void batch_check_jobs(Batch *b, size_t from) {
                                 engine_delete_file_async(b->queue->engine,
                                                          j->props ? j->props : b->props,
                                                          TAKE_PTR(j->generated_cleanup));
-                        engine_job_finish(j, KEY_COMMITTED, 200,
-                                          json_pack("{s:s, s:s, s:I, s:I, s:b}", "idempotency-key",
-                                                    r->idempotency_key, "status", "committed",
-                                                    "snapshot-id", (json_int_t)id,
-                                                    "sequence-number", (json_int_t)seq,
-                                                    "found-in-history", 1));
+                        history_receipt_answer_job(j, done, b->table->location,
+                                                   j->props ? j->props : b->props);
                         continue;
                 }
                 j->breaks_lineage = false;

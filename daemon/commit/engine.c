@@ -855,6 +855,7 @@ typedef struct HistoryLookup {
         char *key;
         char *recorded_key; /* as the summaries hold it: "principal/key" with auth */
         char *table;
+        json_t *namespace; /* its levels, for the receipt */
 } HistoryLookup;
 
 static HistoryLookup *history_lookup_free(HistoryLookup *l) {
@@ -864,18 +865,42 @@ static HistoryLookup *history_lookup_free(HistoryLookup *l) {
         free(l->key);
         free(l->recorded_key);
         free(l->table);
+        json_decref(l->namespace);
         free(l);
         return NULL;
 }
 
 DEFINE_CLEANUP_FUNC(HistoryLookup, history_lookup_free);
 
-static void engine_on_history_loaded(const CatalogResult *result, void *userdata) {
+static void engine_on_history_receipt(json_t *receipt, int status, const Error *error,
+                                      void *userdata) {
         HistoryLookup *l = userdata;
+        const char *type;
+
+        if (!receipt) {
+                /* Never a 4xx: the key is committed, a writer must not send it anew. */
+                type = status == -ENOMEM ? "out-of-memory" : "storage-unavailable";
+                writer_request_reply_error(l->writer, 503, type,
+                                           "key '%s' is committed, but its receipt cannot be "
+                                           "read from the table now: %s",
+                                           l->key, error->message);
+        } else {
+                writer_request_add_header(l->writer, HISTORY_RECEIPT_HEADER, "true");
+                writer_request_reply(l->writer, 200,
+                                     json_pack("{s:s, s:s, s:o}", "idempotency-key", l->key,
+                                               "status", "committed", "receipt", receipt));
+        }
+        history_lookup_free(l);
+}
+
+static void engine_on_history_loaded(const CatalogResult *result, void *userdata) {
+        _cleanup_(history_lookup_freep) HistoryLookup *l = userdata;
         CommitEngine *e = l->engine;
         _cleanup_(table_metadata_freep) TableMetadata *t = NULL;
+        _cleanup_(storage_props_freep) StorageProps *props = NULL;
         Error error = { 0 };
         json_t *s;
+        int r;
 
         e->n_in_flight--;
         if (result->status != 0) {
@@ -891,24 +916,36 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
                                            error.message);
         else if ((s = snapshot_find_key(t->metadata, l->recorded_key,
                                         e->config->history_lookback))) {
-                int64_t id = 0, seq = 0;
+                HistoryReceiptArgs a = {
+                        .snapshot = s,
+                        .recorded_key = l->recorded_key,
+                        .key = l->key,
+                        .namespace = l->namespace,
+                        .table = l->table,
+                        .root = t->location,
+                };
 
-                (void)table_json_get_i64(s, "snapshot-id", &id);
-                (void)table_json_get_i64(s, "sequence-number", &seq);
-                writer_request_reply(l->writer, 200,
-                                     json_pack("{s:s, s:s, s:{s:s, s:s, s:I, s:I, s:b}}",
-                                               "idempotency-key", l->key, "status", "committed",
-                                               "receipt", "idempotency-key", l->key, "table",
-                                               l->table, "snapshot-id", (json_int_t)id,
-                                               "sequence-number", (json_int_t)seq,
-                                               "found-in-history", 1));
+                r = storage_props_new(result->properties, result->body, &props, &error);
+                if (r >= 0) {
+                        a.props = props;
+                        r = history_receipt_start(e, &a, engine_on_history_receipt, l);
+                }
+                if (r >= 0)
+                        TAKE_PTR(l); /* answered by engine_on_history_receipt */
+                else
+                        writer_request_reply_error(
+                                l->writer, 503,
+                                r == -ENOMEM ? "out-of-memory" : "storage-unavailable",
+                                "key '%s' is committed, but its receipt cannot be read from the "
+                                "table now: %s",
+                                l->key, strerror(-r));
         } else
                 writer_request_reply_error(
                         l->writer, 404, "unknown-key",
                         "key '%s' is not in this daemon's memory nor in the newest %u snapshots "
                         "of the table (0 = all)",
                         l->key, e->config->history_lookback);
-        history_lookup_free(l);
+        history_lookup_free(TAKE_PTR(l));
         engine_maybe_stopped(e);
 }
 
@@ -930,7 +967,8 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
         l = calloc(1, sizeof(*l));
         if (!l || !(l->key = strdup(key)) ||
             !(l->recorded_key = request_key_recorded(principal, key)) ||
-            !(l->table = strdup(table))) {
+            !(l->table = strdup(table)) ||
+            !(l->namespace = request_target_namespace_json(&target))) {
                 writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
                 return;
         }

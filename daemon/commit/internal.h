@@ -160,6 +160,7 @@ struct Batch {
         int64_t snapshot_id;     /* chosen once, reused by every attempt */
         char commit_uuid[UUID_STRING_MAX];
         unsigned attempt;
+        unsigned built_attempt; /* the attempt that built commit_request (replays resend it) */
         uint64_t started_ns;
         TableMetadata *table;
         StorageProps *props; /* this attempt's storage settings from its load */
@@ -365,9 +366,57 @@ void observe_job_finished(const Job *j, KeyState state, int status);
 void observe_scrape(CommitEngine *e);
 
 /* receipt.c */
+/* What a receipt says, from the committing attempt or rebuilt from the table. */
+typedef struct ReceiptSource {
+        const char *key;         /* as the writer sent it */
+        const json_t *namespace; /* its levels, a JSON array */
+        const char *table;
+        const char *branch;
+        int64_t snapshot_id;
+        int64_t sequence_number;
+        bool has_first_row_id; /* a v3 snapshot */
+        int64_t first_row_id;
+        size_t n_requests;                   /* in the snapshot */
+        unsigned attempt;                    /* the attempt that built it */
+        bool has_manifests;                  /* false: the request's manifests are not known */
+        const ManifestFile *manifests;       /* the request's list entries, in list order */
+        const StagedManifest *const *staged; /* their entries, the same order */
+        size_t n_manifests;
+} ReceiptSource;
+/* The receipt s describes. NULL when out of memory. */
+json_t *receipt_from(const ReceiptSource *s);
 /* The receipt of job j, committed by b's attempt (its list holds j's manifests from
  * j->list_offset on). NULL when out of memory. */
 json_t *receipt_build(const Batch *b, const Job *j);
+
+/* history_receipt.c */
+typedef struct HistoryReceipt HistoryReceipt;
+/* What history_receipt_start() rebuilds a receipt from; borrowed for the call. */
+typedef struct HistoryReceiptArgs {
+        const json_t *snapshot;   /* the snapshot whose record holds the key */
+        const char *recorded_key; /* as recorded: "principal/key" with auth */
+        const char *key;          /* as the writer sent it */
+        const json_t *namespace;  /* the table's namespace levels, a JSON array */
+        const char *table;
+        const char *root; /* the table location, which the request's manifests lie beneath */
+        const StorageProps *props;
+} HistoryReceiptArgs;
+/* Called once from the loop: the receipt (owned), or NULL with a retryable failure (status <0,
+ * the reason in error). */
+typedef void (*HistoryReceiptFn)(json_t *receipt, int status, const Error *error, void *userdata);
+/* Rebuilds the receipt of a key a snapshot records: the request's list entries and manifests
+ * read from storage. A snapshot that records the key without the rest (an older icecommitd),
+ * or whose files are gone, gives the receipt without manifests. Returns 0 (done will be
+ * called, never from inside this call), -ENOENT (the snapshot does not record the key),
+ * -ENOMEM or a storage error. */
+int history_receipt_start(CommitEngine *e, const HistoryReceiptArgs *a, HistoryReceiptFn done,
+                          void *userdata);
+/* The response header that tells a receipt was found in the table history. */
+#define HISTORY_RECEIPT_HEADER "Icecommit-Found-In-History"
+/* Answers job j (taken; out of every queue and batch) with the receipt of its key, which
+ * snapshot records: 200 with HISTORY_RECEIPT_HEADER, or 503 when it cannot be read now. */
+void history_receipt_answer_job(Job *j, const json_t *snapshot, const char *root,
+                                const StorageProps *props);
 
 /* list_cache.c */
 /* Frees what a queue's list cache holds and empties it. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The receipt of a committed request (proto/openapi.yaml CommitReceipt): its snapshot, and
  * per staged manifest and data file the row ids a reader will see, so that a writer can check
- * and clean up (docs/exactly-once.md). */
+ * and clean up (docs/exactly-once.md). One builder for the committing attempt and for a receipt
+ * rebuilt from the table (history_receipt.c): both answer with the same bytes. */
 #include <jansson.h>
 
 #include "commit/internal.h"
@@ -11,7 +12,8 @@
  * manifest's plus the record counts of the files before it, every staged entry having none of
  * its own: spec "First Row ID Inheritance") and _last_updated_sequence_number, the commit's
  * sequence number (the data sequence number of ADDED entries). NULL on allocation failure. */
-static json_t *receipt_files(const Batch *b, const ManifestFile *m, const StagedManifest *staged) {
+static json_t *receipt_files(const ReceiptSource *s, const ManifestFile *m,
+                             const StagedManifest *staged) {
         _cleanup_(json_decrefp) json_t *files = json_array();
         int64_t cursor = m->first_row_id;
 
@@ -19,7 +21,7 @@ static json_t *receipt_files(const Batch *b, const ManifestFile *m, const Staged
                 const DataFileInfo *f = &staged->files[k];
                 json_t *o = json_pack("{s:s, s:I, s:I}", "location", f->path, "record-count",
                                       (json_int_t)f->record_count, "last-updated-sequence-number",
-                                      (json_int_t)b->sequence_number);
+                                      (json_int_t)s->sequence_number);
 
                 if (!o || json_array_append_new(files, o) < 0)
                         return NULL;
@@ -36,15 +38,11 @@ static json_t *receipt_files(const Batch *b, const ManifestFile *m, const Staged
         return TAKE_PTR(files);
 }
 
-json_t *receipt_build(const Batch *b, const Job *j) {
-        const CommitRequest *r = j->writer->request;
+static json_t *receipt_manifests(const ReceiptSource *s) {
         _cleanup_(json_decrefp) json_t *manifests = json_array();
-        _cleanup_(json_decrefp) json_t *ns = request_target_namespace_json(&r->target);
 
-        if (!manifests || !ns)
-                return NULL;
-        for (size_t i = 0; i < j->n_manifests; i++) {
-                const ManifestFile *m = &b->list[j->list_offset + i];
+        for (size_t i = 0; manifests && i < s->n_manifests; i++) {
+                const ManifestFile *m = &s->manifests[i];
                 json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "location", m->path, "content",
                                       m->content == MANIFEST_CONTENT_DELETES ? "deletes" : "data",
                                       "added-files", (json_int_t)m->added_files_count, "added-rows",
@@ -63,16 +61,50 @@ json_t *receipt_build(const Batch *b, const Job *j) {
                                                         : json_null()) < 0)
                                 return NULL;
                 }
-                if (json_object_set_new(o, "data-files", receipt_files(b, m, j->manifests[i])) < 0)
+                if (json_object_set_new(o, "data-files", receipt_files(s, m, s->staged[i])) < 0)
                         return NULL;
         }
-        return json_pack("{s:s, s:s, s:o, s:s, s:s, s:I, s:I, s:o, s:I, s:i, s:o}",
-                         "idempotency-key", r->idempotency_key, "status", "committed", "namespace",
-                         TAKE_PTR(ns), "table", r->target.table, "branch", r->branch, "snapshot-id",
-                         (json_int_t)b->snapshot_id, "sequence-number",
-                         (json_int_t)b->sequence_number, "snapshot-first-row-id",
-                         b->table->format_version >= 3 ? json_integer(b->first_row_id)
-                                                       : json_null(),
-                         "batch-requests", (json_int_t)b->n_jobs, "attempts", (int)b->attempt,
-                         "manifests", TAKE_PTR(manifests));
+        return TAKE_PTR(manifests);
+}
+
+json_t *receipt_from(const ReceiptSource *s) {
+        _cleanup_(json_decrefp) json_t *receipt = NULL;
+
+        receipt =
+                json_pack("{s:s, s:s, s:O, s:s, s:s, s:I, s:I, s:o, s:I, s:i}", "idempotency-key",
+                          s->key, "status", "committed", "namespace", s->namespace, "table",
+                          s->table, "branch", s->branch, "snapshot-id", (json_int_t)s->snapshot_id,
+                          "sequence-number", (json_int_t)s->sequence_number,
+                          "snapshot-first-row-id",
+                          s->has_first_row_id ? json_integer(s->first_row_id) : json_null(),
+                          "batch-requests", (json_int_t)s->n_requests, "attempts", (int)s->attempt);
+        /* Without its manifests (a snapshot recorded before receipts could be rebuilt, or one
+         * whose files are gone) the receipt lists none: the writer deletes nothing. */
+        if (receipt && s->has_manifests &&
+            json_object_set_new(receipt, "manifests", receipt_manifests(s)) < 0)
+                return NULL;
+        return TAKE_PTR(receipt);
+}
+
+json_t *receipt_build(const Batch *b, const Job *j) {
+        const CommitRequest *r = j->writer->request;
+        _cleanup_(json_decrefp) json_t *ns = request_target_namespace_json(&r->target);
+        ReceiptSource s = {
+                .key = r->idempotency_key,
+                .namespace = ns,
+                .table = r->target.table,
+                .branch = r->branch,
+                .snapshot_id = b->snapshot_id,
+                .sequence_number = b->sequence_number,
+                .has_first_row_id = b->table->format_version >= 3,
+                .first_row_id = b->first_row_id,
+                .n_requests = b->n_jobs,
+                .attempt = b->built_attempt,
+                .has_manifests = true,
+                .manifests = &b->list[j->list_offset],
+                .staged = (const StagedManifest *const *)j->manifests,
+                .n_manifests = j->n_manifests,
+        };
+
+        return ns ? receipt_from(&s) : NULL;
 }

@@ -278,14 +278,16 @@ static int manifest_list_read_record(avro_value_t *record, uint64_t index, void 
         return 0;
 }
 
-int manifest_list_read(Slice bytes, ManifestFile **ret_files, size_t *ret_n, Error *e) {
+static int manifest_list_read_some(Slice bytes, size_t max, ManifestFile **ret_files, size_t *ret_n,
+                                   Error *e) {
         _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
         /* A list has one entry per manifest of a snapshot; its size bounds their number. */
-        static const RecordsOptions options = {
+        const RecordsOptions options = {
                 .max_records = UINT64_MAX,
                 .name = "manifest list",
                 .prefix = "manifest list",
                 .item_size = sizeof(ManifestFile),
+                .stop_after = max,
         };
         RecordsArray array = { 0 };
         FieldsRecord rec;
@@ -310,6 +312,20 @@ int manifest_list_read(Slice bytes, ManifestFile **ret_files, size_t *ret_n, Err
         *ret_files = array.items;
         *ret_n = array.n_items;
         return 0;
+}
+
+int manifest_list_read(Slice bytes, ManifestFile **ret_files, size_t *ret_n, Error *e) {
+        return manifest_list_read_some(bytes, 0, ret_files, ret_n, e);
+}
+
+int manifest_list_read_first(Slice bytes, size_t n, ManifestFile **ret_files, size_t *ret_n,
+                             Error *e) {
+        if (n == 0) {
+                *ret_files = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        return manifest_list_read_some(bytes, n, ret_files, ret_n, e);
 }
 
 int manifest_list_read_header(Slice bytes, ManifestListHeader *ret, Error *e) {

@@ -33,6 +33,10 @@ typedef struct ManifestListHeader {
  * that is not a readable manifest list, -EOPNOTSUPP (codec), -E2BIG (limits), -ENOMEM,
  * with the reason (block, entry index, field) in *e. */
 int manifest_list_read(Slice bytes, ManifestFile **ret_files, size_t *ret_n, Error *e);
+/* The same for the first n entries only (fewer when the list has fewer): the blocks after
+ * them are not decoded. */
+int manifest_list_read_first(Slice bytes, size_t n, ManifestFile **ret_files, size_t *ret_n,
+                             Error *e);
 /* Reads only the metadata keys of a manifest list. A missing format-version means 1; a
  * missing sequence-number means 0. Returns 0 or -EBADMSG with the reason. */
 int manifest_list_read_header(Slice bytes, ManifestListHeader *ret, Error *e);

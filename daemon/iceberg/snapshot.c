@@ -75,7 +75,7 @@ static int summary_set_total(json_t *summary, const json_t *parent_summary, cons
 }
 
 int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *added,
-                           const json_t *writer_properties, const char *idempotency_keys,
+                           const json_t *writer_properties, const SnapshotRecord *record,
                            json_t **ret_summary, Error *error) {
         json_t *summary = json_object();
         const char *key;
@@ -148,9 +148,15 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
             (json_object_set_new(summary, "engine-name", json_string("icecommit")) < 0 ||
              json_object_set_new(summary, "engine-version", json_string(ICECOMMIT_VERSION)) < 0))
                 r = -ENOMEM;
-        if (r == 0 && idempotency_keys &&
-            json_object_set_new(summary, SNAPSHOT_SUMMARY_KEYS, json_string(idempotency_keys)) < 0)
+        if (r == 0 && record &&
+            (json_object_set_new(summary, SNAPSHOT_SUMMARY_KEYS, json_string(record->keys)) < 0 ||
+             json_object_set_new(summary, SNAPSHOT_SUMMARY_MANIFESTS,
+                                 json_string(record->manifest_counts)) < 0 ||
+             json_object_set_new(summary, SNAPSHOT_SUMMARY_BRANCH, json_string(record->branch)) <
+                     0))
                 r = -ENOMEM;
+        if (r == 0 && record)
+                r = summary_set_i64(summary, SNAPSHOT_SUMMARY_ATTEMPT, (int64_t)record->attempt);
         if (r < 0) {
                 json_decref(summary);
                 return r;
@@ -264,6 +270,71 @@ bool snapshot_records_key(const json_t *s, const char *key) {
                 p = end ? end + 1 : p + len;
         }
         return false;
+}
+
+/* The next comma-separated item of a list at *p: its start and length; false at the end. */
+static bool record_next(const char **p, const char **ret_item, size_t *ret_len) {
+        const char *end;
+
+        if (!*p || !**p)
+                return false;
+        end = strchr(*p, ',');
+        *ret_item = *p;
+        *ret_len = end ? (size_t)(end - *p) : strlen(*p);
+        *p = end ? end + 1 : *p + *ret_len;
+        return true;
+}
+
+int snapshot_record_find(const json_t *s, const char *key, SnapshotRecordEntry *ret) {
+        const json_t *summary = json_object_get(s, "summary");
+        const char *keys = json_string_value(json_object_get(summary, SNAPSHOT_SUMMARY_KEYS));
+        const char *counts =
+                json_string_value(json_object_get(summary, SNAPSHOT_SUMMARY_MANIFESTS));
+        const char *attempt = json_string_value(json_object_get(summary, SNAPSHOT_SUMMARY_ATTEMPT));
+        const char *item;
+        size_t klen = strlen(key), len, index = SIZE_MAX, n = 0, offset = 0, count = 0;
+        bool adds_up = true;
+        int64_t v;
+
+        *ret = (SnapshotRecordEntry){
+                .branch = json_string_value(json_object_get(summary, SNAPSHOT_SUMMARY_BRANCH)),
+                .manifest_list = json_string_value(json_object_get(s, "manifest-list")),
+        };
+        for (const char *p = keys; record_next(&p, &item, &len); n++)
+                if (index == SIZE_MAX && len == klen && memcmp(item, key, klen) == 0)
+                        index = n;
+        if (index == SIZE_MAX)
+                return -ENOENT;
+        ret->n_requests = n;
+        (void)table_json_get_i64(s, "snapshot-id", &ret->snapshot_id);
+        (void)table_json_get_i64(s, "sequence-number", &ret->sequence_number);
+        ret->has_first_row_id = table_json_get_i64(s, "first-row-id", &ret->first_row_id) == 0;
+
+        /* Exactly one count per key, each a small number; the offset is the sum before it. */
+        n = 0;
+        for (const char *p = counts; adds_up && record_next(&p, &item, &len); n++) {
+                char text[12];
+
+                adds_up = len > 0 && len < sizeof(text);
+                if (!adds_up)
+                        break;
+                memcpy(text, item, len);
+                text[len] = '\0';
+                adds_up = parse_i64(text, &v) == 0 && v >= 0 && v <= INT32_MAX;
+                if (!adds_up)
+                        break;
+                if (n < index)
+                        offset += (size_t)v;
+                else if (n == index)
+                        count = (size_t)v;
+        }
+        if (!counts || !adds_up || n != ret->n_requests || !ret->branch || !ret->manifest_list ||
+            !attempt || parse_i64(attempt, &v) < 0 || v < 1 || v > UINT32_MAX)
+                return -ENODATA;
+        ret->attempt = (unsigned)v;
+        ret->list_offset = offset;
+        ret->n_manifests = count;
+        return 0;
 }
 
 json_t *snapshot_find_key(const json_t *metadata, const char *key, size_t lookback) {

@@ -10,8 +10,36 @@
 #include "iceberg/table.h"
 #include "util/error.h"
 
-/* Summary key holding the idempotency keys a snapshot committed, comma-separated. */
+/* Summary keys recording the requests a snapshot committed (docs/design.md 3.3): their
+ * idempotency keys, comma-separated; per key, in the same order, how many entries its manifests
+ * take in the snapshot's manifest list (the batch's come first, in key order); the branch; the
+ * attempt that built the snapshot. With them any daemon rebuilds a request's receipt. */
 #define SNAPSHOT_SUMMARY_KEYS "icecommit.idempotency-keys"
+#define SNAPSHOT_SUMMARY_MANIFESTS "icecommit.manifest-counts"
+#define SNAPSHOT_SUMMARY_BRANCH "icecommit.branch"
+#define SNAPSHOT_SUMMARY_ATTEMPT "icecommit.attempt"
+
+/* What a snapshot records of the requests it commits (the keys above). */
+typedef struct SnapshotRecord {
+        const char *keys;            /* "principal/key" (or "key") per request, comma-separated */
+        const char *manifest_counts; /* per request its number of manifests, comma-separated */
+        const char *branch;
+        unsigned attempt;
+} SnapshotRecord;
+
+/* Where one request stands in a snapshot's record (snapshot_record_find). */
+typedef struct SnapshotRecordEntry {
+        size_t n_requests;  /* keys in the record */
+        size_t list_offset; /* its first manifest's index in the snapshot's manifest list */
+        size_t n_manifests; /* its manifests there */
+        unsigned attempt;   /* the attempt that built the snapshot */
+        const char *branch; /* borrowed from the snapshot */
+        int64_t snapshot_id;
+        int64_t sequence_number;
+        bool has_first_row_id; /* v3 */
+        int64_t first_row_id;
+        const char *manifest_list; /* borrowed */
+} SnapshotRecordEntry;
 
 typedef struct SnapshotAdded {
         int64_t data_files;
@@ -49,9 +77,9 @@ bool snapshot_summary_key_is_reserved(const char *key);
  * equality delete files count as added-delete-files and added-equality-delete-files, their
  * rows as added-equality-deletes), totals = parent's + added (left out when the parent's
  * summary lacks one; "0" based without a parent), manifests-created/kept/replaced, engine
- * keys. Every value a string. */
+ * keys, and the record of the requests (record may be NULL). Every value a string. */
 int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *added,
-                           const json_t *writer_properties, const char *idempotency_keys,
+                           const json_t *writer_properties, const SnapshotRecord *record,
                            json_t **ret_summary, Error *error);
 
 /* Builds the CommitTableRequest: requirements assert-table-uuid, assert-ref-snapshot-id (null
@@ -66,6 +94,11 @@ int snapshot_commit_request_build(const TableMetadata *table, const char *branch
 json_t *snapshot_find_key(const json_t *metadata, const char *key, size_t lookback);
 /* Whether snapshot s's summary records `key` (a whole entry of its comma-separated list). */
 bool snapshot_records_key(const json_t *s, const char *key);
+/* Where `key` stands in snapshot s's record: 0; -ENOENT when s does not record the key;
+ * -ENODATA when s records it without the rest a receipt needs (committed by an icecommitd
+ * before 0.13, or a record that does not add up), *ret then holds what s has: n_requests,
+ * snapshot id, sequence number, first-row-id. */
+int snapshot_record_find(const json_t *s, const char *key, SnapshotRecordEntry *ret);
 
 /* Generates a positive, random snapshot id (Appendix F: not time based). */
 int64_t snapshot_id_generate(void);

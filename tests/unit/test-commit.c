@@ -369,7 +369,8 @@ typedef struct Answer {
         int status;
         json_t *body;
         char retry_after[32];
-        uint64_t at_ms; /* loop clock */
+        bool found_in_history; /* the Icecommit-Found-In-History header */
+        uint64_t at_ms;        /* loop clock */
         uv_loop_t *loop;
 } Answer;
 
@@ -379,6 +380,8 @@ static void answer_add_header(const char *name, const char *value, void *userdat
         ASSERT_TRUE(!a->done);
         if (strcmp(name, "Retry-After") == 0)
                 (void)snprintf(a->retry_after, sizeof(a->retry_after), "%s", value);
+        if (strcmp(name, "Icecommit-Found-In-History") == 0)
+                a->found_in_history = strcmp(value, "true") == 0;
 }
 
 static void answer_reply(int status, json_t *body, void *userdata) {
@@ -893,7 +896,7 @@ TEST(unknown_outcome_resolved_by_history) {
         /* The reload shows our key: answered from history, never committed twice. */
         ASSERT_EQ(a.status, 200);
         ASSERT_STREQ(json_string_value(json_object_get(a.body, "status")), "committed");
-        ASSERT_TRUE(json_is_true(json_object_get(a.body, "found-in-history")));
+        ASSERT_TRUE(a.found_in_history);
         ASSERT_EQ(json_i64_at(a.body, "snapshot-id"),
                   json_i64_at(commit_snapshot(&f, 0), "snapshot-id"));
         ASSERT_EQ(json_i64_at(a.body, "sequence-number"), 2);
@@ -924,7 +927,7 @@ TEST(unknown_outcome_not_landed_is_committed_again_once) {
         RUN_UNTIL(&f, a.done);
 
         ASSERT_EQ(a.status, 200);
-        ASSERT_TRUE(!json_object_get(a.body, "found-in-history"));
+        ASSERT_TRUE(!a.found_in_history);
         ASSERT_EQ(json_i64_at(a.body, "attempts"), 2);
         ASSERT_EQ(json_i64_at(a.body, "snapshot-first-row-id"), 10);
         ASSERT_EQ(f.cat->n_loads, 3);
@@ -1581,7 +1584,7 @@ TEST(a_key_another_daemon_committed_is_found_after_the_409) {
         foreign = fixture_advance(&f, 7);
         fixture_record_key(&f, "job-x");
         ASSERT_EQ(commit_one(&f, &x, "job-x", 7), 200);
-        ASSERT_TRUE(json_is_true(json_object_get(x.body, "found-in-history")));
+        ASSERT_TRUE(x.found_in_history);
         ASSERT_EQ(json_i64_at(x.body, "snapshot-id"), foreign);
         /* Our state did not know it: one attempt was refused by the catalog, then the reload
          * showed the key and nothing more was sent. */
@@ -1809,7 +1812,7 @@ TEST(after_an_attempt_without_a_verdict_nobody_joins_the_batch) {
          * snapshot id the first attempt had already used. */
         ASSERT_STREQ(commit_keys(&f, 1), "job-a");
         ASSERT_EQ(a.status, 200);
-        ASSERT_TRUE(json_is_true(json_object_get(a.body, "found-in-history")));
+        ASSERT_TRUE(a.found_in_history);
         ASSERT_EQ(b.status, 200);
         ASSERT_TRUE(json_i64_at(b.body, "snapshot-id") != json_i64_at(a.body, "snapshot-id"));
         ASSERT_EQ(f.cat->n_commits, 3);
@@ -1839,13 +1842,174 @@ TEST(a_retried_key_is_found_in_the_adopted_state_without_a_load) {
         fixture_submit(&f, &again, "job-a", (const char *const[]){ staged }, 1);
         RUN_UNTIL(&f, again.done);
         ASSERT_EQ(again.status, 200);
-        ASSERT_TRUE(json_is_true(json_object_get(again.body, "found-in-history")));
-        ASSERT_EQ(json_i64_at(again.body, "snapshot-id"), json_i64_at(a.body, "snapshot-id"));
+        ASSERT_TRUE(again.found_in_history && !a.found_in_history);
+        /* Rebuilt from the table (the snapshot's record, list and manifest): the same bytes. */
+        {
+                _cleanup_(freep) char *first = json_dumps(a.body, JSON_COMPACT);
+                _cleanup_(freep) char *second = json_dumps(again.body, JSON_COMPACT);
+
+                ASSERT_TRUE(json_object_get(again.body, "manifests"));
+                ASSERT_STREQ(second, first);
+        }
         /* Found in the keys of the adopted commit response: no load, no second commit. */
         ASSERT_EQ(f.cat->n_loads, 2);
         ASSERT_EQ(f.cat->n_commits, 1);
         answer_deinit(&a);
         answer_deinit(&again);
+        fixture_done(&f);
+}
+
+/* What a restart does to the engine: stopped and made anew (no registry, no table state). */
+static void fixture_restart(Fixture *f) {
+        fixture_stop(f);
+        RUN_UNTIL(f, f->is_stopped);
+        f->engine = commit_engine_free(f->engine);
+        f->is_stopping = f->is_stopped = false;
+        ASSERT_OK(commit_engine_new(&f->loop, &f->config->commit, &f->config->storage, f->storage,
+                                    f->catalog, f->metrics, &f->engine));
+}
+
+static char *dumps(const json_t *j) {
+        char *text = json_dumps(j, JSON_COMPACT);
+
+        ASSERT_TRUE(text);
+        return text;
+}
+
+/* Every request of a batch, retried after a restart or asked for with GET /v1/commits/{key},
+ * gets the receipt the committing attempt sent: the same bytes, rebuilt from the snapshot's
+ * record, its manifest list and the request's manifests. */
+TEST(receipts_rebuilt_from_the_table_equal_the_committing_attempts) {
+        static const int64_t rows_a[] = { 2, 3 }, rows_b[] = { 4 }, rows_z[] = { 1 };
+        char sa1[256], sa2[256], sb[256], sz[256];
+        Answer z, a, b, again_a, again_b, get_a;
+        WriterRequest *w = NULL;
+        Fixture f;
+
+        fixture_init(&f);
+        (void)fixture_advance(&f, 10);
+        fixture_stage(&f, "a1", rows_a, 2, sa1);
+        fixture_stage(&f, "a2", rows_b, 1, sa2);
+        fixture_stage(&f, "b", rows_b, 1, sb);
+        fixture_stage(&f, "z", rows_z, 1, sz);
+        /* z in flight; a (two manifests) and b wait, then go as one batch whose first attempt
+         * conflicts: the receipts name the attempt that built the snapshot that landed. */
+        f.cat->commit_script[0] = STEP_HOLD;
+        f.cat->commit_script[1] = STEP_CONFLICT;
+        fixture_submit(&f, &z, "job-z", (const char *const[]){ sz }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa1, sa2 }, 2);
+        settle(&f);
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ sb }, 1);
+        settle(&f);
+        double_release(f.cat, STEP_SUCCESS);
+        RUN_UNTIL(&f, z.done && a.done && b.done);
+        ASSERT_EQ(a.status, 200);
+        ASSERT_EQ(b.status, 200);
+        ASSERT_STREQ(commit_keys(&f, 2), "job-a,job-b");
+        ASSERT_EQ(json_i64_at(a.body, "attempts"), 2);
+        ASSERT_EQ(json_i64_at(a.body, "batch-requests"), 2);
+        ASSERT_EQ(json_array_size(json_object_get(a.body, "manifests")), 2);
+        ASSERT_EQ(json_array_size(json_object_get(b.body, "manifests")), 1);
+        ASSERT_STREQ(json_string_value(
+                             json_object_get(json_object_get(commit_snapshot(&f, 2), "summary"),
+                                             SNAPSHOT_SUMMARY_MANIFESTS)),
+                     "2,1");
+
+        fixture_restart(&f);
+        fixture_submit(&f, &again_b, "job-b", (const char *const[]){ sb }, 1);
+        RUN_UNTIL(&f, again_b.done);
+        fixture_submit(&f, &again_a, "job-a", (const char *const[]){ sa1, sa2 }, 2);
+        RUN_UNTIL(&f, again_a.done);
+        ASSERT_TRUE(again_a.found_in_history && again_b.found_in_history);
+        {
+                _cleanup_(freep) char *live_a = dumps(a.body), *live_b = dumps(b.body);
+                _cleanup_(freep) char *re_a = dumps(again_a.body), *re_b = dumps(again_b.body);
+
+                ASSERT_STREQ(re_a, live_a);
+                ASSERT_STREQ(re_b, live_b);
+        }
+
+        /* GET /v1/commits/job-a?namespace=db&table=t on a daemon that never saw it. */
+        fixture_restart(&f);
+        get_a = (Answer){ .loop = &f.loop };
+        ASSERT_OK(writer_request_new_take(NULL, &answer_sink, &get_a, &w));
+        commit_engine_hooks()->lookup_history(w, "job-a", "db", "t", NULL, f.engine);
+        RUN_UNTIL(&f, get_a.done);
+        ASSERT_EQ(get_a.status, 200);
+        ASSERT_TRUE(get_a.found_in_history);
+        {
+                _cleanup_(freep) char *live_a = dumps(a.body);
+                _cleanup_(freep) char *re_a = dumps(json_object_get(get_a.body, "receipt"));
+
+                ASSERT_STREQ(re_a, live_a);
+        }
+        ASSERT_EQ(f.cat->n_commits, 3);
+        answer_deinit(&z);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        answer_deinit(&again_a);
+        answer_deinit(&again_b);
+        answer_deinit(&get_a);
+        fixture_done(&f);
+}
+
+/* A snapshot without the record's manifest counts (an older icecommitd) still answers a retry
+ * as committed, listing no manifests (so the writer deletes nothing); a storage fault while
+ * reading the receipt is a retryable 503 and the key stays free of a second commit. */
+TEST(a_receipt_that_cannot_be_rebuilt_lists_no_manifests_or_is_retried) {
+        static const int64_t rows[] = { 2 };
+        char sa[256], list[512], moved[600];
+        Answer a, again, gone, third;
+        json_t *summary;
+        Fixture f;
+
+        fixture_init(&f);
+        f.config->commit.receipt_cache_size = 0;
+        f.engine = commit_engine_free(f.engine);
+        ASSERT_OK(commit_engine_new(&f.loop, &f.config->commit, &f.config->storage, f.storage,
+                                    f.catalog, f.metrics, &f.engine));
+        fixture_stage(&f, "a", rows, 1, sa);
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 200);
+
+        /* Something not a list in its place (a fault, not an absence): 503, retry with the same
+         * key; then the list gone for good: committed, no manifests listed. */
+        (void)snprintf(list, sizeof(list), "%s",
+                       json_string_value(json_object_get(commit_snapshot(&f, 0), "manifest-list")));
+        (void)snprintf(moved, sizeof(moved), "%s.away", list);
+        ASSERT_OK(rename(list, moved));
+        ASSERT_OK(mkdir(list, 0755));
+        fixture_submit(&f, &again, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, again.done);
+        ASSERT_EQ(again.status, 503);
+        ASSERT_CONTAINS(answer_error_message(&again), "receipt cannot be read");
+        ASSERT_TRUE(again.retry_after[0]);
+        ASSERT_OK(rmdir(list));
+        fixture_submit(&f, &gone, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, gone.done);
+        ASSERT_EQ(gone.status, 200);
+        ASSERT_TRUE(gone.found_in_history && !json_object_get(gone.body, "manifests"));
+        ASSERT_OK(rename(moved, list));
+
+        /* Recorded by an icecommitd before 0.13: keys only. */
+        summary = json_object_get(json_array_get(json_object_get(f.cat->metadata, "snapshots"), 0),
+                                  "summary");
+        ASSERT_TRUE(summary);
+        ASSERT_OK(json_object_del(summary, SNAPSHOT_SUMMARY_MANIFESTS));
+        fixture_restart(&f);
+        fixture_submit(&f, &third, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, third.done);
+        ASSERT_EQ(third.status, 200);
+        ASSERT_TRUE(third.found_in_history);
+        ASSERT_TRUE(!json_object_get(third.body, "manifests"));
+        ASSERT_EQ(json_i64_at(third.body, "snapshot-id"), json_i64_at(a.body, "snapshot-id"));
+        ASSERT_EQ(f.cat->n_commits, 1);
+        answer_deinit(&a);
+        answer_deinit(&again);
+        answer_deinit(&gone);
+        answer_deinit(&third);
         fixture_done(&f);
 }
 

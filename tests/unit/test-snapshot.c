@@ -84,7 +84,11 @@ TEST(summary_follows_java_rules) {
         json_t *s = NULL;
         Error e;
 
-        ASSERT_OK(snapshot_summary_build(parent, &added, props, "k1,k2", &s, &e));
+        SnapshotRecord record = {
+                .keys = "k1,k2", .manifest_counts = "2,1", .branch = "audit", .attempt = 3
+        };
+
+        ASSERT_OK(snapshot_summary_build(parent, &added, props, &record, &s, &e));
         ASSERT_STREQ(json_string_value(json_object_get(s, "operation")), "append");
         ASSERT_STREQ(json_string_value(json_object_get(s, "added-data-files")), "2");
         ASSERT_STREQ(json_string_value(json_object_get(s, "added-records")), "20");
@@ -100,6 +104,9 @@ TEST(summary_follows_java_rules) {
         ASSERT_STREQ(json_string_value(json_object_get(s, "manifests-replaced")), "0");
         ASSERT_STREQ(json_string_value(json_object_get(s, "job")), "42");
         ASSERT_STREQ(json_string_value(json_object_get(s, SNAPSHOT_SUMMARY_KEYS)), "k1,k2");
+        ASSERT_STREQ(json_string_value(json_object_get(s, SNAPSHOT_SUMMARY_MANIFESTS)), "2,1");
+        ASSERT_STREQ(json_string_value(json_object_get(s, SNAPSHOT_SUMMARY_BRANCH)), "audit");
+        ASSERT_STREQ(json_string_value(json_object_get(s, SNAPSHOT_SUMMARY_ATTEMPT)), "3");
         /* Every value is a string (numbers fail SnapshotParser with a 400). */
         {
                 const char *key;
@@ -166,6 +173,59 @@ TEST(summary_without_parent_starts_totals_at_zero_and_omits_zero_counters) {
         ASSERT_TRUE(!json_object_get(s, SNAPSHOT_SUMMARY_KEYS));
         json_decref(s);
         json_decref(props);
+}
+
+/* A snapshot's record places each key's manifests in its list; anything that does not add up
+ * is -ENODATA (the receipt then lists no manifests), a key it lacks -ENOENT. */
+TEST(record_places_each_key_in_the_list) {
+        json_t *s = load("{\"snapshot-id\": 9, \"sequence-number\": 4, \"first-row-id\": 100, "
+                         "\"manifest-list\": \"/t/metadata/snap-9.avro\", \"summary\": {"
+                         "\"icecommit.idempotency-keys\": \"p/a,p/b,p/c\", "
+                         "\"icecommit.manifest-counts\": \"2,1,3\", "
+                         "\"icecommit.branch\": \"main\", \"icecommit.attempt\": \"2\"}}");
+        static const struct {
+                const char *counts, *attempt;
+                int expect;
+        } broken[] = {
+                { "2,1", "2", -ENODATA },     { "2,1,3,4", "2", -ENODATA },
+                { "2,,3", "2", -ENODATA },    { "2,x,3", "2", -ENODATA },
+                { "2,-1,3", "2", -ENODATA },  { "2,1,3", "0", -ENODATA },
+                { "2,1,3", "two", -ENODATA }, { "2,99999999999,3", "2", -ENODATA },
+        };
+        json_t *summary = json_object_get(s, "summary");
+        SnapshotRecordEntry e;
+
+        ASSERT_OK(snapshot_record_find(s, "p/b", &e));
+        ASSERT_EQ(e.n_requests, 3);
+        ASSERT_EQ(e.list_offset, 2);
+        ASSERT_EQ(e.n_manifests, 1);
+        ASSERT_EQ(e.attempt, 2);
+        ASSERT_STREQ(e.branch, "main");
+        ASSERT_STREQ(e.manifest_list, "/t/metadata/snap-9.avro");
+        ASSERT_EQ(e.snapshot_id, 9);
+        ASSERT_EQ(e.sequence_number, 4);
+        ASSERT_TRUE(e.has_first_row_id && e.first_row_id == 100);
+        ASSERT_OK(snapshot_record_find(s, "p/c", &e));
+        ASSERT_EQ(e.list_offset, 3);
+        ASSERT_EQ(e.n_manifests, 3);
+        ASSERT_OK(snapshot_record_find(s, "p/a", &e));
+        ASSERT_EQ(e.list_offset, 0);
+        ASSERT_EQ(e.n_manifests, 2);
+        ASSERT_EQ(snapshot_record_find(s, "p/", &e), -ENOENT);
+        ASSERT_EQ(snapshot_record_find(s, "a", &e), -ENOENT);
+        for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
+                json_object_set_new(summary, SNAPSHOT_SUMMARY_MANIFESTS,
+                                    json_string(broken[i].counts));
+                json_object_set_new(summary, SNAPSHOT_SUMMARY_ATTEMPT,
+                                    json_string(broken[i].attempt));
+                ASSERT_EQ(snapshot_record_find(s, "p/b", &e), broken[i].expect);
+                ASSERT_EQ(e.n_requests, 3);
+                ASSERT_EQ(e.snapshot_id, 9);
+        }
+        /* Recorded by an icecommitd before receipts could be rebuilt: keys only. */
+        json_object_del(summary, SNAPSHOT_SUMMARY_MANIFESTS);
+        ASSERT_EQ(snapshot_record_find(s, "p/b", &e), -ENODATA);
+        json_decref(s);
 }
 
 TEST(writer_properties_cannot_override_computed_keys) {
