@@ -1425,11 +1425,29 @@ static bool properties_conflict(const json_t *merged, const json_t *props) {
 
 /* Moves waiting requests into the batch while its limits allow (requests and staged manifests
  * per snapshot, snapshot properties that agree); returns how many joined. */
+/* Room in a summary beyond the properties and the request record: the keys icecommitd
+ * computes (about 600 bytes) and the branch. */
+#define BATCH_SUMMARY_FIXED_BYTES 1024u
+
+/* What a request adds to its batch's summary at most: its snapshot properties (as if none
+ * were shared), its recorded key and manifest count, each with a separator. */
+static size_t batch_summary_bytes(const Job *j) {
+        const CommitRequest *r = j->writer->request;
+        size_t n = strlen(r->recorded_key) + 1 + 11 + 1;
+        const char *key;
+        json_t *value;
+
+        json_object_foreach ((json_t *)r->snapshot_properties, key, value)
+                n += strlen(key) + json_string_length(value) + 6; /* "k":"v", */
+        return n;
+}
+
 static size_t batch_take_waiting(Batch *b) {
         TableQueue *q = b->queue;
         const CommitConfig *config = q->engine->config;
         _cleanup_(json_decrefp) json_t *props = NULL;
         size_t n_manifests = 0, from = b->n_jobs;
+        size_t summary_bytes = BATCH_SUMMARY_FIXED_BYTES;
 
         /* After an attempt without a verdict the batch takes nobody: that attempt may land
          * later, and then every request still in the batch must be in it (found in history),
@@ -1443,16 +1461,21 @@ static size_t batch_take_waiting(Batch *b) {
         for (size_t i = 0; i < b->n_jobs; i++) {
                 (void)json_object_update(props, b->jobs[i]->writer->request->snapshot_properties);
                 n_manifests += b->jobs[i]->n_manifests;
+                summary_bytes += batch_summary_bytes(b->jobs[i]);
         }
+        summary_bytes += strlen(q->label);
         while (q->head && b->n_jobs < b->max_jobs && b->n_jobs < config->max_batch_requests) {
                 Job *j = q->head;
                 const json_t *jp = j->writer->request->snapshot_properties;
+                size_t adds = batch_summary_bytes(j);
 
                 if (b->n_jobs > 0 && (n_manifests + j->n_manifests > config->max_batch_manifests ||
+                                      summary_bytes + adds > config->max_summary_bytes ||
                                       properties_conflict(props, jp)))
                         break;
                 (void)json_object_update(props, (json_t *)jp);
                 n_manifests += j->n_manifests;
+                summary_bytes += adds;
                 b->jobs[b->n_jobs++] = QUEUE_POP(q);
         }
         return b->n_jobs - from;

@@ -77,6 +77,9 @@ typedef struct CommitConfig {
         uint64_t total_timeout_ms;
         uint32_t max_batch_requests;
         uint32_t max_batch_manifests;
+        /* A batch's snapshot summary (merged writer properties and the request record)
+         * stays within this: a request that would pass it waits for the next batch. */
+        uint32_t max_summary_bytes;
         uint32_t max_queue_requests;
         uint32_t max_manifests_per_request;
         uint32_t max_data_files_per_request;

@@ -68,6 +68,8 @@ const ConfigOption config_options[] = {
                100000),
         OPTION("commit", "max-batch-manifests", OPTION_KIND_U32, commit.max_batch_manifests, 1024,
                1, 1000000),
+        OPTION("commit", "max-summary-bytes", OPTION_KIND_U32, commit.max_summary_bytes, 65536,
+               4096, 16777216),
         OPTION("commit", "max-queue-requests", OPTION_KIND_U32, commit.max_queue_requests, 10000, 1,
                10000000),
         OPTION("commit", "max-manifests-per-request", OPTION_KIND_U32,

@@ -22,6 +22,7 @@ static const char *const config_reloadable[] = {
         "commit.total-timeout-ms",
         "commit.max-batch-requests",
         "commit.max-batch-manifests",
+        "commit.max-summary-bytes",
         "commit.max-queue-requests",
         "commit.max-manifests-per-request",
         "commit.max-data-files-per-request",

@@ -45,6 +45,15 @@ def peer(*args, env=None):
     return json.loads(out.stdout)
 
 
+FOUND_IN_HISTORY = "Icecommit-Found-In-History"
+
+
+def found_in_history(headers):
+    """Whether icecommitd answered from the table history (a response header: the receipt itself
+    is the same bytes however it was found)."""
+    return headers.get(FOUND_IN_HISTORY) == "true"
+
+
 def http(method, url, body=None, timeout=120, context=None):
     """Returns (status, headers, parsed JSON or text). context: an ssl.SSLContext for https."""
     data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body

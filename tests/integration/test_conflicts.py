@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import http, peer
+from conftest import found_in_history, http, peer
 from faults import clear_faults, get_faults, set_faults
 
 
@@ -71,12 +71,15 @@ def test_no_verdict_is_resolved_before_answering(catalog, daemon, table, fault):
     body = {"idempotency-key": f"u-{fault}", "staged-manifests": [staged["manifest"]]}
     set_faults(uri, commit=[fault], table=f"{ns}.{name}")
 
-    status, _, receipt = daemon.commit(ns, name, body)
+    status, headers, receipt = daemon.commit(ns, name, body)
     assert status == 200, receipt
     applied = fault in ("lost-response", "reset")
     resent = fault == "reset-before" and receipt["attempts"] == 1   # libcurl resent it, see below
     if not resent:
-        assert receipt.get("found-in-history", False) is applied, receipt
+        assert found_in_history(headers) is applied, (receipt, dict(headers))
+        # Found in history or not, the receipt names the staged manifest and its row ids.
+        assert receipt["manifests"][0]["location"] == staged["manifest"], receipt
+        assert receipt["manifests"][0]["first-row-id"] == 0 and receipt["attempts"] == (1 if applied else 2)
     dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
     assert len(dump["snapshots"]) == 1 and dump["next-row-id"] == 5
     assert [r["_row_id"] for r in dump["rows"]] == list(range(5))
@@ -106,8 +109,9 @@ def test_no_verdict_for_good_is_504_and_a_retry_resolves_it(catalog, table):
         status, _, answer = http("GET", f"{d.url}/v1/commits/stays-unknown")
         assert status == 200 and answer["status"] == "unknown"
         clear_faults(uri)
-        status, _, receipt = d.commit(ns, name, body)
-        assert status == 200 and receipt["found-in-history"] is True, receipt
+        status, headers, receipt = d.commit(ns, name, body)
+        assert status == 200 and found_in_history(headers), receipt
+        assert receipt["manifests"][0]["location"] == staged["manifest"], receipt
     finally:
         d.stop()
     dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
@@ -124,10 +128,11 @@ def test_replay_with_the_same_idempotency_key(catalog, table):
     set_faults(uri, commit=["lost-response"], table=f"{ns}.{name}")
     d = Daemon(uri, catalog["dir"], {"catalog.send-idempotency-key": "true"})
     try:
-        status, _, receipt = d.commit(ns, name, {"idempotency-key": "replay-1",
-                                                 "staged-manifests": [staged["manifest"]]})
-        assert status == 200 and receipt["attempts"] == 2, receipt
-        assert "found-in-history" not in receipt, "resolved by the replay, not by a reload"
+        status, headers, receipt = d.commit(ns, name, {"idempotency-key": "replay-1",
+                                                       "staged-manifests": [staged["manifest"]]})
+        # The replay resends attempt 1 as it was: the receipt names the attempt that built it.
+        assert status == 200 and receipt["attempts"] == 1, receipt
+        assert not found_in_history(headers), "resolved by the replay, not by a reload"
         events = [e for e in get_faults(uri)["events"] if e["kind"] == "lost-response"]
         assert events and events[-1]["idempotency-key"], "the commit carried an Idempotency-Key"
         _, _, metrics = http("GET", d.url + "/metrics")

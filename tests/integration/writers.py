@@ -34,6 +34,7 @@ class Request:
         self.ids = list(range(first, first + staged["added-rows"]))
         self.status = None          # the final verdict's HTTP status, None while unanswered
         self.receipt = None         # the final verdict's body
+        self.found_in_history = False  # that verdict came from the table history
         self.posts = 0              # POSTs sent (1 + retries)
         self.no_answer = collections.Counter()  # why a POST gave no verdict: 503, 504, conn, timeout
 
@@ -79,6 +80,7 @@ def send_until_answered(req, pick_url, ns, name, deadline_s=180.0, first_timeout
                     retry_after = None
             else:
                 req.status, req.receipt = status, answer
+                req.found_in_history = headers.get("Icecommit-Found-In-History") == "true"
                 return status
         pause = rng.uniform(0.02, 0.1)
         if retry_after is not None:
@@ -215,7 +217,7 @@ def verify_table(uri, ns, name, reqs, label, injected=None, extra=None, env=None
         "acknowledged": len(acked),
         "posts": posts,
         "no-answer": dict(sorted((str(k), v) for k, v in no_answer.items())),
-        "found-in-history": sum(1 for r in acked if r.receipt.get("found-in-history")),
+        "found-in-history": sum(1 for r in acked if r.found_in_history),
         "snapshots": len(dump["snapshots"]),
         "rows": len(rows),
         "faults-injected": injected if injected is not None else {},

@@ -691,9 +691,18 @@ static void fixture_stage(Fixture *f, const char *name, const int64_t *rows, siz
         write_file(ret, out.data, out.len);
 }
 
+static void fixture_submit_props(Fixture *f, Answer *a, const char *key,
+                                 const char *const *manifests, size_t n, json_t *properties);
+
 /* Submits a request with these staged manifests, as writer/api.c would after parsing. */
 static void fixture_submit(Fixture *f, Answer *a, const char *key, const char *const *manifests,
                            size_t n) {
+        fixture_submit_props(f, a, key, manifests, n, NULL);
+}
+
+/* The same with snapshot-properties (taken; NULL: none). */
+static void fixture_submit_props(Fixture *f, Answer *a, const char *key,
+                                 const char *const *manifests, size_t n, json_t *properties) {
         const CommitConfig *c = &f->config->commit;
         const CommitRequestLimits limits = { .max_manifests = c->max_manifests_per_request,
                                              .max_data_files = c->max_data_files_per_request,
@@ -712,6 +721,8 @@ static void fixture_submit(Fixture *f, Answer *a, const char *key, const char *c
         for (size_t i = 0; list && i < n; i++)
                 ASSERT_OK(json_array_append_new(list, json_string(manifests[i])));
         body = json_pack("{s:s, s:o}", "idempotency-key", key, "staged-manifests", list);
+        if (properties)
+                ASSERT_OK(json_object_set_new(body, "snapshot-properties", properties));
         ASSERT_TRUE(body && (text = json_dumps(body, JSON_COMPACT)));
         if (request_parse("db", "t", slice_from_str(text), &limits, &request, &e) < 0)
                 TEST_FAIL("parse: %s", e.message);
@@ -780,6 +791,13 @@ static ManifestFile *read_list(const char *path, size_t *ret_n) {
             0)
                 TEST_FAIL("manifest list '%s': %s", path, e.message);
         return files;
+}
+
+static char *dumps(const json_t *j) {
+        char *text = json_dumps(j, JSON_COMPACT);
+
+        ASSERT_TRUE(text);
+        return text;
 }
 
 /* ---- tests --------------------------------------------------------------------------------- */
@@ -1431,6 +1449,54 @@ TEST(requests_queued_behind_a_commit_are_batched_within_the_limits) {
         fixture_done(&f);
 }
 
+/* Every summary stays in the table metadata for good: a batch takes no request that would
+ * take its summary past commit.max-summary-bytes (that one goes in the next snapshot). */
+TEST(a_batch_stops_taking_requests_at_max_summary_bytes) {
+        static const int64_t rows[] = { 1 };
+        static const char *const names[] = { "z", "a", "b", "c" };
+        char staged[ELEMENTSOF(names)][256], value[1401];
+        Answer answers[ELEMENTSOF(names)];
+        Fixture f;
+
+        fixture_init(&f);
+        f.config->commit.max_summary_bytes = 4096;
+        memset(value, 'v', sizeof(value) - 1);
+        value[sizeof(value) - 1] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                fixture_stage(&f, names[i], rows, 1, staged[i]);
+        f.cat->commit_script[0] = STEP_HOLD;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                char key[32], prop[32];
+
+                (void)snprintf(key, sizeof(key), "job-%s", names[i]);
+                (void)snprintf(prop, sizeof(prop), "note-%s", names[i]);
+                fixture_submit_props(&f, &answers[i], key, (const char *const[]){ staged[i] }, 1,
+                                     json_pack("{s:s}", prop, value));
+                if (i == 0)
+                        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+                else
+                        settle(&f);
+        }
+        double_release(f.cat, STEP_SUCCESS);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                RUN_UNTIL(&f, answers[i].done);
+                ASSERT_EQ(answers[i].status, 200);
+        }
+        /* 1024 + the queue's name + 2 x ~1430 fit in 4096; a third does not. */
+        ASSERT_EQ(f.cat->n_commits, 3);
+        ASSERT_STREQ(commit_keys(&f, 1), "job-a,job-b");
+        ASSERT_STREQ(commit_keys(&f, 2), "job-c");
+        for (size_t i = 0; i < 3; i++) {
+                _cleanup_(freep) char *text =
+                        dumps(json_object_get(commit_snapshot(&f, i), "summary"));
+
+                ASSERT_TRUE(strlen(text) <= 4096);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(answers); i++)
+                answer_deinit(&answers[i]);
+        fixture_done(&f);
+}
+
 TEST(a_full_queue_answers_503_queue_full_with_retry_after) {
         static const int64_t rows[] = { 1 };
         char sa[256], sb[256], sc[256];
@@ -1867,13 +1933,6 @@ static void fixture_restart(Fixture *f) {
         f->is_stopping = f->is_stopped = false;
         ASSERT_OK(commit_engine_new(&f->loop, &f->config->commit, &f->config->storage, f->storage,
                                     f->catalog, f->metrics, &f->engine));
-}
-
-static char *dumps(const json_t *j) {
-        char *text = json_dumps(j, JSON_COMPACT);
-
-        ASSERT_TRUE(text);
-        return text;
 }
 
 /* Every request of a batch, retried after a restart or asked for with GET /v1/commits/{key},
