@@ -51,11 +51,14 @@ def spark(rest_catalog):
         pytest.fail(f"pyspark is not installed ({e}): run tests/install-deps.sh", pytrace=False)
     fetch = os.path.join(PEERS, "spark-fetch.sh")
     subprocess.run([fetch], check=True, timeout=600)
-    jar = subprocess.run([fetch, "--path"], check=True, capture_output=True, text=True).stdout.strip()
+    jar = subprocess.run([fetch, "--path"], check=True, capture_output=True,
+                         text=True).stdout.strip()
     workdir = make_workdir("icecommit-spark-")
-    # The driver binds to loopback only; without it Spark picks the host's first interface.
-    saved = os.environ.get("SPARK_LOCAL_IP")
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    # The driver binds to loopback only (without SPARK_LOCAL_IP Spark picks the host's first
+    # interface); its scratch files stay in build-tests/ (spark.local.dir would warn in local mode).
+    env = {"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_DIRS": os.path.join(workdir, "local")}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     builder = (SparkSession.builder.master("local[1]").appName("icecommit-spark-reader")
                .config("spark.jars", jar)
                .config("spark.driver.memory", "512m")
@@ -65,7 +68,6 @@ def spark(rest_catalog):
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "1")
-               .config("spark.local.dir", os.path.join(workdir, "local"))
                .config("spark.sql.warehouse.dir", os.path.join(workdir, "warehouse")))
     for key, value in spark_settings(rest_catalog["uri"]).items():
         builder = builder.config(key, value)
@@ -89,10 +91,11 @@ def spark(rest_catalog):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=60)
-        if saved is None:
-            os.environ.pop("SPARK_LOCAL_IP", None)
-        else:
-            os.environ["SPARK_LOCAL_IP"] = saved
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def avro_records(path):
@@ -131,7 +134,8 @@ def predict(uri, ident, ref="main"):
             else:
                 expected = cursor
                 cursor += e["added_rows_count"] + e["existing_rows_count"]
-            assert e.get("first_row_id") == expected, (snap["snapshot-id"], path, e.get("first_row_id"), expected)
+            got = e.get("first_row_id")
+            assert got == expected, (snap["snapshot-id"], path, got, expected)
             assigned[path] = expected
         if start is not None:
             assert snap["added-rows"] == cursor - start, snap
@@ -168,10 +172,11 @@ def check_receipts(predicted, receipts):
         for m in r["manifests"]:
             next_id = m["first-row-id"]
             for f in m["data-files"]:
-                assert f["first-row-id"] == next_id and f["last-updated-sequence-number"] == r["sequence-number"], f
+                seq = r["sequence-number"]
+                assert f["first-row-id"] == next_id and f["last-updated-sequence-number"] == seq, f
                 assert f["last-row-id"] == f["first-row-id"] + f["record-count"] - 1, f
                 for pos in range(f["record-count"]):
-                    assert predicted[(f["location"], pos)] == (f["first-row-id"] + pos, r["sequence-number"])
+                    assert predicted[(f["location"], pos)] == (f["first-row-id"] + pos, seq)
                 next_id += f["record-count"]
                 n += f["record-count"]
             assert next_id - 1 == m["last-row-id"], m
@@ -181,7 +186,8 @@ def check_receipts(predicted, receipts):
 def java_rows(uri, ident, ref="main"):
     """{(file, pos): (id, _row_id, _last_updated_sequence_number)} as Iceberg Java reads them."""
     rows = peer("dump", "--uri", uri, "--table", ident, "--branch", ref)["rows"]
-    out = {(r["file"], r["pos"]): (r["id"], r["_row_id"], r["_last_updated_sequence_number"]) for r in rows}
+    out = {(r["file"], r["pos"]): (r["id"], r["_row_id"], r["_last_updated_sequence_number"])
+           for r in rows}
     assert len(out) == len(rows)
     return out
 
@@ -189,19 +195,22 @@ def java_rows(uri, ident, ref="main"):
 def spark_rows(spark, ident, ref=None):
     """The same as Spark reads them (`ref`: a branch, read as lake.<ns>.<table>.branch_<ref>)."""
     table = f"{CATALOG}.{ident}" + (f".branch_{ref}" if ref else "")
-    rows = spark.sql(f"SELECT id, _row_id, _last_updated_sequence_number, _file, _pos FROM {table}").collect()
-    out = {(r["_file"], r["_pos"]): (r["id"], r["_row_id"], r["_last_updated_sequence_number"]) for r in rows}
+    rows = spark.sql("SELECT id, _row_id, _last_updated_sequence_number, _file, _pos "
+                     f"FROM {table}").collect()
+    out = {(r["_file"], r["_pos"]): (r["id"], r["_row_id"], r["_last_updated_sequence_number"])
+           for r in rows}
     assert len(out) == len(rows)
     return out
 
 
 def check_readers(spark, uri, ident, ref="main"):
-    """Spark and Iceberg Java both read exactly the prediction; returns it."""
+    """Spark and Iceberg Java both read exactly the prediction; returns (Spark's rows, the
+    prediction)."""
     predicted = predict(uri, ident, ref)
     got = spark_rows(spark, ident, None if ref == "main" else ref)
     assert {k: v[1:] for k, v in got.items()} == predicted, ref
     assert got == java_rows(uri, ident, ref), ref
-    return got
+    return got, predicted
 
 
 def commit(daemon, ns, name, key, branch=None, staged=(), data_files=()):
@@ -224,12 +233,11 @@ def test_spark_reads_lineage_of_appends_batches_and_a_branch(rest_catalog, daemo
     uri, ns = rest_catalog["uri"], "ns"
     name = "sp_" + uuid.uuid4().hex[:10]
     ident = f"{ns}.{name}"
-    location = peer("create-table", "--uri", uri, "--table", ident, "--format-version", 3)["location"]
+    created = peer("create-table", "--uri", uri, "--table", ident, "--format-version", 3)
     peer("append", "--uri", uri, "--table", ident, "--rows", 3, "--start-id", 0)
-    two = peer("stage", "--uri", uri, "--table", ident, "--files", 2, "--rows", 3, "--start-id", 100,
-               "--manifests", 2)["manifests"]
-    one = peer("stage", "--uri", uri, "--table", ident, "--files", 1, "--rows", 2, "--start-id", 200,
-               "--manifests", 6)["manifests"]
+    stage = ["stage", "--uri", uri, "--table", ident]
+    two = peer(*stage, "--files", 2, "--rows", 3, "--start-id", 100, "--manifests", 2)["manifests"]
+    one = peer(*stage, "--files", 1, "--rows", 2, "--start-id", 200, "--manifests", 6)["manifests"]
 
     main = [commit(daemon, ns, name, "sp-two", staged=two)]
     # The first batch request is held 1 s in the catalog; the other three arrive meanwhile and
@@ -239,25 +247,27 @@ def test_spark_reads_lineage_of_appends_batches_and_a_branch(rest_catalog, daemo
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             first = pool.submit(commit, daemon, ns, name, "sp-b0", staged=one[0:1])
             time.sleep(0.3)
-            rest = [pool.submit(commit, daemon, ns, name, f"sp-b{i}", staged=one[i:i + 1]) for i in range(1, 4)]
+            rest = [pool.submit(commit, daemon, ns, name, f"sp-b{i}", staged=one[i:i + 1])
+                    for i in range(1, 4)]
             batch = [first.result()] + [f.result() for f in rest]
     finally:
         clear_faults(uri)
     assert sorted(r["batch-requests"] for r in batch) == [1, 3, 3, 3], batch
     assert len({r["snapshot-id"] for r in batch[1:]}) == 1
     main += batch
-    a, b = write_parquet(location, list(range(300, 305))), write_parquet(location, list(range(310, 313)))
-    main.append(commit(daemon, ns, name, "sp-df", data_files=[describe(a, list(range(300, 305))),
-                                                              describe(b, list(range(310, 313)))]))
+    ids_a, ids_b = list(range(300, 305)), list(range(310, 313))
+    a, b = write_parquet(created["location"], ids_a), write_parquet(created["location"], ids_b)
+    main.append(commit(daemon, ns, name, "sp-df",
+                       data_files=[describe(a, ids_a), describe(b, ids_b)]))
     branch = commit(daemon, ns, name, "sp-branch", branch="audit", staged=one[4:5])
     assert branch["branch"] == "audit"
     main.append(commit(daemon, ns, name, "sp-last", staged=one[5:6]))
 
     seen = {}
     for ref, receipts in (("main", main), ("audit", main[:-1] + [branch])):
-        got = check_readers(spark, uri, ident, ref)
+        got, predicted = check_readers(spark, uri, ident, ref)
         # Java's 3 rows are in no receipt; everything else is.
-        assert check_receipts(predict(uri, ident, ref), receipts) == len(got) - 3
+        assert check_receipts(predicted, receipts) == len(got) - 3
         assert len(got) == 33
         for i, row_id, _ in got.values():
             assert seen.setdefault(row_id, i) == i  # one id names one row across branches
@@ -274,21 +284,21 @@ def test_spark_reads_lineage_of_an_upgraded_table(rest_catalog, daemon, spark):
     ident = f"{ns}.{name}"
     peer("create-table", "--uri", uri, "--table", ident, "--format-version", 2)
     peer("append", "--uri", uri, "--table", ident, "--rows", 3, "--start-id", 0, "--count", 2)
-    staged = peer("stage", "--uri", uri, "--table", ident, "--files", 1, "--rows", 4, "--start-id", 20,
-                  "--manifests", 2)["manifests"]
+    staged = peer("stage", "--uri", uri, "--table", ident, "--files", 1, "--rows", 4,
+                  "--start-id", 20, "--manifests", 2)["manifests"]
     v2 = commit(daemon, ns, name, "su-v2", staged=staged[0:1])
     assert v2["snapshot-first-row-id"] is None
     status, _, done = http("POST", f"{daemon.url}/v1/namespaces/{ns}/tables/{name}/upgrade",
                            {"format-version": 3, "dry-run": False})
     assert status == 200 and done["status"] == "upgraded", done
 
-    before = check_readers(spark, uri, ident)
+    before, _ = check_readers(spark, uri, ident)
     assert len(before) == 10 and all(v[1:] == (None, None) for v in before.values()), before
 
     v3 = commit(daemon, ns, name, "su-v3", staged=staged[1:2])
     assert v3["snapshot-first-row-id"] == 0
-    after = check_readers(spark, uri, ident)
-    assert check_receipts(predict(uri, ident), [v3]) == 4
+    after, predicted = check_readers(spark, uri, ident)
+    assert check_receipts(predicted, [v3]) == 4
     assert len(after) == 14 and sorted(v[1] for v in after.values()) == list(range(14))
     # The old rows keep their data sequence numbers (1, 2, 3); only the new ones have 4.
     assert sorted({v[2] for v in after.values()}) == [1, 2, 3, 4]
