@@ -4,13 +4,15 @@
 #   apt: compilers, meson/ninja, the daemon's libraries, valgrind, Java 17 + Maven, Python venv,
 #        promtool (package prometheus)
 #   Maven Central: Apache Iceberg 1.11 (REST catalog server, Java reader/writer) -> ~/.m2
-#   PyPI: fastavro, PyIceberg (with pyarrow and SQLite catalog), pytest -> .venv/ (git-ignored)
+#   PyPI: fastavro, PyIceberg (with pyarrow and SQLite catalog), pytest -> .venv/ (git-ignored);
+#         pyspark 4.0 (~400 MB, the Spark reader test) -> the same .venv
+#   Maven Central: Iceberg 1.11's Spark 4.0 runtime jar -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
 #   apt, packaging (tests/package/run.sh): debhelper (dpkg-buildpackage, dh), lintian,
 #     systemd-container (systemd-nspawn boots the throwaway system the .deb is installed in)
 #   Go module proxy: SeaweedFS, built once (~16 min) -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
 #     (needs Go >= 1.26.6 at /usr/local/go/bin or on PATH)
 # With --runtime only what building icecommitd and the quick start need (no clang, clang-format,
-# valgrind, Java or Maven): the compilers, the daemon's libraries and the Python venv.
+# valgrind, Java, Maven or Spark): the compilers, the daemon's libraries and the Python venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +51,12 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import fastavro, pyiceber
 fi
 
 if ! $runtime; then
+    # pyspark is pinned to the Spark line of the runtime jar (iceberg-spark-runtime-4.0_2.13);
+    # reinstalled only when another version (or none) is in the venv.
+    if ! .venv/bin/python -c 'import sys, pyspark; sys.exit(pyspark.__version__ != "4.0.5")' 2>/dev/null; then
+        .venv/bin/pip install -q --disable-pip-version-check "pyspark==4.0.5"
+    fi
+    tests/peers/spark-fetch.sh
     tests/peers/peer.sh --ensure-built
     # The S3 peer of the integration tests: SeaweedFS, because it checks SigV4 strictly (signature
     # and payload hash) and its conditional create (If-None-Match: *) is atomic under races, which
