@@ -37,6 +37,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.function.Function;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.DataFile;
@@ -89,7 +90,7 @@ public final class JavaWriter {
       int formatVersion,
       FileIO io,
       LocationProvider locations,
-      String metadataDir) {}
+      Function<String, String> metadataLocation) {}
 
   /** One answer of icecommitd; status 0 when the connection failed (no answer at all). */
   private record Answer(int status, JsonNode body, String retryAfter) {}
@@ -109,7 +110,8 @@ public final class JavaWriter {
     create.put("name", table);
     create.set("schema", JSON.readTree(SCHEMA));
     create.set("partition-spec", JSON.readTree(SPEC));
-    Answer created = call(http, "POST", url + "/v1/namespaces/" + encode(namespace) + "/tables", create);
+    String tables = url + "/v1/namespaces/" + encode(namespace) + "/tables";
+    Answer created = call(http, "POST", tables, create);
     if (created.status() != 200 && created.status() != 201) {
       fail("create table: " + created.status() + " " + created.body());
     }
@@ -182,12 +184,11 @@ public final class JavaWriter {
         fail("the same request again: " + resent.status() + " " + resent.body());
       }
       JsonNode again = resent.body();
-      boolean same = again.path("snapshot-id").asLong() == receipt.path("snapshot-id").asLong();
-      System.out.println(
-          "the same request again: "
-              + (same ? "same snapshot " : "DIFFERENT SNAPSHOT ")
-              + again.path("snapshot-id").asLong()
-              + ", committed once");
+      long snapshot = again.path("snapshot-id").asLong();
+      if (snapshot != receipt.path("snapshot-id").asLong()) {
+        fail("the same request again: another snapshot " + snapshot + ": " + again);
+      }
+      System.out.println("the same request again: same snapshot " + snapshot + ", committed once");
     }
     cleanUp(target.io(), receipt, manifest, List.of(file.location()), written);
   }
@@ -196,15 +197,14 @@ public final class JavaWriter {
   private static Target fromTable(Table table) {
     TableOperations ops = ((HasTableOperations) table).operations();
     // metadataFileLocation honours write.metadata.path: the staged manifest goes where the
-    // table's own metadata goes, inside what icecommitd accepts.
-    String probe = ops.metadataFileLocation("x");
+    // table's own metadata goes.
     return new Target(
         table.schema(),
         table.spec(),
         ops.current().formatVersion(),
         table.io(),
         table.locationProvider(),
-        probe.substring(0, probe.length() - 1));
+        ops::metadataFileLocation);
   }
 
   /**
@@ -214,8 +214,8 @@ public final class JavaWriter {
    */
   private static Target fromAnswer(JsonNode created) throws IOException {
     Schema schema = SchemaParser.fromJson(JSON.writeValueAsString(created.get("schema")));
-    PartitionSpec spec =
-        PartitionSpecParser.fromJson(schema, JSON.writeValueAsString(created.get("partition-spec")));
+    String specJson = JSON.writeValueAsString(created.get("partition-spec"));
+    PartitionSpec spec = PartitionSpecParser.fromJson(schema, specJson);
     String location = created.get("location").asText();
     ResolvingFileIO io = new ResolvingFileIO();
     io.setConf(hadoopConf());
@@ -226,7 +226,7 @@ public final class JavaWriter {
         created.get("format-version").asInt(),
         io,
         LocationProviders.locationsFor(location, Map.of()),
-        location + "/metadata/");
+        name -> location + "/metadata/" + name);
   }
 
   /**
@@ -239,7 +239,7 @@ public final class JavaWriter {
     return conf;
   }
 
-  /** S3FileIO properties from the AWS_* variables any AWS tool reads (examples/python/storage.py). */
+  /** S3FileIO properties from the AWS_* variables AWS tools read (examples/python/storage.py). */
   private static Map<String, String> s3Properties() {
     Map<String, String> env = System.getenv();
     Map<String, String> props = new HashMap<>();
@@ -304,7 +304,7 @@ public final class JavaWriter {
    * sequence numbers and first_row_id are inherited from the snapshot icecommitd commits.
    */
   private static String stageManifest(Target target, List<DataFile> files) throws IOException {
-    String location = target.metadataDir() + "staged-" + UUID.randomUUID() + "-m0.avro";
+    String location = target.metadataLocation().apply("staged-" + UUID.randomUUID() + "-m0.avro");
     ManifestWriter<DataFile> writer =
         ManifestFiles.write(
             target.formatVersion(), target.spec(), target.io().newOutputFile(location), null);
@@ -345,15 +345,24 @@ public final class JavaWriter {
             .header("Content-Type", "application/json")
             .method(method, HttpRequest.BodyPublishers.ofString(body.toString()))
             .build();
+    HttpResponse<String> response;
     try {
-      HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
-      String text = response.body();
-      return new Answer(
-          response.statusCode(),
-          text.isEmpty() ? JSON.createObjectNode() : JSON.readTree(text),
-          response.headers().firstValue("Retry-After").orElse(null));
+      response = http.send(request, HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
       return new Answer(0, JSON.createObjectNode().put("error", e.toString()), null);
+    }
+    return new Answer(
+        response.statusCode(),
+        parseBody(response.body()),
+        response.headers().firstValue("Retry-After").orElse(null));
+  }
+
+  /** icecommitd answers JSON; anything else (a proxy's error page) is kept as text. */
+  private static JsonNode parseBody(String text) {
+    try {
+      return text.isEmpty() ? JSON.createObjectNode() : JSON.readTree(text);
+    } catch (IOException e) {
+      return JSON.createObjectNode().put("text", text);
     }
   }
 
