@@ -3,7 +3,8 @@
 # Installs everything icecommit's build and tests use, on Debian 12, as root. Idempotent.
 #   apt: compilers, meson/ninja, the daemon's libraries, valgrind, Java 17 + Maven, Python venv,
 #        promtool (package prometheus)
-#   Maven Central: Apache Iceberg 1.11 (REST catalog server, Java reader/writer) -> ~/.m2
+#   Maven Central: Apache Iceberg 1.11 (REST catalog server, Java reader/writer, examples/java)
+#                  -> ~/.m2
 #   PyPI: fastavro, PyIceberg (with pyarrow and SQLite catalog), pytest -> .venv/ (git-ignored);
 #         pyspark 4.0 (~400 MB, the Spark reader test) -> the same .venv
 #   Maven Central: Iceberg 1.11's Spark 4.0 runtime jar -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
@@ -58,6 +59,9 @@ if ! $runtime; then
     fi
     tests/peers/spark-fetch.sh
     tests/peers/peer.sh --ensure-built
+    # examples/java (the peers' versions, so mostly in ~/.m2 already): built once here, which
+    # fetches what it needs, so that tests/integration/test_examples.py builds it offline.
+    mvn -B -q -f examples/java/pom.xml package
     # The S3 peer of the integration tests: SeaweedFS, because it checks SigV4 strictly (signature
     # and payload hash) and its conditional create (If-None-Match: *) is atomic under races, which
     # the daemon's S3 commits rely on. Built from source (no Docker), cached by pseudo-version.

@@ -2,7 +2,8 @@
 /* Data manifests for described files (see manifest_write.h). The entry schema is Java's
  * (proto/manifest_entry_v*.avsc, taken from manifests Iceberg Java wrote); the partition
  * record r102 is built like AvroSchemaUtil.convert(spec.partitionType()): one optional field
- * per partition field, field-id = partition field id, typed by the transform's result. */
+ * per partition field, field-id = partition field id, typed by the transform's result (fixed
+ * as bytes: see partition_avro_type()). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -52,8 +53,17 @@ static char *avro_compatible_name(const char *name) {
         return out;
 }
 
-/* The Avro type of a partition value (TypeToSchema.java). Named types (fixed) are defined once
- * per schema and referred to by name afterwards, as Avro requires. */
+/* The Avro type of a partition value (TypeToSchema.java), except for fixed[L]. Named types
+ * (uuid, decimal) are defined once per schema and referred to by name afterwards, as Avro
+ * requires.
+ *
+ * fixed[L] is declared "bytes", not Java's fixed_L: Iceberg Java 1.11 (and earlier) writes a
+ * fixed partition value with a length prefix under its fixed_L schema, and its reader expects
+ * that prefix (InternalReader reads Avro fixed as bytes; apache/iceberg#17501). So it cannot
+ * read a fixed_L value written as the Avro spec says (it takes the first byte for a length and
+ * fails further on), while spec readers (fastavro, PyIceberg) cannot read Java's. An Avro bytes
+ * value is the same bytes to both, and both give it back as the fixed[L] partition value (the
+ * partition type comes from the spec, the field from its field-id). */
 static json_t *partition_avro_type(const IcebergType *t, json_t *defined_names) {
         char name[64];
         json_t *fixed;
@@ -72,6 +82,7 @@ static json_t *partition_avro_type(const IcebergType *t, json_t *defined_names) 
         case ICEBERG_TYPE_STRING:
                 return json_string("string");
         case ICEBERG_TYPE_BINARY:
+        case ICEBERG_TYPE_FIXED:
                 return json_string("bytes");
         case ICEBERG_TYPE_DATE:
                 return json_pack("{s:s, s:s}", "type", "int", "logicalType", "date");
@@ -91,11 +102,6 @@ static json_t *partition_avro_type(const IcebergType *t, json_t *defined_names) 
                 (void)snprintf(name, sizeof(name), "uuid_fixed");
                 fixed = json_pack("{s:s, s:s, s:i, s:s}", "type", "fixed", "name", name, "size", 16,
                                   "logicalType", "uuid");
-                break;
-        case ICEBERG_TYPE_FIXED:
-                (void)snprintf(name, sizeof(name), "fixed_%d", t->length);
-                fixed = json_pack("{s:s, s:s, s:i}", "type", "fixed", "name", name, "size",
-                                  t->length);
                 break;
         case ICEBERG_TYPE_DECIMAL:
                 (void)snprintf(name, sizeof(name), "decimal_%d_%d", t->precision, t->scale);
@@ -241,9 +247,9 @@ static int set_partition_value(avro_value_t *v, const IcebergType *t, const Buf 
                                                  b->len + 1);
         }
         case ICEBERG_TYPE_BINARY:
+        case ICEBERG_TYPE_FIXED:
                 return avro_value_set_bytes(v, b->data ? b->data : (uint8_t *)"", b->len);
         case ICEBERG_TYPE_UUID:
-        case ICEBERG_TYPE_FIXED:
                 return avro_value_set_fixed(v, b->data, b->len);
         case ICEBERG_TYPE_DECIMAL:
                 size = decimal_required_bytes(t->precision);
