@@ -107,13 +107,13 @@ static void history_receipt_build_work(uv_work_t *w) {
                 .key = h->key,
                 .namespace = h->namespace,
                 .table = h->table,
-                .branch = h->branch ? h->branch : "main",
+                .branch = h->branch,
                 .snapshot_id = h->entry.snapshot_id,
                 .sequence_number = h->entry.sequence_number,
                 .has_first_row_id = h->entry.has_first_row_id,
                 .first_row_id = h->entry.first_row_id,
                 .n_requests = h->entry.n_requests,
-                .attempt = h->has_record ? h->entry.attempt : 1,
+                .attempt = h->has_record ? h->entry.attempt : 0,
         };
 
         if (h->has_record && h->status == 0 && h->fail_status == 0) {

@@ -371,13 +371,13 @@ typedef struct ReceiptSource {
         const char *key;         /* as the writer sent it */
         const json_t *namespace; /* its levels, a JSON array */
         const char *table;
-        const char *branch;
+        const char *branch; /* NULL: not recorded */
         int64_t snapshot_id;
         int64_t sequence_number;
         bool has_first_row_id; /* a v3 snapshot */
         int64_t first_row_id;
         size_t n_requests;                   /* in the snapshot */
-        unsigned attempt;                    /* the attempt that built it */
+        unsigned attempt;                    /* the attempt that built it; 0: not recorded */
         bool has_manifests;                  /* false: the request's manifests are not known */
         const ManifestFile *manifests;       /* the request's list entries, in list order */
         const StagedManifest *const *staged; /* their entries, the same order */

@@ -70,15 +70,16 @@ static json_t *receipt_manifests(const ReceiptSource *s) {
 json_t *receipt_from(const ReceiptSource *s) {
         _cleanup_(json_decrefp) json_t *receipt = NULL;
 
-        receipt =
-                json_pack("{s:s, s:s, s:O, s:s, s:s, s:I, s:I, s:o, s:I, s:i}", "idempotency-key",
-                          s->key, "status", "committed", "namespace", s->namespace, "table",
-                          s->table, "branch", s->branch, "snapshot-id", (json_int_t)s->snapshot_id,
-                          "sequence-number", (json_int_t)s->sequence_number,
-                          "snapshot-first-row-id",
-                          s->has_first_row_id ? json_integer(s->first_row_id) : json_null(),
-                          "batch-requests", (json_int_t)s->n_requests, "attempts", (int)s->attempt);
-        /* Without its manifests (a snapshot recorded before receipts could be rebuilt, or one
+        receipt = json_pack("{s:s, s:s, s:O, s:s, s:s?, s:I, s:I, s:o, s:I, s:o}",
+                            "idempotency-key", s->key, "status", "committed", "namespace",
+                            s->namespace, "table", s->table, "branch", s->branch, "snapshot-id",
+                            (json_int_t)s->snapshot_id, "sequence-number",
+                            (json_int_t)s->sequence_number, "snapshot-first-row-id",
+                            s->has_first_row_id ? json_integer(s->first_row_id) : json_null(),
+                            "batch-requests", (json_int_t)s->n_requests, "attempts",
+                            s->attempt > 0 ? json_integer(s->attempt) : json_null());
+        /* branch and attempts are null, and manifests absent, where a snapshot an older
+         * icecommitd recorded does not say. Without its manifests (such a snapshot, or one
          * whose files are gone) the receipt lists none: the writer deletes nothing. */
         if (receipt && s->has_manifests &&
             json_object_set_new(receipt, "manifests", receipt_manifests(s)) < 0)

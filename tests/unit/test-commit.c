@@ -2063,6 +2063,8 @@ TEST(a_receipt_that_cannot_be_rebuilt_lists_no_manifests_or_is_retried) {
         ASSERT_EQ(third.status, 200);
         ASSERT_TRUE(third.found_in_history);
         ASSERT_TRUE(!json_object_get(third.body, "manifests"));
+        /* Not recorded then: null, never a guess. */
+        ASSERT_TRUE(json_is_null(json_object_get(third.body, "attempts")));
         ASSERT_EQ(json_i64_at(third.body, "snapshot-id"), json_i64_at(a.body, "snapshot-id"));
         ASSERT_EQ(f.cat->n_commits, 1);
         answer_deinit(&a);
