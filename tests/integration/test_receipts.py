@@ -119,7 +119,7 @@ def test_a_retry_through_another_daemon_and_after_a_restart_gets_the_same_receip
         "rc-one": {"idempotency-key": "rc-one", "staged-manifests": [s3["manifest"]]},
         "rc-files": {"idempotency-key": "rc-files", "data-files": [describe(path_df, ids_df)]},
     }
-    a = Daemon(uri, catalog["dir"], {"commit.linger-ms": "1500"})
+    a = Daemon(uri, catalog["dir"], {"commit.linger-ms": "3000"})
     proxy = SwallowingProxy(a.port)
     try:
         seen = {}
