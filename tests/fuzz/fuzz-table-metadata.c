@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: a vN.metadata.json as the embedded filesystem catalog reads it from a warehouse
  * (any engine may have written it): parsed for a commit (iceberg/table.c) and extended by a
- * typical commit request (iceberg/table_update.c), as every commit does. Any input ends in
+ * typical commit request (iceberg/table_update.c), as every commit does, and each snapshot's
+ * request record read (iceberg/snapshot.c). Any input ends in
  * success or an Error, never a crash or a leak; an accepted commit advances next-row-id by the
  * snapshot's added-rows on v3 tables. */
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "iceberg/snapshot.h"
 #include "iceberg/table.h"
 #include "iceberg/table_update.h"
 
@@ -26,6 +28,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
                 (void)table_branch(t, "main", &head, &e);
                 (void)table_current_schema(t);
+                /* Each snapshot's request record, as a retry or GET /v1/commits reads it. */
+                for (size_t i = 0; i < json_array_size(json_object_get(metadata, "snapshots"));
+                     i++) {
+                        const json_t *s = json_array_get(json_object_get(metadata, "snapshots"), i);
+                        static const char *const keys[] = { "a", "p/a", "job-1", "" };
+                        SnapshotRecordEntry r;
+
+                        for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+                                if (snapshot_record_find(s, keys[k], &r) == 0 &&
+                                    (r.n_manifests > INT32_MAX || r.attempt == 0 || !r.branch ||
+                                     !r.manifest_list))
+                                        abort();
+                }
                 t = table_metadata_free(t);
         }
         request =
