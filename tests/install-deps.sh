@@ -10,6 +10,9 @@
 #   Maven Central: Iceberg 1.11's Spark 4.0 runtime jar -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
 #   apt, packaging (tests/package/run.sh): debhelper (dpkg-buildpackage, dh), lintian,
 #     systemd-container (systemd-nspawn boots the throwaway system the .deb is installed in)
+#   Maven Central: Project Nessie 0.99 (server runner jar) and Keycloak 26.5 (server zip), the
+#     second REST catalog and its OAuth2 server -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
+#     (they run on a Java >= 21 found under /usr/lib/jvm; tests/peers/nessie-fetch.sh)
 #   Go module proxy: SeaweedFS, built once (~16 min) -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
 #     (needs Go >= 1.26.6 at /usr/local/go/bin or on PATH)
 # With --runtime only what building icecommitd and the quick start need (no clang, clang-format,
@@ -66,4 +69,7 @@ if ! $runtime; then
     # and payload hash) and its conditional create (If-None-Match: *) is atomic under races, which
     # the daemon's S3 commits rely on. Built from source (no Docker), cached by pseudo-version.
     tests/peers/weed-build.sh
+    # The second real REST catalog (tests/integration/test_catalog_nessie.py) and its OAuth2
+    # server: downloaded once through Maven.
+    tests/peers/nessie-fetch.sh
 fi
