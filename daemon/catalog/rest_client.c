@@ -716,6 +716,9 @@ static void call_on_response(const CurlUvResponse *response, void *userdata) {
                 /* The token expired or was revoked; the server did not act on the request, so
                  * the same request (same Idempotency-Key) goes again, once, with a new token. */
                 call->is_auth_retried = true;
+                log_debug("catalog refused the token http_status=%ld call='%s' "
+                          "token_generation=%" PRIu64 ", fetching a new one and resending",
+                          response->http_status, call_describe(call), call->token_generation);
                 catalog_auth_token_refused(&c->auth, call->token_generation);
                 r = call_submit(call, /* has_fresh_token= */ false);
                 if (r >= 0)

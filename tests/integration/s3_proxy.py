@@ -12,7 +12,11 @@ Kinds: "slowdown" (503 SlowDown, not forwarded), "error-500" (500 InternalError,
 forwarded), "reset" (connection closed before forwarding), "drop" (forwarded, the store acts on
 it, then the connection is closed without an answer), "slow-body" (forwarded, the answer's body
 trickles out one byte every 0.3 s), "expired-token" (400 ExpiredToken, not forwarded),
-"access-denied" (403 AccessDenied, not forwarded)."""
+"access-denied" (403 AccessDenied, not forwarded); any other kind, e.g. "pass", forwards as
+usual (a placeholder that lets rules alternate). Nothing in it is S3-specific: the catalog tests
+put it in front of a REST catalog or a token endpoint too. keep_alive=False answers every request
+with Connection: close, so that a client never reuses a connection (libcurl silently sends a
+request again when a reused connection dies before the answer, which would hide a drop)."""
 import collections
 import http.client
 import http.server
@@ -31,8 +35,9 @@ ERRORS = {
 
 
 class S3FaultProxy:
-    def __init__(self, upstream):
+    def __init__(self, upstream, keep_alive=True):
         parsed = urllib.parse.urlparse(upstream)
+        self.keep_alive = keep_alive
         self.upstream = (parsed.hostname, parsed.port)
         self.rules = []
         self.lock = threading.Lock()
@@ -86,6 +91,9 @@ class S3FaultProxy:
                         self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data) if self.command != "HEAD" else
                                                        resp.getheader("Content-Length", "0")))
+                if not proxy.keep_alive:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
                 self.end_headers()
                 if self.command == "HEAD":
                     return

@@ -7,6 +7,8 @@
 # REALM_JSON (default tests/peers/nessie/iceberg-realm.json) is imported at start: realm "iceberg",
 # its token endpoint http://127.0.0.1:PORT/realms/iceberg/protocol/openid-connect/token.
 # The distribution is unpacked into DIR/keycloak (one per DIR: Keycloak writes into its home).
+# Tokens name http://127.0.0.1:PORT/realms/R as their issuer whatever Host they were asked
+# through (a counting proxy in front of the token endpoint does not change it).
 # State in DIR: keycloak/, keycloak.log, keycloak.pid. The management interface (health, metrics)
 # is off. Idempotent: if the server recorded in DIR/keycloak.pid is alive and answers, does
 # nothing. Waits up to KEYCLOAK_START_TIMEOUT (180) s for the realm's OpenID configuration; on
@@ -71,7 +73,7 @@ cp "$REALM" "$HOME_DIR/data/import/realm.json"
 # recorded pid reaches the server either way (kc.sh forwards it).
 JAVA_HOME="$(dirname "$(dirname "$JAVA")")" JAVA_OPTS_KC_HEAP="-Xms64m -Xmx512m" \
   nohup "$HOME_DIR/bin/kc.sh" start-dev --db=dev-mem --http-host=127.0.0.1 --http-port="$PORT" \
-  --hostname-strict=false --health-enabled=false --metrics-enabled=false --import-realm \
+  --hostname="http://127.0.0.1:$PORT" --health-enabled=false --metrics-enabled=false --import-realm \
   </dev/null >>"$LOG" 2>&1 &
 PID=$!
 echo "$PID" >"$PIDFILE"
