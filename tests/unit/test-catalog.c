@@ -1083,8 +1083,9 @@ TEST(rest_catalog_oauth2_client_credentials) {
  *
  * Dropped with the scripted peer these cases replace: the one resend after a 401/419 with a
  * fresh token (same Idempotency-Key). The real server never checks bearer tokens, so no real
- * peer refuses one, and an imitation of a catalog is not a peer. The token fetch itself is
- * covered by rest_catalog_oauth2_client_credentials. Also dropped: /v1/config answering 503
+ * peer refuses one here, and an imitation of a catalog is not a peer; Project Nessie does, in
+ * tests/integration/test_catalog_nessie.py. The token fetch itself is covered by
+ * rest_catalog_oauth2_client_credentials. Also dropped: /v1/config answering 503
  * while "starting" (the real server only listens once it is ready), and checks of the exact
  * request lines and headers on the wire (the real server does not report them; the injector
  * reports the Idempotency-Key, see rest_catalog_headers_keepalive). */
