@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import time
 import urllib.error
@@ -85,7 +86,10 @@ def nessie(_s3_server):
                "log": os.path.join(workdir, "nessie.log"), "s3": s3, "peer_env": peer_env,
                "settings": settings}
     finally:
-        subprocess.run([os.path.join(PEERS, "nessie-stop.sh"), workdir], check=False, timeout=120)
+        stopped = subprocess.run([os.path.join(PEERS, "nessie-stop.sh"), workdir], check=False, timeout=120)
+        if stopped.returncode == 0:
+            # The unpacked Keycloak (175 MB); the logs stay.
+            shutil.rmtree(os.path.join(workdir, "keycloak"), ignore_errors=True)
 
 
 def new_table(nessie, prefix):
