@@ -10,9 +10,11 @@ commit log), which the exactly-once checks take into account (docs/operations.md
 means for writers' retries).
 
 The scenarios: an append read back by Iceberg Java; a retried key answered from memory and, by
-another daemon, from the table; answers lost after Nessie applied the commit (a proxy forwards
-the commit and resets the connection) while writers give up early and retry; a race with Iceberg
-Java appending directly (real 409s); and a token that Nessie refuses mid-run: quarkus-oidc's
+another daemon, from the table, and refused (not committed twice) by a third once Nessie no
+longer lists its snapshot; answers lost after Nessie applied the commit (a proxy forwards the
+commit and resets the connection) while writers give up early and retry; a race with Iceberg
+Java appending directly (real 409s; Java makes the table's first commit, which Nessie does not
+guard: pinned by its own test); and a token that Nessie refuses mid-run: quarkus-oidc's
 token age limit (AGE_S) is far below the lifetime Keycloak gives icecommitd's tokens, so the
 daemon, which trusts expires_in, sends a token Nessie calls expired, gets a 401, fetches a new
 one and sends the same commit again."""
