@@ -137,7 +137,7 @@ static void history_receipt_build_work(uv_work_t *w) {
                 }
         }
         s.has_manifests = h->has_record && h->status == 0;
-        if (s.has_manifests) {
+        if (s.has_manifests && h->entry.n_manifests > 0) {
                 s.manifests = &h->files[h->entry.list_offset];
                 s.staged = (const StagedManifest *const *)h->staged;
                 s.n_manifests = h->entry.n_manifests;
