@@ -617,6 +617,14 @@ static void fixture_init(Fixture *f) {
                                     f->catalog, f->metrics, &f->engine));
 }
 
+/* A new engine for f's config (an idle one, or one stopped): its registry and table state are
+ * made with it. */
+static void fixture_renew_engine(Fixture *f) {
+        f->engine = commit_engine_free(f->engine);
+        ASSERT_OK(commit_engine_new(&f->loop, &f->config->commit, &f->config->storage, f->storage,
+                                    f->catalog, f->metrics, &f->engine));
+}
+
 static void fixture_stop(Fixture *f) {
         ASSERT_TRUE(!f->is_stopping);
         f->is_stopping = true;
@@ -1898,9 +1906,7 @@ TEST(a_retried_key_is_found_in_the_adopted_state_without_a_load) {
         fixture_init(&f);
         /* Answers are not remembered (the registry is made with the engine): the table is. */
         f.config->commit.receipt_cache_size = 0;
-        f.engine = commit_engine_free(f.engine);
-        ASSERT_OK(commit_engine_new(&f.loop, &f.config->commit, &f.config->storage, f.storage,
-                                    f.catalog, f.metrics, &f.engine));
+        fixture_renew_engine(&f);
         fixture_stage(&f, "a", rows, 1, staged);
         fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
         RUN_UNTIL(&f, a.done);
@@ -1929,10 +1935,8 @@ TEST(a_retried_key_is_found_in_the_adopted_state_without_a_load) {
 static void fixture_restart(Fixture *f) {
         fixture_stop(f);
         RUN_UNTIL(f, f->is_stopped);
-        f->engine = commit_engine_free(f->engine);
         f->is_stopping = f->is_stopped = false;
-        ASSERT_OK(commit_engine_new(&f->loop, &f->config->commit, &f->config->storage, f->storage,
-                                    f->catalog, f->metrics, &f->engine));
+        fixture_renew_engine(f);
 }
 
 /* Every request of a batch, retried after a restart or asked for with GET /v1/commits/{key},
@@ -2025,9 +2029,7 @@ TEST(a_receipt_that_cannot_be_rebuilt_lists_no_manifests_or_is_retried) {
 
         fixture_init(&f);
         f.config->commit.receipt_cache_size = 0;
-        f.engine = commit_engine_free(f.engine);
-        ASSERT_OK(commit_engine_new(&f.loop, &f.config->commit, &f.config->storage, f.storage,
-                                    f.catalog, f.metrics, &f.engine));
+        fixture_renew_engine(&f);
         fixture_stage(&f, "a", rows, 1, sa);
         fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
         RUN_UNTIL(&f, a.done);
