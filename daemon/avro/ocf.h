@@ -101,6 +101,9 @@ int ocf_reader_scan_block(OcfReader *r, OcfBlock *ret_block, Error *e);
 int ocf_reader_inflate_block(const OcfReader *r, const OcfBlock *block, Buf *out, Error *e);
 /* Where the file's first block starts: the header's length. */
 size_t ocf_reader_data_offset(const OcfReader *r);
+/* The file the reader reads (borrowed) and its sync marker (OCF_SYNC_LEN bytes, borrowed). */
+Slice ocf_reader_bytes(const OcfReader *r);
+const uint8_t *ocf_reader_sync(const OcfReader *r);
 
 /* Decodes the next datum, loading blocks as needed. Returns 1 and a value borrowed from the
  * reader (valid until the next call), 0 at the end of the file, or <0 with the reason. The
@@ -145,6 +148,12 @@ int ocf_writer_end_block(OcfWriter *w);
 int ocf_writer_append_block(OcfWriter *w, int64_t count, Slice stored);
 /* Datums and encoded bytes in the block being filled. */
 void ocf_writer_pending(const OcfWriter *w, int64_t *ret_count, size_t *ret_bytes);
+/* Appends to *out the file r reads with n_extra more header metadata pairs after its own: the
+ * same magic, pairs (in their order, as stored), sync marker and blocks, byte for byte, so that
+ * every datum reads the same. Returns 0, -EEXIST when the file has a key of extra already,
+ * -EINVAL for an "avro.*" key, -E2BIG when *out would pass its maximum, -ENOMEM; *out is left
+ * as it was on failure. */
+int ocf_writer_copy_with_meta(const OcfReader *r, const OcfMeta *extra, size_t n_extra, Buf *out);
 /* Appends the whole file (header, then the blocks) to *out. The writer is spent afterwards
  * (-EBUSY on further calls). Returns 0, -E2BIG when *out would pass its maximum, -ENOMEM. */
 int ocf_writer_finish(OcfWriter *w, Buf *out);

@@ -716,6 +716,14 @@ size_t ocf_reader_data_offset(const OcfReader *r) {
         return r->data_offset;
 }
 
+Slice ocf_reader_bytes(const OcfReader *r) {
+        return r->bytes;
+}
+
+const uint8_t *ocf_reader_sync(const OcfReader *r) {
+        return r->sync;
+}
+
 int ocf_reader_read(OcfReader *r, avro_value_t **ret_value, Error *e) {
         uint64_t block;
         DatumCheck dc;

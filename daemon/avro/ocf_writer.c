@@ -328,6 +328,52 @@ static int ocf_writer_write_header(OcfWriter *w, Buf *out) {
         return r;
 }
 
+int ocf_writer_copy_with_meta(const OcfReader *r, const OcfMeta *extra, size_t n_extra, Buf *out) {
+        const size_t n_meta = ocf_reader_n_meta(r), start = out->len;
+        const Slice file = ocf_reader_bytes(r);
+        const size_t data = ocf_reader_data_offset(r);
+        int rr = 0;
+
+        for (size_t i = 0; i < n_extra; i++) {
+                if (strncmp(extra[i].key, "avro.", 5) == 0)
+                        return -EINVAL;
+                if (ocf_reader_meta(r, extra[i].key).ptr)
+                        return -EEXIST;
+        }
+        /* The map as one block, as the writer writes its own: the reader took the pairs of
+         * every block of the original, and a pair's meaning does not depend on its block. */
+        rr = buf_append(out, OCF_MAGIC, OCF_MAGIC_LEN);
+        if (rr >= 0)
+                rr = buf_append_long(out, (int64_t)(n_meta + n_extra));
+        for (size_t i = 0; rr >= 0 && i < n_meta + n_extra; i++) {
+                const char *key;
+                Slice value;
+
+                if (i < n_meta)
+                        ocf_reader_meta_at(r, i, &key, &value);
+                else {
+                        key = extra[i - n_meta].key;
+                        value = extra[i - n_meta].value;
+                }
+                rr = buf_append_avro_bytes(out, key, strlen(key));
+                if (rr >= 0)
+                        rr = buf_append_avro_bytes(out, value.ptr, value.len);
+        }
+        if (rr >= 0)
+                rr = buf_append_long(out, 0);
+        if (rr >= 0)
+                rr = buf_append(out, ocf_reader_sync(r), OCF_SYNC_LEN);
+        if (rr >= 0)
+                rr = buf_append(out, file.ptr + data, file.len - data);
+        if (rr < 0) {
+                out->len = start;
+                if (out->data)
+                        out->data[start] = 0;
+                return rr;
+        }
+        return 0;
+}
+
 int ocf_writer_finish(OcfWriter *w, Buf *out) {
         size_t start = out->len;
         int r;

@@ -458,7 +458,7 @@ static int batch_assemble_list(Batch *b) {
                 j->list_offset = n;
                 for (size_t k = 0; k < j->n_manifests; k++) {
                         r = manifest_file_from_staged(j->manifests[k],
-                                                      data_files_manifest_location(j, k),
+                                                      owned_manifest_location(j, k),
                                                       j->manifest_lengths[k], &b->list[n]);
                         if (r < 0) {
                                 b->n_list = n;
@@ -513,7 +513,7 @@ static int batch_assemble_list(Batch *b) {
 static void batch_describe(const Job *j, size_t k, char *out, size_t size) {
         if (k < j->writer->request->n_manifests)
                 (void)snprintf(out, size, "staged-manifests[%zu] '%s'", k,
-                               data_files_manifest_location(j, k));
+                               j->writer->request->manifests[k]);
         else
                 (void)snprintf(out, size, "'data-files'");
 }
@@ -534,30 +534,46 @@ static int batch_compare_strings(const void *a, const void *b) {
 static int batch_find_repeats(Batch *b) {
         _cleanup_(duplicates_deinit) Duplicates manifests = { 0 }, files = { 0 };
         _cleanup_(freep) const char **bases = NULL;
+        _cleanup_(freep) char(*ids)[OWNED_COPY_ID_MAX] = NULL;
         const DuplicatesRef *first, *again;
-        size_t pos = 0, n_bases = 0;
+        size_t pos = 0, n_bases = 0, n_ids = 0;
         int r = 0, found = 0;
 
-        /* Manifests: the parent's (owner 0, so they sort first; in the list after the staged
-         * ones) against the staged ones. A parent may list 100,000 manifests and the batch a
-         * few: only the parent's entries whose last path component is a staged one's are
-         * compared, spelled canonically (which never changes a file's last component). */
-        bases = calloc(b->n_staged + 1, sizeof(*bases));
-        if (!bases)
+        /* Staged manifests: the parent's entries (owner 0, so they sort first; in the list
+         * after the staged ones) against the batch's. A staged manifest is in the table as
+         * itself (committed by reference) or as a copy of ours, whose name starts with the id of
+         * its staged location (owned.c): both are looked for. A parent may list 100,000
+         * manifests and the batch a few: only the parent's entries whose last path component,
+         * or copy id, is one of the batch's are compared, spelled canonically (which never
+         * changes a file's last component). */
+        bases = calloc(2 * b->n_staged + 1, sizeof(*bases));
+        ids = calloc(b->n_staged + 1, sizeof(*ids));
+        if (!bases || !ids)
                 return -ENOMEM;
         for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
                 for (size_t k = 0; r == 0 && k < b->jobs[i]->writer->request->n_manifests; k++) {
-                        const char *location = data_files_manifest_location(b->jobs[i], k);
+                        const char *location = b->jobs[i]->writer->request->manifests[k];
 
                         bases[n_bases++] = batch_last_component(location);
                         r = duplicates_add(&manifests, location, i + 1, k, 0);
+                        if (r == 0)
+                                r = owned_copy_id(location, ids[n_ids]);
+                        if (r == 0) {
+                                bases[n_bases++] = ids[n_ids];
+                                r = duplicates_add(&manifests, ids[n_ids++], i + 1, k, 0);
+                        }
                 }
         qsort(bases, n_bases, sizeof(*bases), batch_compare_strings);
         for (size_t i = b->n_staged; r == 0 && i < b->n_list; i++) {
                 const char *base = batch_last_component(b->list[i].path);
+                char id[OWNED_COPY_ID_MAX];
 
                 if (bsearch(&base, bases, n_bases, sizeof(*bases), batch_compare_strings))
                         r = duplicates_add(&manifests, b->list[i].path, 0, i, 0);
+                base = id;
+                if (r == 0 && owned_copy_id_of(b->list[i].path, id) &&
+                    bsearch(&base, bases, n_bases, sizeof(*bases), batch_compare_strings))
+                        r = duplicates_add(&manifests, id, 0, i, 0);
         }
         /* Data files: each request's against the others' (within one request: at intake). */
         for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
@@ -1057,7 +1073,10 @@ _printf_(5, 6) static void batch_refuse_job(Batch *b, Job *j, int status, const 
 
 static bool batch_check_manifest(Batch *b, Job *j, size_t k) {
         const StagedManifest *m = j->manifests[k];
-        const char *location = data_files_manifest_location(j, k);
+        /* As the writer named it (icecommitd's copy lies in the metadata directory). */
+        const char *location = k < j->writer->request->n_manifests
+                                       ? j->writer->request->manifests[k]
+                                       : owned_manifest_location(j, k);
         json_t *current;
         bool allow;
 
@@ -1190,12 +1209,10 @@ static void batch_check_jobs(Batch *b, size_t from) {
                                    r->idempotency_key, id);
                         batch_remove_job(b, i);
                         /* Committed by another request with this key (or an attempt of this
-                         * one, which then had no verdict): our own data-files manifest is in
-                         * no snapshot unless an attempt of ours may have landed. */
+                         * one, which then had no verdict): what icecommitd wrote for this one
+                         * is in no snapshot unless an attempt of ours may have landed. */
                         if (!j->may_be_committed)
-                                engine_delete_file_async(b->queue->engine,
-                                                         j->props ? j->props : b->props,
-                                                         TAKE_PTR(j->generated_cleanup));
+                                owned_delete(j, j->props ? j->props : b->props);
                         history_receipt_answer_job(j, done, b->table->location,
                                                    j->props ? j->props : b->props);
                         continue;

@@ -15,12 +15,6 @@
 #include "iceberg/manifest_write.h"
 #include "storage/storage.h"
 
-const char *data_files_manifest_location(const Job *j, size_t k) {
-        const CommitRequest *r = j->writer->request;
-
-        return k < r->n_manifests ? r->manifests[k] : j->generated_location;
-}
-
 /* Sets the job's intake failure: the message, its HTTP status and error type. */
 static int intake_refuse(Job *j, int r, int status) {
         j->intake_status = r == -ENOMEM ? 503 : status;
@@ -189,9 +183,8 @@ int data_files_intake(Job *j, uint64_t max_manifest_bytes) {
         }
         j->manifests[j->n_manifests] = m;
         j->manifest_lengths[j->n_manifests] = (int64_t)out.len;
+        j->owned[j->n_manifests] = (OwnedManifest){ .location = TAKE_PTR(location), .bytes = out };
         j->n_manifests++;
-        j->generated_location = TAKE_PTR(location);
-        j->generated_bytes = out;
         buf_init(&out, 0);
         return 0;
 }

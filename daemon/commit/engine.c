@@ -104,9 +104,7 @@ Job *engine_job_free(Job *j) {
         probe_list_free(j);
         free(j->probe_io);
         free(j->io);
-        free(j->generated_location);
-        buf_deinit(&j->generated_bytes);
-        free(j->generated_cleanup);
+        owned_free(j);
         writer_request_free(j->writer);
         free(j);
         return NULL;
@@ -132,10 +130,10 @@ void engine_job_finish(Job *j, KeyState state, int status, json_t *body) {
         metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, outcome, 1);
         observe_job_finished(j, state, status);
 
-        /* The manifest written for data-files is this job's alone: when the commit is known
-         * not to have happened it goes; an attempt without a verdict may have committed it. */
+        /* What icecommitd wrote for the request is its alone: when the commit is known not to
+         * have happened it goes; an attempt without a verdict may have committed it. */
         if (state == KEY_FAILED && !j->may_be_committed)
-                engine_delete_file_async(e, j->props, TAKE_PTR(j->generated_cleanup));
+                owned_delete(j, j->props);
         registry_finish(e->keys, j->entry, state, status, body);
         j->entry = NULL;
         e->n_queued--;
@@ -344,9 +342,6 @@ static int job_intake_check_repeats(Job *j) {
         }
         j->intake_status = 422;
         j->intake_type = "duplicate-data-file";
-        free(j->generated_location);
-        j->generated_location = NULL;
-        buf_deinit(&j->generated_bytes);
         return error_set(&j->error, -EEXIST,
                          "%s names the same data file as %s: its rows would be committed twice",
                          where_again, where_first);
@@ -374,9 +369,42 @@ static void job_intake_check_rows(Job *j) {
                         rows, max);
         j->intake_status = 422;
         j->intake_type = "too-many-rows";
-        free(j->generated_location);
-        j->generated_location = NULL;
-        buf_deinit(&j->generated_bytes);
+}
+
+/* Thread pool: staged manifest i as read becomes icecommitd's copy (unless
+ * commit.copy-staged-manifests is off), and the copy is what is parsed and checked: the
+ * bytes the table will reference are the bytes validated, whatever the writer does to its
+ * own file afterwards. */
+static int job_intake_parse_staged(Job *j, size_t i, const ManifestLimits *limits) {
+        const CommitRequest *r = j->writer->request;
+        const StorageConfig *storage = j->engine->storage_config;
+        const Buf *bytes = &j->manifest_bytes[i];
+        int rr = 0;
+
+        if (j->engine->config->copy_staged_manifests) {
+                rr = owned_copy_prepare(j, i, buf_slice(bytes), storage->max_manifest_bytes);
+                if (rr == -E2BIG)
+                        rr = -EFBIG; /* the copy would pass storage.max-manifest-bytes: 413 */
+                if (rr >= 0)
+                        bytes = &j->owned[i].bytes;
+        }
+        if (rr >= 0)
+                rr = manifest_staged_parse(buf_slice(bytes), r->manifests[i], limits,
+                                           &j->manifests[i], &j->error);
+        /* Not a copy: a writer's key saying where "its copy" was staged would speak for
+         * icecommitd in the receipts rebuilt from the table. */
+        if (rr >= 0 && !j->owned[i].location && j->manifests[i]->staged_location)
+                rr = error_set(&j->error, -EINVAL,
+                               "the manifest's header has the key '%s', which only icecommitd "
+                               "writes",
+                               MANIFEST_META_STAGED_LOCATION);
+        if (rr < 0) {
+                (void)error_prefix(&j->error, rr, "staged-manifests[%zu] '%s'", i, r->manifests[i]);
+                j->intake_status = rr == -ENOMEM ? 503 : rr == -EFBIG ? 413 : 422;
+                return rr;
+        }
+        j->manifest_lengths[i] = (int64_t)bytes->len;
+        return 0;
 }
 
 /* Thread pool: parse what was read; check and describe the data-files. */
@@ -387,18 +415,11 @@ static void job_intake_work(uv_work_t *w) {
         ManifestLimits limits = { .max_entries = storage->max_manifest_entries };
 
         for (size_t i = 0; i < r->n_manifests; i++) {
-                int rr;
+                int rr = job_intake_parse_staged(j, i, &limits);
 
-                rr = manifest_staged_parse(buf_slice(&j->manifest_bytes[i]), r->manifests[i],
-                                           &limits, &j->manifests[i], &j->error);
-                if (rr < 0) {
-                        (void)error_prefix(&j->error, rr, "staged-manifests[%zu] '%s'", i,
-                                           r->manifests[i]);
-                        j->intake_status = rr == -ENOMEM ? 503 : rr == -EFBIG ? 413 : 422;
-                        return;
-                }
-                j->manifest_lengths[i] = (int64_t)j->manifest_bytes[i].len;
                 buf_deinit(&j->manifest_bytes[i]);
+                if (rr < 0)
+                        return;
                 j->n_manifests = i + 1;
         }
         if (r->n_data_files > 0 && data_files_intake(j, storage->max_manifest_bytes) < 0)
@@ -410,52 +431,10 @@ static void job_intake_work(uv_work_t *w) {
                 (void)probe_plan(j);
 }
 
-static void job_on_generated_written(StorageResult *result, void *userdata) {
-        Job *j = userdata;
-        CommitEngine *e = j->engine;
-        const char *type;
-        int status;
-
-        e->n_in_flight--;
-        buf_deinit(&j->generated_bytes);
-        if (result->status < 0) {
-                /* A half-made object of ours (the name is new) is never left behind. */
-                if (result->status != -EEXIST)
-                        engine_delete_file_async(e, j->props, TAKE_PTR(j->generated_cleanup));
-                status = engine_storage_http_status(result->status, &type, "invalid-data-file");
-                engine_job_fail(j, status == 422 ? 503 : status,
-                                status == 422 ? "storage-unavailable" : type,
-                                "'data-files': cannot write their manifest: %s",
-                                result->error.message);
-        } else
-                job_intake_enqueue(j);
-        engine_maybe_stopped(e);
-}
-
-/* After the probes: writes the manifest of the request's data-files (if any), then queues it. */
-static void job_intake_write_generated(Job *j) {
-        CommitEngine *e = j->engine;
-        StorageContext ctx = engine_storage_context(e, j->props, j->writer->accepted_ns);
-        int r;
-
-        if (!j->generated_location) {
-                job_intake_enqueue(j);
-                return;
-        }
-        j->generated_cleanup = strdup(j->generated_location);
-        if (!j->generated_cleanup) {
-                engine_job_fail(j, 503, "out-of-memory", "out of memory");
-                return;
-        }
-        r = storage_write(e->storage, &ctx, j->generated_location, buf_slice(&j->generated_bytes),
-                          STORAGE_WRITE_IF_ABSENT, job_on_generated_written, j, &j->error);
-        if (r < 0) {
-                free(TAKE_PTR(j->generated_cleanup));
-                engine_job_fail(j, 503, "storage-unavailable",
-                                "'data-files': cannot write their manifest: %s", j->error.message);
-                return;
-        }
-        e->n_in_flight++;
+/* After the probes: writes what icecommitd owns of the request (its copies of the staged
+ * manifests, its data-files' manifest), then queues it. */
+static void job_intake_write_owned(Job *j) {
+        owned_write_start(j, job_intake_enqueue);
 }
 
 static void job_intake_after(uv_work_t *w, int status) {
@@ -478,7 +457,7 @@ static void job_intake_after(uv_work_t *w, int status) {
         else
                 /* The staged manifests' data files exist with their sizes before anything is
                  * written or queued. */
-                probe_start(j, job_intake_write_generated);
+                probe_start(j, job_intake_write_owned);
         engine_maybe_stopped(e);
 }
 
@@ -758,8 +737,9 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                 /* One more slot for the manifest of the request's data-files. */
                 j->manifests = calloc(r->n_manifests + 1, sizeof(*j->manifests));
                 j->manifest_lengths = calloc(r->n_manifests + 1, sizeof(*j->manifest_lengths));
+                j->owned = calloc(r->n_manifests + 1, sizeof(*j->owned));
         }
-        if (!j || !j->manifests || !j->manifest_lengths ||
+        if (!j || !j->manifests || !j->manifest_lengths || !j->owned ||
             registry_add(e->keys, r->key_scope, r->idempotency_key, r->fingerprint, &entry) < 0) {
                 writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
                 return;

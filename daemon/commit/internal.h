@@ -59,6 +59,16 @@ typedef struct Probe {
         int64_t size;           /* its file_size_in_bytes */
 } Probe;
 
+/* A manifest icecommitd writes for one request, once, at intake, under a name no one else
+ * uses (owned.c): its copy of a staged manifest, or the manifest of its data-files. The table
+ * references it, never the writer's file. Owned by its job. */
+typedef struct OwnedManifest {
+        char *location;     /* NULL: not ours (the staged manifest committed by reference) */
+        Buf bytes;          /* its bytes, until written */
+        bool is_on_storage; /* written (or maybe half-written): delete it when the request is
+                             * known not to be committed */
+} OwnedManifest;
+
 /* One accepted writer request. Owned by its queue (pending list) or its batch. */
 struct Job {
         CommitEngine *engine;
@@ -80,12 +90,15 @@ struct Job {
         void (*probes_done)(Job *j);
         IoSlot *io; /* intake reads: manifests, then data-file sizes */
         size_t n_io, n_io_started, n_io_done;
-        int io_status;            /* the first failed read's status, 0 if none */
-        char *generated_location; /* the manifest written for data-files, or NULL */
-        Buf generated_bytes;      /* its bytes, until written */
-        char *generated_cleanup;  /* its location while ours to delete; NULL once handed
-                                   * to deletion */
-        bool may_be_committed;    /* an attempt got no verdict: keep generated_path */
+        int io_status; /* the first failed read's status, 0 if none */
+        /* Per manifest (n_manifests + 1 slots: the staged ones, then the data-files' one):
+         * what icecommitd writes for it at intake, committed in its place. */
+        OwnedManifest *owned;
+        IoSlot *owned_io;
+        size_t n_owned_next, n_owned_started, n_owned_done;
+        int owned_status; /* the first failed write's status, 0 if none */
+        void (*owned_done)(Job *j);
+        bool may_be_committed;    /* an attempt got no verdict: keep what is owned */
         bool resolves_unknown;    /* a retry of a key whose commit got no verdict before */
         int intake_status;        /* HTTP status of an intake failure, 0 if fine */
         bool breaks_lineage;      /* equality deletes on a v3 table, allowed by policy */
@@ -258,14 +271,34 @@ void engine_queue_idle(TableQueue *q);
 /* Calls the stop callback once stopping and nothing is in flight any more. */
 void engine_maybe_stopped(CommitEngine *e);
 
-/* data_files.c */
-/* Location of the job's k-th manifest: a staged one, or the one written for its data-files. */
-const char *data_files_manifest_location(const Job *j, size_t k);
-/* Before the intake reads: refuses data-files outside the table location (nothing is asked of
- * storage for them). On failure sets intake_status/_type and j->error. */
+/* owned.c */
+/* "copy-" and 32 hex digits, and the NUL. */
+#define OWNED_COPY_ID_MAX 38
+/* Where the job's k-th manifest is committed from: icecommitd's copy of a staged one (or the
+ * staged one itself when not copied), or the one written for its data-files. */
+const char *owned_manifest_location(const Job *j, size_t k);
+/* What names a staged manifest's copies (the first 128 bits of the SHA-256 of its canonical
+ * location): "copy-" and 32 hex digits. Returns 0 or -ENOMEM. */
+int owned_copy_id(const char *staged_location, char ret[OWNED_COPY_ID_MAX]);
+/* The copy id a manifest list entry's file name starts with, if it is one of our copies. */
+bool owned_copy_id_of(const char *list_location, char ret[OWNED_COPY_ID_MAX]);
+/* Thread pool: builds icecommitd's copy of staged manifest k (its bytes as read) into
+ * j->owned[k], at most max_bytes, and its new location in the table's metadata directory.
+ * Returns 0, or <0 with the reason in j->error (manifest_staged_copy()'s codes). */
+int owned_copy_prepare(Job *j, size_t k, Slice staged, uint64_t max_bytes);
+/* Loop: writes every owned manifest (create-if-absent), s3.max-concurrent-requests at a time,
+ * then calls done(j); on a failure deletes what was written and answers the job instead. */
+void owned_write_start(Job *j, void (*done)(Job *j));
+/* Deletes the owned manifests that may be on storage: the request is known not committed. */
+void owned_delete(Job *j, const StorageProps *props);
+void owned_free(Job *j);
+
+/* data_files.c */ /* Before the intake reads: refuses data-files outside the table location
+                    * (nothing is asked of storage for them). On failure sets intake_status/_type
+                    * and j->error. */
 int data_files_check_locations(Job *j);
 /* Thread pool: checks the request's data-files against j->table and their sizes on storage
- * (j->file_sizes), builds their manifest into j->generated_bytes (written by the loop after)
+ * (j->file_sizes), builds their manifest into the last of j->owned (written by the loop after)
  * and appends it, parsed, to j->manifests. On failure sets intake_status/_type and j->error. */
 int data_files_intake(Job *j, uint64_t max_manifest_bytes);
 

@@ -220,7 +220,7 @@ static int live_index_lookup(Batch *b) {
                                 if (k < j->writer->request->n_manifests)
                                         (void)snprintf(where, sizeof(where),
                                                        "staged-manifests[%zu] '%s' entry %zu", k,
-                                                       data_files_manifest_location(j, k), e);
+                                                       j->writer->request->manifests[k], e);
                                 else
                                         (void)snprintf(where, sizeof(where), "'data-files'[%zu]",
                                                        e);

@@ -48,7 +48,7 @@ void probe_outside_message(const Job *j, size_t k, size_t e, char *out, size_t s
                 out, size,
                 "staged-manifests[%zu] '%s' entry %zu '%s' is outside the table location '%s' (and "
                 "write.data.path and the table property %s)",
-                k, data_files_manifest_location(j, k), e, m->files[e].path, j->table->location,
+                k, j->writer->request->manifests[k], e, m->files[e].path, j->table->location,
                 TABLE_PROPERTY_ALLOWED_PREFIXES);
 }
 
@@ -120,7 +120,7 @@ static void probe_pump(Job *j);
 static void probe_fail(Job *j, const Probe *p, int status, const char *why) {
         const StagedManifest *m = j->manifests[p->manifest];
         const char *path = m->files[p->entry].path,
-                   *location = data_files_manifest_location(j, p->manifest);
+                   *location = j->writer->request->manifests[p->manifest];
         char message[2048];
         const char *type;
         int http;
@@ -174,7 +174,7 @@ static void probe_on_size(StorageResult *result, void *userdata) {
                 (void)error_set(&j->error, -EBADMSG,
                                 "staged-manifests[%zu] '%s' entry %zu: data file '%s' has %" PRIu64
                                 " bytes, the manifest says %" PRId64,
-                                p->manifest, data_files_manifest_location(j, p->manifest), p->entry,
+                                p->manifest, j->writer->request->manifests[p->manifest], p->entry,
                                 m->files[p->entry].path, result->size, p->size);
         }
         probe_pump(j);

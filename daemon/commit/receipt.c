@@ -50,6 +50,12 @@ static json_t *receipt_manifests(const ReceiptSource *s) {
 
                 if (!o || json_array_append_new(manifests, o) < 0)
                         return NULL;
+                /* The table references icecommitd's copy (location); the writer's own file is
+                 * the writer's again, to delete (docs/exactly-once.md). */
+                if (s->staged[i]->staged_location &&
+                    json_object_set_new(o, "staged-location",
+                                        json_string(s->staged[i]->staged_location)) < 0)
+                        return NULL;
                 if (m->has_first_row_id) {
                         /* Rows get first-row-id + position, in entry order (spec: inheritance). */
                         if (json_object_set_new(o, "first-row-id", json_integer(m->first_row_id)) <

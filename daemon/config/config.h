@@ -87,6 +87,7 @@ typedef struct CommitConfig {
         uint32_t max_snapshot_properties_bytes;
         uint64_t max_rows_per_request; /* added rows one request may claim row ids for */
         bool verify_data_files;        /* size each data file a staged manifest names */
+        bool copy_staged_manifests;    /* commit icecommitd's copy of each staged manifest */
         uint32_t max_verified_files_per_request;
         bool check_parquet_footers;  /* record-count of described Parquet files vs. footer */
         uint32_t parquet_tail_bytes; /* the first read of a Parquet file's end */

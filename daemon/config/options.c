@@ -83,6 +83,8 @@ const ConfigOption config_options[] = {
         OPTION("commit", "max-rows-per-request", OPTION_KIND_U64, commit.max_rows_per_request,
                10000000000ull, 1, 1ull << 62),
         OPTION("commit", "verify-data-files", OPTION_KIND_BOOL, commit.verify_data_files, 1, 0, 1),
+        OPTION("commit", "copy-staged-manifests", OPTION_KIND_BOOL, commit.copy_staged_manifests, 1,
+               0, 1),
         OPTION("commit", "max-verified-files-per-request", OPTION_KIND_U32,
                commit.max_verified_files_per_request, 100000, 1, 10000000),
         OPTION("commit", "check-parquet-footers", OPTION_KIND_BOOL, commit.check_parquet_footers, 1,

@@ -30,6 +30,7 @@ static const char *const config_reloadable[] = {
         "commit.max-snapshot-properties-bytes",
         "commit.max-rows-per-request",
         "commit.verify-data-files",
+        "commit.copy-staged-manifests",
         "commit.max-verified-files-per-request",
         "commit.check-parquet-footers",
         "commit.parquet-tail-bytes",

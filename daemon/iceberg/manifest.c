@@ -50,6 +50,7 @@ StagedManifest *manifest_staged_free(StagedManifest *m) {
                 return NULL;
         free(m->schema_json);
         free(m->partition_spec_json);
+        free(m->staged_location);
         for (size_t i = 0; i < m->n_partitions; i++) {
                 buf_deinit(&m->partitions[i].lower_bound);
                 buf_deinit(&m->partitions[i].upper_bound);
@@ -536,11 +537,16 @@ static int manifest_staged_read_meta(OcfReader *reader, StagedManifest *m, Error
         r = ocf_reader_meta_strdup(reader, "schema", &m->schema_json);
         if (r >= 0)
                 r = ocf_reader_meta_strdup(reader, "partition-spec", &m->partition_spec_json);
+        if (r >= 0)
+                r = ocf_reader_meta_strdup(reader, MANIFEST_META_STAGED_LOCATION,
+                                           &m->staged_location);
         if (r == -ENOMEM)
                 return error_set(e, r, "out of memory");
         if (r < 0)
                 return error_set(e, r,
-                                 "manifest schema or partition-spec metadata contains a NUL byte");
+                                 "manifest schema, partition-spec or %s metadata contains a NUL "
+                                 "byte",
+                                 MANIFEST_META_STAGED_LOCATION);
         /* Both are JSON documents (Java's SchemaParser, PartitionSpecParser): UTF-8. */
         if ((m->schema_json && !utf8_is_valid(m->schema_json, strlen(m->schema_json))) ||
             (m->partition_spec_json &&
@@ -617,6 +623,37 @@ int manifest_staged_parse(Slice bytes, const char *location, const ManifestLimit
                 return location ? error_prefix(e, r, "manifest '%s'", location) : r;
 
         *ret_manifest = TAKE_PTR(m);
+        return 0;
+}
+
+int manifest_staged_copy(Slice bytes, const char *staged_location, Buf *out, Error *e) {
+        _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
+        const OcfMeta added = { .key = (char *)MANIFEST_META_STAGED_LOCATION,
+                                .value = slice_from_str(staged_location) };
+        int r;
+
+        r = ocf_reader_open(bytes, &reader, e);
+        if (r < 0)
+                return r;
+        /* A writer's own icecommit.* key would speak for icecommitd in every receipt rebuilt
+         * from the table. */
+        for (size_t i = 0; i < ocf_reader_n_meta(reader); i++) {
+                const char *key;
+                Slice value;
+
+                ocf_reader_meta_at(reader, i, &key, &value);
+                if (strncmp(key, MANIFEST_META_RESERVED_PREFIX,
+                            strlen(MANIFEST_META_RESERVED_PREFIX)) == 0)
+                        return error_set(e, -EINVAL,
+                                         "the manifest's header has a key under '%s': those "
+                                         "are icecommitd's",
+                                         MANIFEST_META_RESERVED_PREFIX);
+        }
+        r = ocf_writer_copy_with_meta(reader, &added, 1, out);
+        if (r == -E2BIG)
+                return error_set(e, r, "its copy would be larger than %zu bytes", out->max);
+        if (r < 0)
+                return error_set(e, r, "out of memory");
         return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "iceberg/manifest_file.h"
 #include "util/cleanup.h"
+#include "util/buf.h"
 #include "util/error.h"
 #include "util/slice.h"
 
@@ -39,6 +40,9 @@ typedef struct StagedManifest {
         int32_t content;           /* metadata "content": MANIFEST_CONTENT_DATA or _DELETES */
         int32_t partition_spec_id; /* metadata "partition-spec-id" */
         char *schema_json;         /* metadata "schema" (the writer's table schema), may be NULL */
+        /* metadata MANIFEST_META_STAGED_LOCATION: where the writer staged the manifest this one
+         * is icecommitd's copy of (manifest_staged_copy()); NULL for any other manifest */
+        char *staged_location;
         char *partition_spec_json; /* metadata "partition-spec", may be NULL */
         int32_t added_files_count;
         int64_t added_rows_count; /* sum of record_count (deleted rows in a delete manifest) */
@@ -69,6 +73,21 @@ int manifest_staged_parse(Slice bytes, const char *location, const ManifestLimit
                           StagedManifest **ret_manifest, Error *e);
 StagedManifest *manifest_staged_free(StagedManifest *m);
 DEFINE_CLEANUP_FUNC(StagedManifest, manifest_staged_free);
+
+/* The header metadata key of icecommitd's copy of a staged manifest that names where the
+ * writer staged it (docs/design.md section 2.1, step 10), and the prefix of the keys only
+ * icecommitd writes: a writer's manifest carrying one is refused. */
+#define MANIFEST_META_STAGED_LOCATION "icecommit.staged-location"
+#define MANIFEST_META_RESERVED_PREFIX "icecommit."
+
+/* Appends to *out icecommitd's copy of a writer's staged manifest (bytes): the same file, byte
+ * for byte, with MANIFEST_META_STAGED_LOCATION = staged_location added to its header, so that
+ * the table references a file no writer can change and a receipt rebuilt from the table still
+ * names where it was staged. Only the container is read (the caller parses the copy with
+ * manifest_staged_parse(), so that what is checked is what is written). Returns 0, -EBADMSG
+ * (not an Avro container), -EOPNOTSUPP (codec), -EINVAL (a header key under
+ * MANIFEST_META_RESERVED_PREFIX), -E2BIG (past out's maximum), -ENOMEM, the reason in *e. */
+int manifest_staged_copy(Slice bytes, const char *staged_location, Buf *out, Error *e);
 
 /* What a committed manifest holds, by entry status: the file and row counts of its
  * manifest-list entry (field ids 504-506, 512-514). */

@@ -411,6 +411,13 @@ static const char *answer_error_message(const Answer *a) {
         return json_string_value(json_object_get(json_object_get(a->body, "error"), "message"));
 }
 
+/* Where the table holds the i-th manifest a receipt names: icecommitd's copy. */
+static const char *receipt_location(const json_t *receipt, size_t i) {
+        const json_t *m = json_array_get(json_object_get(receipt, "manifests"), i);
+
+        return json_string_value(json_object_get(m, "location"));
+}
+
 static int64_t json_i64_at(const json_t *o, const char *key) {
         const json_t *v = json_object_get(o, key);
 
@@ -842,7 +849,9 @@ TEST(conflict_then_success_rebuilds_only_the_manifest_list) {
         /* Lineage from the new parent's next-row-id, not the first attempt's. */
         ASSERT_EQ(json_i64_at(receipt, "snapshot-first-row-id"), 150);
         m = json_array_get(json_object_get(receipt, "manifests"), 0);
-        ASSERT_STREQ(json_string_value(json_object_get(m, "location")), staged);
+        /* The table references icecommitd's copy, written once at intake: both attempts. */
+        ASSERT_STREQ(json_string_value(json_object_get(m, "staged-location")), staged);
+        ASSERT_CONTAINS(receipt_location(receipt, 0), "/metadata/copy-");
         ASSERT_EQ(json_i64_at(m, "added-rows"), 7);
         ASSERT_EQ(json_i64_at(m, "first-row-id"), 150);
         ASSERT_EQ(json_i64_at(m, "last-row-id"), 156);
@@ -880,17 +889,19 @@ TEST(conflict_then_success_rebuilds_only_the_manifest_list) {
         }
         ASSERT_TRUE(json_is_null(json_array_get(f.cat->keys, 0))); /* no Idempotency-Key support */
 
-        /* A new list, the same staged manifest first, then both foreign ones; the conflicted
-         * attempt's list is deleted (known not committed), the staged manifest is not. */
+        /* A new list, the same copy of the staged manifest first (written once, at intake),
+         * then both foreign ones; the conflicted attempt's list is deleted (known not
+         * committed), the copy and the staged manifest are not. */
         l1 = json_string_value(json_object_get(commit_snapshot(&f, 0), "manifest-list"));
         l2 = json_string_value(json_object_get(commit_snapshot(&f, 1), "manifest-list"));
         ASSERT_TRUE(l1 && l2 && strcmp(l1, l2) != 0);
         settle(&f);
         ASSERT_TRUE(!file_exists(l1));
         ASSERT_TRUE(file_exists(staged));
+        ASSERT_TRUE(file_exists(receipt_location(receipt, 0)));
         list = read_list(l2, &n);
         ASSERT_EQ(n, 3);
-        ASSERT_STREQ(list[0].path, staged);
+        ASSERT_STREQ(list[0].path, receipt_location(receipt, 0));
         ASSERT_TRUE(list[0].has_first_row_id);
         ASSERT_EQ(list[0].first_row_id, 150);
         ASSERT_EQ(list[0].added_snapshot_id, snapshot_id);
@@ -1819,9 +1830,9 @@ TEST(the_next_commit_takes_its_parent_list_from_memory) {
         lb = json_string_value(json_object_get(commit_snapshot(&f, 1), "manifest-list"));
         list = read_list(lb, &n);
         ASSERT_EQ(n, 2);
-        ASSERT_STREQ(list[0].path, sb);
+        ASSERT_STREQ(list[0].path, receipt_location(b.body, 0));
         ASSERT_EQ(list[0].first_row_id, 3);
-        ASSERT_STREQ(list[1].path, sa);
+        ASSERT_STREQ(list[1].path, receipt_location(a.body, 0));
         ASSERT_EQ(list[1].first_row_id, 0);
         ASSERT_EQ(list[1].added_snapshot_id, json_i64_at(a.body, "snapshot-id"));
         list = manifest_list_files_free(list, n);
