@@ -1213,7 +1213,7 @@ static void batch_check_jobs(Batch *b, size_t from) {
                          * is in no snapshot unless an attempt of ours may have landed. */
                         if (!j->may_be_committed)
                                 owned_delete(j, j->props ? j->props : b->props);
-                        history_receipt_answer_job(j, done, b->table->location,
+                        history_receipt_answer_job(j, done, b->table,
                                                    j->props ? j->props : b->props);
                         continue;
                 }

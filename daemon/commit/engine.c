@@ -903,6 +903,7 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
                         .namespace = l->namespace,
                         .table = l->table,
                         .root = t->location,
+                        .metadata_dir = t->metadata_dir,
                 };
 
                 r = storage_props_new(result->properties, result->body, &props, &error);

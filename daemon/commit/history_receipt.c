@@ -22,7 +22,8 @@
 struct HistoryReceipt {
         CommitEngine *engine;
         StorageProps *props;
-        char *root;                /* the table location: every read stays beneath it */
+        char *root;                /* the table location: every read stays beneath it... */
+        char *metadata_dir;        /* ... or beneath this, where our own manifests lie */
         uint64_t started_ns;       /* its reads' deadline: commit.total-timeout-ms from here */
         SnapshotRecordEntry entry; /* strings below, owned */
         bool has_record;
@@ -48,6 +49,7 @@ static HistoryReceipt *history_receipt_free(HistoryReceipt *h) {
                 return NULL;
         storage_props_free(h->props);
         free(h->root);
+        free(h->metadata_dir);
         free(h->key);
         free(h->table);
         free(h->branch);
@@ -234,6 +236,7 @@ static void history_receipt_list_after(uv_work_t *w, int status) {
         HistoryReceipt *h = w->data;
         CommitEngine *e = h->engine;
         _cleanup_(freep) const char **locations = NULL;
+        bool is_ours = true;
         StorageContext ctx;
         int r;
 
@@ -253,10 +256,16 @@ static void history_receipt_list_after(uv_work_t *w, int status) {
                 history_receipt_finish(h);
                 return;
         }
-        for (size_t i = 0; i < h->entry.n_manifests; i++)
+        for (size_t i = 0; i < h->entry.n_manifests; i++) {
                 locations[i] = h->files[h->entry.list_offset + i].path;
+                if (!h->metadata_dir || !storage_location_is_within(locations[i], h->metadata_dir))
+                        is_ours = false;
+        }
         ctx = engine_storage_context(e, h->props, h->started_ns);
-        ctx.root = h->root;
+        /* icecommitd's copies and data-files manifests lie in the metadata directory, which
+         * write.metadata.path may put outside the table location; a writer's staged manifest
+         * (committed by reference) beneath the location. */
+        ctx.root = is_ours ? h->metadata_dir : h->root;
         r = storage_read_many(e->storage, &ctx, locations, h->entry.n_manifests,
                               e->storage_config->max_manifest_bytes,
                               e->storage_config->s3.max_concurrent_requests,
@@ -324,6 +333,7 @@ int history_receipt_start(CommitEngine *e, const HistoryReceiptArgs *a, HistoryR
         h->branch = strdup_or_null(h->entry.branch, &ok);
         h->list_location = strdup_or_null(h->entry.manifest_list, &ok);
         h->root = strdup_or_null(a->root, &ok);
+        h->metadata_dir = strdup_or_null(a->metadata_dir, &ok);
         h->entry.branch = NULL;
         h->entry.manifest_list = NULL; /* both borrowed from the snapshot: the copies above */
         h->namespace = json_deep_copy(a->namespace);
@@ -370,7 +380,7 @@ static void history_receipt_on_job(json_t *receipt, int status, const Error *err
         engine_job_finish(j, KEY_COMMITTED, 200, receipt);
 }
 
-void history_receipt_answer_job(Job *j, const json_t *snapshot, const char *root,
+void history_receipt_answer_job(Job *j, const json_t *snapshot, const TableMetadata *t,
                                 const StorageProps *props) {
         const CommitRequest *r = j->writer->request;
         _cleanup_(json_decrefp) json_t *ns = request_target_namespace_json(&r->target);
@@ -380,7 +390,8 @@ void history_receipt_answer_job(Job *j, const json_t *snapshot, const char *root
                 .key = r->idempotency_key,
                 .namespace = ns,
                 .table = r->target.table,
-                .root = root,
+                .root = t->location,
+                .metadata_dir = t->metadata_dir,
                 .props = props,
         };
         int rr = ns ? history_receipt_start(j->engine, &a, history_receipt_on_job, j) : -ENOMEM;

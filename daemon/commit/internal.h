@@ -431,7 +431,8 @@ typedef struct HistoryReceiptArgs {
         const char *key;          /* as the writer sent it */
         const json_t *namespace;  /* the table's namespace levels, a JSON array */
         const char *table;
-        const char *root; /* the table location, which the request's manifests lie beneath */
+        const char *root;         /* the table location, which staged manifests lie beneath */
+        const char *metadata_dir; /* the table's, which icecommitd's own manifests lie beneath */
         const StorageProps *props;
 } HistoryReceiptArgs;
 /* Called once from the loop: the receipt (owned), or NULL with a retryable failure (status <0,
@@ -448,7 +449,7 @@ int history_receipt_start(CommitEngine *e, const HistoryReceiptArgs *a, HistoryR
 #define HISTORY_RECEIPT_HEADER "Icecommit-Found-In-History"
 /* Answers job j (taken; out of every queue and batch) with the receipt of its key, which
  * snapshot records: 200 with HISTORY_RECEIPT_HEADER, or 503 when it cannot be read now. */
-void history_receipt_answer_job(Job *j, const json_t *snapshot, const char *root,
+void history_receipt_answer_job(Job *j, const json_t *snapshot, const TableMetadata *t,
                                 const StorageProps *props);
 
 /* list_cache.c */

@@ -4,6 +4,7 @@
  * no verdict, held until the test lets it go): conflicts, unknown outcomes, shutdown in every
  * state, backoff bounds, group-commit limits, queue overflow. No sleeps: the loop runs until a
  * condition holds, a bounded number of turns. */
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -16,7 +17,9 @@
 #include "commit/key_index.h"
 #include "config/config.h"
 #include "iceberg-fixture.h"
+#include "avro/ocf.h"
 #include "iceberg/data_file.h"
+#include "iceberg/manifest.h"
 #include "iceberg/manifest_list.h"
 #include "iceberg/manifest_write.h"
 #include "iceberg/snapshot.h"
@@ -2187,6 +2190,198 @@ TEST(a_refusal_of_a_commit_built_on_the_state_is_tried_once_on_a_fresh_load) {
         ASSERT_STREQ(answer_error_type(&c), "catalog-rejected");
         ASSERT_EQ(f.cat->n_commits, 5);
         ASSERT_EQ(f.cat->n_loads, 4);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        answer_deinit(&c);
+        fixture_done(&f);
+}
+
+/* The copies of staged manifests in the table's metadata directory (commit/owned.c). */
+static size_t count_copies(const Fixture *f) {
+        char path[256];
+        struct dirent *d;
+        size_t n = 0;
+        DIR *dir;
+
+        (void)snprintf(path, sizeof(path), "%s/metadata", f->table_location);
+        dir = opendir(path);
+        ASSERT_TRUE(dir);
+        while ((d = readdir(dir)))
+                n += strncmp(d->d_name, "copy-", 5) == 0;
+        (void)closedir(dir);
+        return n;
+}
+
+static Buf read_whole(const char *path) {
+        Buf b;
+        FILE *fp = fopen(path, "re");
+        uint8_t chunk[4096];
+        size_t n;
+
+        ASSERT_TRUE(fp);
+        buf_init(&b, 1 << 24);
+        while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+                ASSERT_OK(buf_append(&b, chunk, n));
+        ASSERT_EQ(fclose(fp), 0);
+        return b;
+}
+
+/* The bytes after an Avro container's header: its blocks, where the entries are. */
+static Slice blocks_of(const Buf *file, OcfReader **ret_reader) {
+        Error e = { 0 };
+
+        if (ocf_reader_open(buf_slice(file), ret_reader, &e) < 0)
+                TEST_FAIL("%s", e.message);
+        return slice_make(file->data + ocf_reader_data_offset(*ret_reader),
+                          file->len - ocf_reader_data_offset(*ret_reader));
+}
+
+TEST(the_table_references_the_copy_written_at_intake_not_the_staged_file) {
+        static const int64_t rows[] = { 3, 4 }, other[] = { 9 };
+        _cleanup_(buf_deinitp) Buf staged_bytes, copy_bytes;
+        _cleanup_(ocf_reader_freep) OcfReader *rs = NULL, *rc = NULL;
+        char staged[256], other_staged[256], copy[256];
+        const char *list_location;
+        ManifestFile *list;
+        Slice a, b;
+        Answer x, y;
+        size_t n;
+        Fixture f;
+
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 2, staged);
+        staged_bytes = read_whole(staged);
+        fixture_submit(&f, &x, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, x.done);
+        ASSERT_EQ(x.status, 200);
+        (void)snprintf(copy, sizeof(copy), "%s", receipt_location(x.body, 0));
+        ASSERT_STREQ(json_string_value(
+                             json_object_get(json_array_get(json_object_get(x.body, "manifests"),
+                                                            0),
+                                             "staged-location")),
+                     staged);
+        ASSERT_TRUE(strncmp(copy, f.table_location, strlen(f.table_location)) == 0);
+        ASSERT_CONTAINS(copy, "/metadata/copy-");
+        list_location = json_string_value(json_object_get(commit_snapshot(&f, 0), "manifest-list"));
+        list = read_list(list_location, &n);
+        ASSERT_EQ(n, 1);
+        ASSERT_STREQ(list[0].path, copy);
+        list = manifest_list_files_free(list, n);
+
+        /* The copy holds the staged manifest's blocks byte for byte, and names where it was
+         * staged in its header. */
+        copy_bytes = read_whole(copy);
+        a = blocks_of(&staged_bytes, &rs);
+        b = blocks_of(&copy_bytes, &rc);
+        ASSERT_EQ(a.len, b.len);
+        ASSERT_TRUE(memcmp(a.ptr, b.ptr, a.len) == 0);
+        ASSERT_TRUE(slice_eq_str(ocf_reader_meta(rc, "icecommit.staged-location"), staged));
+        ASSERT_EQ(ocf_reader_n_meta(rc), ocf_reader_n_meta(rs) + 1);
+
+        /* The writer rewrites its staged file after the commit: the table does not change. */
+        fixture_stage(&f, "other", other, 1, other_staged);
+        ASSERT_OK(rename(other_staged, staged));
+        {
+                _cleanup_(buf_deinitp) Buf now = read_whole(copy);
+
+                ASSERT_EQ(now.len, copy_bytes.len);
+                ASSERT_TRUE(memcmp(now.data, copy_bytes.data, now.len) == 0);
+        }
+
+        /* The same staged location under a new key: the table holds its copy already. */
+        fixture_submit(&f, &y, "job-a-again", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, y.done);
+        ASSERT_EQ(y.status, 422);
+        ASSERT_STREQ(answer_error_type(&y), "manifest-already-committed");
+        ASSERT_CONTAINS(answer_error_message(&y), staged);
+        settle(&f);
+        ASSERT_EQ(count_copies(&f), 1); /* the refused request's copy is gone */
+        ASSERT_EQ(f.cat->n_commits, 1);
+
+        answer_deinit(&x);
+        answer_deinit(&y);
+        fixture_done(&f);
+}
+
+TEST(a_copy_goes_when_its_request_is_known_not_committed_and_stays_after_no_verdict) {
+        static const int64_t rows[] = { 2 };
+        char staged[256];
+        Answer a, b;
+        Fixture f;
+
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, staged);
+        /* Every attempt conflicts: 503, nothing committed, the copy deleted. */
+        for (size_t i = 0; i < DOUBLE_MAX_CALLS; i++)
+                f.cat->commit_script[i] = STEP_CONFLICT;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 503);
+        settle(&f);
+        ASSERT_EQ(count_copies(&f), 0);
+        ASSERT_TRUE(file_exists(staged)); /* the writer's: never touched */
+
+        /* Every attempt without a verdict: 504, the copy may be the table's and stays. */
+        for (size_t i = 0; i < DOUBLE_MAX_CALLS; i++)
+                f.cat->commit_script[i] = STEP_UNKNOWN;
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, b.done);
+        ASSERT_EQ(b.status, 504);
+        settle(&f);
+        ASSERT_EQ(count_copies(&f), 1);
+
+        answer_deinit(&a);
+        answer_deinit(&b);
+        fixture_done(&f);
+}
+
+TEST(copy_staged_manifests_off_commits_the_writers_file_and_no_writer_forges_the_key) {
+        static const int64_t rows[] = { 5 };
+        _cleanup_(buf_deinitp) Buf plain, forged;
+        char staged[256], fake[256];
+        ManifestFile *list;
+        Answer a, b, c;
+        Error e = { 0 };
+        size_t n;
+        Fixture f;
+
+        fixture_init(&f);
+        f.config->commit.copy_staged_manifests = false;
+        fixture_stage(&f, "a", rows, 1, staged);
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 200);
+        ASSERT_STREQ(receipt_location(a.body, 0), staged);
+        ASSERT_TRUE(!json_object_get(json_array_get(json_object_get(a.body, "manifests"), 0),
+                                     "staged-location"));
+        list = read_list(json_string_value(
+                                 json_object_get(commit_snapshot(&f, 0), "manifest-list")),
+                         &n);
+        ASSERT_STREQ(list[0].path, staged);
+        list = manifest_list_files_free(list, n);
+        ASSERT_EQ(count_copies(&f), 0);
+
+        /* A writer's manifest saying where "its copy" was staged is refused, copying or not. */
+        fixture_stage(&f, "b", rows, 1, fake);
+        plain = read_whole(fake);
+        buf_init(&forged, 1 << 24);
+        ASSERT_OK(manifest_staged_copy(buf_slice(&plain), "/somewhere/else.avro", &forged, &e));
+        write_file(fake, forged.data, forged.len);
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ fake }, 1);
+        RUN_UNTIL(&f, b.done);
+        ASSERT_EQ(b.status, 422);
+        ASSERT_STREQ(answer_error_type(&b), "invalid-manifest");
+        ASSERT_CONTAINS(answer_error_message(&b), "icecommit.staged-location");
+        f.config->commit.copy_staged_manifests = true;
+        fixture_submit(&f, &c, "job-c", (const char *const[]){ fake }, 1);
+        RUN_UNTIL(&f, c.done);
+        ASSERT_EQ(c.status, 422);
+        ASSERT_STREQ(answer_error_type(&c), "invalid-manifest");
+        ASSERT_CONTAINS(answer_error_message(&c), "icecommit.");
+        settle(&f);
+        ASSERT_EQ(count_copies(&f), 0);
+        ASSERT_EQ(f.cat->n_commits, 1);
+
         answer_deinit(&a);
         answer_deinit(&b);
         answer_deinit(&c);

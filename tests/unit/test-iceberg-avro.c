@@ -329,7 +329,8 @@ static void build_simple(OcfCodec codec, size_t n, Buf *out) {
         ASSERT_EQ(ocf_writer_finish(w, out), -EBUSY);
 }
 
-static void check_simple(const Buf *file, OcfCodec codec, size_t n) {
+/* n_extra: header pairs beyond build_simple()'s (a copy's). */
+static void check_simple(const Buf *file, OcfCodec codec, size_t n, size_t n_extra) {
         _cleanup_(ocf_reader_freep) OcfReader *r = NULL;
         FieldsRecord rec;
         Error e = { 0 };
@@ -344,7 +345,7 @@ static void check_simple(const Buf *file, OcfCodec codec, size_t n) {
         ASSERT_TRUE(!ocf_reader_meta(r, "absent").ptr);
         ASSERT_TRUE(slice_eq_str(ocf_reader_meta(r, "avro.codec"),
                                  codec == OCF_CODEC_DEFLATE ? "deflate" : "null"));
-        ASSERT_EQ(ocf_reader_n_meta(r), 4);
+        ASSERT_EQ(ocf_reader_n_meta(r), 4 + n_extra);
         ASSERT_OK(fields_record_init(ocf_reader_schema_json(r), ocf_reader_schema(r), &rec, &e));
         ASSERT_EQ(fields_index(&rec, 3), 2);
         ASSERT_EQ(fields_index(&rec, 9), -ENOENT);
@@ -380,7 +381,7 @@ TEST(ocf_round_trip_null_codec) {
 
         build_simple(OCF_CODEC_NULL, 1000, &file);
         ASSERT_TRUE(file.len > 3 * OCF_WRITER_BLOCK_BYTES); /* several blocks */
-        check_simple(&file, OCF_CODEC_NULL, 1000);
+        check_simple(&file, OCF_CODEC_NULL, 1000, 0);
 }
 
 TEST(ocf_round_trip_deflate_codec) {
@@ -388,7 +389,7 @@ TEST(ocf_round_trip_deflate_codec) {
 
         build_simple(OCF_CODEC_DEFLATE, 1000, &file);
         ASSERT_TRUE(file.len < 100000); /* it did compress */
-        check_simple(&file, OCF_CODEC_DEFLATE, 1000);
+        check_simple(&file, OCF_CODEC_DEFLATE, 1000, 0);
 }
 
 TEST(ocf_empty_file_has_no_datums) {
@@ -1521,6 +1522,80 @@ TEST(java_staged_manifest_v3_reads_back) {
         ASSERT_EQ(m->n_partitions, 1);
         ASSERT_TRUE(!m->partitions[0].contains_null);
         assert_bound(&m->partitions[0], "\x03\x00\x00\x00", 4, "\x03\x00\x00\x00", 4);
+}
+
+/* The table references icecommitd's copy of a staged manifest (commit/owned.c): the same
+ * file with one header key added, so every block, and so every entry, is the writer's as it
+ * was checked. */
+TEST(ocf_copy_with_meta_keeps_the_blocks_byte_for_byte) {
+        for (int codec = OCF_CODEC_NULL; codec <= OCF_CODEC_DEFLATE; codec++) {
+                _cleanup_(buf_deinitp) Buf file, copy;
+                _cleanup_(ocf_reader_freep) OcfReader *r = NULL, *c = NULL;
+                const OcfMeta extra[] = { { .key = (char *)"added",
+                                            .value = slice_from_str("x") } };
+                const OcfMeta clash[] = { { .key = (char *)"k1", .value = slice_from_str("y") } };
+                const OcfMeta reserved[] = { { .key = (char *)"avro.codec",
+                                               .value = slice_from_str("null") } };
+                size_t data, copy_data;
+                Error e = { 0 };
+
+                build_simple((OcfCodec)codec, 500, &file);
+                ASSERT_OK(ocf_reader_open(slice_of(&file), &r, &e));
+                buf_init(&copy, MAX_FILE_BYTES);
+                ASSERT_EQ(ocf_writer_copy_with_meta(r, clash, 1, &copy), -EEXIST);
+                ASSERT_EQ(ocf_writer_copy_with_meta(r, reserved, 1, &copy), -EINVAL);
+                ASSERT_EQ(copy.len, 0);
+                ASSERT_OK(ocf_writer_copy_with_meta(r, extra, 1, &copy));
+
+                check_simple(&copy, (OcfCodec)codec, 500, 1); /* every datum reads the same */
+                ASSERT_OK(ocf_reader_open(slice_of(&copy), &c, &e));
+                ASSERT_EQ(ocf_reader_n_meta(c), ocf_reader_n_meta(r) + 1);
+                ASSERT_TRUE(slice_eq_str(ocf_reader_meta(c, "added"), "x"));
+                ASSERT_TRUE(memcmp(ocf_reader_sync(c), ocf_reader_sync(r), OCF_SYNC_LEN) == 0);
+                data = ocf_reader_data_offset(r);
+                copy_data = ocf_reader_data_offset(c);
+                ASSERT_EQ(copy.len - copy_data, file.len - data);
+                ASSERT_TRUE(memcmp(copy.data + copy_data, file.data + data, file.len - data) == 0);
+
+                /* Past the buffer's maximum: nothing appended. */
+                buf_deinit(&copy);
+                buf_init(&copy, file.len);
+                ASSERT_EQ(ocf_writer_copy_with_meta(r, extra, 1, &copy), -E2BIG);
+                ASSERT_EQ(copy.len, 0);
+        }
+}
+
+TEST(manifest_staged_copy_names_where_it_was_staged) {
+        static const TestEntry entries[] = {
+                { .status = 1, .path = "/wh/t/data/a.parquet", .record_count = 3, .file_size = 10 },
+                { .status = 1, .path = "/wh/t/data/b.parquet", .record_count = 4, .file_size = 11 },
+        };
+        TestManifest tm = v3_manifest(entries, 2);
+        _cleanup_(buf_deinitp) Buf file, copy, again;
+        _cleanup_(manifest_staged_freep) StagedManifest *original = NULL, *copied = NULL;
+        Error e = { 0 };
+
+        original = parse_built_ok(&tm, "/wh/t/staging/m.avro", &file);
+        ASSERT_TRUE(!original->staged_location);
+        buf_init(&copy, MAX_FILE_BYTES);
+        ASSERT_OK(manifest_staged_copy(slice_of(&file), "/wh/t/staging/m.avro", &copy, &e));
+        if (manifest_staged_parse(slice_of(&copy), NULL, NULL, &copied, &e) < 0)
+                TEST_FAIL("%s", e.message);
+        ASSERT_STREQ(copied->staged_location, "/wh/t/staging/m.avro");
+        ASSERT_EQ(copied->n_files, 2);
+        ASSERT_STREQ(copied->files[1].path, "/wh/t/data/b.parquet");
+        ASSERT_EQ(copied->added_rows_count, 7);
+        ASSERT_EQ(copied->added_files_size, 21);
+
+        /* A writer's manifest that already has a key of icecommitd's is refused: it would
+         * speak for icecommitd in receipts rebuilt from the table. */
+        buf_init(&again, MAX_FILE_BYTES);
+        ASSERT_EQ(manifest_staged_copy(slice_of(&copy), "/elsewhere.avro", &again, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "icecommit.");
+        ASSERT_EQ(again.len, 0);
+        /* Not Avro at all: refused as the parser would. */
+        ASSERT_EQ(manifest_staged_copy(slice_from_str("not avro"), "/x.avro", &again, &e),
+                  -EBADMSG);
 }
 
 TEST(java_committed_manifest_is_not_a_staged_one) {
