@@ -326,9 +326,10 @@ def write_daemon_config(path, catalog_uri, port, settings=None, defaults=None):
 
 
 class Daemon:
-    def __init__(self, catalog_uri, workdir, settings=None, ssl_context=None):
+    def __init__(self, catalog_uri, workdir, settings=None, ssl_context=None, run_as=None):
         """ssl_context: the client side of a TLS listener (settings name its certificate):
-        every request of this helper then goes over https with it."""
+        every request of this helper then goes over https with it. run_as: (user, group) the
+        daemon runs as (the workdir must be readable by it)."""
         self.port = free_port()
         self.context = ssl_context
         self.url = f"{'https' if ssl_context else 'http'}://127.0.0.1:{self.port}"
@@ -338,8 +339,10 @@ class Daemon:
         # ICECOMMIT_DAEMON_WRAPPER, e.g. "valgrind --error-exitcode=1 --leak-check=full", runs
         # every daemon of the integration tests under a checker.
         wrapper = os.environ.get("ICECOMMIT_DAEMON_WRAPPER", "").split()
+        user, group = run_as or (None, None)
         self.proc = subprocess.Popen(wrapper + [os.path.join(BUILD, "daemon", "icecommitd"), "--config", self.config],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+                                     stdout=subprocess.DEVNULL, stderr=open(self.log, "w"), user=user, group=group,
+                                     extra_groups=[] if run_as else None)
         deadline = time.time() + (120 if wrapper else 30)
         while time.time() < deadline:
             if self.proc.poll() is not None:

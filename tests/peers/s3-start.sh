@@ -9,6 +9,8 @@
 # not), so PORT must lie in 1286..54535.
 # Auth is on (-s3.config): every request must be SigV4-signed with access key AKIDICECOMMIT,
 # secret icecommit-test-secret, region us-east-1. Without -s3.config SeaweedFS accepts anything.
+# A second identity, icecommit_writer (AKIDICECOMMITWRITER / icecommit-writer-secret), may read,
+# list and write: a writer job that bucket policies restrict (test_committed_copies.py).
 # State in DIR: s3.json (identities), data/, weed.log, weed.pid.
 # Ready when a signed object PUT succeeds (the first write waits ~10 s for the filer's lock
 # ring); then bucket "icecommit" exists. Waits up to S3_START_TIMEOUT (60) s; on failure prints
@@ -96,7 +98,10 @@ done
 cat >"$CONF" <<EOF
 { "identities": [ { "name": "icecommit_test",
     "credentials": [ { "accessKey": "$ACCESS_KEY", "secretKey": "$SECRET_KEY" } ],
-    "actions": ["Admin", "Read", "List", "Tagging", "Write"] } ] }
+    "actions": ["Admin", "Read", "List", "Tagging", "Write"] },
+  { "name": "icecommit_writer",
+    "credentials": [ { "accessKey": "AKIDICECOMMITWRITER", "secretKey": "icecommit-writer-secret" } ],
+    "actions": ["Read", "List", "Write"] } ] }
 EOF
 
 # -s3.port.iceberg=0 / -s3.port.lance=0: no built-in Iceberg REST catalog (default port 8181) or
