@@ -8,8 +8,10 @@ the catalog.
              one JVM: its data files written first, W warm-up commits, then N commits each timed
              around commit() (tests/peers/peer.sh append --timed)
   icecommit: icecommitd with the same N appends as POST /commits, each timed around the HTTP
-             request, in two shapes: one staged manifest per request (written by Iceberg Java
-             beforehand, not timed), and one `data-files` description per request (the Parquet
+             request, in three shapes: one staged manifest per request (written by Iceberg Java
+             beforehand, not timed), committed as icecommitd's copy (the default); the same with
+             commit.copy-staged-manifests = false (the staged file committed by reference: what
+             the copy costs); and one `data-files` description per request (the Parquet
              file written beforehand; icecommitd checks its size with a HEAD and writes the
              manifest itself, as the Java append does)
 
@@ -42,7 +44,7 @@ from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from conftest import (PEERS, S3_ACCESS_KEY, S3_BUCKET, S3_REGION, S3_SECRET_KEY, Daemon,  # noqa: E402
-                      _s3_port, free_port, http, make_workdir, peer)
+                      _s3_port, free_port, http, make_workdir, peer, s3_key, s3_request)
 from s3_proxy import S3FaultProxy  # noqa: E402
 from writers import metric_lines  # noqa: E402
 
@@ -248,12 +250,35 @@ def data_files_body(key, m):
         "file-size-in-bytes": f["file-size-in-bytes"]}]}
 
 
-def ice_commit(d, table, body):
+def ice_commit(d, table, body, receipts=None):
     t0 = time.perf_counter()
     status, _, answer = d.commit(NS, table, body)
     ms = (time.perf_counter() - t0) * 1000
     assert status == 200, answer
+    if receipts is not None:
+        receipts.append(answer)
     return ms
+
+
+def object_size(s3_endpoint, location):
+    s3 = {"endpoint": s3_endpoint, "bucket": S3_BUCKET, "access_key": S3_ACCESS_KEY,
+          "secret_key": S3_SECRET_KEY, "region": S3_REGION}
+    status, head = s3_request(s3, "HEAD", s3_key(s3, location))
+    assert status == 200, head
+    return int(next(line.split(b":", 1)[1] for line in head.splitlines()
+                    if line.lower().startswith(b"content-length:")))
+
+
+def copied_bytes(s3_endpoint, receipts):
+    """Bytes icecommitd wrote per commit for its copies of the staged manifests, and what the
+    staged manifests themselves weigh."""
+    copies = [m["location"] for r in receipts for m in r["manifests"] if "staged-location" in m]
+    staged = [m["staged-location"] for r in receipts for m in r["manifests"] if "staged-location" in m]
+    if not copies:
+        return {"copy_bytes": 0, "staged_bytes": 0}
+    sample = min(len(copies), 5)
+    return {"copy_bytes": statistics.fmean(object_size(s3_endpoint, c) for c in copies[:sample]),
+            "staged_bytes": statistics.fmean(object_size(s3_endpoint, s) for s in staged[:sample])}
 
 
 def side(latencies, commits, counts, snapshots, extra=None):
@@ -286,21 +311,25 @@ def sequential(args, ps):
                        {"attempts": java_attempts([res])})
 
     # icecommitd: the appends staged beforehand (not timed), N timed POSTs after W warm-ups.
-    for shape, body in (("ice_staged", staged_body), ("ice_files", data_files_body)):
+    for shape, body, settings in (("ice_staged", staged_body, {}),
+                                  ("ice_ref", staged_body, {"commit.copy-staged-manifests": "false"}),
+                                  ("ice_files", data_files_body, {})):
         staged = stage(ps.admin, shape, ps.setup_env(), n + w)
-        d = Daemon(ps.catalog, args.work, ps.daemon_settings())
+        d = Daemon(ps.catalog, args.work, {**ps.daemon_settings(), **settings})
+        receipts = []
         try:
             for i in range(w):
                 ice_commit(d, shape, body(f"w-{i}", staged[i]))
             before, attempts = storage_metrics(d.url), commit_attempts(d.url)
             marks = ps.marks()
-            lat = [ice_commit(d, shape, body(f"c-{i}", staged[i])) for i in range(w, w + n)]
+            lat = [ice_commit(d, shape, body(f"c-{i}", staged[i]), receipts) for i in range(w, w + n)]
             counts = ps.counts(marks)
             own, attempts = storage_metrics(d.url) - before, commit_attempts(d.url) - attempts
         finally:
             d.stop()
         out[shape] = side(lat, n, counts, snapshot_count(ps.admin, shape) - w,
-                          {"attempts": attempts, "daemon_storage_metrics": dict(own)})
+                          {"attempts": attempts, "daemon_storage_metrics": dict(own),
+                           **copied_bytes(ps.s3_endpoint, receipts)})
     return out
 
 
@@ -362,7 +391,7 @@ def concurrent(args, ps):
 
 def run_pass(args, ps):
     prefix = f"s3://{S3_BUCKET}/bench-{ps.name}-{uuid.uuid4().hex[:8]}"
-    for t in ["java", "ice_staged", "ice_files"] + (["java_conc", "ice_conc"] if args.writers else []):
+    for t in ["java", "ice_staged", "ice_ref", "ice_files"] + (["java_conc", "ice_conc"] if args.writers else []):
         peer("create-table", "--uri", ps.admin, "--table", f"{NS}.{t}", "--format-version", 3,
              "--location", f"{prefix}/{t}", env=ps.setup_env())
     return {"sequential": sequential(args, ps), "concurrent": concurrent(args, ps) if args.writers else None}
@@ -373,16 +402,18 @@ def ratio(ice, java):
 
 
 def print_sequential(direct, counted, n, w):
-    sides = ("java", "ice_staged", "ice_files")
+    sides = ("java", "ice_staged", "ice_ref", "ice_files")
     print(f"\n### One writer, {n} sequential commits of one data file ({ROWS} rows) each, "
           f"after {w} warm-up commits; v3 tables on S3\n")
-    print("| | Iceberg Java (FastAppend) | icecommitd, staged manifest | icecommitd, data-files "
-          "| ratio icecommitd / Java (staged, data-files) |")
-    print("|---|---|---|---|---|")
+    print("| | Iceberg Java (FastAppend) | icecommitd, staged manifest (copied) "
+          "| icecommitd, staged manifest by reference (copy-staged-manifests = false) | icecommitd, data-files "
+          "| ratio icecommitd / Java (copied, by reference, data-files) |")
+    print("|---|---|---|---|---|---|")
 
     def row(label, r, fn, fmt="{:.1f}"):
-        j, s, f = (fn(r[x]) for x in sides)
-        print(f"| {label} | {fmt.format(j)} | {fmt.format(s)} | {fmt.format(f)} | {ratio(s, j)}, {ratio(f, j)} |")
+        j, s, ref, f = (fn(r[x]) for x in sides)
+        print(f"| {label} | {fmt.format(j)} | {fmt.format(s)} | {fmt.format(ref)} | {fmt.format(f)} "
+              f"| {ratio(s, j)}, {ratio(ref, j)}, {ratio(f, j)} |")
 
     def kinds(label, r, key):
         print(f"| {label} | " + " | ".join(breakdown(Counter(r[x][key]), n) for x in sides) + " | |")
@@ -398,6 +429,9 @@ def print_sequential(direct, counted, n, w):
         "{:.2f}")
     kinds("... by kind", counted, "server_store")
     print("| snapshots created | " + " | ".join(str(direct[x]["snapshots"]) for x in sides) + " | |")
+    c = direct["ice_staged"]
+    print(f"| bytes icecommitd writes per commit for its copy (the staged manifest's) | | "
+          f"{c['copy_bytes']:.0f} ({c['staged_bytes']:.0f}) | 0 | | |")
 
 
 def print_concurrent(direct, counted, nw, k):
