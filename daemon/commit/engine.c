@@ -393,11 +393,13 @@ static int job_intake_parse_staged(Job *j, size_t i, const ManifestLimits *limit
                                            &j->manifests[i], &j->error);
         /* Not a copy: a writer's key saying where "its copy" was staged would speak for
          * icecommitd in the receipts rebuilt from the table. */
-        if (rr >= 0 && !j->owned[i].location && j->manifests[i]->staged_location)
+        if (rr >= 0 && !j->owned[i].location && j->manifests[i]->staged_location) {
+                j->manifests[i] = manifest_staged_free(j->manifests[i]); /* not counted yet */
                 rr = error_set(&j->error, -EINVAL,
                                "the manifest's header has the key '%s', which only icecommitd "
                                "writes",
                                MANIFEST_META_STAGED_LOCATION);
+        }
         if (rr < 0) {
                 (void)error_prefix(&j->error, rr, "staged-manifests[%zu] '%s'", i, r->manifests[i]);
                 j->intake_status = rr == -ENOMEM ? 503 : rr == -EFBIG ? 413 : 422;
