@@ -58,15 +58,19 @@ TEST(s3_locations_are_taken_apart_and_must_be_canonical) {
         static const struct {
                 const char *location, *bucket, *key;
         } ok[] = {
-                { "s3://b/wh/t/m.avro", "b", "wh/t/m.avro" },
+                { "s3://bkt/wh/t/m.avro", "bkt", "wh/t/m.avro" },
                 { "s3a://my-bucket.x/k", "my-bucket.x", "k" },
-                { "s3n://b", "b", "" },
-                { "s3://b/wh/t/", "b", "wh/t/" },
-                { "s3://b/a b+c%", "b", "a b+c%" },
+                { "s3n://bkt", "bkt", "" },
+                { "s3://bkt/wh/t/", "bkt", "wh/t/" },
+                { "s3://bkt/a b+c%", "bkt", "a b+c%" },
         };
         static const char *const bad[] = {
-                "s3://b/wh//t/m.avro", "s3://b/wh/./m.avro", "s3://b/wh/../m.avro", "s3:///k",
-                "s3://b@d/k",          "s3://b/k\n",
+                "s3://bkt/wh//t/m.avro",
+                "s3://bkt/wh/./m.avro",
+                "s3://bkt/wh/../m.avro",
+                "s3:///k",
+                "s3://b@d/k",
+                "s3://bkt/k\n",
         };
         Error e;
 
@@ -89,17 +93,82 @@ TEST(s3_locations_are_taken_apart_and_must_be_canonical) {
         ASSERT_TRUE(storage_location_is_local("file:///wh/t"));
 }
 
+/* Issue 19 finding 11: in a path-style URL, libcurl folds the "/../k" of "s3://../k" into "/k",
+ * which names bucket "k". */
+TEST(bucket_names_follow_aws_rules) {
+        static const struct {
+                const char *location;
+                const char *refusal; /* NULL: accepted */
+        } cases[] = {
+                { "s3://abc/k", NULL },
+                { "s3://my.bucket-1/k", NULL },
+                { "s3://a-b-c-d-e-f-g-h-i-j-k-l-m-n-o-p-q-r-s-t-u-v-w-x-y-z-0123456789abc/k",
+                  NULL },
+                /* legacy us-east-1 names (Ceph RGW's relaxed ones too), path-style only */
+                { "s3://Legacy_Bucket/k", NULL },
+                /* names AWS reserves for creating buckets because readers address its access
+                 * point aliases, directory buckets and table buckets as buckets */
+                { "s3://ap-abcdef-s3alias/k", NULL },
+                { "s3://name--use1-az4--x-s3/k", NULL },
+                { "s3://0a1b2c3d--table-s3/k", NULL },
+                { "s3://./k", "must have 3 to 255 characters" },
+                { "s3://../k", "must have 3 to 255 characters" },
+                { "s3://ab/k", "must have 3 to 255 characters" },
+                { "s3://.../k", "must not hold two adjacent periods" },
+                { "s3://a..b/k", "must not hold two adjacent periods" },
+                { "s3://.abc/k", "must begin and end with a letter or digit" },
+                { "s3://abc./k", "must begin and end with a letter or digit" },
+                { "s3://-abc/k", "must begin and end with a letter or digit" },
+                { "s3://abc-/k", "must begin and end with a letter or digit" },
+                { "s3://_abc/k", "must begin and end with a letter or digit" },
+                { "s3://a%2e/k", "may hold only letters, digits, '.', '-' and '_'" },
+                { "s3://b@d/k", "may hold only letters, digits, '.', '-' and '_'" },
+                { "s3://192.168.5.4/k", "must not be formatted as an IP address" },
+                { "s3://192.168.5.4.5/k", NULL },
+                { "s3://xn--bcher-kva/k", "must not start with a prefix AWS reserves" },
+                { "s3://sthree-abc/k", "must not start with a prefix AWS reserves" },
+                { "s3://amzn-s3-demo-bucket/k", "must not start with a prefix AWS reserves" },
+        };
+        char long_name[300];
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
+                Error e = { 0 };
+                int r = storage_location_parse(cases[i].location, &l, &e);
+
+                if (!cases[i].refusal) {
+                        ASSERT_OK(r);
+                        continue;
+                }
+                ASSERT_EQ(r, -EINVAL);
+                ASSERT_CONTAINS(e.message, "the bucket name");
+                ASSERT_CONTAINS(e.message, cases[i].refusal);
+        }
+        /* 255 characters, the legacy limit, and one more */
+        memcpy(long_name, "s3://", 5);
+        memset(long_name + 5, 'a', 256);
+        (void)snprintf(long_name + 5 + 255, sizeof(long_name) - 5 - 255, "/k");
+        {
+                _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
+
+                ASSERT_OK(storage_location_parse(long_name, &l, NULL));
+                ASSERT_EQ(strlen(l.bucket), 255);
+        }
+        (void)snprintf(long_name + 5 + 256, sizeof(long_name) - 5 - 256, "/k");
+        ASSERT_EQ(storage_location_parse(long_name, &(StorageLocation){ 0 }, NULL), -EINVAL);
+}
+
 TEST(s3_containment) {
-        ASSERT_TRUE(storage_location_is_within("s3://b/wh/t/metadata/m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(storage_location_is_within("s3a://b/wh/t/m.avro", "s3://b/wh/t/"));
-        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t2/m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("s3://other/wh/t/m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t/../u/m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t//m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("/wh/t/m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t/m.avro", "/wh/t"));
-        ASSERT_TRUE(storage_location_is_within("s3://b/t/m.avro", "s3://b"));
+        ASSERT_TRUE(storage_location_is_within("s3://bkt/wh/t/metadata/m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(storage_location_is_within("s3a://bkt/wh/t/m.avro", "s3://bkt/wh/t/"));
+        ASSERT_TRUE(!storage_location_is_within("s3://bkt/wh/t2/m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://other/wh/t/m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://bkt/wh/t", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://bkt/wh/t/../u/m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://bkt/wh/t//m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("/wh/t/m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://bkt/wh/t/m.avro", "/wh/t"));
+        ASSERT_TRUE(storage_location_is_within("s3://bkt/t/m.avro", "s3://bkt"));
 }
 
 TEST(s3_urls_are_path_or_virtual_hosted_and_encoded) {
@@ -295,7 +364,7 @@ TEST(async_local_operations) {
         ASSERT_EQ(st.status, -ENOENT);
         ASSERT_EQ(storage_read(s, NULL, "gs://b/k", 100, on_done, &st, &e), -EPROTONOSUPPORT);
         /* S3 without credentials anywhere: refused before anything is sent, naming the keys */
-        ASSERT_EQ(storage_read(s, NULL, "s3://b/k", 100, on_done, &st, &e), -EACCES);
+        ASSERT_EQ(storage_read(s, NULL, "s3://bkt/k", 100, on_done, &st, &e), -EACCES);
         ASSERT_CONTAINS(e.message, "s3.access-key-id");
 
         storage_close(s, on_closed, &closed);
@@ -410,7 +479,7 @@ TEST(unreachable_store_is_transient) {
 
         ASSERT_OK(uv_loop_init(&loop));
         ASSERT_OK(storage_new(&loop, &config, NULL, &s));
-        ASSERT_OK(storage_read(s, NULL, "s3://b/k", 100, on_done, &st, &e));
+        ASSERT_OK(storage_read(s, NULL, "s3://bkt/k", 100, on_done, &st, &e));
         run_op(&loop, &st);
         ASSERT_EQ(st.status, -EAGAIN);
         ASSERT_TRUE(storage_status_is_transient(st.status));
