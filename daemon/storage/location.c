@@ -109,10 +109,6 @@ static int storage_s3_parse(const char *location, const char *rest, StorageLocat
                         break;
                 p = end + 1;
         }
-        for (const char *p = key; *p; p++)
-                if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                        return error_set(error, -EINVAL, "'%s': the key holds a control character",
-                                         location);
         l->scheme = STORAGE_SCHEME_S3;
         l->bucket = strndup(rest, n_bucket);
         l->key = strdup(key);
@@ -129,6 +125,14 @@ int storage_location_parse(const char *location, StorageLocation *ret, Error *er
         const char *p = location;
         int r;
 
+        /* Before anything quotes it: a newline in a path forges log lines and names a file no
+         * reader can use. Only the part before the control character is quoted. */
+        for (const char *c = location; *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                        return error_set(error, -EINVAL,
+                                         "'%.*s...' holds a control character (0x%02x at byte %zu)",
+                                         (int)(c - location), location, (unsigned char)*c,
+                                         (size_t)(c - location));
         for (size_t i = 0; i < ELEMENTSOF(s3_schemes); i++)
                 if (strncmp(location, s3_schemes[i], strlen(s3_schemes[i])) == 0) {
                         r = storage_s3_parse(location, location + strlen(s3_schemes[i]), &l, error);

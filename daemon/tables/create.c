@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "iceberg/table_schema.h"
+#include "storage/storage.h"
 #include "tables/create.h"
 #include "util/utf8.h"
 
@@ -61,6 +62,15 @@ int create_table_request_parse(Slice body, json_t **ret_request, const char **re
         v = json_object_get(in, "location");
         if (v && (!json_is_string(v) || json_string_length(v) == 0))
                 return error_set(error, -EINVAL, "\"location\" must be a non-empty string");
+        if (v) {
+                _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
+
+                /* A location no backend takes (a control character, another scheme) would
+                 * make a table nothing can commit to. */
+                r = storage_location_parse(json_string_value(v), &l, error);
+                if (r < 0)
+                        return error_prefix(error, r, "\"location\"");
+        }
         v = json_object_get(in, "format-version");
         if (v) {
                 if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 3)

@@ -158,6 +158,27 @@ TEST(bucket_names_follow_aws_rules) {
         ASSERT_EQ(storage_location_parse(long_name, &(StorageLocation){ 0 }, NULL), -EINVAL);
 }
 
+TEST(locations_refuse_control_characters) {
+        static const char *const bad[] = {
+                "/wh/t/a\nb.parquet", "file:///wh/t/\r", "s3://bkt/t/a\tb",
+                "s3://bkt/t/\x7f",    "s3://bkt\n/t",    "gs://b/\x1b[2J",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                StorageLocation l = { 0 };
+                Error e = { 0 };
+
+                ASSERT_EQ(storage_location_parse(bad[i], &l, &e), -EINVAL);
+                ASSERT_CONTAINS(e.message, "holds a control character");
+                /* The message quotes only what comes before it. */
+                for (const char *c = e.message; *c; c++)
+                        ASSERT_TRUE((unsigned char)*c >= 0x20 && *c != 0x7f);
+                ASSERT_TRUE(l.path == NULL && l.bucket == NULL);
+                ASSERT_TRUE(!storage_location_is_within(bad[i], "/wh"));
+                ASSERT_TRUE(!storage_location_is_within(bad[i], "s3://bkt"));
+        }
+}
+
 TEST(s3_containment) {
         ASSERT_TRUE(storage_location_is_within("s3://bkt/wh/t/metadata/m.avro", "s3://bkt/wh/t"));
         ASSERT_TRUE(storage_location_is_within("s3a://bkt/wh/t/m.avro", "s3://bkt/wh/t/"));

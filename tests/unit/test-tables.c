@@ -118,6 +118,10 @@ TEST(create_request_errors_say_what_is_wrong) {
                   "\"partition-spec\" must be an object" },
                 { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"extra\": 1}",
                   "unknown member \"extra\"" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"location\": \"/wh/t\\n<6>x\"}",
+                  "\"location\": '/wh/t...' holds a control character (0x0a at byte 5)" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"location\": \"s3://../t\"}",
+                  "\"location\": 's3://../t': the bucket name '..'" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {

@@ -13,6 +13,7 @@
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/utf8.h"
 #include "util/parse.h"
 
 TEST(buf_grows_up_to_its_maximum) {
@@ -165,6 +166,77 @@ TEST(log_json_writes_one_object_per_line_with_fields) {
                 ASSERT_STREQ(json_string_value(json_object_get(o, "level")), "error");
                 ASSERT_TRUE(strlen(lines[2]) < 16384);
         }
+}
+
+/* Issue 19 finding 12: a newline in a quoted path began a forged record. */
+#define LOG_HOSTILE "'/wh/t/a.parquet\n<3>auth: forged\r\t\x1b[2J\x7f\xc2\x9b\xff\xc3\xa9'"
+
+static void log_text_lines(void) {
+        char big[3000];
+
+        log_set_format(LOG_FORMAT_TEXT);
+        log_emit(LOG_LEVEL_INFO, "commit", "refused path=%s", LOG_HOSTILE);
+        /* Escapes that do not fit are cut whole, never split. */
+        memset(big, '\n', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        log_emit(LOG_LEVEL_INFO, "commit", "%s", big);
+}
+
+TEST(log_text_escapes_control_characters_and_invalid_utf8) {
+        _cleanup_(freep) char *text = capture_stderr(log_text_lines);
+        char *second = strchr(text, '\n') + 1;
+
+        ASSERT_TRUE(strncmp(text,
+                            "<6>commit: refused path='/wh/t/a.parquet\\n<3>auth: "
+                            "forged\\r\\t\\x1b[2J\\x7f\\xc2\\x9b\\xff\xc3\xa9'\n",
+                            (size_t)(second - text)) == 0);
+        /* The second record: one line, only whole "\n" escapes. */
+        ASSERT_TRUE(strncmp(second, "<6>commit: \\n\\n", 15) == 0);
+        ASSERT_TRUE(strchr(second, '\n') == second + strlen(second) - 1);
+        ASSERT_EQ((strlen(second) - strlen("<6>commit: ") - 1) % 2, 0);
+}
+
+static void log_json_hostile(void) {
+        log_set_format(LOG_FORMAT_JSON);
+        log_emit(LOG_LEVEL_INFO, "commit", "refused path=%s", LOG_HOSTILE);
+        log_set_format(LOG_FORMAT_TEXT);
+}
+
+TEST(log_json_escapes_control_characters_and_invalid_utf8) {
+        _cleanup_(freep) char *text = capture_stderr(log_json_hostile);
+        _cleanup_(json_decrefp) json_t *o = NULL;
+        json_error_t error;
+
+        ASSERT_TRUE(strchr(text, '\n') == text + strlen(text) - 1);
+        o = json_loads(text, 0, &error); /* jansson refuses what is not UTF-8 */
+        ASSERT_TRUE(o);
+        ASSERT_STREQ(json_string_value(json_object_get(o, "message")),
+                     "refused path='/wh/t/a.parquet\n<3>auth: forged\r\t\x1b[2J\x7f\xc2\x9b"
+                     "\xef\xbf\xbd\xc3\xa9'");
+}
+
+TEST(utf8_characters_are_measured_strictly) {
+        static const struct {
+                const char *s;
+                size_t length;
+        } cases[] = {
+                { "a", 1 },
+                { "\xc3\xa9", 2 },
+                { "\xe2\x82\xac", 3 },
+                { "\xf0\x9f\x98\x80", 4 },
+                { "\xc3", 0 },             /* cut */
+                { "\xc0\xaf", 0 },         /* overlong '/' */
+                { "\xed\xa0\x80", 0 },     /* surrogate */
+                { "\xf4\x90\x80\x80", 0 }, /* past U+10FFFF */
+                { "\x80", 0 },             /* a continuation byte alone */
+                { "\xff", 0 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                ASSERT_EQ(utf8_char_length(cases[i].s, strlen(cases[i].s)), cases[i].length);
+        ASSERT_EQ(utf8_char_length("", 0), 0);
+        ASSERT_TRUE(utf8_is_valid("a\xc3\xa9\xe2\x82\xac", 6));
+        ASSERT_TRUE(!utf8_is_valid("a\xc3\xa9\xe2\x82", 5));
 }
 
 TEST(log_format_names_and_auto) {
