@@ -879,6 +879,8 @@ int rest_client_new(uv_loop_t *loop, const CatalogConfig *config, RestClient **r
                                 .max_connections = config->max_connections,
                                 .max_response_bytes = config->max_response_bytes,
                                 .user_agent = "icecommitd/" ICECOMMIT_VERSION,
+                                /* JSON that only icecommitd reads, often large */
+                                .decode_content = true,
                         },
                         &c->curl);
         if (r < 0)
