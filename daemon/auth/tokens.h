@@ -61,7 +61,9 @@ typedef struct AuthTokens {
 } AuthTokens;
 
 /* Parses the file's bytes. `path` only names the file in messages. Returns 0, -ENOMEM, or
- * -EINVAL with "PATH:LINE: reason" in *error (nothing is returned then). */
+ * -EINVAL (-EIO when OpenSSL fails) with "PATH:LINE: rule" in *error, nothing returned then.
+ * A message names the line, a field by its number and the rule it breaks, never any of the
+ * file's bytes (a token pasted into the wrong column must not reach a log). */
 int auth_tokens_parse(Slice text, const char *path, AuthTokens **ret, Error *error);
 /* Reads and parses the file at `path`, refusing one above max_bytes (-EFBIG). Returns 0,
  * -errno when it cannot be read, or what auth_tokens_parse() returns; *error says why. */

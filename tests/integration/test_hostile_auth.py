@@ -338,7 +338,7 @@ def test_sighup_reloads_the_tokens_file(world, rest_catalog):
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\nerin not-a-digest read:*\n")
         d.proc.send_signal(signal.SIGHUP)
-        d.wait_log(f"reload: keeping the old tokens: {path}:7: the second field must be the token's SHA-256")
+        d.wait_log(f"reload: keeping the old tokens: {path}:7: field 2 must be the token's SHA-256")
         assert d.proc.poll() is None
         assert call("GET", receipts, dave)[0] == 404
         assert call("GET", receipts, tok["alice"])[0] == 401
@@ -361,10 +361,10 @@ def test_a_bad_tokens_file_stops_the_start(world, rest_catalog):
     binary = os.path.join(BUILD, "daemon", "icecommitd")
     out = subprocess.run([binary, "--config", config, "--check-config"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 1
-    assert f"{path}:2: pattern 'ns' names no table: use 'ns.*'" in out.stderr, out.stderr
+    assert f"{path}:2: field 3: pattern 1: names no table: use 'NAMESPACE.*'" in out.stderr, out.stderr
     out = subprocess.run([binary, "--config", config], capture_output=True, text=True, timeout=30)
     assert out.returncode == 1
-    assert f"cannot load the tokens file: {path}:2: pattern 'ns' names no table" in out.stderr, out.stderr
+    assert f"cannot load the tokens file: {path}:2: field 3: pattern 1: names no table" in out.stderr, out.stderr
     os.unlink(path)
     out = subprocess.run([binary, "--config", config], capture_output=True, text=True, timeout=30)
     assert out.returncode == 1 and f"{path}: cannot open: No such file or directory" in out.stderr, out.stderr
