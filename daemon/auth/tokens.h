@@ -23,7 +23,7 @@ typedef enum AuthRight {
         AUTH_RIGHT_CREATE = 1u << 1,  /* create namespaces and tables */
         AUTH_RIGHT_UPGRADE = 1u << 2, /* POST .../upgrade */
         AUTH_RIGHT_READ = 1u << 3,    /* receipts (GET /v1/commits/{key}), lineage audit, row ids */
-        AUTH_RIGHT_METRICS = 1u << 4, /* GET /metrics, when auth.metrics-requires-token */
+        AUTH_RIGHT_METRICS = 1u << 4, /* GET /metrics, unless auth.metrics-requires-token = false */
         AUTH_RIGHT_HEALTH = 1u << 5, /* GET /healthz and /readyz, when auth.health-requires-token */
 } AuthRight;
 

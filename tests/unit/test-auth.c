@@ -402,11 +402,20 @@ TEST(config_section) {
 
         ASSERT_OK(load_config("[auth]\n", &c, &e));
         ASSERT_TRUE(c->auth.tokens_file == NULL);
-        ASSERT_TRUE(!c->auth.health_requires_token && !c->auth.metrics_requires_token);
+        /* /metrics needs a token once auth is on, unless configured open */
+        ASSERT_TRUE(!c->auth.health_requires_token && c->auth.metrics_requires_token);
+        ASSERT_TRUE(!c->auth.allow_unauthenticated);
         ASSERT_EQ(c->auth.max_tokens_file_bytes, 1 << 20);
         c = config_free(c);
-        ASSERT_EQ(load_config("[auth]\nmetrics-requires-token = true\n", &c, &e), -EINVAL);
-        ASSERT_CONTAINS(e.message, "need auth.tokens-file");
+        ASSERT_EQ(load_config("[auth]\nhealth-requires-token = true\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "key 'auth.health-requires-token': needs auth.tokens-file");
+        /* an old file that said what is now the default still loads, with auth on or off */
+        ASSERT_OK(load_config("[auth]\nmetrics-requires-token = true\n", &c, &e));
+        c = config_free(c);
+        ASSERT_OK(load_config("[auth]\ntokens-file = /etc/t\nmetrics-requires-token = false\n", &c,
+                              &e));
+        ASSERT_TRUE(!c->auth.metrics_requires_token);
+        c = config_free(c);
         ASSERT_OK(load_config("[auth]\ntokens-file = /etc/t\nhealth-requires-token = true\n", &c,
                               &e));
         ASSERT_STREQ(c->auth.tokens_file, "/etc/t");
