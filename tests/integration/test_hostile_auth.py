@@ -19,8 +19,10 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -489,6 +491,57 @@ def test_metrics_need_the_metrics_right_unless_configured_open(world):
         status, headers, answer = call("GET", f"{d.url}/v1/commits/k?namespace=ns&table={a}")
         assert_unauthenticated(answer, headers, status)
     finally:
+        d.stop()
+
+
+def test_prometheus_scrapes_with_its_token(world, rest_catalog):
+    """docs/operations.md's scrape_config, run by Prometheus itself (Debian's prometheus package,
+    which tests/install-deps.sh installs for promtool): with `authorization` from a
+    credentials_file the target is up and its samples stored; the same target without a token
+    is down with the 401."""
+    binary = shutil.which("prometheus")
+    assert binary, "prometheus not found: install Debian's prometheus package (tests/install-deps.sh)"
+    workdir = tempfile.mkdtemp(prefix="prometheus-", dir=rest_catalog["dir"])
+    token_file = os.path.join(workdir, "icecommitd.token")
+    with open(token_file, "w") as f:
+        f.write(world["tokens"]["ops"] + "\n")
+    d = AuthDaemon(rest_catalog["uri"], rest_catalog["dir"], world["path"], world["tokens"]["ops"])
+    target = f'["127.0.0.1:{d.port}"]'
+    with open(os.path.join(workdir, "prometheus.yml"), "w") as f:
+        f.write("global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
+                "scrape_configs:\n"
+                "  - job_name: with-token\n"
+                "    authorization:\n"
+                "      type: Bearer\n"
+                f"      credentials_file: {token_file}\n"
+                f"    static_configs: [{{targets: {target}}}]\n"
+                "  - job_name: without-token\n"
+                f"    static_configs: [{{targets: {target}}}]\n")
+    port = free_port()
+    proc = subprocess.Popen([binary, f"--config.file={workdir}/prometheus.yml",
+                             f"--storage.tsdb.path={workdir}/data", f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=open(os.path.join(workdir, "prometheus.log"), "w"))
+    try:
+        deadline = time.time() + 60
+        while True:
+            assert proc.poll() is None, open(os.path.join(workdir, "prometheus.log")).read()[-3000:]
+            try:
+                targets = {t["labels"]["job"]: t for t in
+                           call("GET", f"http://127.0.0.1:{port}/api/v1/targets")[2]["data"]["activeTargets"]}
+            except (OSError, KeyError, TypeError):
+                targets = {}
+            if len(targets) == 2 and all(t["health"] != "unknown" for t in targets.values()):
+                break
+            assert time.time() < deadline, targets
+            time.sleep(0.2)
+        assert targets["with-token"]["health"] == "up", targets
+        assert targets["without-token"]["health"] == "down", targets
+        assert "401" in targets["without-token"]["lastError"], targets
+        status, _, answer = call("GET", f"http://127.0.0.1:{port}/api/v1/query?query=icecommit_build_info")
+        assert status == 200 and [r["metric"]["job"] for r in answer["data"]["result"]] == ["with-token"], answer
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
         d.stop()
 
 
