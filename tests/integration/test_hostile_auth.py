@@ -364,22 +364,26 @@ def test_sighup_reloads_the_tokens_file(world, rest_catalog):
         d.stop()
 
 
+def run_daemon(config, *args):
+    """icecommitd run to its exit (a refused start): (exit status, stderr)."""
+    out = subprocess.run([os.path.join(BUILD, "daemon", "icecommitd"), "--config", config, *args],
+                         capture_output=True, text=True, timeout=30)
+    return out.returncode, out.stderr
+
+
 def test_a_bad_tokens_file_stops_the_start(world, rest_catalog):
     path = os.path.join(rest_catalog["dir"], f"tokens-{uuid.uuid4().hex[:8]}")
     with open(path, "w") as f:
         f.write(world["lines"][1] + "\nbob " + digest("x") + " commit:ns\n")
     config = os.path.join(rest_catalog["dir"], f"bad-{uuid.uuid4().hex[:8]}.conf")
     write_daemon_config(config, rest_catalog["uri"], free_port(), {"auth.tokens-file": path})
-    binary = os.path.join(BUILD, "daemon", "icecommitd")
-    out = subprocess.run([binary, "--config", config, "--check-config"], capture_output=True, text=True, timeout=30)
-    assert out.returncode == 1
-    assert f"{path}:2: field 3: pattern 1: names no table: use 'NAMESPACE.*'" in out.stderr, out.stderr
-    out = subprocess.run([binary, "--config", config], capture_output=True, text=True, timeout=30)
-    assert out.returncode == 1
-    assert f"cannot load the tokens file: {path}:2: field 3: pattern 1: names no table" in out.stderr, out.stderr
+    code, err = run_daemon(config, "--check-config")
+    assert code == 1 and f"{path}:2: field 3: pattern 1: names no table: use 'NAMESPACE.*'" in err, err
+    code, err = run_daemon(config)
+    assert code == 1 and f"cannot load the tokens file: {path}:2: field 3: pattern 1: names no table" in err, err
     os.unlink(path)
-    out = subprocess.run([binary, "--config", config], capture_output=True, text=True, timeout=30)
-    assert out.returncode == 1 and f"{path}: cannot open: No such file or directory" in out.stderr, out.stderr
+    code, err = run_daemon(config)
+    assert code == 1 and f"{path}: cannot open: No such file or directory" in err, err
 
 
 def test_the_documented_setup(world, rest_catalog):
@@ -400,13 +404,6 @@ def test_the_documented_setup(world, rest_catalog):
         assert_forbidden(answer, status, "principal 'ingest-sales' has no 'read' right")
     finally:
         d.stop()
-
-
-def run_daemon(config, *args):
-    """icecommitd run to its exit (a refused start): (exit status, stderr)."""
-    out = subprocess.run([os.path.join(BUILD, "daemon", "icecommitd"), "--config", config, *args],
-                         capture_output=True, text=True, timeout=30)
-    return out.returncode, out.stderr
 
 
 def landed_once(world, t, first_id, before=None):
