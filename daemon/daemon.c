@@ -19,6 +19,7 @@
 #include "metrics/metrics.h"
 #include "storage/storage.h"
 #include "tables/api.h"
+#include "util/address.h"
 #include "util/log.h"
 #include "writer/api.h"
 
@@ -212,6 +213,38 @@ static void daemon_on_sighup(uv_signal_t *s, int signum) {
         daemon_reload(s->data);
 }
 
+/* config_verify() refused a non-loopback listener without authentication unless the operator
+ * allowed it; what remains is said once at start, as a warning where anyone may write. */
+static void daemon_log_authentication(const Daemon *d) {
+        const Config *c = d->config;
+        struct sockaddr_storage listener;
+        bool is_loopback;
+
+        if (auth_is_enabled(d->auth)) {
+                log_info("writer authentication on, tokens file '%s', /metrics %s, /healthz and "
+                         "/readyz %s",
+                         c->auth.tokens_file,
+                         c->auth.metrics_requires_token ? "needs the right metrics" : "open",
+                         c->auth.health_requires_token ? "need the right health" : "open");
+                return;
+        }
+        is_loopback = address_parse(c->http.listen_address, c->http.port, &listener) == 0 &&
+                      address_is_loopback(&listener);
+        if (is_loopback)
+                log_warning("writer authentication off (no auth.tokens-file): every user and "
+                            "process on this host may commit to, create, upgrade and read every "
+                            "table");
+        else if (c->http.tls_client_ca_file)
+                log_notice("writer authentication by client certificate only "
+                           "(http.tls-client-ca-file, no auth.tokens-file): every client with a "
+                           "certificate may commit to, create, upgrade and read every table");
+        else
+                log_warning("writer authentication off on %s (auth.allow-unauthenticated = "
+                            "true): anyone who reaches the port may commit to, create, upgrade "
+                            "and read every table",
+                            c->http.listen_address);
+}
+
 static int daemon_start(Daemon *d) {
         CommitRequestLimits limits = daemon_request_limits(d->config);
         uint64_t watchdog_usec = 0;
@@ -227,12 +260,7 @@ static int daemon_start(Daemon *d) {
                 log_error("cannot load the tokens file: %s", error.message);
                 return r;
         }
-        if (auth_is_enabled(d->auth))
-                log_info("writer authentication on, tokens file '%s'", d->config->auth.tokens_file);
-        else
-                log_warning("writer authentication off (no auth.tokens-file): anyone who reaches "
-                            "the port may "
-                            "commit to, create, upgrade and read every table");
+        daemon_log_authentication(d);
         r = storage_new(&d->loop, &d->config->storage, d->metrics, &d->storage);
         if (r < 0) {
                 log_error("cannot create the storage client: %s", strerror(-r));

@@ -23,7 +23,7 @@ typedef enum AuthRight {
         AUTH_RIGHT_CREATE = 1u << 1,  /* create namespaces and tables */
         AUTH_RIGHT_UPGRADE = 1u << 2, /* POST .../upgrade */
         AUTH_RIGHT_READ = 1u << 3,    /* receipts (GET /v1/commits/{key}), lineage audit, row ids */
-        AUTH_RIGHT_METRICS = 1u << 4, /* GET /metrics, when auth.metrics-requires-token */
+        AUTH_RIGHT_METRICS = 1u << 4, /* GET /metrics, unless auth.metrics-requires-token = false */
         AUTH_RIGHT_HEALTH = 1u << 5, /* GET /healthz and /readyz, when auth.health-requires-token */
 } AuthRight;
 
@@ -61,7 +61,9 @@ typedef struct AuthTokens {
 } AuthTokens;
 
 /* Parses the file's bytes. `path` only names the file in messages. Returns 0, -ENOMEM, or
- * -EINVAL with "PATH:LINE: reason" in *error (nothing is returned then). */
+ * -EINVAL (-EIO when OpenSSL fails) with "PATH:LINE: rule" in *error, nothing returned then.
+ * A message names the line, a field by its number and the rule it breaks, never any of the
+ * file's bytes (a token pasted into the wrong column must not reach a log). */
 int auth_tokens_parse(Slice text, const char *path, AuthTokens **ret, Error *error);
 /* Reads and parses the file at `path`, refusing one above max_bytes (-EFBIG). Returns 0,
  * -errno when it cannot be read, or what auth_tokens_parse() returns; *error says why. */

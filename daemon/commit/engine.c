@@ -985,7 +985,7 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
         e->n_in_flight++;
 }
 
-static bool engine_is_ready(const char **ret_reason, void *userdata) {
+static bool engine_is_ready(bool with_details, const char **ret_reason, void *userdata) {
         CommitEngine *e = userdata;
         const char *why = NULL;
 
@@ -994,7 +994,9 @@ static bool engine_is_ready(const char **ret_reason, void *userdata) {
         else if (!catalog_is_ready(e->catalog))
                 *ret_reason = "the catalog configuration is not loaded yet";
         else if (!storage_is_writable(e->storage, &why))
-                *ret_reason = why;
+                *ret_reason = with_details
+                                      ? why
+                                      : "storage cannot be written (the daemon's log says why)";
         else
                 return true;
         return false;

@@ -154,11 +154,13 @@ typedef struct TablesConfig {
         uint32_t upgrade_lookback; /* newest snapshots whose writers an upgrade report lists */
 } TablesConfig;
 
-/* Writer authentication (daemon/auth/). Off while tokens_file is NULL. */
+/* Writer authentication (daemon/auth/). Off while tokens_file is NULL, which config_verify()
+ * allows on a loopback listener only, unless allow_unauthenticated. */
 typedef struct AuthConfig {
         char *tokens_file;           /* auth.tokens-file, or $CREDENTIALS_DIRECTORY/auth.tokens */
-        bool health_requires_token;  /* /healthz and /readyz need the right `health` */
-        bool metrics_requires_token; /* /metrics needs the right `metrics` */
+        bool allow_unauthenticated;  /* the operator means a non-loopback listener without auth */
+        bool health_requires_token;  /* with auth: /healthz and /readyz need the right `health` */
+        bool metrics_requires_token; /* with auth: /metrics needs the right `metrics` */
         uint64_t max_tokens_file_bytes;
 } AuthConfig;
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* util/: bounded buffers, strict parsing, checked arithmetic, error messages, log formats. */
+/* util/: bounded buffers, strict parsing, checked arithmetic, error messages, log formats, IP
+ * address literals and which are loopback. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "util/address.h"
 #include "util/buf.h"
 #include "util/checked.h"
 #include "util/error.h"
@@ -56,6 +58,67 @@ TEST(parse_numbers_reject_junk_signs_and_overflow) {
         ASSERT_OK(parse_bool("on", &b));
         ASSERT_TRUE(b);
         ASSERT_EQ(parse_bool("maybe", &b), -EINVAL);
+}
+
+/* The listener's address (http.listen-address): what config_verify() lets listen without
+ * authentication is exactly what this calls loopback. */
+TEST(address_literals_and_loopback) {
+        static const struct {
+                const char *text;
+                int parsed; /* 0 or -EINVAL */
+                bool is_loopback;
+        } cases[] = {
+                { "127.0.0.1", 0, true },
+                { "127.0.0.0", 0, true },
+                { "127.255.255.254", 0, true },
+                { "127.1.2.3", 0, true },
+                { "::1", 0, true },
+                { "0:0:0:0:0:0:0:1", 0, true },
+                { "::ffff:127.0.0.1", 0, true }, /* IPv4-mapped 127/8 */
+                { "::ffff:127.3.2.1", 0, true },
+                { "0.0.0.0", 0, false }, /* every interface */
+                { "::", 0, false },      /* every interface, IPv4 too unless v6only */
+                { "126.255.255.255", 0, false },
+                { "128.0.0.1", 0, false },
+                { "10.0.0.1", 0, false },
+                { "192.168.1.10", 0, false },
+                { "255.255.255.255", 0, false },
+                { "::2", 0, false },
+                { "::ffff:10.0.0.1", 0, false },
+                { "::ffff:0.0.0.0", 0, false },
+                { "::127.0.0.1", 0, false }, /* IPv4-compatible, deprecated: not loopback */
+                { "fe80::1", 0, false },
+                { "fd00::1", 0, false },
+                /* Not literals: names are never resolved, other spellings are refused. */
+                { "localhost", -EINVAL, false },
+                { "ip6-localhost", -EINVAL, false },
+                { "", -EINVAL, false },
+                { "127.1", -EINVAL, false },
+                { "0x7f.0.0.1", -EINVAL, false },
+                { "127.0.0.1 ", -EINVAL, false },
+                { " 127.0.0.1", -EINVAL, false },
+                { "127.0.0.1:8080", -EINVAL, false },
+                { "[::1]", -EINVAL, false },
+                { "::1%lo", -EINVAL, false },
+                { "fe80::1%eth0", -EINVAL, false },
+                { "127.0.0.256", -EINVAL, false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct sockaddr_storage a = { .ss_family = AF_UNSPEC };
+                int r = address_parse(cases[i].text, 8080, &a);
+
+                if (r != cases[i].parsed)
+                        TEST_FAIL("'%s': parse returned %d, expected %d", cases[i].text, r,
+                                  cases[i].parsed);
+                if (r < 0) {
+                        ASSERT_EQ(a.ss_family, AF_UNSPEC);
+                        continue;
+                }
+                if (address_is_loopback(&a) != cases[i].is_loopback)
+                        TEST_FAIL("'%s': loopback should be %s", cases[i].text,
+                                  cases[i].is_loopback ? "true" : "false");
+        }
 }
 
 TEST(checked_arithmetic_detects_overflow) {
