@@ -21,6 +21,7 @@ static const struct {
         { "commit", AUTH_RIGHT_COMMIT },   { "create", AUTH_RIGHT_CREATE },
         { "upgrade", AUTH_RIGHT_UPGRADE }, { "read", AUTH_RIGHT_READ },
         { "metrics", AUTH_RIGHT_METRICS }, { "health", AUTH_RIGHT_HEALTH },
+        { "admin", AUTH_RIGHT_ADMIN },
 };
 
 const char *auth_right_to_string(AuthRight right) {
@@ -118,10 +119,11 @@ static int rights_parse(Slice s, unsigned *ret, Error *error) {
                                 found = true;
                         }
                 if (!found)
-                        return error_set(error, -EINVAL,
-                                         "unknown right '%.*s' (use commit, create, upgrade, read, "
-                                         "metrics, health)",
-                                         (int)len, (const char *)s.ptr + i);
+                        return error_set(
+                                error, -EINVAL,
+                                "unknown right '%.*s' (use commit, create, admin, upgrade, "
+                                "read, metrics, health)",
+                                (int)len, (const char *)s.ptr + i);
                 i += len + 1;
         }
         *ret = rights;
@@ -195,11 +197,12 @@ static int scope_parse(Slice s, AuthScope *ret, Error *error) {
                 return r;
         if (!colon) {
                 if (scope.rights & AUTH_TABLE_RIGHTS)
-                        return error_set(error, -EINVAL,
-                                         "scope '%.*s': commit, create, upgrade and read need "
-                                         "patterns, e.g. "
-                                         "'commit,read:NAMESPACE.*'",
-                                         (int)s.len, (const char *)s.ptr);
+                        return error_set(
+                                error, -EINVAL,
+                                "scope '%.*s': commit, create, admin, upgrade and read need "
+                                "patterns, e.g. "
+                                "'commit,read:NAMESPACE.*'",
+                                (int)s.len, (const char *)s.ptr);
                 *ret = scope;
                 return 0;
         }

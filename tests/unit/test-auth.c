@@ -81,7 +81,8 @@ TEST(bad_files_are_refused_with_line_and_reason) {
                 { "alice " DIGEST_ALICE " write:*\n", "tokens:1: unknown right 'write'" },
                 { "alice " DIGEST_ALICE " commit,:*\n", "unknown right ''" },
                 { "alice " DIGEST_ALICE " commit\n",
-                  "commit, create, upgrade and read need patterns" },
+                  "commit, create, admin, upgrade and read need patterns" },
+                { "alice " DIGEST_ALICE " admin\n", "need patterns" },
                 { "alice " DIGEST_ALICE " metrics:*\n", "metrics and health take no patterns" },
                 { "alice " DIGEST_ALICE " read:\n", "empty pattern" },
                 { "alice " DIGEST_ALICE " read:sales\n",
@@ -114,6 +115,21 @@ TEST(nul_byte_is_refused) {
 
         ASSERT_EQ(auth_tokens_parse(slice_make(text, sizeof(text) - 1), "tokens", &t, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "NUL byte");
+}
+
+/* admin is a table right like create, granted on patterns, and implies nothing else. */
+TEST(admin_is_a_table_right_of_its_own) {
+        _cleanup_(auth_tokens_freep) AuthTokens *t =
+                parse("alice " DIGEST_ALICE " create,commit:scratch.* admin:scratch.own\n");
+        const AuthToken *a = auth_tokens_find(t, slice_from_str("token-alice"));
+
+        ASSERT_TRUE(a);
+        ASSERT_STREQ(auth_right_to_string(AUTH_RIGHT_ADMIN), "admin");
+        ASSERT_TRUE(auth_token_allows(a, AUTH_RIGHT_CREATE, "scratch", "t"));
+        ASSERT_TRUE(!auth_token_allows(a, AUTH_RIGHT_ADMIN, "scratch", "t"));
+        ASSERT_TRUE(auth_token_allows(a, AUTH_RIGHT_ADMIN, "scratch", "own"));
+        ASSERT_TRUE(!auth_token_allows(a, AUTH_RIGHT_ADMIN, "scratch", /* table= */ NULL));
+        ASSERT_TRUE(!auth_token_allows(a, AUTH_RIGHT_UPGRADE, "scratch", "own"));
 }
 
 /* One principal may hold two tokens (rotation); each line keeps its own scopes. */
