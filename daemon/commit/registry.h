@@ -51,8 +51,8 @@ int registry_add(KeyRegistry *r, const char *scope, const char *key, const char 
                  KeyEntry **ret);
 /* Records the final answer (body stolen), answers every waiter with a copy, and makes the entry
  * evictable. A retryable failure (KEY_FAILED with a 5xx) or one an operator fixes (a 403)
- * removes the entry instead. The entry
- * may be gone afterwards either way (eviction): do not use it again. */
+ * removes the entry instead. The entry may be gone afterwards either way (eviction): do not use
+ * it again. */
 void registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, json_t *body);
 /* Drops an entry (a retryable failure: the writer may send the key again). Waiters must have
  * been answered. */
