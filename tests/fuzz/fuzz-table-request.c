@@ -18,13 +18,13 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* What a create sets against the roots "/warehouse, s3://b/p": refused only for what steers. */
+/* What a create sets against the roots "/warehouse, s3://bkt/p": refused only for what steers. */
 static void check_steering(const char *steers, const char *location, const json_t *properties) {
         static StorageRoots *roots;
         Error e = { 0 };
         int r;
 
-        if (!roots && storage_roots_parse("/warehouse, s3://b/p", &roots, &e) < 0)
+        if (!roots && storage_roots_parse("/warehouse, s3://bkt/p", &roots, &e) < 0)
                 abort();
         r = storage_roots_check_table(roots, location, properties, &e);
         if (r == -ENOMEM)

@@ -709,20 +709,20 @@ TEST(roots_contain) {
                 { "/wh", "relative/wh", false },
                 { "/wh", "s3://wh/ns", false },
                 { "/", "/etc/passwd", true },
-                { "s3://b/wh", "s3://b/wh/ns/t", true },
-                { "s3://b/wh", "s3a://b/wh/ns/t", true },
-                { "s3a://b/wh/", "s3n://b/wh", true },
-                { "s3://b/wh", "s3://b/wh2/ns", false },
-                { "s3://b/wh", "s3://b2/wh/ns", false },
-                { "s3://b/wh", "s3://b/wh/../x", false },
-                { "s3://b/wh", "s3://b/wh//x", false },
-                { "s3://b/wh", "/wh/ns", false },
-                { "s3://b", "s3://b/anything/at/all", true },
-                { "s3://b/", "s3://bb/x", false },
-                { "s3://b/wh", "gs://b/wh/ns", false },
-                { "/wh, s3://b/p", "s3://b/p/t", true },
-                { " /wh ,s3://b/p ", "/wh/t", true },
-                { "/wh,s3://b/p", "s3://b/q/t", false },
+                { "s3://bkt/wh", "s3://bkt/wh/ns/t", true },
+                { "s3://bkt/wh", "s3a://bkt/wh/ns/t", true },
+                { "s3a://bkt/wh/", "s3n://bkt/wh", true },
+                { "s3://bkt/wh", "s3://bkt/wh2/ns", false },
+                { "s3://bkt/wh", "s3://bkt2/wh/ns", false },
+                { "s3://bkt/wh", "s3://bkt/wh/../x", false },
+                { "s3://bkt/wh", "s3://bkt/wh//x", false },
+                { "s3://bkt/wh", "/wh/ns", false },
+                { "s3://bkt", "s3://bkt/anything/at/all", true },
+                { "s3://bkt/", "s3://bkt2/x", false },
+                { "s3://bkt/wh", "gs://b/wh/ns", false },
+                { "/wh, s3://bkt/p", "s3://bkt/p/t", true },
+                { " /wh ,s3://bkt/p ", "/wh/t", true },
+                { "/wh,s3://bkt/p", "s3://bkt/q/t", false },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -740,7 +740,7 @@ TEST(roots_parse) {
                 const char *list, *error; /* error NULL: parses; text: what it names */
         } cases[] = {
                 { "/wh", "'/wh'" },
-                { "file:///wh/, s3a://b/p/", "'/wh', 's3://b/p/'" },
+                { "file:///wh/, s3a://bkt/p/", "'/wh', 's3://bkt/p/'" },
                 { "", NULL },
                 { "/wh,", NULL },
                 { ",/wh", NULL },
@@ -748,8 +748,8 @@ TEST(roots_parse) {
                 { "wh", NULL },
                 { "/wh/../etc", NULL },
                 { "gs://b/p", NULL },
-                { "s3://b/a//c", NULL },
-                { "s3://b/../c", NULL },
+                { "s3://bkt/a//c", NULL },
+                { "s3://bkt/../c", NULL },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -779,26 +779,26 @@ TEST(roots_check_table) {
                 { "/wh/ns/t", "{\"write.data.path\": \"/wh/data\", \"owner\": \"/etc\"}", NULL },
                 { "/etc", "{}",
                   "the location '/etc' is outside the storage roots ('/wh', "
-                  "'s3://b/p')" },
+                  "'s3://bkt/p')" },
                 { "/wh2/t", "{}", "the location '/wh2/t' is outside" },
                 { "hdfs://nn/wh/t", "{}",
                   "the location 'hdfs://nn/wh/t' is not a location within "
                   "the storage roots" },
                 { "/wh/t", "{\"write.metadata.path\": \"/tmp/m\"}",
                   "the property write.metadata.path '/tmp/m' is outside" },
-                { "/wh/t", "{\"write.data.path\": \"s3://b/q\"}",
-                  "the property write.data.path 's3://b/q' is outside" },
+                { "/wh/t", "{\"write.data.path\": \"s3://bkt/q\"}",
+                  "the property write.data.path 's3://bkt/q' is outside" },
                 { "/wh/t", "{\"write.folder-storage.path\": \"/wh/../etc\"}",
                   "write.folder-storage.path '/wh/../etc' is not a location within" },
                 { "/wh/t", "{\"write.object-storage.path\": \"/\"}",
                   "write.object-storage.path '/' is outside" },
-                { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a,,s3://b/p/x\"}", NULL },
+                { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a,,s3://bkt/p/x\"}", NULL },
                 { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a,/\"}",
                   "an entry of the property icecommit.allowed-prefixes '/' is outside" },
                 { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a, /wh/b\"}",
                   "icecommit.allowed-prefixes ' /wh/b' is not a location within" },
         };
-        _cleanup_(storage_roots_freep) StorageRoots *r = roots_of("/wh, s3://b/p");
+        _cleanup_(storage_roots_freep) StorageRoots *r = roots_of("/wh, s3://bkt/p");
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_(json_decrefp) json_t *properties =
@@ -901,7 +901,7 @@ TEST(roots_bound_every_operation_with_a_context) {
         ASSERT_EQ(storage_size(s, &ctx, "/etc/no-such-file", on_done, &st, &e), -EXDEV);
         ASSERT_EQ(storage_delete(s, &ctx, outside, on_done, &st, &e), -EXDEV);
         ASSERT_EQ(storage_list(s, &ctx, outside, 10, on_done, &st, &e), -EXDEV);
-        ASSERT_EQ(storage_read(s, &ctx, "s3://b/wh/f", 100, on_done, &st, &e), -EXDEV);
+        ASSERT_EQ(storage_read(s, &ctx, "s3://bkt/wh/f", 100, on_done, &st, &e), -EXDEV);
         ASSERT_EQ(st.n_calls, 0);
         /* Without a context: the embedded bucket catalog's own files. */
         ASSERT_OK(storage_write(s, NULL, outside, slice_make("y", 1), STORAGE_WRITE_IF_ABSENT,
