@@ -13,7 +13,7 @@
 #define STORAGE_ROOTS_MAX_TEXT_BYTES 4096u
 
 /* The table properties that name a location icecommitd reads from or writes to (Iceberg's
- * TableProperties; the last is icecommitd's own, iceberg/table.h). */
+ * TableProperties), and icecommitd's own list of them (iceberg/table.h). */
 static const char *const storage_location_properties[] = {
         "write.data.path",
         "write.metadata.path",
@@ -145,13 +145,6 @@ bool storage_roots_contain_parsed(const StorageRoots *r, const StorageLocation *
         return false;
 }
 
-bool storage_roots_contain(const StorageRoots *r, const char *location) {
-        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
-
-        return storage_location_parse(location, &l, NULL) == 0 &&
-               storage_roots_contain_parsed(r, &l);
-}
-
 bool storage_property_steers(const char *key) {
         size_t n = strlen(key);
 
@@ -198,7 +191,7 @@ int storage_roots_check_table(const StorageRoots *r, const char *location, const
                         json_object_get(properties, storage_location_properties[i]));
                 char what[64];
 
-                if (!v)
+                if (!v || !v[0]) /* empty: unset, as iceberg/table.c and Java read it */
                         continue;
                 (void)snprintf(what, sizeof(what), "the property %s",
                                storage_location_properties[i]);

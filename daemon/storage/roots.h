@@ -30,11 +30,9 @@ int storage_roots_parse(const char *list, StorageRoots **ret, Error *error);
 StorageRoots *storage_roots_free(StorageRoots *r);
 DEFINE_CLEANUP_FUNC(StorageRoots, storage_roots_free);
 
-/* Whether `location` is a root or lies beneath one, compared canonically (segment by segment:
- * "/wh2" is not beneath "/wh"; s3, s3a and s3n are one store). A location that does not parse
- * is within none. */
-bool storage_roots_contain(const StorageRoots *r, const char *location);
-/* The same for a location parsed already. */
+/* Whether a location (parsed by storage_location_parse()) is a root or lies beneath one,
+ * compared canonically, segment by segment: "/wh2" is not beneath "/wh"; s3, s3a and s3n are one
+ * store. NULL roots contain nothing. */
 bool storage_roots_contain_parsed(const StorageRoots *r, const StorageLocation *l);
 
 /* Whether a table property (or a namespace property, which some catalogs hand down to tables)

@@ -684,6 +684,14 @@ TEST(tails) {
         remove_tree(dir);
 }
 
+/* Whether the roots contain a location; one that does not parse is within none. */
+static bool roots_contain(const StorageRoots *r, const char *location) {
+        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
+
+        return storage_location_parse(location, &l, NULL) == 0 &&
+               storage_roots_contain_parsed(r, &l);
+}
+
 /* The storage roots: a root and what lies beneath it, segment by segment, compared canonically
  * (file: URIs and plain paths, s3/s3a/s3n, "//" and "."), never a sibling that shares a prefix,
  * never "..", never another store or bucket. */
@@ -728,11 +736,11 @@ TEST(roots_contain) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_(storage_roots_freep) StorageRoots *r = roots_of(cases[i].roots);
 
-                if (storage_roots_contain(r, cases[i].location) != cases[i].inside)
+                if (roots_contain(r, cases[i].location) != cases[i].inside)
                         TEST_FAIL("roots '%s', location '%s': expected %s", cases[i].roots,
                                   cases[i].location, cases[i].inside ? "inside" : "outside");
         }
-        ASSERT_TRUE(!storage_roots_contain(/* r= */ NULL, "/wh"));
+        ASSERT_TRUE(!roots_contain(/* r= */ NULL, "/wh"));
 }
 
 TEST(roots_parse) {
@@ -793,6 +801,7 @@ TEST(roots_check_table) {
                 { "/wh/t", "{\"write.object-storage.path\": \"/\"}",
                   "write.object-storage.path '/' is outside" },
                 { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a,,s3://bkt/p/x\"}", NULL },
+                { "/wh/t", "{\"write.metadata.path\": \"\"}", NULL },
                 { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a,/\"}",
                   "an entry of the property icecommit.allowed-prefixes '/' is outside" },
                 { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a, /wh/b\"}",
