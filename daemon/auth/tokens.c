@@ -23,6 +23,7 @@ static const struct {
         { "commit", AUTH_RIGHT_COMMIT },   { "create", AUTH_RIGHT_CREATE },
         { "upgrade", AUTH_RIGHT_UPGRADE }, { "read", AUTH_RIGHT_READ },
         { "metrics", AUTH_RIGHT_METRICS }, { "health", AUTH_RIGHT_HEALTH },
+        { "admin", AUTH_RIGHT_ADMIN },
 };
 
 const char *auth_right_to_string(AuthRight right) {
@@ -123,8 +124,8 @@ static int rights_parse(Slice s, unsigned *ret, Error *error) {
                         }
                 if (!found)
                         return error_set(error, -EINVAL,
-                                         "right %zu is unknown (use commit, create, upgrade, read, "
-                                         "metrics, health)",
+                                         "right %zu is unknown (use commit, create, admin, "
+                                         "upgrade, read, metrics, health)",
                                          n);
                 i += len + 1;
         }
@@ -188,8 +189,8 @@ static int scope_parse(Slice s, AuthScope *ret, Error *error) {
         if (!colon) {
                 if (scope.rights & AUTH_TABLE_RIGHTS)
                         return error_set(error, -EINVAL,
-                                         "commit, create, upgrade and read need patterns, e.g. "
-                                         "'commit,read:NAMESPACE.*'");
+                                         "commit, create, admin, upgrade and read need patterns, "
+                                         "e.g. 'commit,read:NAMESPACE.*'");
                 *ret = scope;
                 return 0;
         }

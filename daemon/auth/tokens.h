@@ -25,10 +25,14 @@ typedef enum AuthRight {
         AUTH_RIGHT_READ = 1u << 3,    /* receipts (GET /v1/commits/{key}), lineage audit, row ids */
         AUTH_RIGHT_METRICS = 1u << 4, /* GET /metrics, unless auth.metrics-requires-token = false */
         AUTH_RIGHT_HEALTH = 1u << 5, /* GET /healthz and /readyz, when auth.health-requires-token */
+        /* Besides create: a create that says where a table's files lie (a location, a
+         * write.*.path or icecommit.allowed-prefixes), within the storage roots. */
+        AUTH_RIGHT_ADMIN = 1u << 6,
 } AuthRight;
 
 #define AUTH_TABLE_RIGHTS                                                                          \
-        (AUTH_RIGHT_COMMIT | AUTH_RIGHT_CREATE | AUTH_RIGHT_UPGRADE | AUTH_RIGHT_READ)
+        (AUTH_RIGHT_COMMIT | AUTH_RIGHT_CREATE | AUTH_RIGHT_UPGRADE | AUTH_RIGHT_READ |            \
+         AUTH_RIGHT_ADMIN)
 
 /* "*" (n_levels 0, is_prefix), "a.b.*" (levels a, b, is_prefix) or "a.b.t" (exact: namespace
  * a.b, table t). Levels compare whole: "a.*" covers a.t and a.b.t, never ab.t. */

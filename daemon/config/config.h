@@ -139,6 +139,9 @@ typedef struct StorageConfig {
         uint64_t max_manifest_bytes;
         uint64_t max_manifest_entries;
         uint32_t probe_interval_ms; /* write probes while storage is unwritable */
+        /* [storage] allowed-roots: the comma-separated locations table files may lie under
+         * (storage/roots.h); NULL: the warehouse (the REST catalog's, when it names one). */
+        char *allowed_roots;
         S3Config s3;
 } StorageConfig;
 

@@ -119,6 +119,7 @@ const ConfigOption config_options[] = {
                1000000, 1, 1ull << 32),
         OPTION("storage", "probe-interval-ms", OPTION_KIND_U32, storage.probe_interval_ms, 5000,
                100, 3600000),
+        OPTION_STR("storage", "allowed-roots", storage.allowed_roots, NULL),
 
         OPTION_STR("s3", "endpoint", storage.s3.endpoint, NULL),
         OPTION("s3", "path-style-access", OPTION_KIND_BOOL, storage.s3.path_style_access, 0, 0, 1),

@@ -8,6 +8,7 @@
 
 #include "iceberg/table_schema.h"
 #include "storage/storage.h"
+#include "storage/roots.h"
 #include "tables/create.h"
 #include "util/utf8.h"
 
@@ -185,6 +186,29 @@ int create_namespace_request_parse(Slice body, char ***ret_levels, size_t *ret_n
         *ret_n_levels = n;
         *ret_properties = json_incref((json_t *)properties);
         return 0;
+}
+
+/* The first property of an object of strings that steers storage, or NULL. In the object's
+ * order, so that the answer names what the request names first. */
+static const char *properties_steer(const json_t *properties, bool has_location) {
+        const char *key;
+        json_t *v;
+
+        json_object_foreach ((json_t *)properties, key, v)
+                if ((has_location && strcmp(key, "location") == 0) || storage_property_steers(key))
+                        return key;
+        return NULL;
+}
+
+const char *create_table_request_steers(const json_t *request) {
+        if (json_object_get(request, "location"))
+                return "location";
+        return properties_steer(json_object_get(request, "properties"),
+                                /* has_location= */ false);
+}
+
+const char *create_namespace_properties_steer(const json_t *properties) {
+        return properties_steer(properties, /* has_location= */ true);
 }
 
 /* Two types equal up to field ids: primitives by name, nested types member by member. */

@@ -212,7 +212,9 @@ def test_staged_manifests_name_only_the_tables_own_files(catalog, daemon, table)
     schema = {"type": "struct", "fields": [{"id": 1, "name": "id", "required": True, "type": "long"},
                                            {"id": 2, "name": "data", "required": False, "type": "string"}]}
     targets = {}
-    for label, props in (("c", {}), ("b", {"icecommit.allowed-prefixes": f"/nowhere,{location_a}"})):
+    # The prefixes lie within the storage roots (the warehouse), like table A's location.
+    nowhere = os.path.join(os.path.dirname(location_a.removeprefix("file:")), "nowhere")
+    for label, props in (("c", {}), ("b", {"icecommit.allowed-prefixes": f"{nowhere},{location_a}"})):
         name = f"conf_{label}_" + os.urandom(4).hex()
         status, _, created = http("POST", f"{daemon.url}/v1/namespaces/{ns}/tables",
                                   {"name": name, "schema": schema, "properties": props})

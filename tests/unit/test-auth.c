@@ -113,7 +113,10 @@ TEST(bad_files_are_refused_with_line_and_rule_only) {
                 { "alice " DIGEST_ALICE " commit,:*\n", "tokens:1: field 3: right 2 is unknown",
                   NULL },
                 { "alice " DIGEST_ALICE " commit\n",
-                  "tokens:1: field 3: commit, create, upgrade and read need patterns", NULL },
+                  "tokens:1: field 3: commit, create, admin, upgrade and read need patterns",
+                  NULL },
+                { "alice " DIGEST_ALICE " admin\n", "tokens:1: field 3: commit, create, admin",
+                  NULL },
                 { "alice " DIGEST_ALICE " metrics:" SECRET "\n",
                   "tokens:1: field 3: metrics and health take no patterns", SECRET },
                 { "alice " DIGEST_ALICE " read:\n", "tokens:1: field 3: pattern 1: is empty",
@@ -170,7 +173,7 @@ TEST(over_long_line_is_refused_without_its_bytes) {
         ASSERT_EQ((size_t)(p - text), len);
         ASSERT_EQ(auth_tokens_parse(slice_make(text, len), "tokens", &t, &e), -EINVAL);
         ASSERT_STREQ(e.message, "tokens:2: field 6003: right 1 is unknown (use commit, create, "
-                                "upgrade, read, metrics, health)");
+                                "admin, upgrade, read, metrics, health)");
 }
 
 TEST(nul_byte_is_refused_with_its_line) {
@@ -180,6 +183,21 @@ TEST(nul_byte_is_refused_with_its_line) {
 
         ASSERT_EQ(auth_tokens_parse(slice_make(text, sizeof(text) - 1), "tokens", &t, &e), -EINVAL);
         ASSERT_STREQ(e.message, "tokens:2: holds a NUL byte: not a text file");
+}
+
+/* admin is a table right like create, granted on patterns, and implies nothing else. */
+TEST(admin_is_a_table_right_of_its_own) {
+        _cleanup_(auth_tokens_freep) AuthTokens *t =
+                parse("alice " DIGEST_ALICE " create,commit:scratch.* admin:scratch.own\n");
+        const AuthToken *a = auth_tokens_find(t, slice_from_str("token-alice"));
+
+        ASSERT_TRUE(a);
+        ASSERT_STREQ(auth_right_to_string(AUTH_RIGHT_ADMIN), "admin");
+        ASSERT_TRUE(auth_token_allows(a, AUTH_RIGHT_CREATE, "scratch", "t"));
+        ASSERT_TRUE(!auth_token_allows(a, AUTH_RIGHT_ADMIN, "scratch", "t"));
+        ASSERT_TRUE(auth_token_allows(a, AUTH_RIGHT_ADMIN, "scratch", "own"));
+        ASSERT_TRUE(!auth_token_allows(a, AUTH_RIGHT_ADMIN, "scratch", /* table= */ NULL));
+        ASSERT_TRUE(!auth_token_allows(a, AUTH_RIGHT_UPGRADE, "scratch", "own"));
 }
 
 /* One principal may hold two tokens (rotation); each line keeps its own scopes. */

@@ -13,6 +13,7 @@
 
 #include "storage/local.h"
 #include "storage/props.h"
+#include "storage/roots.h"
 #include "storage/s3.h"
 #include "storage/s3_xml.h"
 #include "storage/storage.h"
@@ -331,6 +332,15 @@ static void run_op(uv_loop_t *loop, AsyncState *st) {
 
 static void on_closed(void *userdata) {
         (*(int *)userdata)++;
+}
+
+static StorageRoots *roots_of(const char *list) {
+        StorageRoots *r = NULL;
+        Error e = { 0 };
+
+        if (storage_roots_parse(list, &r, &e) < 0)
+                TEST_FAIL("roots '%s': %s", list, e.message);
+        return r;
 }
 
 TEST(async_local_operations) {
@@ -739,6 +749,7 @@ TEST(tails) {
         /* Through storage.h: file: URIs, the context's root, a root the location is not under. */
         ASSERT_OK(uv_loop_init(&loop));
         ASSERT_OK(storage_new(&loop, &config, NULL, &s));
+        storage_set_roots(s, roots_of(dir));
         (void)snprintf(location, sizeof(location), "file://%s/t/data/a", dir);
         ASSERT_OK(storage_read_tail(s, &(StorageContext){ .root = root }, location, 3, on_done, &st,
                                     &e));
@@ -761,6 +772,255 @@ TEST(tails) {
         s = storage_free(s);
         ASSERT_EQ(uv_loop_close(&loop), 0);
         remove_tree(dir);
+}
+
+/* Whether the roots contain a location; one that does not parse is within none. */
+static bool roots_contain(const StorageRoots *r, const char *location) {
+        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
+
+        return storage_location_parse(location, &l, NULL) == 0 &&
+               storage_roots_contain_parsed(r, &l);
+}
+
+/* The storage roots: a root and what lies beneath it, segment by segment, compared canonically
+ * (file: URIs and plain paths, s3/s3a/s3n, "//" and "."), never a sibling that shares a prefix,
+ * never "..", never another store or bucket. */
+TEST(roots_contain) {
+        static const struct {
+                const char *roots, *location;
+                bool inside;
+        } cases[] = {
+                { "/wh", "/wh", true },
+                { "/wh", "/wh/ns/t/data/f.parquet", true },
+                { "/wh/", "/wh/ns", true },
+                { "/wh", "/wh2/ns/t", false },
+                { "/wh", "/w", false },
+                { "/wh", "/", false },
+                { "/wh", "/wh/../etc/passwd", false },
+                { "/wh", "/wh/ns/../../etc", false },
+                { "/wh", "/wh//ns/./t", true },
+                { "/wh", "file:/wh/ns/t", true },
+                { "/wh", "file:///wh/ns/t", true },
+                { "file:///wh", "/wh/ns/t", true },
+                { "file:/wh", "/wh2", false },
+                { "/wh", "file://host/wh/ns", false },
+                { "/wh", "relative/wh", false },
+                { "/wh", "s3://wh/ns", false },
+                { "/", "/etc/passwd", true },
+                { "s3://bkt/wh", "s3://bkt/wh/ns/t", true },
+                { "s3://bkt/wh", "s3a://bkt/wh/ns/t", true },
+                { "s3a://bkt/wh/", "s3n://bkt/wh", true },
+                { "s3://bkt/wh", "s3://bkt/wh2/ns", false },
+                { "s3://bkt/wh", "s3://bkt2/wh/ns", false },
+                { "s3://bkt/wh", "s3://bkt/wh/../x", false },
+                { "s3://bkt/wh", "s3://bkt/wh//x", false },
+                { "s3://bkt/wh", "/wh/ns", false },
+                { "s3://bkt", "s3://bkt/anything/at/all", true },
+                { "s3://bkt/", "s3://bkt2/x", false },
+                { "s3://bkt/wh", "gs://b/wh/ns", false },
+                { "/wh, s3://bkt/p", "s3://bkt/p/t", true },
+                { " /wh ,s3://bkt/p ", "/wh/t", true },
+                { "/wh,s3://bkt/p", "s3://bkt/q/t", false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(storage_roots_freep) StorageRoots *r = roots_of(cases[i].roots);
+
+                if (roots_contain(r, cases[i].location) != cases[i].inside)
+                        TEST_FAIL("roots '%s', location '%s': expected %s", cases[i].roots,
+                                  cases[i].location, cases[i].inside ? "inside" : "outside");
+        }
+        ASSERT_TRUE(!roots_contain(/* r= */ NULL, "/wh"));
+}
+
+TEST(roots_parse) {
+        static const struct {
+                const char *list, *error; /* error NULL: parses; text: what it names */
+        } cases[] = {
+                { "/wh", "'/wh'" },
+                { "file:///wh/, s3a://bkt/p/", "'/wh', 's3://bkt/p/'" },
+                { "", NULL },
+                { "/wh,", NULL },
+                { ",/wh", NULL },
+                { "/wh,,/x", NULL },
+                { "wh", NULL },
+                { "/wh/../etc", NULL },
+                { "gs://b/p", NULL },
+                { "s3://bkt/a//c", NULL },
+                { "s3://bkt/../c", NULL },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(storage_roots_freep) StorageRoots *r = NULL;
+                Error e = { 0 };
+                int rr = storage_roots_parse(cases[i].list, &r, &e);
+
+                if (cases[i].error) {
+                        ASSERT_OK(rr);
+                        ASSERT_STREQ(r->text, cases[i].error);
+                } else {
+                        if (rr != -EINVAL)
+                                TEST_FAIL("'%s' parsed (%d), expected -EINVAL", cases[i].list, rr);
+                        ASSERT_TRUE(e.message[0]);
+                }
+        }
+}
+
+/* A table's location and every property naming a storage location must lie within the roots;
+ * the refusal names what, its value and the roots. */
+TEST(roots_check_table) {
+        static const struct {
+                const char *location, *properties, *error; /* error NULL: within */
+        } cases[] = {
+                { "/wh/ns/t", "{}", NULL },
+                { NULL, "{}", NULL },
+                { "/wh/ns/t", "{\"write.data.path\": \"/wh/data\", \"owner\": \"/etc\"}", NULL },
+                { "/etc", "{}",
+                  "the location '/etc' is outside the storage roots ('/wh', "
+                  "'s3://bkt/p')" },
+                { "/wh2/t", "{}", "the location '/wh2/t' is outside" },
+                { "hdfs://nn/wh/t", "{}",
+                  "the location 'hdfs://nn/wh/t' is not a location within "
+                  "the storage roots" },
+                { "/wh/t", "{\"write.metadata.path\": \"/tmp/m\"}",
+                  "the property write.metadata.path '/tmp/m' is outside" },
+                { "/wh/t", "{\"write.data.path\": \"s3://bkt/q\"}",
+                  "the property write.data.path 's3://bkt/q' is outside" },
+                { "/wh/t", "{\"write.folder-storage.path\": \"/wh/../etc\"}",
+                  "write.folder-storage.path '/wh/../etc' is not a location within" },
+                { "/wh/t", "{\"write.object-storage.path\": \"/\"}",
+                  "write.object-storage.path '/' is outside" },
+                { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a,,s3://bkt/p/x\"}", NULL },
+                { "/wh/t", "{\"write.metadata.path\": \"\"}", NULL },
+                { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a,/\"}",
+                  "an entry of the property icecommit.allowed-prefixes '/' is outside" },
+                { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a, /wh/b\"}",
+                  "icecommit.allowed-prefixes ' /wh/b' is not a location within" },
+        };
+        _cleanup_(storage_roots_freep) StorageRoots *r = roots_of("/wh, s3://bkt/p");
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(json_decrefp) json_t *properties =
+                        json_loads(cases[i].properties, 0, NULL);
+                Error e = { 0 };
+                int rr;
+
+                ASSERT_TRUE(properties);
+                rr = storage_roots_check_table(r, cases[i].location, properties, &e);
+                if (!cases[i].error) {
+                        if (rr != 0)
+                                TEST_FAIL("case %zu refused: %s", i, e.message);
+                        continue;
+                }
+                ASSERT_EQ(rr, -EPERM);
+                ASSERT_CONTAINS(e.message, cases[i].error);
+        }
+        {
+                const char *type = NULL;
+                Error e = { 0 };
+
+                ASSERT_EQ(storage_roots_check_table(/* r= */ NULL, "/wh/t", NULL, &e), -EAGAIN);
+                ASSERT_EQ(storage_roots_refuse_table(/* r= */ NULL, "/wh/t", NULL, &type, &e), 503);
+                ASSERT_OK(storage_roots_refuse_table(r, "/wh/t", NULL, &type, &e));
+                ASSERT_EQ(storage_roots_refuse_table(r, "/etc", NULL, &type, &e), 403);
+                ASSERT_STREQ(type, "table-outside-roots");
+                ASSERT_CONTAINS(e.message, "[storage] allowed-roots");
+        }
+}
+
+/* What needs the right admin at creation: a property that says where files lie. */
+TEST(property_steers) {
+        static const struct {
+                const char *key;
+                bool steers;
+        } cases[] = {
+                { "write.data.path", true },
+                { "write.metadata.path", true },
+                { "write.folder-storage.path", true },
+                { "write.object-storage.path", true },
+                { "write.some-future.path", true },
+                { "icecommit.allowed-prefixes", true },
+                { "write.path", false },
+                { "write..path", false },
+                { "write.format.default", false },
+                { "owner", false },
+                { "icecommit.equality-deletes", false },
+                { "path", false },
+                { "write.data.path.x", false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                if (storage_property_steers(cases[i].key) != cases[i].steers)
+                        TEST_FAIL("'%s': expected %s", cases[i].key,
+                                  cases[i].steers ? "steers" : "does not steer");
+}
+
+/* Every operation with a context (a table's file) stays within the roots, refused before any
+ * I/O, whether the file exists or not; before the roots are known, retryably. Operations
+ * without one (the bucket catalog's own files) are not bounded by them. */
+TEST(roots_bound_every_operation_with_a_context) {
+        char dir[] = "/tmp/icecommit-test-storage-XXXXXX", inside[128], outside[128], list[160];
+        StorageConfig config = { .s3 = { .region = (char *)"us-east-1",
+                                         .max_attempts = 1,
+                                         .min_backoff_ms = 1,
+                                         .max_backoff_ms = 1,
+                                         .max_connections = 1,
+                                         .connect_timeout_ms = 100,
+                                         .request_timeout_ms = 100 } };
+        StorageContext ctx = { 0 };
+        uv_loop_t loop;
+        Storage *s = NULL;
+        AsyncState st = { 0 };
+        int closed = 0;
+        Error e;
+
+        ASSERT_TRUE(mkdtemp(dir));
+        (void)snprintf(inside, sizeof(inside), "%s/wh/f", dir);
+        (void)snprintf(outside, sizeof(outside), "%s/wh2", dir);
+        (void)snprintf(list, sizeof(list), "%s/wh", dir);
+        ASSERT_TRUE(mkdir(list, 0755) == 0);
+        ASSERT_OK(uv_loop_init(&loop));
+        ASSERT_OK(storage_new(&loop, &config, NULL, &s));
+
+        ASSERT_EQ(storage_write(s, &ctx, inside, slice_make("x", 1), STORAGE_WRITE_IF_ABSENT,
+                                on_done, &st, &e),
+                  -EAGAIN);
+        ASSERT_TRUE(storage_status_is_transient(-EAGAIN));
+        storage_set_roots(s, roots_of(list));
+        ASSERT_TRUE(storage_roots(s) && strstr(storage_roots(s)->text, "/wh'"));
+        ASSERT_OK(storage_write(s, &ctx, inside, slice_make("x", 1), STORAGE_WRITE_IF_ABSENT,
+                                on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_OK(st.status);
+        ASSERT_EQ(storage_write(s, &ctx, outside, slice_make("x", 1), STORAGE_WRITE_IF_ABSENT,
+                                on_done, &st, &e),
+                  -EXDEV);
+        ASSERT_EQ(storage_read(s, &ctx, "/etc/passwd", 100, on_done, &st, &e), -EXDEV);
+        ASSERT_TRUE(!strstr(e.message, "bytes") && !strstr(e.message, "exist"));
+        ASSERT_EQ(storage_size(s, &ctx, "/etc/no-such-file", on_done, &st, &e), -EXDEV);
+        ASSERT_EQ(storage_delete(s, &ctx, outside, on_done, &st, &e), -EXDEV);
+        ASSERT_EQ(storage_list(s, &ctx, outside, 10, on_done, &st, &e), -EXDEV);
+        ASSERT_EQ(storage_read(s, &ctx, "s3://bkt/wh/f", 100, on_done, &st, &e), -EXDEV);
+        ASSERT_EQ(st.n_calls, 0);
+        /* Without a context: the embedded bucket catalog's own files. */
+        ASSERT_OK(storage_write(s, NULL, outside, slice_make("y", 1), STORAGE_WRITE_IF_ABSENT,
+                                on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_OK(st.status);
+        /* A reload: new roots for every operation from then on. */
+        (void)snprintf(list, sizeof(list), "%s/wh, %s/wh2", dir, dir);
+        storage_set_roots(s, roots_of(list));
+        ASSERT_OK(storage_size(s, &ctx, outside, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_EQ(st.size, 1);
+
+        storage_close(s, on_closed, &closed);
+        ASSERT_TRUE(uv_run(&loop, UV_RUN_DEFAULT) == 0);
+        s = storage_free(s);
+        ASSERT_EQ(uv_loop_close(&loop), 0);
+        ASSERT_TRUE(unlink(inside) == 0 && unlink(outside) == 0);
+        (void)snprintf(list, sizeof(list), "%s/wh", dir);
+        ASSERT_TRUE(rmdir(list) == 0 && rmdir(dir) == 0);
 }
 
 TEST(content_ranges) {
