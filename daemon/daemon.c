@@ -17,8 +17,10 @@
 #include "daemon.h"
 #include "http/http.h"
 #include "metrics/metrics.h"
+#include "storage/roots.h"
 #include "storage/storage.h"
 #include "tables/api.h"
+#include "util/address.h"
 #include "util/log.h"
 #include "writer/api.h"
 
@@ -46,15 +48,101 @@ typedef struct Daemon {
         bool is_catalog_closed;
         bool is_storage_closed;
         bool is_http_closing;
-        int exit_status;
+        int exit_status;         /* <0: stopped for a reason of its own (a failed start) */
+        char *catalog_warehouse; /* the REST catalog's /v1/config warehouse, a location */
 } Daemon;
 
+static void daemon_stop(Daemon *d);
+
+/* The storage roots the configuration gives (docs/design.md section 9): [storage]
+ * allowed-roots; else the embedded catalog's warehouse; else a REST catalog's warehouse when
+ * catalog.warehouse or its /v1/config (catalog_warehouse, may be NULL) names one as a location.
+ * *ret_roots NULL: not known (a REST catalog that names none, or before its /v1/config). */
+static int daemon_roots_resolve(const Config *c, const char *catalog_warehouse,
+                                StorageRoots **ret_roots, const char **ret_source, Error *error) {
+        const char *w = c->catalog.warehouse;
+        int r;
+
+        *ret_roots = NULL;
+        if (c->storage.allowed_roots) {
+                *ret_source = "[storage] allowed-roots";
+                r = storage_roots_parse(c->storage.allowed_roots, ret_roots, error);
+                return r < 0 ? error_prefix(error, r, "key 'storage.allowed-roots'") : 0;
+        }
+        if (strcmp(catalog_config_type(&c->catalog), "filesystem") == 0) {
+                w = catalog_config_warehouse(&c->catalog);
+                *ret_source = "the warehouse, catalog.warehouse";
+                r = storage_roots_new(&w, 1, ret_roots, error);
+                return r < 0 ? error_prefix(error, r, "key 'catalog.warehouse'") : 0;
+        }
+        /* A REST warehouse is often a name ("sales"): only a location bounds anything. */
+        if (w && storage_roots_new(&w, 1, ret_roots, /* error= */ NULL) == 0) {
+                *ret_source = "the catalog's warehouse, catalog.warehouse";
+                return 0;
+        }
+        if (catalog_warehouse && storage_roots_new(&catalog_warehouse, 1, ret_roots, error) == 0) {
+                *ret_source = "the catalog's warehouse in its /v1/config";
+                return 0;
+        }
+        return 0;
+}
+
+/* Puts the roots the configuration gives in force, or keeps those in force (with a reason in
+ * *error) when it gives none. Returns 0, 1 when none are known, or <0. */
+static int daemon_roots_apply(Daemon *d, Error *error) {
+        _cleanup_(storage_roots_freep) StorageRoots *roots = NULL;
+        const StorageRoots *old = storage_roots(d->storage);
+        const char *source = NULL;
+        int r;
+
+        r = daemon_roots_resolve(d->config, d->catalog_warehouse, &roots, &source, error);
+        if (r < 0)
+                return r;
+        if (!roots)
+                return 1;
+        if (!old || strcmp(old->text, roots->text) != 0)
+                log_notice("storage roots %s (%s): table files are read and written under them "
+                           "only",
+                           roots->text, source);
+        storage_set_roots(d->storage, TAKE_PTR(roots));
+        return 0;
+}
+
+/* With a REST catalog whose warehouse the configuration does not name, the roots come from
+ * its /v1/config; a catalog that names none leaves them unknowable, and the daemon stops
+ * rather than guess: an operator sets [storage] allowed-roots. */
 static void daemon_on_catalog_started(const CatalogResult *result, void *userdata) {
-        if (result->status == 0)
-                log_info("catalog configuration loaded");
-        else
+        Daemon *d = userdata;
+        const char *w;
+        Error error = { 0 };
+        int r;
+
+        if (result->status != 0) {
                 /* The client keeps retrying in the background; /readyz says 503 until then. */
                 log_warning("catalog not reachable yet: %s", result->message);
+                return;
+        }
+        log_info("catalog configuration loaded");
+        if (storage_roots(d->storage) || d->is_stopping)
+                return;
+        w = json_string_value(json_object_get(result->properties, "warehouse"));
+        if (w && !(d->catalog_warehouse = strdup(w)))
+                r = -ENOMEM;
+        else
+                r = daemon_roots_apply(d, &error);
+        if (r == 0)
+                return;
+        if (r > 0)
+                log_error("the storage roots are unknown: neither catalog.warehouse ('%s') nor the "
+                          "REST catalog's /v1/config ('%s') names a warehouse location; set "
+                          "[storage] allowed-roots to the locations its tables lie under, stopping",
+                          d->config->catalog.warehouse ? d->config->catalog.warehouse : "",
+                          w ? w : "");
+        else
+                log_error("cannot take the storage roots from the catalog: %s, stopping",
+                          r == -ENOMEM ? "out of memory" : error.message);
+        d->exit_status = -EINVAL;
+        daemon_stop(d);
 }
 
 static void daemon_on_watchdog(uv_timer_t *t) {
@@ -197,6 +285,9 @@ static void daemon_reload(Daemon *d) {
                         log_warning("reload: changed but applied only by a restart: %s%s",
                                     what.need_restart, what.is_truncated ? ", ..." : "");
         }
+        r = daemon_roots_apply(d, &error);
+        if (r < 0)
+                log_error("reload: keeping the storage roots in force: %s", error.message);
         r = auth_reload(d->auth, &n_tokens, &error);
         if (r < 0)
                 log_error("reload: keeping the old tokens: %s", error.message);
@@ -210,6 +301,38 @@ static void daemon_reload(Daemon *d) {
 static void daemon_on_sighup(uv_signal_t *s, int signum) {
         log_info("SIGHUP received, reloading");
         daemon_reload(s->data);
+}
+
+/* config_verify() refused a non-loopback listener without authentication unless the operator
+ * allowed it; what remains is said once at start, as a warning where anyone may write. */
+static void daemon_log_authentication(const Daemon *d) {
+        const Config *c = d->config;
+        struct sockaddr_storage listener;
+        bool is_loopback;
+
+        if (auth_is_enabled(d->auth)) {
+                log_info("writer authentication on, tokens file '%s', /metrics %s, /healthz and "
+                         "/readyz %s",
+                         c->auth.tokens_file,
+                         c->auth.metrics_requires_token ? "needs the right metrics" : "open",
+                         c->auth.health_requires_token ? "need the right health" : "open");
+                return;
+        }
+        is_loopback = address_parse(c->http.listen_address, c->http.port, &listener) == 0 &&
+                      address_is_loopback(&listener);
+        if (is_loopback)
+                log_warning("writer authentication off (no auth.tokens-file): every user and "
+                            "process on this host may commit to, create, upgrade and read every "
+                            "table");
+        else if (c->http.tls_client_ca_file)
+                log_notice("writer authentication by client certificate only "
+                           "(http.tls-client-ca-file, no auth.tokens-file): every client with a "
+                           "certificate may commit to, create, upgrade and read every table");
+        else
+                log_warning("writer authentication off on %s (auth.allow-unauthenticated = "
+                            "true): anyone who reaches the port may commit to, create, upgrade "
+                            "and read every table",
+                            c->http.listen_address);
 }
 
 static int daemon_start(Daemon *d) {
@@ -227,17 +350,20 @@ static int daemon_start(Daemon *d) {
                 log_error("cannot load the tokens file: %s", error.message);
                 return r;
         }
-        if (auth_is_enabled(d->auth))
-                log_info("writer authentication on, tokens file '%s'", d->config->auth.tokens_file);
-        else
-                log_warning("writer authentication off (no auth.tokens-file): anyone who reaches "
-                            "the port may "
-                            "commit to, create, upgrade and read every table");
+        daemon_log_authentication(d);
         r = storage_new(&d->loop, &d->config->storage, d->metrics, &d->storage);
         if (r < 0) {
                 log_error("cannot create the storage client: %s", strerror(-r));
                 return r;
         }
+        r = daemon_roots_apply(d, &error);
+        if (r < 0) {
+                log_error("%s: %s", d->config->path, error.message);
+                return -EINVAL;
+        }
+        if (r > 0)
+                log_info("storage roots: waiting for the REST catalog's /v1/config to name its "
+                         "warehouse ([storage] allowed-roots is not set)");
         r = catalog_new(&d->loop, &d->config->catalog, d->storage, &d->catalog);
         if (r < 0) {
                 log_error("cannot create the catalog client: %s", strerror(-r));
@@ -333,6 +459,9 @@ int daemon_run(Config *config) {
         d.storage = storage_free(d.storage);
         d.metrics = metrics_free(d.metrics);
         d.auth = auth_free(d.auth);
+        free(d.catalog_warehouse);
+        if (r >= 0 && d.exit_status < 0)
+                r = d.exit_status;
         if (uv_loop_close(&d.loop) != 0) {
                 log_error("event loop still had open handles at exit");
                 return r < 0 ? r : -EBUSY;

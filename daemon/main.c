@@ -9,6 +9,7 @@
 #include "auth/tokens.h"
 #include "config/config.h"
 #include "daemon.h"
+#include "storage/roots.h"
 #include "util/log.h"
 
 /* meson's sysconfdir decides it (meson.build), so the binary, the unit and meson install agree. */
@@ -79,6 +80,16 @@ int main(int argc, char **argv) {
         log_set_format((LogFormat)log_format_from_string(config->log_format));
         if (arg_check_config) {
                 _cleanup_(auth_tokens_freep) AuthTokens *tokens = NULL;
+                _cleanup_(storage_roots_freep) StorageRoots *roots = NULL;
+
+                if (config->storage.allowed_roots &&
+                    storage_roots_parse(config->storage.allowed_roots, &roots, &error) < 0) {
+                        fprintf(stderr,
+                                "icecommitd: bad configuration: %s: key 'storage.allowed-roots': "
+                                "%s\n",
+                                arg_config_path, error.message);
+                        return EXIT_FAILURE;
+                }
 
                 if (config->auth.tokens_file &&
                     auth_tokens_load(config->auth.tokens_file, config->auth.max_tokens_file_bytes,

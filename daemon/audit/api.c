@@ -15,6 +15,7 @@
 #include "audit/api.h"
 #include "audit/table.h"
 #include "iceberg/manifest_entries.h"
+#include "storage/roots.h"
 #include "storage/storage.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -475,6 +476,13 @@ static void audit_on_table_loaded(const CatalogResult *result, void *userdata) {
                 return;
         }
         r = table_metadata_parse(result->body, &metadata, &j->error);
+        if (r >= 0 &&
+            (r = storage_roots_refuse_table(storage_roots(j->api->storage), metadata->location,
+                                            json_object_get(metadata->metadata, "properties"),
+                                            &type, &j->error)) > 0) {
+                audit_job_fail(j, r, type, "%s", j->error.message);
+                return;
+        }
         if (r >= 0)
                 r = audit_table_new(TAKE_PTR(metadata), &limits, &j->table, &j->error);
         if (r == -E2BIG) {

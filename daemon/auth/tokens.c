@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The tokens file parser, token lookup and the scope decision (tokens.h). Pure: no I/O except
- * auth_tokens_load() reading the one file, no logging; every refusal names the line and rule.
- * Never holds a token in memory longer than hashing it takes, and never a token in the file. */
+ * auth_tokens_load() reading the one file, no logging. Every refusal names the line, the field
+ * by its number and the rule, never a field's bytes: a token pasted into the wrong column must
+ * not reach the journal. Never holds a token in memory longer than hashing it takes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
@@ -13,6 +14,7 @@
 
 #include "auth/tokens.h"
 #include "util/parse.h"
+#include "util/utf8.h"
 
 static const struct {
         const char *name;
@@ -21,6 +23,7 @@ static const struct {
         { "commit", AUTH_RIGHT_COMMIT },   { "create", AUTH_RIGHT_CREATE },
         { "upgrade", AUTH_RIGHT_UPGRADE }, { "read", AUTH_RIGHT_READ },
         { "metrics", AUTH_RIGHT_METRICS }, { "health", AUTH_RIGHT_HEALTH },
+        { "admin", AUTH_RIGHT_ADMIN },
 };
 
 const char *auth_right_to_string(AuthRight right) {
@@ -105,12 +108,14 @@ static int digest_parse(Slice s, uint8_t ret[AUTH_DIGEST_BYTES]) {
 
 static int rights_parse(Slice s, unsigned *ret, Error *error) {
         unsigned rights = 0;
+        size_t n = 0;
 
         for (size_t i = 0; i <= s.len;) {
                 const uint8_t *comma = memchr(s.ptr + i, ',', s.len - i);
                 size_t len = comma ? (size_t)(comma - (s.ptr + i)) : s.len - i;
                 bool found = false;
 
+                n++;
                 for (size_t k = 0; k < ELEMENTSOF(right_names) && !found; k++)
                         if (strlen(right_names[k].name) == len &&
                             memcmp(right_names[k].name, s.ptr + i, len) == 0) {
@@ -119,9 +124,9 @@ static int rights_parse(Slice s, unsigned *ret, Error *error) {
                         }
                 if (!found)
                         return error_set(error, -EINVAL,
-                                         "unknown right '%.*s' (use commit, create, upgrade, read, "
-                                         "metrics, health)",
-                                         (int)len, (const char *)s.ptr + i);
+                                         "right %zu is unknown (use commit, create, admin, "
+                                         "upgrade, read, metrics, health)",
+                                         n);
                 i += len + 1;
         }
         *ret = rights;
@@ -132,7 +137,7 @@ static int pattern_parse(Slice s, AuthPattern *ret, Error *error) {
         _cleanup_(pattern_deinit) AuthPattern p = { 0 };
 
         if (s.len == 0)
-                return error_set(error, -EINVAL, "empty pattern");
+                return error_set(error, -EINVAL, "is empty");
         if (slice_eq_str(s, "*")) {
                 *ret = (AuthPattern){ .is_prefix = true };
                 return 0;
@@ -143,24 +148,15 @@ static int pattern_parse(Slice s, AuthPattern *ret, Error *error) {
                 char **levels;
 
                 if (len == 0)
-                        return error_set(error, -EINVAL, "pattern '%.*s' has an empty level",
-                                         (int)s.len, (const char *)s.ptr);
+                        return error_set(error, -EINVAL, "has an empty level");
                 if (!dot && len == 1 && s.ptr[i] == '*') {
                         p.is_prefix = true;
                         break;
                 }
-                for (size_t k = 0; k < len; k++) {
-                        uint8_t c = s.ptr[i + k];
-
-                        if (c < 0x20 || c == 0x7f)
-                                return error_set(error, -EINVAL,
-                                                 "pattern holds a control character");
-                        if (c == '*')
-                                return error_set(error, -EINVAL,
-                                                 "pattern '%.*s': '*' stands alone, as the last "
-                                                 "level ('ns.*', '*')",
-                                                 (int)s.len, (const char *)s.ptr);
-                }
+                if (memchr(s.ptr + i, '*', len))
+                        return error_set(error, -EINVAL,
+                                         "'*' stands alone, as the last level ('NAMESPACE.*', "
+                                         "'*')");
                 levels = reallocarray(p.levels, p.n_levels + 1, sizeof(*levels));
                 if (!levels)
                         return -ENOMEM;
@@ -173,11 +169,8 @@ static int pattern_parse(Slice s, AuthPattern *ret, Error *error) {
         }
         if (!p.is_prefix && p.n_levels < 2)
                 return error_set(error, -EINVAL,
-                                 "pattern '%.*s' names no table: use '%.*s.*' for everything in "
-                                 "namespace %.*s, "
-                                 "or 'NAMESPACE.TABLE'",
-                                 (int)s.len, (const char *)s.ptr, (int)s.len, (const char *)s.ptr,
-                                 (int)s.len, (const char *)s.ptr);
+                                 "names no table: use 'NAMESPACE.*' for every table of a "
+                                 "namespace, or 'NAMESPACE.TABLE'");
         *ret = p;
         p = (AuthPattern){ 0 };
         return 0;
@@ -196,17 +189,13 @@ static int scope_parse(Slice s, AuthScope *ret, Error *error) {
         if (!colon) {
                 if (scope.rights & AUTH_TABLE_RIGHTS)
                         return error_set(error, -EINVAL,
-                                         "scope '%.*s': commit, create, upgrade and read need "
-                                         "patterns, e.g. "
-                                         "'commit,read:NAMESPACE.*'",
-                                         (int)s.len, (const char *)s.ptr);
+                                         "commit, create, admin, upgrade and read need patterns, "
+                                         "e.g. 'commit,read:NAMESPACE.*'");
                 *ret = scope;
                 return 0;
         }
         if (scope.rights & ~AUTH_TABLE_RIGHTS)
-                return error_set(error, -EINVAL,
-                                 "scope '%.*s': metrics and health take no patterns", (int)s.len,
-                                 (const char *)s.ptr);
+                return error_set(error, -EINVAL, "metrics and health take no patterns");
 
         for (size_t i = (size_t)(colon - s.ptr) + 1; i <= s.len;) {
                 const uint8_t *comma = memchr(s.ptr + i, ',', s.len - i);
@@ -220,6 +209,8 @@ static int scope_parse(Slice s, AuthScope *ret, Error *error) {
                         scope.patterns = patterns;
                         r = pattern_parse(slice_make(s.ptr + i, len),
                                           &scope.patterns[scope.n_patterns], error);
+                        if (r < 0 && r != -ENOMEM)
+                                r = error_prefix(error, r, "pattern %zu", scope.n_patterns + 1);
                 }
                 if (r < 0) {
                         for (size_t k = 0; k < scope.n_patterns; k++)
@@ -234,23 +225,45 @@ static int scope_parse(Slice s, AuthScope *ret, Error *error) {
         return 0;
 }
 
+/* SHA-256 of a token, as the file's second field holds it. */
+static int token_digest(Slice token, uint8_t ret[AUTH_DIGEST_BYTES]) {
+        unsigned int len = 0;
+
+        if (EVP_Digest(token.ptr, token.len, ret, &len, EVP_sha256(), /* impl= */ NULL) != 1 ||
+            len != AUTH_DIGEST_BYTES)
+                return -EIO;
+        return 0;
+}
+
+/* One line's fields. Messages name fields by number (1: principal, 2: SHA-256, 3...: scopes). */
 static int line_parse(const char *p, size_t len, AuthToken *ret, Error *error) {
         _cleanup_(token_deinit) AuthToken t = { 0 };
+        uint8_t name_digest[AUTH_DIGEST_BYTES];
         Fields f = { p, p + len };
         Slice name, digest, field;
         int r;
 
         if (!fields_next(&f, &name) || !fields_next(&f, &digest))
-                return error_set(error, -EINVAL, "expected PRINCIPAL SHA256 SCOPE...");
+                return error_set(error, -EINVAL,
+                                 "expected PRINCIPAL SHA256 SCOPE..., separated by blanks");
         if (!auth_principal_is_valid((const char *)name.ptr, name.len))
                 return error_set(error, -EINVAL,
-                                 "principal '%.*s' must be 1 to %d characters of A-Z a-z 0-9 . _ -",
-                                 (int)(name.len < 80 ? name.len : 80), (const char *)name.ptr,
+                                 "field 1, the principal, must be 1 to %d characters of A-Z a-z "
+                                 "0-9 . _ -",
                                  AUTH_PRINCIPAL_MAX);
         if (digest_parse(digest, t.digest) < 0)
                 return error_set(error, -EINVAL,
-                                 "the second field must be the token's SHA-256 as 64 hex digits "
+                                 "field 2 must be the token's SHA-256 as 64 hex digits "
                                  "(printf %%s \"$TOKEN\" | sha256sum), never the token itself");
+        /* "TOKEN SHA256(TOKEN) scopes": a URL-safe token is a valid principal name, which would
+         * be logged and recorded in snapshot summaries. */
+        r = token_digest(name, name_digest);
+        if (r < 0)
+                return error_set(error, r, "cannot compute a SHA-256 (OpenSSL failed)");
+        if (memcmp(name_digest, t.digest, AUTH_DIGEST_BYTES) == 0)
+                return error_set(error, -EINVAL,
+                                 "field 1 is the token itself (field 2 is its SHA-256): put the "
+                                 "principal's name there and hand the token to the writer only");
         t.principal = strndup((const char *)name.ptr, name.len);
         if (!t.principal)
                 return -ENOMEM;
@@ -261,30 +274,42 @@ static int line_parse(const char *p, size_t len, AuthToken *ret, Error *error) {
                         return -ENOMEM;
                 t.scopes = scopes;
                 r = scope_parse(field, &t.scopes[t.n_scopes], error);
-                if (r < 0)
+                if (r == -ENOMEM)
                         return r;
+                if (r < 0)
+                        return error_prefix(error, r, "field %zu", t.n_scopes + 3);
                 t.n_scopes++;
         }
         if (t.n_scopes == 0)
                 return error_set(error, -EINVAL,
-                                 "principal '%s' has no scope (e.g. 'commit,read:NAMESPACE.*')",
-                                 t.principal);
+                                 "no scope after the SHA-256 (e.g. 'commit,read:NAMESPACE.*')");
         *ret = t;
         t = (AuthToken){ 0 };
         return 0;
 }
 
+/* The line number of byte `at`, counting from 1. */
+static unsigned line_number(const char *text, const char *at) {
+        unsigned line = 1;
+
+        for (const char *c = text; c < at; c++)
+                line += *c == '\n';
+        return line;
+}
+
 int auth_tokens_parse(Slice text, const char *path, AuthTokens **ret, Error *error) {
         _cleanup_(auth_tokens_freep) AuthTokens *t = NULL;
-        const char *p = (const char *)text.ptr, *end = p + text.len;
+        const char *p = (const char *)text.ptr, *end = p + text.len, *nul;
         unsigned line = 0;
         int r;
 
         t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
-        if (text.len > 0 && memchr(text.ptr, '\0', text.len))
-                return error_set(error, -EINVAL, "%s: holds a NUL byte: not a text file", path);
+        nul = text.len > 0 ? memchr(text.ptr, '\0', text.len) : NULL;
+        if (nul)
+                return error_set(error, -EINVAL, "%s:%u: holds a NUL byte: not a text file", path,
+                                 line_number(p, nul));
 
         while (p < end) {
                 const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -303,9 +328,12 @@ int auth_tokens_parse(Slice text, const char *path, AuthTokens **ret, Error *err
                         continue;
                 }
                 for (size_t i = 0; i < len; i++)
-                        if ((uint8_t)p[i] < 0x20 && p[i] != '\t')
+                        if (((uint8_t)p[i] < 0x20 && p[i] != '\t') || (uint8_t)p[i] == 0x7f)
                                 return error_set(error, -EINVAL, "%s:%u: holds a control character",
                                                  path, line);
+                /* Only patterns may hold more than ASCII, and names in requests are UTF-8. */
+                if (!utf8_is_valid(p, len))
+                        return error_set(error, -EINVAL, "%s:%u: is not valid UTF-8", path, line);
 
                 tokens = reallocarray(t->tokens, t->n_tokens + 1, sizeof(*tokens));
                 if (!tokens)
@@ -331,8 +359,7 @@ int auth_tokens_parse(Slice text, const char *path, AuthTokens **ret, Error *err
         if (t->n_tokens == 0)
                 return error_set(error, -EINVAL,
                                  "%s: no tokens: every request would be refused (unset "
-                                 "auth.tokens-file to turn "
-                                 "authentication off)",
+                                 "auth.tokens-file to turn authentication off)",
                                  path);
 
         *ret = TAKE_PTR(t);
@@ -380,14 +407,11 @@ int auth_tokens_load(const char *path, uint64_t max_bytes, AuthTokens **ret, Err
 
 const AuthToken *auth_tokens_find(const AuthTokens *t, Slice token) {
         uint8_t digest[AUTH_DIGEST_BYTES];
-        unsigned int digest_len = 0;
         const AuthToken *found = NULL;
 
         if (!t || token.len == 0)
                 return NULL;
-        if (EVP_Digest(token.ptr, token.len, digest, &digest_len, EVP_sha256(), /* impl= */ NULL) !=
-                    1 ||
-            digest_len != AUTH_DIGEST_BYTES)
+        if (token_digest(token, digest) < 0)
                 return NULL;
         /* No early exit: every digest is compared, whichever matches. */
         for (size_t i = 0; i < t->n_tokens; i++)

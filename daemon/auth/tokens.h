@@ -23,12 +23,16 @@ typedef enum AuthRight {
         AUTH_RIGHT_CREATE = 1u << 1,  /* create namespaces and tables */
         AUTH_RIGHT_UPGRADE = 1u << 2, /* POST .../upgrade */
         AUTH_RIGHT_READ = 1u << 3,    /* receipts (GET /v1/commits/{key}), lineage audit, row ids */
-        AUTH_RIGHT_METRICS = 1u << 4, /* GET /metrics, when auth.metrics-requires-token */
+        AUTH_RIGHT_METRICS = 1u << 4, /* GET /metrics, unless auth.metrics-requires-token = false */
         AUTH_RIGHT_HEALTH = 1u << 5, /* GET /healthz and /readyz, when auth.health-requires-token */
+        /* Besides create: a create that says where a table's files lie (a location, a
+         * write.*.path or icecommit.allowed-prefixes), within the storage roots. */
+        AUTH_RIGHT_ADMIN = 1u << 6,
 } AuthRight;
 
 #define AUTH_TABLE_RIGHTS                                                                          \
-        (AUTH_RIGHT_COMMIT | AUTH_RIGHT_CREATE | AUTH_RIGHT_UPGRADE | AUTH_RIGHT_READ)
+        (AUTH_RIGHT_COMMIT | AUTH_RIGHT_CREATE | AUTH_RIGHT_UPGRADE | AUTH_RIGHT_READ |            \
+         AUTH_RIGHT_ADMIN)
 
 /* "*" (n_levels 0, is_prefix), "a.b.*" (levels a, b, is_prefix) or "a.b.t" (exact: namespace
  * a.b, table t). Levels compare whole: "a.*" covers a.t and a.b.t, never ab.t. */
@@ -61,7 +65,9 @@ typedef struct AuthTokens {
 } AuthTokens;
 
 /* Parses the file's bytes. `path` only names the file in messages. Returns 0, -ENOMEM, or
- * -EINVAL with "PATH:LINE: reason" in *error (nothing is returned then). */
+ * -EINVAL (-EIO when OpenSSL fails) with "PATH:LINE: rule" in *error, nothing returned then.
+ * A message names the line, a field by its number and the rule it breaks, never any of the
+ * file's bytes (a token pasted into the wrong column must not reach a log). */
 int auth_tokens_parse(Slice text, const char *path, AuthTokens **ret, Error *error);
 /* Reads and parses the file at `path`, refusing one above max_bytes (-EFBIG). Returns 0,
  * -errno when it cannot be read, or what auth_tokens_parse() returns; *error says why. */

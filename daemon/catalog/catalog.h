@@ -99,7 +99,9 @@ int catalog_new_backend(const CatalogBackend *backend, void *impl, Catalog **ret
 Catalog *catalog_free(Catalog *c);
 
 /* Makes the backend ready (REST: token and /v1/config, retried in the background; filesystem:
- * the warehouse directory); cb gets the first outcome. Returns <0 without calling cb, or 0. */
+ * the warehouse directory); cb gets the first outcome and, when that was a failure, the success
+ * that follows (REST; its result->properties are the catalog's /v1/config properties). Returns
+ * <0 without calling cb, or 0. */
 int catalog_start(Catalog *c, CatalogCallback cb, void *userdata);
 /* Cancels every call (each completes with -ECANCELED; a cancelled mutation may have landed),
  * then calls done(userdata) (may be NULL) from the loop. Later calls fail with -ESHUTDOWN. */

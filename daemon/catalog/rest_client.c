@@ -105,7 +105,10 @@ struct RestClient {
 
         RestConfig config;
         bool is_ready;
-        bool is_started;            /* rest_client_start() was called */
+        bool is_started;          /* rest_client_start() was called */
+        CatalogCallback start_cb; /* until it heard a success (catalog.h) */
+        void *start_userdata;
+        bool has_told_start;        /* start_cb heard the first outcome */
         unsigned n_config_calls;    /* /v1/config fetches in flight or waiting */
         unsigned n_config_failures; /* in a row, for the retry backoff */
         CallQueue waiting_config;   /* never non-empty while n_config_calls == 0 */
@@ -301,6 +304,16 @@ static void call_finish(CatalogCall *call, const CatalogResult *result) {
         if (call->cb)
                 call->cb(result, call->userdata);
         call_free(call);
+        /* The starter hears the first outcome and, after a failure, the success that follows
+         * (the config is loaded once, then for good). */
+        if (is_config && c->start_cb && (result->status == 0 || !c->has_told_start)) {
+                CatalogCallback cb = c->start_cb;
+
+                c->has_told_start = true;
+                if (result->status == 0)
+                        c->start_cb = NULL;
+                cb(result, c->start_userdata);
+        }
 
         if (is_config) {
                 if (result->status == 0)
@@ -879,6 +892,8 @@ int rest_client_new(uv_loop_t *loop, const CatalogConfig *config, RestClient **r
                                 .max_connections = config->max_connections,
                                 .max_response_bytes = config->max_response_bytes,
                                 .user_agent = "icecommitd/" ICECOMMIT_VERSION,
+                                /* JSON that only icecommitd reads, often large */
+                                .decode_content = true,
                         },
                         &c->curl);
         if (r < 0)
@@ -941,12 +956,18 @@ static void rest_client_close(void *impl, void (*done)(void *userdata), void *us
 
 static int rest_client_start(void *impl, CatalogCallback cb, void *userdata) {
         RestClient *c = impl;
+        int r;
 
         assert(c && cb);
         if (c->is_closing)
                 return -ESHUTDOWN;
         c->is_started = true;
-        return config_call_start(c, cb, userdata);
+        r = config_call_start(c, /* cb= */ NULL, /* userdata= */ NULL);
+        if (r < 0)
+                return r;
+        c->start_cb = cb;
+        c->start_userdata = userdata;
+        return 0;
 }
 
 static bool rest_client_is_ready(const void *impl) {

@@ -1294,8 +1294,19 @@ static void batch_on_loaded(const CatalogResult *result, void *userdata) {
 static void batch_with_table(Batch *b) {
         CommitEngine *e = b->queue->engine;
         const CommitRequest *first = b->jobs[0]->writer->request;
+        const char *type;
         json_t *list;
         int r;
+
+        /* Before anything is read or written for it: the table's location and storage
+         * properties may have changed since intake (another engine), and the roots on SIGHUP. */
+        r = engine_check_table_roots(e, b->table, &type, &b->error);
+        if (r > 0) {
+                if (batch_recheck_state(b))
+                        return;
+                batch_fail(b, KEY_FAILED, r, type, "%s", b->error.message);
+                return;
+        }
 
         /* Staged manifests leave snapshot ids to inheritance, which a format 1 table allows
          * only when told to (Java SnapshotProducer.canInheritSnapshotId). */

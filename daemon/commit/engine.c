@@ -16,6 +16,7 @@
 #include "iceberg/manifest.h"
 #include "iceberg/snapshot.h"
 #include "parquet/footer.h"
+#include "storage/roots.h"
 #include "storage/storage.h"
 #include "util/log.h"
 #include "util/queue.h"
@@ -111,7 +112,8 @@ Job *engine_job_free(Job *j) {
 }
 
 /* Answers a job's writer, every waiter with the same key, and records the outcome. A retryable
- * outcome (5xx other than "unknown") drops the key so that a retry is a fresh request. */
+ * outcome (5xx other than "unknown") or a 403 an operator fixes drops the key so that a retry
+ * is a fresh request. */
 void engine_job_finish(Job *j, KeyState state, int status, json_t *body) {
         CommitEngine *e = j->engine;
         const char *outcome;
@@ -264,6 +266,13 @@ StorageContext engine_storage_context(const CommitEngine *e, const StorageProps 
                 .props = props,
                 .deadline_ns = accepted_ns + e->config->total_timeout_ms * 1000000ull,
         };
+}
+
+int engine_check_table_roots(const CommitEngine *e, const TableMetadata *t, const char **ret_type,
+                             Error *error) {
+        return storage_roots_refuse_table(storage_roots(e->storage), t->location,
+                                          json_object_get(t->metadata, "properties"), ret_type,
+                                          error);
 }
 
 int engine_storage_http_status(int status, const char **ret_type, const char *permanent_type) {
@@ -671,6 +680,8 @@ static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
                            0)
                 engine_job_fail(j, r == -ENOMEM ? 503 : 502, "catalog-bad-metadata", "%s",
                                 j->error.message);
+        else if ((r = engine_check_table_roots(e, j->table, &type, &j->error)) > 0)
+                engine_job_fail(j, r, type, "%s", j->error.message);
         else if (e->is_stopping)
                 engine_job_fail(j, 503, "shutting-down",
                                 "icecommitd is stopping; retry with the same key");
@@ -710,7 +721,7 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         }
         if (entry && (entry->state == KEY_COMMITTED || entry->state == KEY_FAILED)) {
                 /* A finished request is answered again, the same way (4xx failures only: a
-                 * retryable failure was removed from the registry). */
+                 * retryable failure, or a 403, was removed from the registry). */
                 writer_request_finish(w, entry->status, json_deep_copy(entry->body));
                 return;
         }
@@ -761,8 +772,16 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         state = table_state_find(e, r->table_name);
         if (state && table_state_is_fresh(state) &&
             table_state_use(state, &j->table, &j->props, &j->error) == 0) {
-                job_intake_fetch(TAKE_PTR(j));
-                return;
+                const char *type;
+
+                if (engine_check_table_roots(e, j->table, &type, &j->error) == 0) {
+                        job_intake_fetch(TAKE_PTR(j));
+                        return;
+                }
+                /* A refusal never rests on the state (a property may have changed since,
+                 * with no snapshot to tell): the load below decides. */
+                engine_release_table(e, TAKE_PTR(j->table));
+                j->props = storage_props_free(j->props);
         }
         metrics_add(e->metrics, METRIC_TABLE_LOADS, "intake", 1);
         rr = catalog_load_table_refs(e->catalog, (const char *const *)r->target.namespace,
@@ -881,12 +900,12 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
         _cleanup_(table_metadata_freep) TableMetadata *t = NULL;
         _cleanup_(storage_props_freep) StorageProps *props = NULL;
         Error error = { 0 };
+        const char *type;
         json_t *s;
         int r;
 
         e->n_in_flight--;
         if (result->status != 0) {
-                const char *type;
                 int status = catalog_outcome_http_status(result->status, &type);
 
                 writer_request_reply_error(
@@ -896,6 +915,8 @@ static void engine_on_history_loaded(const CatalogResult *result, void *userdata
         } else if (table_metadata_parse(result->body, &t, &error) < 0)
                 writer_request_reply_error(l->writer, 502, "catalog-bad-metadata", "%s",
                                            error.message);
+        else if ((r = engine_check_table_roots(e, t, &type, &error)) > 0)
+                writer_request_reply_error(l->writer, r, type, "%s", error.message);
         else if ((s = snapshot_find_key(t->metadata, l->recorded_key,
                                         e->config->history_lookback))) {
                 HistoryReceiptArgs a = {
@@ -968,7 +989,7 @@ static void engine_lookup_history(WriterRequest *w, const char *key, const char 
         e->n_in_flight++;
 }
 
-static bool engine_is_ready(const char **ret_reason, void *userdata) {
+static bool engine_is_ready(bool with_details, const char **ret_reason, void *userdata) {
         CommitEngine *e = userdata;
         const char *why = NULL;
 
@@ -977,7 +998,9 @@ static bool engine_is_ready(const char **ret_reason, void *userdata) {
         else if (!catalog_is_ready(e->catalog))
                 *ret_reason = "the catalog configuration is not loaded yet";
         else if (!storage_is_writable(e->storage, &why))
-                *ret_reason = why;
+                *ret_reason = with_details
+                                      ? why
+                                      : "storage cannot be written (the daemon's log says why)";
         else
                 return true;
         return false;

@@ -261,6 +261,9 @@ StorageContext engine_storage_context(const CommitEngine *e, const StorageProps 
 /* The writer-API answer to a failed storage operation: HTTP status and error type. A transient
  * failure is 503 (retry with the same key), never a 4xx. */
 int engine_storage_http_status(int status, const char **ret_type, const char *permanent_type);
+/* storage_roots_refuse_table() for a loaded table, with the engine's roots. */
+int engine_check_table_roots(const CommitEngine *e, const TableMetadata *t, const char **ret_type,
+                             Error *error);
 /* Drops a reference; the last one of a tree is freed on the thread pool, never the loop. */
 void engine_release_json(CommitEngine *e, json_t *json);
 /* Frees a table, its metadata tree as engine_release_json() does (t may be NULL). */

@@ -91,8 +91,23 @@ int probe_plan(Job *j) {
                 const StagedManifest *m = j->manifests[k];
 
                 for (size_t e = 0; e < m->n_files; e++) {
-                        char *root = probe_confinement_root(j->table, m->files[e].path);
+                        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
+                        Error why = { 0 };
+                        char *root;
+                        int r;
 
+                        /* A path no backend can take (a control character, an unsupported
+                         * scheme) is refused for what it is, not as a place outside. */
+                        r = storage_location_parse(m->files[e].path, &l, &why);
+                        if (r < 0)
+                                return probe_refuse(
+                                        j,
+                                        error_set(&j->error, r,
+                                                  "staged-manifests[%zu] '%s' entry %zu: %s", k,
+                                                  data_files_manifest_location(j, k), e,
+                                                  why.message),
+                                        422, "invalid-manifest");
+                        root = probe_confinement_root(j->table, m->files[e].path);
                         if (!root) {
                                 /* Said without asking storage anything about the file. */
                                 probe_outside_message(j, k, e, message, sizeof(message));

@@ -171,8 +171,11 @@ void registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, js
         e->waiters = NULL;
         e->n_waiters = 0;
 
-        /* A retryable failure is forgotten: the writer's retry with the key is a new request. */
-        if (state == KEY_FAILED && status >= 500) {
+        /* A retryable failure is forgotten: the writer's retry with the key is a new request.
+         * So is a 403 (storage access denied, a table outside the storage roots): it rests on
+         * what an operator configures, not on the request, and the same key must go through
+         * once the operator acted. */
+        if (state == KEY_FAILED && (status >= 500 || status == 403)) {
                 json_decref(body);
                 registry_remove(r, e);
                 return;

@@ -50,8 +50,9 @@ KeyEntry *registry_find_any(KeyRegistry *r, const char *key,
 int registry_add(KeyRegistry *r, const char *scope, const char *key, const char *fingerprint,
                  KeyEntry **ret);
 /* Records the final answer (body stolen), answers every waiter with a copy, and makes the entry
- * evictable. A retryable failure (KEY_FAILED with a 5xx) removes the entry instead. The entry
- * may be gone afterwards either way (eviction): do not use it again. */
+ * evictable. A retryable failure (KEY_FAILED with a 5xx) or one an operator fixes (a 403)
+ * removes the entry instead. The entry may be gone afterwards either way (eviction): do not use
+ * it again. */
 void registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, json_t *body);
 /* Drops an entry (a retryable failure: the writer may send the key again). Waiters must have
  * been answered. */

@@ -140,6 +140,9 @@ typedef struct StorageConfig {
         uint64_t max_manifest_bytes;
         uint64_t max_manifest_entries;
         uint32_t probe_interval_ms; /* write probes while storage is unwritable */
+        /* [storage] allowed-roots: the comma-separated locations table files may lie under
+         * (storage/roots.h); NULL: the warehouse (the REST catalog's, when it names one). */
+        char *allowed_roots;
         S3Config s3;
 } StorageConfig;
 
@@ -155,11 +158,13 @@ typedef struct TablesConfig {
         uint32_t upgrade_lookback; /* newest snapshots whose writers an upgrade report lists */
 } TablesConfig;
 
-/* Writer authentication (daemon/auth/). Off while tokens_file is NULL. */
+/* Writer authentication (daemon/auth/). Off while tokens_file is NULL, which config_verify()
+ * allows on a loopback listener only, unless allow_unauthenticated. */
 typedef struct AuthConfig {
         char *tokens_file;           /* auth.tokens-file, or $CREDENTIALS_DIRECTORY/auth.tokens */
-        bool health_requires_token;  /* /healthz and /readyz need the right `health` */
-        bool metrics_requires_token; /* /metrics needs the right `metrics` */
+        bool allow_unauthenticated;  /* the operator means a non-loopback listener without auth */
+        bool health_requires_token;  /* with auth: /healthz and /readyz need the right `health` */
+        bool metrics_requires_token; /* with auth: /metrics needs the right `metrics` */
         uint64_t max_tokens_file_bytes;
 } AuthConfig;
 

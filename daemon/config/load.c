@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config/options.h"
+#include "util/address.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -152,6 +153,8 @@ int config_set(Config *c, const char *section, const char *key, const char *valu
 
 int config_verify(const Config *c, Error *error) {
         const char *type = catalog_config_type(&c->catalog);
+        struct sockaddr_storage listener;
+        int r;
 
         if (c->http.max_buffered_bytes < c->http.max_body_bytes)
                 return error_set(error, -EINVAL,
@@ -166,6 +169,23 @@ int config_verify(const Config *c, Error *error) {
                 return error_set(error, -EINVAL,
                                  "key 'http.tls-client-ca-file': needs http.tls-certificate-file "
                                  "and http.tls-key-file");
+        r = address_parse(c->http.listen_address, c->http.port, &listener);
+        if (r < 0)
+                return error_set(error, r,
+                                 "key 'http.listen-address': '%s' is not an IPv4 or IPv6 address "
+                                 "(host names are not resolved: use e.g. 127.0.0.1, ::1, 0.0.0.0)",
+                                 c->http.listen_address);
+        /* Protected by default (docs/design.md section 9): off loopback, a listener without
+         * tokens or client certificates lets anyone who reaches it commit, create and read. */
+        if (!address_is_loopback(&listener) && !c->auth.tokens_file &&
+            !c->http.tls_client_ca_file && !c->auth.allow_unauthenticated)
+                return error_set(error, -EINVAL,
+                                 "key 'http.listen-address': %s is not a loopback address and "
+                                 "writer authentication is off: set auth.tokens-file "
+                                 "(docs/operations.md, \"Writer authentication\"), or "
+                                 "auth.allow-unauthenticated = true if anyone who reaches the "
+                                 "port may commit to, create, upgrade and read every table",
+                                 c->http.listen_address);
         if (strcmp(type, "filesystem") == 0) {
                 const char *w = catalog_config_warehouse(&c->catalog);
                 if (w[0] != '/' && strncmp(w, "file:/", 6) != 0 && strncmp(w, "s3://", 5) != 0 &&
@@ -235,12 +255,11 @@ int config_verify(const Config *c, Error *error) {
                         error, -EINVAL,
                         "key 'commit.min-backoff-ms': %u is above commit.max-backoff-ms %u",
                         c->commit.min_backoff_ms, c->commit.max_backoff_ms);
-        if ((c->auth.health_requires_token || c->auth.metrics_requires_token) &&
-            !c->auth.tokens_file)
-                return error_set(
-                        error, -EINVAL,
-                        "keys 'auth.health-requires-token' and 'auth.metrics-requires-token' need "
-                        "auth.tokens-file (or the credential auth.tokens)");
+        /* Not metrics-requires-token: it is on by default, and means "when auth is on". */
+        if (c->auth.health_requires_token && !c->auth.tokens_file)
+                return error_set(error, -EINVAL,
+                                 "key 'auth.health-requires-token': needs auth.tokens-file (or "
+                                 "the credential auth.tokens)");
         if (c->commit.max_manifests_per_request > c->commit.max_batch_manifests)
                 return error_set(error, -EINVAL,
                                  "key 'commit.max-manifests-per-request': %u is above "

@@ -121,6 +121,7 @@ const ConfigOption config_options[] = {
                1000000, 1, 1ull << 32),
         OPTION("storage", "probe-interval-ms", OPTION_KIND_U32, storage.probe_interval_ms, 5000,
                100, 3600000),
+        OPTION_STR("storage", "allowed-roots", storage.allowed_roots, NULL),
 
         OPTION_STR("s3", "endpoint", storage.s3.endpoint, NULL),
         OPTION("s3", "path-style-access", OPTION_KIND_BOOL, storage.s3.path_style_access, 0, 0, 1),
@@ -154,9 +155,11 @@ const ConfigOption config_options[] = {
                1000000),
 
         OPTION_STR("auth", "tokens-file", auth.tokens_file, NULL),
+        OPTION("auth", "allow-unauthenticated", OPTION_KIND_BOOL, auth.allow_unauthenticated, 0, 0,
+               1),
         OPTION("auth", "health-requires-token", OPTION_KIND_BOOL, auth.health_requires_token, 0, 0,
                1),
-        OPTION("auth", "metrics-requires-token", OPTION_KIND_BOOL, auth.metrics_requires_token, 0,
+        OPTION("auth", "metrics-requires-token", OPTION_KIND_BOOL, auth.metrics_requires_token, 1,
                0, 1),
         OPTION("auth", "max-tokens-file-bytes", OPTION_KIND_U64, auth.max_tokens_file_bytes,
                1u << 20, 64, 1u << 30),

@@ -4,8 +4,8 @@
  * place. That is safe because every module reads those fields through its borrowed Config
  * pointer when it uses them (per request, per attempt, per audit), never from a copy taken at
  * start; the exceptions are re-applied by the daemon (log level, the writer API's request
- * limits). Everything else (addresses, the catalog, storage clients, sizes of structures made
- * at start) is reported as needing a restart and left as it was. */
+ * limits, the storage roots). Everything else (addresses, the catalog, storage clients, sizes of
+ * structures made at start) is reported as needing a restart and left as it was. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +45,7 @@ static const char *const config_reloadable[] = {
         "commit.queue-idle-ms",
         "storage.max-manifest-bytes",
         "storage.max-manifest-entries",
+        "storage.allowed-roots", /* applied by the daemon (storage_set_roots) */
         "audit.max-snapshots",
         "audit.max-manifests",
         "audit.max-findings",

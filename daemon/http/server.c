@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "http/http-internal.h"
+#include "util/address.h"
 #include "util/log.h"
 #include "util/time-util.h"
 
@@ -368,25 +369,6 @@ int http_server_route(HttpServer *s, const char *method, const char *pattern, Ht
         return http_router_add(&s->router, method, pattern, handler, userdata);
 }
 
-static int server_parse_address(const char *address, uint16_t port,
-                                struct sockaddr_storage *ret_addr) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ret_addr;
-        struct sockaddr_in *in = (struct sockaddr_in *)ret_addr;
-
-        *ret_addr = (struct sockaddr_storage){ 0 };
-        if (inet_pton(AF_INET, address, &in->sin_addr) == 1) {
-                in->sin_family = AF_INET;
-                in->sin_port = htons(port);
-                return 0;
-        }
-        if (inet_pton(AF_INET6, address, &in6->sin6_addr) == 1) {
-                in6->sin6_family = AF_INET6;
-                in6->sin6_port = htons(port);
-                return 0;
-        }
-        return -EINVAL;
-}
-
 int http_server_start(HttpServer *s) {
         _cleanup_(closep) int fd = -1;
         struct sockaddr_storage addr;
@@ -397,7 +379,7 @@ int http_server_start(HttpServer *s) {
 
         /* Every step that can fail for a reason of the environment (address, port, permission)
          * runs on a plain socket first, so that a failure leaves nothing on the loop. */
-        k = server_parse_address(s->listen_address, s->port, &addr);
+        k = address_parse(s->listen_address, s->port, &addr);
         if (k < 0)
                 return k;
         fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -3,6 +3,7 @@
  * files, TLS 1.2 at least, ALPN h2 then http/1.1 (h2o_alpn_protocols), and with a client CA file a
  * required client certificate (mutual TLS). Files are read once, at start. */
 #define LOG_MODULE "http"
+#include <assert.h>
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -10,6 +11,11 @@
 #include <stdio.h>
 
 #include "http/http-internal.h"
+
+/* The TLS session id context: which service a cached session or ticket belongs to. */
+#define HTTP_TLS_SESSION_CONTEXT "icecommitd"
+static_assert(sizeof(HTTP_TLS_SESSION_CONTEXT) - 1 <= SSL_MAX_SID_CTX_LENGTH,
+              "SSL_CTX_set_session_id_context takes it whole");
 
 /* OpenSSL's reason for the last failure, e.g. "PEM routines::no start line". */
 static const char *tls_last_error(char *buf, size_t len) {
@@ -71,6 +77,17 @@ int http_tls_new(const HttpConfig *config, SSL_CTX **ret_ctx, Error *error) {
                         SSL_CTX_set_client_CA_list(ctx, names);
                 SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
         }
+        /* With client certificates required, OpenSSL ends the handshake of any resumption
+         * (TLS 1.2 session id or TLS 1.3 ticket) while no session id context is set
+         * (SSL_R_SESSION_ID_CONTEXT_UNINITIALIZED): every client's second connection failed. A
+         * resumed session skips the client certificate check and stands for the one this
+         * context made. A fixed name suffices because the files are read once, into a new
+         * context whose session cache and ticket keys are its own: a restart forgets every
+         * session. A reload that changed the CA or certificate of a live context would have to
+         * change this id with them (a digest of the CA file, say), or a client would resume a
+         * session the new CA never checked. */
+        (void)SSL_CTX_set_session_id_context(ctx, (const unsigned char *)HTTP_TLS_SESSION_CONTEXT,
+                                             sizeof(HTTP_TLS_SESSION_CONTEXT) - 1);
         h2o_ssl_register_alpn_protocols(ctx, h2o_alpn_protocols);
 
         *ret_ctx = ctx;

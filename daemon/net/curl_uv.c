@@ -69,6 +69,7 @@ struct CurlUv {
         char *ca_file;
         char *user_agent;
         bool tls_verify;
+        bool decode_content;
         long connect_timeout_ms;
         long request_timeout_ms;
         size_t max_response_bytes;
@@ -486,8 +487,11 @@ static int curl_uv_transfer_setup(CurlUvTransfer *t, const CurlUvRequest *req,
         if (cu->ca_file)
                 EASY_SETOPT(easy, CURLOPT_CAINFO, cu->ca_file);
         EASY_SETOPT(easy, CURLOPT_USERAGENT, cu->user_agent);
-        /* Table metadata compresses ~10x; the limit applies to the decoded bytes. */
-        EASY_SETOPT(easy, CURLOPT_ACCEPT_ENCODING, "");
+        /* Table metadata compresses ~10x; the limit applies to the decoded bytes. Without
+         * decoding, libcurl sends no Accept-Encoding and leaves a Content-Encoding alone. */
+        if (cu->decode_content)
+                EASY_SETOPT(easy, CURLOPT_ACCEPT_ENCODING, "");
+        EASY_SETOPT(easy, CURLOPT_HTTP_CONTENT_DECODING, cu->decode_content ? 1L : 0L);
         EASY_SETOPT(easy, CURLOPT_ERRORBUFFER, t->errbuf);
         /* A body announced larger than the limit is refused at its headers, not downloaded
          * (not for HEAD, whose Content-Length is the object's size, not a body). */
@@ -669,6 +673,7 @@ int curl_uv_new(uv_loop_t *loop, const CurlUvOptions *config, CurlUv **ret_curl_
         cu->is_global_initialized = true;
 
         cu->tls_verify = config->tls_verify;
+        cu->decode_content = config->decode_content;
         cu->connect_timeout_ms = (long)config->connect_timeout_ms;
         cu->request_timeout_ms = (long)config->request_timeout_ms;
         cu->max_response_bytes = config->max_response_bytes > SIZE_MAX - 1

@@ -25,6 +25,10 @@ typedef struct CurlUvOptions {
         uint32_t max_connections;    /* parallel and cached connections per host */
         uint64_t max_response_bytes; /* body limit, unless the request sets its own */
         const char *user_agent;
+        /* true: ask for compressed answers (Accept-Encoding) and hand back the decoded body;
+         * false: no Accept-Encoding, and a body is handed back as its bytes came, whatever its
+         * Content-Encoding says (an object store's stored bytes) */
+        bool decode_content;
 } CurlUvOptions;
 
 /* Transport outcomes of a transfer (CurlUvResponse.status), as outcome codes (docs/design.md

@@ -45,20 +45,42 @@ static int storage_local_normalize(const char *location, const char *p, char **r
         return 0;
 }
 
-/* Bucket names per AWS's rules (3-63 of [a-z0-9.-], starting and ending alphanumeric), plus the
- * underscore and upper case that some S3-compatible stores allow: what is refused here could
- * never be addressed in a URL. */
-static bool storage_bucket_is_valid(const char *b, size_t n) {
-        if (n < 1 || n > 255)
-                return false;
-        for (size_t i = 0; i < n; i++) {
-                char c = b[i];
+static bool storage_char_is_alnum(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
 
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '.' || c == '-' || c == '_'))
-                        return false;
+/* Why b[0..n) is not a bucket name, or NULL. AWS's naming rules, with what real stores still
+ * serve kept: the legacy names of us-east-1 (up to 255 characters, upper case, '_'; path-style
+ * only), also what Ceph RGW's relaxed names allow. The reserved suffixes (-s3alias, --ol-s3,
+ * .mrap, --x-s3, --table-s3) are accepted: no bucket is created with them because AWS gives
+ * them to access point aliases, directory buckets and table buckets, which readers address
+ * like buckets. What matters here is that no bucket is ".", ".." or otherwise a path segment
+ * that URL normalization (libcurl's, a proxy's) would fold into another bucket in a
+ * path-style URL, nor a name no store can hold. */
+static const char *storage_bucket_refusal(const char *b, size_t n) {
+        static const char *const reserved_prefixes[] = { "xn--", "sthree-", "amzn-s3-demo-" };
+        size_t n_dots = 0;
+        bool is_numeric = true;
+
+        if (n < 3 || n > 255)
+                return "must have 3 to 255 characters";
+        for (size_t i = 0; i < n; i++) {
+                if (!storage_char_is_alnum(b[i]) && b[i] != '.' && b[i] != '-' && b[i] != '_')
+                        return "may hold only letters, digits, '.', '-' and '_'";
+                if (b[i] == '.' && i > 0 && b[i - 1] == '.')
+                        return "must not hold two adjacent periods";
+                n_dots += b[i] == '.';
+                is_numeric = is_numeric && (b[i] == '.' || (b[i] >= '0' && b[i] <= '9'));
         }
-        return true;
+        if (!storage_char_is_alnum(b[0]) || !storage_char_is_alnum(b[n - 1]))
+                return "must begin and end with a letter or digit";
+        if (is_numeric && n_dots == 3)
+                return "must not be formatted as an IP address";
+        for (size_t i = 0; i < ELEMENTSOF(reserved_prefixes); i++)
+                if (strncmp(b, reserved_prefixes[i], strlen(reserved_prefixes[i])) == 0)
+                        return "must not start with a prefix AWS reserves (xn--, sthree-, "
+                               "amzn-s3-demo-)";
+        return NULL;
 }
 
 static int storage_s3_parse(const char *location, const char *rest, StorageLocation *l,
@@ -66,10 +88,11 @@ static int storage_s3_parse(const char *location, const char *rest, StorageLocat
         const char *slash = strchr(rest, '/');
         size_t n_bucket = slash ? (size_t)(slash - rest) : strlen(rest);
         const char *key = slash ? slash + 1 : "";
+        const char *refusal = storage_bucket_refusal(rest, n_bucket);
 
-        if (!storage_bucket_is_valid(rest, n_bucket))
-                return error_set(error, -EINVAL, "'%s': '%.*s' is not a bucket name", location,
-                                 (int)n_bucket, rest);
+        if (refusal)
+                return error_set(error, -EINVAL, "'%s': the bucket name '%.*s' %s", location,
+                                 (int)n_bucket, rest, refusal);
         /* Keys are taken as given by stores: "a//b", "a/./b" and "a/b" are three objects. */
         for (const char *p = key; *p;) {
                 const char *end = strchr(p, '/');
@@ -86,10 +109,6 @@ static int storage_s3_parse(const char *location, const char *rest, StorageLocat
                         break;
                 p = end + 1;
         }
-        for (const char *p = key; *p; p++)
-                if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                        return error_set(error, -EINVAL, "'%s': the key holds a control character",
-                                         location);
         l->scheme = STORAGE_SCHEME_S3;
         l->bucket = strndup(rest, n_bucket);
         l->key = strdup(key);
@@ -106,6 +125,14 @@ int storage_location_parse(const char *location, StorageLocation *ret, Error *er
         const char *p = location;
         int r;
 
+        /* Before anything quotes it: a newline in a path forges log lines and names a file no
+         * reader can use. Only the part before the control character is quoted. */
+        for (const char *c = location; *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                        return error_set(error, -EINVAL,
+                                         "'%.*s...' holds a control character (0x%02x at byte %zu)",
+                                         (int)(c - location), location, (unsigned char)*c,
+                                         (size_t)(c - location));
         for (size_t i = 0; i < ELEMENTSOF(s3_schemes); i++)
                 if (strncmp(location, s3_schemes[i], strlen(s3_schemes[i])) == 0) {
                         r = storage_s3_parse(location, location + strlen(s3_schemes[i]), &l, error);

@@ -864,6 +864,11 @@ int s3_client_new(uv_loop_t *loop, const S3Config *config, Metrics *metrics,
                                 .max_connections = config->max_connections,
                                 .max_response_bytes = 1u << 20,
                                 .user_agent = "icecommitd/" ICECOMMIT_VERSION,
+                                /* What intake checks must be the bytes every other reader
+                                 * gets: an object stored with Content-Encoding: gzip is its
+                                 * gzip bytes to Iceberg Java and PyIceberg, which decode
+                                 * nothing (docs/design.md section 7.2). */
+                                .decode_content = false,
                         },
                         &c->curl);
         if (r < 0)

@@ -11,6 +11,7 @@
 #include "storage/health.h"
 #include "storage/local.h"
 #include "storage/props.h"
+#include "storage/roots.h"
 #include "storage/s3.h"
 #include "util/time-util.h"
 
@@ -22,6 +23,7 @@ struct Storage {
         const StorageConfig *config;
         Metrics *metrics;
         S3Client *s3;
+        StorageRoots *roots; /* NULL: not known yet */
         unsigned n_local_in_flight;
         bool is_closing;
         bool is_closed; /* every handle closed; storage_free() may run */
@@ -79,6 +81,7 @@ Storage *storage_free(Storage *s) {
                 return NULL;
         assert(s->is_closed);
         storage_health_deinit(&s->health);
+        storage_roots_free(s->roots);
         free(s);
         return NULL;
 }
@@ -231,6 +234,12 @@ static int storage_submit(Storage *s, const StorageContext *ctx, LocalKind kind,
         r = storage_location_parse(location, &l, error);
         if (r < 0)
                 return r;
+        /* Table files only within the operator's roots, whatever a table or writer names. */
+        if (ctx && !storage_roots_contain_parsed(s->roots, &l))
+                return s->roots ? error_set(error, -EXDEV, "'%s' is outside the storage roots",
+                                            location)
+                                : error_set(error, -EAGAIN,
+                                            "'%s': the storage roots are not known yet", location);
         if (ctx && ctx->root && !storage_location_is_within(location, ctx->root))
                 return error_set(error, -EXDEV, "'%s' is not beneath '%s'", location, ctx->root);
         if (l.scheme == STORAGE_SCHEME_LOCAL) {
@@ -529,6 +538,15 @@ int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *
         /* The pump owns m from here: it frees m once every read is answered. */
         (void)storage_read_many_pump(TAKE_PTR(m), /* in_call= */ true);
         return 0;
+}
+
+void storage_set_roots(Storage *s, StorageRoots *roots) {
+        storage_roots_free(s->roots);
+        s->roots = roots;
+}
+
+const StorageRoots *storage_roots(const Storage *s) {
+        return s->roots;
 }
 
 uint64_t storage_requests_sent(const Storage *s) {

@@ -20,6 +20,7 @@
 /* Owned by the daemon: closed by storage_close(), freed by storage_free() once closed. A closed
  * storage refuses every operation with -ESHUTDOWN, so modules may still call it until then. */
 typedef struct Storage Storage;
+typedef struct StorageRoots StorageRoots;
 
 /* Per-table settings the catalog handed out: its /v1/config properties, then the table's
  * LoadTableResult.config, then the longest-prefix entry of its storage-credentials (REST spec
@@ -146,6 +147,14 @@ int storage_read_many(Storage *s, const StorageContext *ctx, const char *const *
  * and ret_reason is not NULL, *ret_reason is the last failure (borrowed until the next loop
  * callback). */
 bool storage_is_writable(const Storage *s, const char **ret_reason);
+
+/* The storage roots (roots.h) every operation with a context must stay within: table files are
+ * never read, sized, listed, written or deleted outside them (-EXDEV, before any I/O; -EAGAIN
+ * while the roots are not known yet). Operations without a context are the embedded bucket
+ * catalog's own, under its warehouse. Takes `roots` (the old ones are freed; NULL: not known). */
+void storage_set_roots(Storage *s, StorageRoots *roots);
+/* The roots in force (borrowed until the next storage_set_roots()), or NULL while not known. */
+const StorageRoots *storage_roots(const Storage *s);
 
 /* Round trips to object stores so far, for benchmarks and tests. */
 uint64_t storage_requests_sent(const Storage *s);

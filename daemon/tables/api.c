@@ -5,9 +5,11 @@
 #define LOG_MODULE "tables"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/roots.h"
 #include "tables/api.h"
 #include "tables/create.h"
 #include "tables/upgrade.h"
@@ -17,6 +19,7 @@
 struct TablesApi {
         Auth *auth;
         Catalog *catalog;
+        Storage *storage; /* its roots bound the locations a create may name */
         UpgradeContext upgrade;
 };
 
@@ -259,6 +262,62 @@ static char *tables_namespace_param(const CommitTarget *t) {
         return p;
 }
 
+/* "a.b.t" (or "a.b" for a namespace) for messages, cut to fit. */
+static void tables_target_name(const CommitTarget *t, char *buf, size_t size) {
+        size_t n = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < t->n_namespace && n < size; i++)
+                n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? "." : "", t->namespace[i]);
+        if (t->table && n < size)
+                (void)snprintf(buf + n, size - n, ".%s", t->table);
+}
+
+/* A create that says where files lie (`steers`: what of it does, NULL: nothing) needs the
+ * right `admin` on its target besides `create`, and locations within the storage roots
+ * (docs/design.md section 9): without both, the catalog chooses. Checked before the catalog is
+ * asked; a refusal is answered here and returns -EACCES. */
+static int tables_check_steering(TablesApi *api, HttpRequest *r, const AuthToken *caller,
+                                 const char *namespace_param, const CommitTarget *target,
+                                 const char *steers, const char *location,
+                                 const json_t *properties) {
+        char name[320];
+        Error error = { 0 };
+        int rr;
+
+        if (!steers)
+                return 0;
+        tables_target_name(target, name, sizeof(name));
+        if (caller &&
+            !auth_token_allows(caller, AUTH_RIGHT_ADMIN, namespace_param, target->table)) {
+                log_debug("principal='%s' refused right=admin %s='%s' steers='%s'",
+                          caller->principal, target->table ? "table" : "namespace", name, steers);
+                http_reply_error(r, 403, "forbidden",
+                                 "principal '%s' has no 'admin' right on %s '%s': the request "
+                                 "sets '%s', and where files lie is chosen by the catalog unless "
+                                 "'admin' (besides 'create') allows it",
+                                 caller->principal, target->table ? "table" : "namespace", name,
+                                 steers);
+                return -EACCES;
+        }
+        rr = storage_roots_check_table(storage_roots(api->storage), location, properties, &error);
+        if (rr == -EPERM) {
+                http_reply_error(r, 422, "location-outside-roots",
+                                 "%s '%s': %s; an operator widens them ([storage] "
+                                 "allowed-roots)",
+                                 target->table ? "table" : "namespace", name, error.message);
+                return -EACCES;
+        }
+        if (rr < 0) {
+                http_reply_add_header(r, "Retry-After", "1");
+                http_reply_error(r, 503, rr == -ENOMEM ? "out-of-memory" : "catalog-unavailable",
+                                 "%s",
+                                 rr == -ENOMEM ? "out of memory, retry later" : error.message);
+                return -EACCES;
+        }
+        return 0;
+}
+
 /* The body names the table (or namespace) to create: the first check, before the body is
  * read, is for the right anywhere; the second, on the target, before the catalog is asked. */
 static void tables_handle_create_table(HttpRequest *r, void *userdata) {
@@ -274,8 +333,13 @@ static void tables_handle_create_table(HttpRequest *r, void *userdata) {
         rr = create_table_request_parse(http_request_body(r), &c.request, &name, &error);
         if (rr >= 0)
                 rr = request_target_parse(http_request_param(r, 0), name, &c.target, &error);
-        if (rr >= 0 && auth_check_target(r, caller, AUTH_RIGHT_CREATE, http_request_param(r, 0),
-                                         c.target.table) < 0) {
+        if (rr >= 0 &&
+            (auth_check_target(r, caller, AUTH_RIGHT_CREATE, http_request_param(r, 0),
+                               c.target.table) < 0 ||
+             tables_check_steering(c.api, r, caller, http_request_param(r, 0), &c.target,
+                                   create_table_request_steers(c.request),
+                                   json_string_value(json_object_get(c.request, "location")),
+                                   json_object_get(c.request, "properties")) < 0)) {
                 request_target_deinit(&c.target);
                 json_decref(c.request);
                 return;
@@ -295,12 +359,17 @@ static void tables_handle_create_namespace(HttpRequest *r, void *userdata) {
                 return;
         rr = create_namespace_request_parse(http_request_body(r), &c.target.namespace,
                                             &c.target.n_namespace, &c.request, &error);
-        if (rr >= 0 && caller) {
+        if (rr >= 0) {
                 namespace_param = tables_namespace_param(&c.target);
                 if (!namespace_param)
                         rr = -ENOMEM;
                 else if (auth_check_target(r, caller, AUTH_RIGHT_CREATE, namespace_param,
-                                           /* table= */ NULL) < 0) {
+                                           /* table= */ NULL) < 0 ||
+                         tables_check_steering(c.api, r, caller, namespace_param, &c.target,
+                                               create_namespace_properties_steer(c.request),
+                                               json_string_value(
+                                                       json_object_get(c.request, "location")),
+                                               c.request) < 0) {
                         request_target_deinit(&c.target);
                         json_decref(c.request);
                         return;
@@ -320,6 +389,7 @@ int tables_api_new(HttpServer *server, Auth *auth, Catalog *catalog, uv_loop_t *
                 return -ENOMEM;
         api->auth = auth;
         api->catalog = catalog;
+        api->storage = storage;
         api->upgrade = (UpgradeContext){
                 .auth = auth,
                 .catalog = catalog,

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "iceberg/table_schema.h"
+#include "storage/storage.h"
+#include "storage/roots.h"
 #include "tables/create.h"
 #include "util/utf8.h"
 
@@ -61,6 +63,15 @@ int create_table_request_parse(Slice body, json_t **ret_request, const char **re
         v = json_object_get(in, "location");
         if (v && (!json_is_string(v) || json_string_length(v) == 0))
                 return error_set(error, -EINVAL, "\"location\" must be a non-empty string");
+        if (v) {
+                _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
+
+                /* A location no backend takes (a control character, another scheme) would
+                 * make a table nothing can commit to. */
+                r = storage_location_parse(json_string_value(v), &l, error);
+                if (r < 0)
+                        return error_prefix(error, r, "\"location\"");
+        }
         v = json_object_get(in, "format-version");
         if (v) {
                 if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 3)
@@ -175,6 +186,29 @@ int create_namespace_request_parse(Slice body, char ***ret_levels, size_t *ret_n
         *ret_n_levels = n;
         *ret_properties = json_incref((json_t *)properties);
         return 0;
+}
+
+/* The first property of an object of strings that steers storage, or NULL. In the object's
+ * order, so that the answer names what the request names first. */
+static const char *properties_steer(const json_t *properties, bool has_location) {
+        const char *key;
+        json_t *v;
+
+        json_object_foreach ((json_t *)properties, key, v)
+                if ((has_location && strcmp(key, "location") == 0) || storage_property_steers(key))
+                        return key;
+        return NULL;
+}
+
+const char *create_table_request_steers(const json_t *request) {
+        if (json_object_get(request, "location"))
+                return "location";
+        return properties_steer(json_object_get(request, "properties"),
+                                /* has_location= */ false);
+}
+
+const char *create_namespace_properties_steer(const json_t *properties) {
+        return properties_steer(properties, /* has_location= */ true);
 }
 
 /* Two types equal up to field ids: primitives by name, nested types member by member. */

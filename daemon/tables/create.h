@@ -29,6 +29,15 @@ int create_table_request_parse(Slice body, json_t **ret_request, const char **re
 int create_namespace_request_parse(Slice body, char ***ret_levels, size_t *ret_n_levels,
                                    json_t **ret_properties, Error *error);
 
+/* What in a create request says where files lie, and so needs the right `admin` besides
+ * `create` (docs/design.md section 9): the table request's "location", else the first of its
+ * properties that steers storage (storage_property_steers()); for a namespace's properties
+ * (may be NULL; some catalogs derive a table's default location from its namespace's), its
+ * "location" or such a property. The name (borrowed from the request), or NULL: the catalog
+ * chooses, and `create` is enough. */
+const char *create_table_request_steers(const json_t *request);
+const char *create_namespace_properties_steer(const json_t *properties);
+
 /* Whether `metadata` (an existing table's metadata object) is what `request` (from
  * create_table_request_parse) asks for: the same format version, the same schema (names, types,
  * nullability and nesting; field ids are the catalog's to assign), the same partition fields

@@ -13,6 +13,7 @@
 
 #include "iceberg/manifest_list.h"
 #include "iceberg/table.h"
+#include "storage/roots.h"
 #include "storage/storage.h"
 #include "tables/preflight.h"
 #include "tables/upgrade.h"
@@ -270,6 +271,7 @@ static void upgrade_read_lists_after(uv_work_t *w, int status) {
 
 static void upgrade_on_loaded(const CatalogResult *result, void *userdata) {
         _cleanup_(upgrade_call_freep) UpgradeCall *c = userdata;
+        const char *type;
         int version, r;
 
         if (!c->http)
@@ -281,6 +283,14 @@ static void upgrade_on_loaded(const CatalogResult *result, void *userdata) {
         r = table_metadata_parse(result->body, &c->table, &c->error);
         if (r < 0) {
                 http_reply_error(c->http, 502, "catalog-bad-metadata", "%s", c->error.message);
+                c->http = NULL;
+                return;
+        }
+        r = storage_roots_refuse_table(storage_roots(c->ctx->storage), c->table->location,
+                                       json_object_get(c->table->metadata, "properties"), &type,
+                                       &c->error);
+        if (r > 0) {
+                http_reply_error(c->http, r, type, "%s", c->error.message);
                 c->http = NULL;
                 return;
         }

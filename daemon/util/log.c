@@ -3,6 +3,7 @@
  * line on stderr, or one journal entry with structured fields (sd_journal_sendv). */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/utf8.h"
 
 int log_max_level = LOG_LEVEL_INFO;
 static LogFormat log_format = LOG_FORMAT_TEXT;
@@ -75,6 +77,41 @@ LogFormat log_get_format(void) {
         return log_format;
 }
 
+/* Copies s[0..n) into out[0..size), control characters (C0, DEL, C1) and bytes that are no
+ * UTF-8 written as \n, \r, \t or \xNN: whatever a message quotes (a path a writer sent, a
+ * store's answer), one log call stays one line, and a terminal showing it takes no escape
+ * sequence from it (issue 19: a path with a newline forged log lines). Cuts before an escape or
+ * character that does not fit whole. Returns the bytes written. */
+static size_t log_escape(const char *s, size_t n, char *out, size_t size) {
+        static const char hex[] = "0123456789abcdef";
+        size_t len = 0;
+
+        for (size_t i = 0, k; i < n; i += k) {
+                unsigned char c = (unsigned char)s[i];
+                char esc[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+                const char *from = esc;
+                size_t m = 4;
+
+                k = utf8_char_length(s + i, n - i);
+                if (c == '\n' || c == '\r' || c == '\t') {
+                        esc[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+                        m = 2;
+                } else if (k == 0 || c < 0x20 || c == 0x7f ||
+                           (k == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0)) {
+                        /* C1 controls (U+0080-U+009F) as their two bytes */
+                        k = 1;
+                } else {
+                        from = s + i;
+                        m = k;
+                }
+                if (m > size - len)
+                        break;
+                memcpy(out + len, from, m);
+                len += m;
+        }
+        return len;
+}
+
 static void log_write_text(int level, const char *module, const char *msg, size_t msg_len) {
         char line[LOG_MESSAGE_MAX + 64];
         int n;
@@ -83,10 +120,7 @@ static void log_write_text(int level, const char *module, const char *msg, size_
         if (n < 0 || (size_t)n >= sizeof(line))
                 return;
         /* Long messages are cut, never split: a log line is one record. */
-        if (msg_len > sizeof(line) - (size_t)n - 1)
-                msg_len = sizeof(line) - (size_t)n - 1;
-        memcpy(line + n, msg, msg_len);
-        n += (int)msg_len;
+        n += (int)log_escape(msg, msg_len, line + n, sizeof(line) - (size_t)n - 1);
         line[n++] = '\n';
         (void)!write(STDERR_FILENO, line, (size_t)n);
 }
@@ -112,37 +146,42 @@ static bool log_record_raw(LogRecord *r, const char *s, size_t n) {
         return true;
 }
 
-/* RFC 8259 string contents: quote, backslash and control characters escaped; other bytes as
- * they are (messages are UTF-8: names the writer API checked). Returns false when it had to
- * cut, at a UTF-8 character boundary. */
+/* RFC 8259 string contents: quote, backslash and control characters escaped, a byte that is
+ * no UTF-8 as U+FFFD (a record must be UTF-8 to parse); other characters as they are. Returns
+ * false when it had to cut, at a character boundary. */
 static bool log_record_escaped(LogRecord *r, const char *s, size_t n) {
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0, step; i < n; i += step) {
                 unsigned char c = (unsigned char)s[i];
+                const char *from;
                 char esc[8];
                 size_t k;
 
-                if (c == '"' || c == '\\') {
+                step = c >= 0x80 ? utf8_char_length(s + i, n - i) : 1;
+                if (step == 0) {
+                        from = "\\ufffd";
+                        k = 6;
+                        step = 1;
+                } else if (c == '"' || c == '\\') {
                         esc[0] = '\\';
                         esc[1] = (char)c;
+                        from = esc;
                         k = 2;
                 } else if (c == '\n' || c == '\t' || c == '\r') {
                         esc[0] = '\\';
                         esc[1] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+                        from = esc;
                         k = 2;
                 } else if (c < 0x20) {
                         (void)snprintf(esc, sizeof(esc), "\\u%04x", c);
+                        from = esc;
                         k = 6;
                 } else {
-                        esc[0] = (char)c;
-                        k = 1;
+                        from = s + i;
+                        k = step;
                 }
-                if (!log_record_raw(r, esc, k)) {
-                        while (r->len > 0 && ((unsigned char)r->buf[r->len - 1] & 0xc0) == 0x80)
-                                r->len--;
-                        if (r->len > 0 && (unsigned char)r->buf[r->len - 1] >= 0xc0)
-                                r->len--;
+                /* Whole characters or escapes only: a cut leaves valid UTF-8. */
+                if (!log_record_raw(r, from, k))
                         return false;
-                }
         }
         return true;
 }
@@ -248,7 +287,7 @@ static size_t log_journal_name(char *out, size_t size, const char *name) {
 
 static int log_write_journal(int level, const char *module, const LogField *fields, size_t n_fields,
                              const char *msg, size_t msg_len) {
-        char priority[16], mod[96], message[LOG_MESSAGE_MAX + 16];
+        char priority[16], mod[96], message[LOG_MESSAGE_MAX + 64];
         char names[LOG_MAX_FIELDS][64], numbers[LOG_MAX_FIELDS][32];
         struct iovec iov[4 + 2 * LOG_MAX_FIELDS];
         size_t n_iov = 0;
@@ -258,9 +297,9 @@ static int log_write_journal(int level, const char *module, const LogField *fiel
         iov[n_iov++] = (struct iovec){ priority, (size_t)n };
         n = snprintf(mod, sizeof(mod), "ICECOMMIT_MODULE=%s", module);
         iov[n_iov++] = (struct iovec){ mod, n > 0 && (size_t)n < sizeof(mod) ? (size_t)n : 0 };
-        n = snprintf(message, sizeof(message), "MESSAGE=%.*s", (int)msg_len, msg);
-        iov[n_iov++] =
-                (struct iovec){ message, n > 0 && (size_t)n < sizeof(message) ? (size_t)n : 0 };
+        memcpy(message, "MESSAGE=", 8);
+        iov[n_iov++] = (struct iovec){ message, 8 + log_escape(msg, msg_len, message + 8,
+                                                               sizeof(message) - 8) };
         iov[n_iov++] = (struct iovec){ (char *)"SYSLOG_IDENTIFIER=icecommitd",
                                        strlen("SYSLOG_IDENTIFIER=icecommitd") };
         /* sd_journal_sendv takes each field as one NAME=value iovec. */
@@ -276,12 +315,16 @@ static int log_write_journal(int level, const char *module, const LogField *fiel
                         value = numbers[i];
                 }
                 value_len = strlen(value);
-                entry = malloc(name_len + value_len);
+                /* Escaped as the message is: an escape takes at most 4 bytes per byte. */
+                if (value_len > (SIZE_MAX - name_len) / 4)
+                        continue;
+                entry = malloc(name_len + 4 * value_len);
                 if (!entry)
                         continue;
                 memcpy(entry, names[i], name_len);
-                memcpy(entry + name_len, value, value_len);
-                iov[n_iov++] = (struct iovec){ entry, name_len + value_len };
+                iov[n_iov++] = (struct iovec){ entry, name_len + log_escape(value, value_len,
+                                                                            entry + name_len,
+                                                                            4 * value_len) };
         }
         n = sd_journal_sendv(iov, (int)n_iov);
         for (size_t i = 4; i < n_iov; i++)

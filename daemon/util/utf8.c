@@ -5,37 +5,44 @@
 
 #include "util/utf8.h"
 
-bool utf8_is_valid(const void *p, size_t len) {
-        const uint8_t *s = p, *end = s + len;
+size_t utf8_char_length(const void *p, size_t len) {
+        const uint8_t *s = p;
+        uint32_t cp;
+        size_t n;
 
         /* RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF. */
-        while (s < end) {
-                uint32_t cp;
-                size_t n;
+        if (len == 0)
+                return 0;
+        if (s[0] < 0x80)
+                return 1;
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                n = 1, cp = s[0] & 0x1f;
+        else if (s[0] >= 0xe0 && s[0] <= 0xef)
+                n = 2, cp = s[0] & 0x0f;
+        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+                n = 3, cp = s[0] & 0x07;
+        else
+                return 0;
+        if (len <= n)
+                return 0;
+        for (size_t i = 1; i <= n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+            (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+                return 0;
+        return n + 1;
+}
 
-                if (s[0] < 0x80) {
-                        s++;
-                        continue;
-                }
-                if (s[0] >= 0xc2 && s[0] <= 0xdf)
-                        n = 1, cp = s[0] & 0x1f;
-                else if (s[0] >= 0xe0 && s[0] <= 0xef)
-                        n = 2, cp = s[0] & 0x0f;
-                else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-                        n = 3, cp = s[0] & 0x07;
-                else
+bool utf8_is_valid(const void *p, size_t len) {
+        const uint8_t *s = p;
+
+        for (size_t i = 0, n; i < len; i += n) {
+                n = utf8_char_length(s + i, len - i);
+                if (n == 0)
                         return false;
-                if ((size_t)(end - s) <= n)
-                        return false;
-                for (size_t i = 1; i <= n; i++) {
-                        if ((s[i] & 0xc0) != 0x80)
-                                return false;
-                        cp = (cp << 6) | (s[i] & 0x3f);
-                }
-                if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-                    (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
-                        return false;
-                s += n + 1;
         }
         return true;
 }

@@ -46,8 +46,9 @@ typedef struct WriterHooks {
                                const char *table, const char *principal, void *userdata);
         /* Whether commits can be served (GET /readyz): the catalog configuration is loaded,
          * storage takes writes, the daemon is not stopping. When not, *ret_reason says why
-         * (borrowed until the handler returns). */
-        bool (*is_ready)(const char **ret_reason, void *userdata);
+         * (borrowed until the handler returns); with `with_details` false, without the text of
+         * a storage error (it names a table's file). */
+        bool (*is_ready)(bool with_details, const char **ret_reason, void *userdata);
         /* Appends the Prometheus exposition (GET /metrics). */
         int (*metrics)(Buf *out, void *userdata);
 } WriterHooks;

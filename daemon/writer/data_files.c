@@ -202,9 +202,6 @@ static int parse_one(const json_t *o, DataFile *f, Error *e) {
                 return error_set(
                         e, -EINVAL,
                         "'file-path' is required: the data file's location, 1 to 4096 characters");
-        for (const char *p = s; *p; p++)
-                if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                        return error_set(e, -EINVAL, "'file-path' contains control characters");
         f->location = strdup(s);
         if (!f->location)
                 return error_set(e, -ENOMEM, "out of memory");

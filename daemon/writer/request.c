@@ -146,7 +146,10 @@ static int request_parse_manifests(CommitRequest *r, json_t *array,
         json_array_foreach (array, i, v) {
                 const char *s = json_string_value(v);
 
-                if (!s || !text_is_valid(s, json_string_length(v), 4096))
+                /* Control characters are refused at intake by the location parser, with
+                 * every other rule a location must meet (422, as all of them). */
+                if (!s || json_string_length(v) == 0 || json_string_length(v) > 4096 ||
+                    strlen(s) != json_string_length(v))
                         return error_set(error, -EINVAL,
                                          "'staged-manifests'[%zu] must be a location string of 1 "
                                          "to 4096 characters",

@@ -15,7 +15,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from conftest import PEERS, filesystem_metadata_location, free_port, http  # noqa: E402
+from conftest import (PEERS, filesystem_metadata_location, free_port, http,  # noqa: E402
+                      register_catalog_roots, rest_catalog_roots)
 from s3_proxy import S3FaultProxy  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -28,8 +29,10 @@ def rest_catalog(work, name="catalog"):
     port = free_port()
     subprocess.run([os.path.join(PEERS, "catalog-start.sh"), d, str(port)], check=True,
                    stdout=subprocess.DEVNULL, timeout=300)
+    uri = f"http://127.0.0.1:{port}"
+    register_catalog_roots(uri, rest_catalog_roots(d))
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield uri
     finally:
         subprocess.run([os.path.join(PEERS, "catalog-stop.sh"), d], stdout=subprocess.DEVNULL, timeout=60)
 

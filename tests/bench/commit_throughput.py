@@ -23,7 +23,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from conftest import BUILD, PEERS, ROOT, Daemon, free_port, http, peer  # noqa: E402
+from conftest import BUILD, PEERS, ROOT, Daemon, free_port, http, peer, rest_catalog_roots  # noqa: E402
 
 
 def java_writer(uri, table, w, appends):
@@ -80,7 +80,8 @@ def main():
         # icecommit: the same appends, staged first (not timed), then committed through icecommitd.
         staged = peer("stage", "--uri", uri, "--table", "bench.ice", "--files", "1", "--rows", "4",
                       "--start-id", "0", "--manifests", str(n * k))["manifests"]
-        d = Daemon(uri, work, {"log.level": "notice"})
+        d = Daemon(uri, work, {"log.level": "notice",
+                               "storage.allowed-roots": rest_catalog_roots(work)})
         try:
             def writer(w):
                 results = []

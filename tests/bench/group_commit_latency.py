@@ -43,7 +43,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_common import DelayProxy, pct, ratio, rest_catalog, rest_metadata  # noqa: E402
-from conftest import Daemon, make_workdir, peer  # noqa: E402
+from conftest import CATALOG_ROOTS, Daemon, make_workdir, peer  # noqa: E402
 from s3_commit_latency import JavaWriter  # noqa: E402
 from writers import metric_lines  # noqa: E402
 
@@ -83,7 +83,7 @@ def ice_side(uri, proxy, work, n, k, table):
     peer("create-table", "--uri", uri, "--table", f"{NS}.{table}")
     staged = peer("stage", "--uri", uri, "--table", f"{NS}.{table}", "--files", 1, "--rows", 4,
                   "--start-id", 0, "--manifests", n * k)["manifests"]
-    d = Daemon(proxy.endpoint, work, {"log.level": "notice"})
+    d = Daemon(proxy.endpoint, work, {"log.level": "notice", "storage.allowed-roots": CATALOG_ROOTS[uri]})
     sent = {}  # key -> (send wall time, latency ms, status, snapshot id)
     try:
         go = threading.Event()

@@ -27,7 +27,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from conftest import PEERS, ROOT, free_port, http, peer, write_daemon_config  # noqa: E402
+from conftest import PEERS, ROOT, free_port, http, peer, rest_catalog_roots, write_daemon_config  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -45,7 +45,9 @@ class Daemon:
         self.url = f"http://127.0.0.1:{self.port}"
         config = os.path.join(work, f"icecommitd-{self.port}.conf")
         self.log = os.path.join(work, f"icecommitd-{self.port}.log")
-        write_daemon_config(config, uri, self.port, {"log.level": "notice", **settings})
+        write_daemon_config(config, uri, self.port, {"log.level": "notice",
+                                                     "storage.allowed-roots": rest_catalog_roots(work),
+                                                     **settings})
         self.proc = subprocess.Popen([os.path.join(build, "daemon", "icecommitd"), "--config", config],
                                      stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
         deadline = time.time() + 30

@@ -44,7 +44,8 @@ from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from conftest import (PEERS, S3_ACCESS_KEY, S3_BUCKET, S3_REGION, S3_SECRET_KEY, Daemon,  # noqa: E402
-                      _s3_port, free_port, http, make_workdir, peer, s3_key, s3_request)
+                      _s3_port, free_port, http, make_workdir, peer, rest_catalog_roots, s3_key,
+                      s3_request)
 from s3_proxy import S3FaultProxy  # noqa: E402
 from writers import metric_lines  # noqa: E402
 
@@ -158,7 +159,8 @@ class Pass:
 
     def daemon_settings(self):
         return {"log.level": "notice", "s3.endpoint": self.store, "s3.path-style-access": "true",
-                "client.region": S3_REGION, "catalog.access-delegation": "vended-credentials"}
+                "client.region": S3_REGION, "catalog.access-delegation": "vended-credentials",
+                "storage.allowed-roots": rest_catalog_roots(self.dir, f"s3://{S3_BUCKET}")}
 
 
 def storage_metrics(url):

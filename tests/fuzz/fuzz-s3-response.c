@@ -2,7 +2,8 @@
 /* Fuzz target: what an S3 store (or anything posing as one) answers, through storage/s3_xml.c
  * (error documents, ListObjectsV2 pages), and the locations a writer sends, through
  * storage/location.c (parse, containment). Never crash or over-read; decoded texts are
- * NUL-terminated and control-free; a parsed S3 key is canonical. */
+ * NUL-terminated and control-free; a parsed location is control-free, its S3 key canonical and
+ * its bucket no path segment ("." or "..") nor anything beginning or ending with '.' or '-'. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +31,14 @@ static void fuzz_locations(const uint8_t *data, size_t size) {
                 return;
         memcpy(text, data, size);
         text[size] = 0;
-        if (storage_location_parse(text, &l, NULL) == 0 && l.scheme == STORAGE_SCHEME_S3) {
-                if (strstr(l.key, "//") || strncmp(l.key, "/", 1) == 0 || strstr(l.key, "/../") ||
-                    strncmp(l.key, "../", 3) == 0)
+        if (storage_location_parse(text, &l, NULL) == 0) {
+                check_text(text, size + 1);
+                if (l.scheme == STORAGE_SCHEME_S3 &&
+                    (strstr(l.key, "//") || strncmp(l.key, "/", 1) == 0 || strstr(l.key, "/../") ||
+                     strncmp(l.key, "../", 3) == 0 || strlen(l.bucket) < 3 ||
+                     strstr(l.bucket, "..") || l.bucket[0] == '.' || l.bucket[0] == '-' ||
+                     l.bucket[strlen(l.bucket) - 1] == '.' ||
+                     l.bucket[strlen(l.bucket) - 1] == '-'))
                         abort();
         }
         storage_location_deinit(&l);

@@ -70,6 +70,25 @@ def http(method, url, body=None, timeout=120, context=None):
         return status, headers, raw.decode()
 
 
+# The storage roots ([storage] allowed-roots) of each REST catalog the tests start, by uri (a
+# proxy in front of one registers its own uri): what an operator would configure. The
+# reference server names no warehouse in its /v1/config, so a daemon needs them.
+CATALOG_ROOTS = {}
+
+
+def register_catalog_roots(uri, roots):
+    """Makes `roots` (a comma-separated list) the [storage] allowed-roots of every daemon
+    configuration written for the REST catalog at `uri`, unless its settings name others."""
+    CATALOG_ROOTS[uri.rstrip("/")] = roots
+    return roots
+
+
+def rest_catalog_roots(workdir, *more):
+    """The roots of a catalog tests/peers/catalog-start.sh started in `workdir`: its local
+    warehouse (DIR/wh), then `more` (e.g. the S3 bucket its tables may also use)."""
+    return ", ".join([os.path.join(os.path.abspath(workdir), "wh"), *more])
+
+
 @pytest.fixture(scope="session")
 def rest_catalog():
     """Apache Iceberg's REST catalog server, one per session."""
@@ -77,8 +96,10 @@ def rest_catalog():
     port = free_port()
     subprocess.run([os.path.join(PEERS, "catalog-start.sh"), workdir, str(port)], check=True,
                    timeout=300)
+    uri = f"http://127.0.0.1:{port}"
+    roots = register_catalog_roots(uri, rest_catalog_roots(workdir))
     try:
-        yield {"uri": f"http://127.0.0.1:{port}", "dir": workdir, "backend": "rest"}
+        yield {"uri": uri, "dir": workdir, "backend": "rest", "roots": roots}
     finally:
         subprocess.run([os.path.join(PEERS, "catalog-stop.sh"), workdir], check=False, timeout=60)
 
@@ -230,9 +251,11 @@ def _s3_rest_catalog(request, s3_server, vend):
     # Starts while SeaweedFS is still coming up: the catalog touches S3 only per table.
     subprocess.run([os.path.join(PEERS, "catalog-start.sh"), workdir, str(port)], check=True,
                    timeout=300, env=env)
+    uri = f"http://127.0.0.1:{port}"
+    roots = register_catalog_roots(uri, rest_catalog_roots(workdir, f"s3://{S3_BUCKET}"))
     try:
         s3_info = request.getfixturevalue("s3")
-        yield {"uri": f"http://127.0.0.1:{port}", "dir": workdir, "backend": "rest", "vends": vend,
+        yield {"uri": uri, "dir": workdir, "backend": "rest", "vends": vend, "roots": roots,
                "s3": s3_info, "location_prefix": f"s3://{S3_BUCKET}/{uuid.uuid4().hex[:12]}"}
     finally:
         subprocess.run([os.path.join(PEERS, "catalog-stop.sh"), workdir], check=False, timeout=60)
@@ -261,7 +284,7 @@ def filesystem_catalog():
     workdir = make_workdir("icecommit-warehouse-")
     warehouse = os.path.join(workdir, "warehouse")
     os.makedirs(warehouse)
-    yield {"uri": warehouse, "dir": workdir, "backend": "filesystem"}
+    yield {"uri": warehouse, "dir": workdir, "backend": "filesystem", "roots": warehouse}
 
 
 @pytest.fixture
@@ -301,7 +324,9 @@ def pyiceberg_table(catalog, identifier):
 
 
 def write_daemon_config(path, catalog_uri, port, settings=None, defaults=None):
-    """Writes an icecommitd INI file from "section.key" settings over the test defaults."""
+    """Writes an icecommitd INI file from "section.key" settings over the test defaults. A REST
+    catalog gets the storage roots registered for it (register_catalog_roots) unless the
+    settings name them."""
     options = {
         "http.port": str(port),
         "commit.min-backoff-ms": "10",
@@ -316,6 +341,11 @@ def write_daemon_config(path, catalog_uri, port, settings=None, defaults=None):
         options.update({"catalog.type": "filesystem", "catalog.warehouse": catalog_uri})
     options.update(defaults or {})
     options.update(settings or {})
+    if catalog_uri.startswith("http") and "storage.allowed-roots" not in options:
+        if catalog_uri.rstrip("/") not in CATALOG_ROOTS:
+            raise KeyError(f"no storage roots known for the catalog at {catalog_uri}: "
+                           "register_catalog_roots() it, or set storage.allowed-roots")
+        options["storage.allowed-roots"] = CATALOG_ROOTS[catalog_uri.rstrip("/")]
     sections = {}
     for key, value in options.items():
         section, name = key.split(".", 1)

@@ -85,7 +85,9 @@ def nessie(_s3_server):
                     "PEER_CATALOG_S3_SECRET__ACCESS__KEY": s3["secret_key"]}
         # Nessie's table config asks clients to have S3 requests signed by it (remote signing);
         # icecommitd signs with keys of its own instead.
+        warehouse = props["nessie.catalog.warehouses.wh.location"]
         settings = {**SETTINGS, **s3_daemon_settings(s3, vended=False),
+                    "storage.allowed-roots": warehouse,
                     "catalog.credential": "icecommitd:icecommitd-secret",
                     "catalog.oauth2-server-uri": token_uri, "catalog.scope": "catalog"}
         yield {"uri": f"http://127.0.0.1:{port}/iceberg", "token_uri": token_uri, "dir": workdir,

@@ -49,7 +49,8 @@ def test_ready_notification_health_metrics_and_sigterm(catalog):
     port = free_port()
     conf = os.path.join(catalog["dir"], f"notify-{port}.conf")
     with open(conf, "w") as f:
-        f.write(f"[http]\nport = {port}\n[catalog]\nuri = {catalog['uri']}\n")
+        f.write(f"[http]\nport = {port}\n[catalog]\nuri = {catalog['uri']}\n"
+                f"[storage]\nallowed-roots = {catalog['roots']}\n")
     proc = subprocess.Popen([ICECOMMITD, "--config", conf], env=dict(os.environ, NOTIFY_SOCKET=sock_path),
                             stderr=subprocess.PIPE, text=True)
     try:

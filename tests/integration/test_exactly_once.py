@@ -20,7 +20,7 @@ import uuid
 
 import pytest
 
-from conftest import PEERS, ROOT, Daemon, free_port, peer
+from conftest import PEERS, ROOT, Daemon, free_port, peer, register_catalog_roots, rest_catalog_roots
 from faults import clear_faults, get_faults, set_faults
 from writers import (RestartableDaemon, conclude, kill9_rounds, metric_lines, run_writers, stage_requests,
                      stop_daemon, verify_table)
@@ -96,6 +96,7 @@ def test_catalog_down_for_10_seconds(catalog):
     start = [os.path.join(PEERS, "catalog-start.sh"), workdir, str(port)]
     stop = [os.path.join(PEERS, "catalog-stop.sh"), workdir]
     subprocess.run(start, check=True, timeout=300, stdout=subprocess.DEVNULL)
+    register_catalog_roots(uri, rest_catalog_roots(workdir))
     d = None
     cancel = threading.Event()
     try:

@@ -5,6 +5,7 @@ one address than allowed, ambiguous framing (Content-Length with Transfer-Encodi
 Content-Lengths), and the TLS listener with and without client certificates. Each asserts the
 answer and that a well-behaved client is still served meanwhile. Raw sockets and a minimal
 HTTP/2 framer: the venv has no HTTP/2 client."""
+import json
 import os
 import signal
 import socket
@@ -383,6 +384,51 @@ def test_mtls_requires_a_client_certificate(catalog, certs):
             assert status != 200
     finally:
         d.stop()
+
+
+def tls_exchange(port, ctx, session, request):
+    """One HTTP/1.1 request on a new TLS connection offering `session` (None: a full handshake);
+    returns (whether the server resumed it, the whole answer, the session to offer next)."""
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
+                         server_hostname="127.0.0.1", session=session) as s:
+        s.sendall(request)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+        return s.session_reused, answer, s.session
+
+
+def test_tls_sessions_resume_with_and_without_client_certificates(catalog, certs, table):
+    """Issue 19 finding 6: with client certificates required, no session id context was set and
+    OpenSSL ended every resumption's handshake (SSL_ERROR_SYSCALL in curl, EOF in Python). Each
+    client's second connection offers the first one's session (a TLS 1.2 session id, a TLS 1.3
+    ticket): it resumes and is answered; the commit sent on a resumed mTLS connection lands."""
+    ns, name, _ = table
+    staged = peer("stage", "--uri", catalog["uri"], "--table", f"{ns}.{name}", "--files", 1, "--rows", 2,
+                  "--start-id", 0)
+    body = json.dumps({"idempotency-key": "resumed", "staged-manifests": [staged["manifest"]]}).encode()
+    commit = (f"POST /v1/namespaces/{ns}/tables/{name}/commits HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+              f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    health = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    for mtls in (False, True):
+        settings = {"http.tls-certificate-file": certs["cert"], "http.tls-key-file": certs["key"]}
+        if mtls:
+            settings["http.tls-client-ca-file"] = certs["ca"]
+        d = Daemon(catalog["uri"], catalog["dir"], settings, ssl_context=client_context(certs, mtls))
+        try:
+            for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+                ctx = client_context(certs, mtls)
+                ctx.minimum_version = ctx.maximum_version = version
+                reused, answer, session = tls_exchange(d.port, ctx, None, health)
+                assert not reused and answer.startswith(b"HTTP/1.1 200 "), answer
+                last = mtls and version == ssl.TLSVersion.TLSv1_3
+                reused, answer, _ = tls_exchange(d.port, ctx, session, commit if last else health)
+                assert reused, (mtls, version)
+                assert answer.startswith(b"HTTP/1.1 200 "), (mtls, version, answer)
+        finally:
+            d.stop()
+    dump = peer("dump", "--uri", catalog["uri"], "--table", f"{ns}.{name}")
+    assert sorted((r["id"], r["_row_id"]) for r in dump["rows"]) == [(0, 0), (1, 1)], dump
 
 
 def test_bad_certificate_or_key_refuses_to_start(catalog, certs):

@@ -2,7 +2,8 @@
 """Writers that lie or misbehave (issue 10, first part): one staged manifest under several
 spellings in one request, snapshot properties without bound, a request claiming more rows than
 commit.max-rows-per-request, SIGHUP reloading the configuration (a broken file keeps the old one),
-a read-only remount of the table's storage. Each is answered with the reason;
+a read-only remount of the table's storage, a newline in the paths a writer sends (issue 19). Each
+is answered with the reason;
 the table is unchanged (read by Iceberg Java) and the daemon still commits a well-behaved
 writer's request afterwards."""
 import os
@@ -211,7 +212,9 @@ def test_staged_manifests_name_only_the_tables_own_files(catalog, daemon, table)
     schema = {"type": "struct", "fields": [{"id": 1, "name": "id", "required": True, "type": "long"},
                                            {"id": 2, "name": "data", "required": False, "type": "string"}]}
     targets = {}
-    for label, props in (("c", {}), ("b", {"icecommit.allowed-prefixes": f"/nowhere,{location_a}"})):
+    # The prefixes lie within the storage roots (the warehouse), like table A's location.
+    nowhere = os.path.join(os.path.dirname(location_a.removeprefix("file:")), "nowhere")
+    for label, props in (("c", {}), ("b", {"icecommit.allowed-prefixes": f"{nowhere},{location_a}"})):
         name = f"conf_{label}_" + os.urandom(4).hex()
         status, _, created = http("POST", f"{daemon.url}/v1/namespaces/{ns}/tables",
                                   {"name": name, "schema": schema, "properties": props})
@@ -286,3 +289,64 @@ def test_read_only_storage_is_retryable_and_readiness_follows_it(catalog, table)
     finally:
         subprocess.run(["umount", meta], check=False)
         d.stop()
+
+
+FORGED = "\n<3>auth: forged record"
+
+
+def test_control_characters_in_paths_are_refused_and_forge_no_log_line(catalog, daemon, table):
+    """Issue 19 finding 12: a newline in a location a writer sends (a staged manifest, a
+    described data file, a manifest entry's file_path, a table's location at create) is refused
+    with the field named, the table unchanged; the text log, which quotes what writers send (here
+    a JSON member name in an answer logged at debug), escapes it: every line is one record."""
+    import fastavro
+
+    ns, name, created = table
+    uri = catalog["uri"]
+    staged = peer("stage", "--uri", uri, "--table", f"{ns}.{name}", "--files", 1, "--rows", 2, "--start-id", 0)
+    manifest = staged["manifest"].removeprefix("file:")
+    before = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+
+    # A staged manifest whose entry names a data file with a newline in its path.
+    newline_entries = os.path.join(os.path.dirname(manifest), "newline-entry.avro")
+    with open(manifest, "rb") as f:
+        reader = fastavro.reader(f)
+        schema, entries = reader.writer_schema, list(reader)
+        meta = {k: v for k, v in reader.metadata.items() if not k.startswith("avro.")}
+    for e in entries:
+        e["data_file"]["file_path"] += FORGED
+    with open(newline_entries, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), entries, codec="deflate", metadata=meta)
+
+    data_file = {"file-path": created["location"] + "/data/x.parquet" + FORGED, "file-format": "parquet",
+                 "record-count": 1, "file-size-in-bytes": 100}
+    cases = (({"staged-manifests": [manifest + FORGED]}, "invalid-manifest", "staged-manifests[0]: '"),
+             ({"data-files": [data_file]}, "invalid-data-file", "'data-files'[0]: '"),
+             ({"staged-manifests": [newline_entries]}, "invalid-manifest", "entry 0: '"))
+    for k, (body, kind, where) in enumerate(cases):
+        status, _, answer = daemon.commit(ns, name, {"idempotency-key": f"ctl-{k}", **body})
+        assert status == 422 and answer["error"]["type"] == kind, answer
+        message = answer["error"]["message"]
+        assert where in message and "...' holds a control character (0x0a at byte" in message, message
+        assert "forged record" not in message, message
+
+    schema_json = {"type": "struct", "fields": [{"id": 1, "name": "id", "required": True, "type": "long"}]}
+    status, _, answer = http("POST", f"{daemon.url}/v1/namespaces/{ns}/tables",
+                             {"name": "ctl_" + os.urandom(4).hex(), "schema": schema_json,
+                              "location": created["location"] + "-other" + FORGED})
+    assert status == 400 and "\"location\": '" in answer["error"]["message"], answer
+    assert "holds a control character" in answer["error"]["message"], answer
+    # A refusal whose message quotes the writer's text (an unknown member's name) is logged at
+    # debug: escaped, on its line.
+    status, _, answer = daemon.commit(ns, name, {"idempotency-key": "ctl-member", "staged-manifests": [manifest],
+                                                 "snapshot-properties": {"k" + FORGED: 1}})
+    assert status == 400 and answer["error"]["message"].endswith(f"'k{FORGED}' must be a string"), answer
+    daemon.wait_log("\\n<3>auth: forged record")
+    lines = open(daemon.log).read().splitlines()
+    assert not [line for line in lines if line.startswith("<3>auth: forged")], lines[-20:]
+    unchanged(catalog, ns, name, before)
+
+    status, _, receipt = daemon.commit(ns, name, {"idempotency-key": "ctl-good", "staged-manifests": [manifest]})
+    assert status == 200, receipt
+    dump = peer("dump", "--uri", uri, "--table", f"{ns}.{name}")
+    assert sorted((r["id"], r["_row_id"]) for r in dump["rows"]) == [(0, 0), (1, 1)]

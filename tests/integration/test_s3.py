@@ -4,8 +4,10 @@ and SeaweedFS with SigV4 verification on (tests/peers/s3-start.sh): Iceberg Java
 and a staged manifest to the bucket, icecommitd reads it, writes the manifest list to the bucket
 and commits, Iceberg Java reads every row back with _row_id and _last_updated_sequence_number.
 Once with static keys in icecommitd's config, once with credentials the catalog vends (the
-config holds none). Also: data-files with sizes checked by HEAD, the store's errors as the
-writer sees them, and the exactly-once scenarios (catalog faults, three daemons, kill -9)."""
+config holds none). Also: data-files with sizes checked by HEAD, a gzip-encoded staged manifest
+checked as stored, the store's errors as the writer sees them, and the exactly-once scenarios
+(catalog faults, three daemons, kill -9)."""
+import gzip
 import hashlib
 import random
 import threading
@@ -179,6 +181,41 @@ def test_data_files_on_s3_sizes_checked_with_head(catalog):
         daemon.stop()
     dump = peer("dump", "--uri", catalog["uri"], "--table", f"{NS}.{name}", env=env)
     assert sorted((r["id"], r["_row_id"]) for r in dump["rows"]) == [(i, i) for i in ids]
+
+
+def test_gzip_encoded_manifest_is_checked_as_stored(catalog):
+    """Issue 19 finding 7: a staged manifest stored with Content-Encoding: gzip, its body the gzip
+    of a valid manifest. The store hands every reader those gzip bytes (Iceberg Java and PyIceberg
+    decode nothing); icecommitd decoded them and committed what no one else could read. Now it
+    sends no Accept-Encoding and checks the bytes as stored: refused, the table unchanged, and
+    the valid manifest commits afterwards."""
+    s3, env = catalog["s3"], java_env(catalog)
+    name, location = new_table(catalog, "gz")
+    ident = f"{NS}.{name}"
+    staged = peer("stage", "--uri", catalog["uri"], "--table", ident, "--files", 1, "--rows", 3,
+                  "--start-id", 0, env=env)
+    status, plain = s3_request(s3, "GET", s3_key(s3, staged["manifest"]))
+    assert status == 200 and plain.startswith(b"Obj\x01"), status
+    gzipped = f"{location}/metadata/gz-{uuid.uuid4().hex}.avro"
+    status, _ = s3_request(s3, "PUT", s3_key(s3, gzipped), body=gzip.compress(plain),
+                           headers={"Content-Encoding": "gzip"})
+    assert status == 200
+    before = peer("dump", "--uri", catalog["uri"], "--table", ident, env=env)
+    daemon = Daemon(catalog["uri"], catalog["dir"], s3_daemon_settings(s3, vended=True))
+    try:
+        status, _, answer = daemon.commit(NS, name, {"idempotency-key": "gz", "staged-manifests": [gzipped]})
+        assert status == 422 and answer["error"]["type"] == "invalid-manifest", answer
+        assert gzipped in answer["error"]["message"], answer
+        after = peer("dump", "--uri", catalog["uri"], "--table", ident, env=env)
+        assert after["metadata-location"] == before["metadata-location"] and after["rows"] == []
+
+        status, _, receipt = daemon.commit(NS, name, {"idempotency-key": "plain",
+                                                      "staged-manifests": [staged["manifest"]]})
+        assert status == 200, receipt
+    finally:
+        daemon.stop()
+    dump = peer("dump", "--uri", catalog["uri"], "--table", ident, env=env)
+    assert sorted((r["id"], r["_row_id"]) for r in dump["rows"]) == [(0, 0), (1, 1), (2, 2)]
 
 
 def test_store_errors_reach_the_writer(s3_rest_catalog_static, s3_rest_catalog):

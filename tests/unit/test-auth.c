@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* auth/: the tokens file (accepted and refused, with line numbers), scope patterns (whole
- * levels, multi-level namespaces, "*", exact tables, namespaces themselves), token lookup
- * through CRYPTO_memcmp over every entry, bearer headers, and the [auth] options. */
+/* auth/: the tokens file (accepted, and refused with line numbers but never a field's bytes),
+ * scope patterns (whole levels, multi-level namespaces, "*", exact tables, namespaces
+ * themselves), token lookup through CRYPTO_memcmp over every entry, bearer headers, and the
+ * [auth] options. */
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <sys/stat.h>
@@ -64,36 +65,82 @@ TEST(good_file_parses) {
         ASSERT_TRUE(!auth_token_has_right(&t->tokens[0], AUTH_RIGHT_CREATE));
 }
 
-TEST(bad_files_are_refused_with_line_and_reason) {
+/* Secret-looking fields: what a token pasted into the wrong column looks like (URL-safe and
+ * base64 forms of 32 random bytes). */
+#define SECRET "hVq3Zk9xP2mW7rT4yB8nC1dF6gJ0sLaE5uI_oK-eRw"
+#define SECRET_B64 "Nq8Zk2xP9mW7rT4yB8nC1dF6gJ0sLaE5uI+oK/eRwQ="
+
+/* A message must hold none of the field's bytes: neither the whole nor its first 8. */
+static void assert_no_echo(const char *message, const char *secret) {
+        char head[9] = { 0 };
+
+        if (strstr(message, secret))
+                TEST_FAIL("'%s' echoes '%s'", message, secret);
+        memcpy(head, secret, strnlen(secret, 8));
+        if (strstr(message, head))
+                TEST_FAIL("'%s' echoes the start of '%s'", message, secret);
+}
+
+/* Every refusal of the parser: the file, the line (and the field) and the rule, never a byte
+ * of the field that broke it (the `secret` put there). */
+TEST(bad_files_are_refused_with_line_and_rule_only) {
         static const struct {
-                const char *text, *message;
+                const char *text, *message, *secret;
         } cases[] = {
-                { "", "tokens: no tokens" },
-                { "# only a comment\n\n", "tokens: no tokens" },
-                { "alice\n", "tokens:1: expected PRINCIPAL SHA256 SCOPE" },
-                { "alice " DIGEST_ALICE "\n", "tokens:1: principal 'alice' has no scope" },
-                { "\nal/ice " DIGEST_ALICE " read:*\n",
-                  "tokens:2: principal 'al/ice' must be 1 to 64" },
-                { "al,ice " DIGEST_ALICE " read:*\n", "principal 'al,ice' must be" },
-                { "alice token-alice read:*\n",
-                  "tokens:1: the second field must be the token's SHA-256" },
-                { "alice " DIGEST_ALICE "0 read:*\n", "the second field must be" },
-                { "alice " DIGEST_ALICE " write:*\n", "tokens:1: unknown right 'write'" },
-                { "alice " DIGEST_ALICE " commit,:*\n", "unknown right ''" },
+                { "", "tokens: no tokens", NULL },
+                { "# " SECRET "\n\n", "tokens: no tokens", SECRET },
+                { SECRET "\n", "tokens:1: expected PRINCIPAL SHA256 SCOPE", SECRET },
+                { "\n" SECRET_B64 " " DIGEST_ALICE " read:*\n",
+                  "tokens:2: field 1, the principal, must be 1 to 64 characters", SECRET_B64 },
+                { "al/ice " DIGEST_ALICE " read:*\n", "tokens:1: field 1, the principal",
+                  "al/ice" },
+                { "al,ice " DIGEST_ALICE " read:*\n", "tokens:1: field 1, the principal",
+                  "al,ice" },
+                { SECRET SECRET " " DIGEST_ALICE " read:*\n", "tokens:1: field 1, the principal",
+                  SECRET },
+                /* DIGEST_ALICE is the SHA-256 of "token-alice": the token as the principal */
+                { "token-alice " DIGEST_ALICE " read:*\n",
+                  "tokens:1: field 1 is the token itself (field 2 is its SHA-256)", "token-alice" },
+                { "alice " SECRET_B64 " read:*\n",
+                  "tokens:1: field 2 must be the token's SHA-256 as 64 hex digits", SECRET_B64 },
+                { "alice " SECRET " read:*\n", "tokens:1: field 2 must be", SECRET },
+                { "alice " DIGEST_ALICE "0 read:*\n", "tokens:1: field 2 must be", DIGEST_ALICE },
+                { SECRET " " DIGEST_ALICE "\n", "tokens:1: no scope after the SHA-256", SECRET },
+                { "alice " DIGEST_ALICE " " SECRET "\n", "tokens:1: field 3: right 1 is unknown",
+                  SECRET },
+                { "alice " DIGEST_ALICE " read:* commit," SECRET ":*\n",
+                  "tokens:1: field 4: right 2 is unknown (use commit, create", SECRET },
+                { "alice " DIGEST_ALICE " commit,:*\n", "tokens:1: field 3: right 2 is unknown",
+                  NULL },
                 { "alice " DIGEST_ALICE " commit\n",
-                  "commit, create, upgrade and read need patterns" },
-                { "alice " DIGEST_ALICE " metrics:*\n", "metrics and health take no patterns" },
-                { "alice " DIGEST_ALICE " read:\n", "empty pattern" },
-                { "alice " DIGEST_ALICE " read:sales\n",
-                  "pattern 'sales' names no table: use 'sales.*'" },
-                { "alice " DIGEST_ALICE " read:sales..t\n", "has an empty level" },
-                { "alice " DIGEST_ALICE " read:sales.\n", "has an empty level" },
-                { "alice " DIGEST_ALICE " read:sa*\n", "'*' stands alone" },
-                { "alice " DIGEST_ALICE " read:*.t\n", "'*' stands alone" },
-                { "alice " DIGEST_ALICE " read:a,\n", "pattern 'a' names no table" },
+                  "tokens:1: field 3: commit, create, admin, upgrade and read need patterns",
+                  NULL },
+                { "alice " DIGEST_ALICE " admin\n", "tokens:1: field 3: commit, create, admin",
+                  NULL },
+                { "alice " DIGEST_ALICE " metrics:" SECRET "\n",
+                  "tokens:1: field 3: metrics and health take no patterns", SECRET },
+                { "alice " DIGEST_ALICE " read:\n", "tokens:1: field 3: pattern 1: is empty",
+                  NULL },
+                { "alice " DIGEST_ALICE " read:" SECRET "\n",
+                  "tokens:1: field 3: pattern 1: names no table: use 'NAMESPACE.*'", SECRET },
+                { "alice " DIGEST_ALICE " read:ns.t," SECRET "\n",
+                  "tokens:1: field 3: pattern 2: names no table", SECRET },
+                { "alice " DIGEST_ALICE " read:" SECRET "..t\n",
+                  "tokens:1: field 3: pattern 1: has an empty level", SECRET },
+                { "alice " DIGEST_ALICE " read:" SECRET ".\n", "has an empty level", SECRET },
+                { "alice " DIGEST_ALICE " read:" SECRET "*\n",
+                  "tokens:1: field 3: pattern 1: '*' stands alone", SECRET },
+                { "alice " DIGEST_ALICE " read:*." SECRET "\n", "'*' stands alone", SECRET },
                 { "alice " DIGEST_ALICE " read:*\nbob " DIGEST_ALICE " read:*\n",
-                  "tokens:2: the same token as line 1" },
-                { "alice " DIGEST_ALICE " read:*\x01\n", "tokens:1: holds a control character" },
+                  "tokens:2: the same token as line 1", DIGEST_ALICE },
+                { "alice " DIGEST_ALICE " read:" SECRET "\x01\n",
+                  "tokens:1: holds a control character", SECRET },
+                { "alice " DIGEST_ALICE " read:" SECRET "\x7f.t\n",
+                  "tokens:1: holds a control character", SECRET },
+                { "alice " DIGEST_ALICE " read:ns." SECRET "\xff\n", "tokens:1: is not valid UTF-8",
+                  SECRET },
+                { "alice " DIGEST_ALICE " read:ns." SECRET "\xc0\xaf\n",
+                  "tokens:1: is not valid UTF-8", SECRET },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -104,16 +151,53 @@ TEST(bad_files_are_refused_with_line_and_reason) {
                         TEST_FAIL("case %zu (%s) was not refused", i, cases[i].text);
                 ASSERT_TRUE(t == NULL);
                 ASSERT_CONTAINS(e.message, cases[i].message);
+                if (cases[i].secret)
+                        assert_no_echo(e.message, cases[i].secret);
         }
 }
 
-TEST(nul_byte_is_refused) {
-        static const char text[] = "alice " DIGEST_ALICE " read:*\n\0";
+/* A line of 64 KiB whose last scope is a pasted token: the message is as short as any other. */
+TEST(over_long_line_is_refused_without_its_bytes) {
+        static const char head[] = "# x\nalice " DIGEST_ALICE;
+        size_t n_scopes = 6000, len = sizeof(head) - 1 + n_scopes * 11 + 1 + strlen(SECRET) + 1;
+        _cleanup_(freep) char *text = malloc(len + 1);
+        AuthTokens *t = NULL;
+        Error e = { 0 };
+        char *p = text;
+
+        ASSERT_TRUE(text);
+        p = stpcpy(p, head);
+        for (size_t i = 0; i < n_scopes; i++)
+                p = stpcpy(p, " read:ns.tt");
+        p = stpcpy(p, " " SECRET "\n");
+        ASSERT_EQ((size_t)(p - text), len);
+        ASSERT_EQ(auth_tokens_parse(slice_make(text, len), "tokens", &t, &e), -EINVAL);
+        ASSERT_STREQ(e.message, "tokens:2: field 6003: right 1 is unknown (use commit, create, "
+                                "admin, upgrade, read, metrics, health)");
+}
+
+TEST(nul_byte_is_refused_with_its_line) {
+        static const char text[] = "alice " DIGEST_ALICE " read:*\n" SECRET "\0\n";
         AuthTokens *t = NULL;
         Error e = { 0 };
 
         ASSERT_EQ(auth_tokens_parse(slice_make(text, sizeof(text) - 1), "tokens", &t, &e), -EINVAL);
-        ASSERT_CONTAINS(e.message, "NUL byte");
+        ASSERT_STREQ(e.message, "tokens:2: holds a NUL byte: not a text file");
+}
+
+/* admin is a table right like create, granted on patterns, and implies nothing else. */
+TEST(admin_is_a_table_right_of_its_own) {
+        _cleanup_(auth_tokens_freep) AuthTokens *t =
+                parse("alice " DIGEST_ALICE " create,commit:scratch.* admin:scratch.own\n");
+        const AuthToken *a = auth_tokens_find(t, slice_from_str("token-alice"));
+
+        ASSERT_TRUE(a);
+        ASSERT_STREQ(auth_right_to_string(AUTH_RIGHT_ADMIN), "admin");
+        ASSERT_TRUE(auth_token_allows(a, AUTH_RIGHT_CREATE, "scratch", "t"));
+        ASSERT_TRUE(!auth_token_allows(a, AUTH_RIGHT_ADMIN, "scratch", "t"));
+        ASSERT_TRUE(auth_token_allows(a, AUTH_RIGHT_ADMIN, "scratch", "own"));
+        ASSERT_TRUE(!auth_token_allows(a, AUTH_RIGHT_ADMIN, "scratch", /* table= */ NULL));
+        ASSERT_TRUE(!auth_token_allows(a, AUTH_RIGHT_UPGRADE, "scratch", "own"));
 }
 
 /* One principal may hold two tokens (rotation); each line keeps its own scopes. */
@@ -336,11 +420,20 @@ TEST(config_section) {
 
         ASSERT_OK(load_config("[auth]\n", &c, &e));
         ASSERT_TRUE(c->auth.tokens_file == NULL);
-        ASSERT_TRUE(!c->auth.health_requires_token && !c->auth.metrics_requires_token);
+        /* /metrics needs a token once auth is on, unless configured open */
+        ASSERT_TRUE(!c->auth.health_requires_token && c->auth.metrics_requires_token);
+        ASSERT_TRUE(!c->auth.allow_unauthenticated);
         ASSERT_EQ(c->auth.max_tokens_file_bytes, 1 << 20);
         c = config_free(c);
-        ASSERT_EQ(load_config("[auth]\nmetrics-requires-token = true\n", &c, &e), -EINVAL);
-        ASSERT_CONTAINS(e.message, "need auth.tokens-file");
+        ASSERT_EQ(load_config("[auth]\nhealth-requires-token = true\n", &c, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "key 'auth.health-requires-token': needs auth.tokens-file");
+        /* an old file that said what is now the default still loads, with auth on or off */
+        ASSERT_OK(load_config("[auth]\nmetrics-requires-token = true\n", &c, &e));
+        c = config_free(c);
+        ASSERT_OK(load_config("[auth]\ntokens-file = /etc/t\nmetrics-requires-token = false\n", &c,
+                              &e));
+        ASSERT_TRUE(!c->auth.metrics_requires_token);
+        c = config_free(c);
         ASSERT_OK(load_config("[auth]\ntokens-file = /etc/t\nhealth-requires-token = true\n", &c,
                               &e));
         ASSERT_STREQ(c->auth.tokens_file, "/etc/t");

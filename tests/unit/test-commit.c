@@ -25,6 +25,7 @@
 #include "iceberg/snapshot.h"
 #include "iceberg/table_update.h"
 #include "metrics/metrics.h"
+#include "storage/roots.h"
 #include "storage/storage.h"
 #include "writer/api.h"
 #include "writer/request.h"
@@ -600,6 +601,13 @@ static void fixture_init(Fixture *f) {
         f->config->commit.retry_after_s = 7;
         ASSERT_OK(metrics_new(&f->metrics));
         ASSERT_OK(storage_new(&f->loop, &f->config->storage, f->metrics, &f->storage));
+        (void)snprintf(path, sizeof(path), "%s/wh", f->dir);
+        {
+                StorageRoots *roots;
+
+                ASSERT_OK(storage_roots_parse(path, &roots, &e));
+                storage_set_roots(f->storage, roots); /* the warehouse, as the daemon's default */
+        }
 
         d = calloc(1, sizeof(*d));
         ASSERT_TRUE(d);

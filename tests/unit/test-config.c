@@ -120,6 +120,58 @@ TEST(cross_option_rules) {
         ASSERT_CONTAINS(e.message, "set one, not both");
 }
 
+/* Protected by default: a listener off loopback needs tokens or client certificates, or the
+ * operator's explicit auth.allow-unauthenticated; host names are refused, never resolved. */
+TEST(non_loopback_listener_needs_authentication) {
+        static const struct {
+                const char *settings, *error; /* error NULL: loads */
+        } cases[] = {
+                { "", NULL },
+                { "[http]\nlisten-address = 127.0.0.2\n", NULL },
+                { "[http]\nlisten-address = ::1\n", NULL },
+                { "[http]\nlisten-address = 0.0.0.0\n",
+                  "key 'http.listen-address': 0.0.0.0 is not a loopback address and writer "
+                  "authentication is off: set auth.tokens-file" },
+                { "[http]\nlisten-address = ::\n", "auth.allow-unauthenticated = true if anyone" },
+                { "[http]\nlisten-address = 192.0.2.10\n", "not a loopback address" },
+                { "[http]\nlisten-address = ::ffff:10.0.0.1\n", "not a loopback address" },
+                { "[http]\nlisten-address = localhost\n",
+                  "key 'http.listen-address': 'localhost' is not an IPv4 or IPv6 address (host "
+                  "names are not resolved" },
+                { "[http]\nlisten-address = 0.0.0.0\n[auth]\nallow-unauthenticated = true\n",
+                  NULL },
+                { "[http]\nlisten-address = ::\n[auth]\ntokens-file = /etc/t\n", NULL },
+                { "[http]\nlisten-address = 0.0.0.0\ntls-certificate-file = /c\ntls-key-file = "
+                  "/k\ntls-client-ca-file = /ca\n",
+                  NULL },
+                /* TLS alone authenticates the server, not the writers. */
+                { "[http]\nlisten-address = 0.0.0.0\ntls-certificate-file = /c\ntls-key-file = "
+                  "/k\n",
+                  "not a loopback address" },
+                { "[http]\nlisten-address = 0.0.0.0\n[auth]\nallow-unauthenticated = false\n",
+                  "not a loopback address" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char text[512];
+                Config *c = NULL;
+                Error e = { 0 };
+                int r;
+
+                snprintf(text, sizeof(text), "[catalog]\nuri = http://x\n%s", cases[i].settings);
+                r = load_text(text, &c, &e);
+                if (!cases[i].error) {
+                        if (r < 0)
+                                TEST_FAIL("case %zu refused: %s", i, e.message);
+                        c = config_free(c);
+                        continue;
+                }
+                if (r != -EINVAL)
+                        TEST_FAIL("case %zu (%s) was not refused", i, cases[i].settings);
+                ASSERT_CONTAINS(e.message, cases[i].error);
+        }
+}
+
 TEST(equality_delete_policy) {
         _cleanup_(config_freep) Config *c = NULL;
         Error e = { 0 };
@@ -277,6 +329,14 @@ TEST(reload_applies_run_time_options_and_names_the_rest) {
         ASSERT_TRUE(config_reload(c, &what, &e) < 0);
         ASSERT_CONTAINS(e.message, ":5:");
         ASSERT_EQ(c->commit.max_attempts, 7);
+
+        /* A file the next start would refuse is refused now: authentication is read at start
+         * only, so a reload that drops allow-unauthenticated off loopback keeps the old file. */
+        rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[http]\nlisten-address = "
+                      "0.0.0.0\n");
+        ASSERT_EQ(config_reload(c, &what, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "0.0.0.0 is not a loopback address");
+        ASSERT_STREQ(c->http.listen_address, "127.0.0.1");
 
         /* Nothing changed: nothing to report. */
         rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = "

@@ -16,9 +16,9 @@ TEST(one_file_under_several_spellings) {
         ASSERT_OK(duplicates_add(&d, "/wh/t/data/a.parquet", 1, 0, 0));
         ASSERT_OK(duplicates_add(&d, "/wh/t/data/b.parquet", 1, 0, 1));
         ASSERT_OK(duplicates_add(&d, "file:///wh/t//data/./a.parquet", 2, 3, 4));
-        ASSERT_OK(duplicates_add(&d, "s3://bk/t/c.parquet", 0, 1, 0));
-        ASSERT_OK(duplicates_add(&d, "s3a://bk/t/c.parquet", 3, 0, 7));
-        ASSERT_OK(duplicates_add(&d, "s3://bk/t/C.parquet", 3, 0, 8));
+        ASSERT_OK(duplicates_add(&d, "s3://bkt/t/c.parquet", 0, 1, 0));
+        ASSERT_OK(duplicates_add(&d, "s3a://bkt/t/c.parquet", 3, 0, 7));
+        ASSERT_OK(duplicates_add(&d, "s3://bkt/t/C.parquet", 3, 0, 8));
         ASSERT_OK(duplicates_add(&d, "relative/x", 4, 0, 0));
         ASSERT_OK(duplicates_add(&d, "relative/x", 4, 0, 1));
         duplicates_sort(&d);
@@ -28,7 +28,7 @@ TEST(one_file_under_several_spellings) {
                         ASSERT_EQ(first->owner, 1);
                         ASSERT_EQ(again->owner, 2);
                         ASSERT_EQ(again->entry, 4);
-                } else if (strcmp(first->canonical, "s3://bk/t/c.parquet") == 0) {
+                } else if (strcmp(first->canonical, "s3://bkt/t/c.parquet") == 0) {
                         ASSERT_EQ(first->owner, 0);
                         ASSERT_EQ(again->owner, 3);
                         ASSERT_EQ(again->entry, 7);

@@ -54,7 +54,7 @@ TEST(add_lookup_and_remove_by_manifest) {
         ASSERT_OK(live_files_new(key, 1u << 20, NULL, &lf));
         a[0] = hash_of(lf, "/wh/t/data/a.parquet");
         a[1] = hash_of(lf, "/wh/t/data/b.parquet");
-        b[0] = hash_of(lf, "s3://bk/t/data/c.parquet");
+        b[0] = hash_of(lf, "s3://bkt/t/data/c.parquet");
         ASSERT_OK(live_files_add_manifest(lf, "/wh/t/metadata/m1.avro", a, 2));
         ASSERT_OK(live_files_add_manifest(lf, "/wh/t/metadata/m2.avro", b, 1));
         ASSERT_EQ(live_files_add_manifest(lf, "/wh/t/metadata/m2.avro", b, 1), -EEXIST);
@@ -63,7 +63,7 @@ TEST(add_lookup_and_remove_by_manifest) {
 
         /* Every spelling of a file is that file. */
         ASSERT_TRUE(live_files_contains(lf, hash_of(lf, "file:///wh/t//data/./a.parquet")));
-        ASSERT_TRUE(live_files_contains(lf, hash_of(lf, "s3a://bk/t/data/c.parquet")));
+        ASSERT_TRUE(live_files_contains(lf, hash_of(lf, "s3a://bkt/t/data/c.parquet")));
         ASSERT_TRUE(!live_files_contains(lf, hash_of(lf, "/wh/t/data/A.parquet")));
         ASSERT_TRUE(!live_files_contains(lf, hash_of(lf, "/wh/t/data/d.parquet")));
         ASSERT_STREQ(live_files_find_manifest(lf, a[1]), "/wh/t/metadata/m1.avro");

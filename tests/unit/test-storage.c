@@ -13,6 +13,7 @@
 
 #include "storage/local.h"
 #include "storage/props.h"
+#include "storage/roots.h"
 #include "storage/s3.h"
 #include "storage/s3_xml.h"
 #include "storage/storage.h"
@@ -58,15 +59,19 @@ TEST(s3_locations_are_taken_apart_and_must_be_canonical) {
         static const struct {
                 const char *location, *bucket, *key;
         } ok[] = {
-                { "s3://b/wh/t/m.avro", "b", "wh/t/m.avro" },
+                { "s3://bkt/wh/t/m.avro", "bkt", "wh/t/m.avro" },
                 { "s3a://my-bucket.x/k", "my-bucket.x", "k" },
-                { "s3n://b", "b", "" },
-                { "s3://b/wh/t/", "b", "wh/t/" },
-                { "s3://b/a b+c%", "b", "a b+c%" },
+                { "s3n://bkt", "bkt", "" },
+                { "s3://bkt/wh/t/", "bkt", "wh/t/" },
+                { "s3://bkt/a b+c%", "bkt", "a b+c%" },
         };
         static const char *const bad[] = {
-                "s3://b/wh//t/m.avro", "s3://b/wh/./m.avro", "s3://b/wh/../m.avro", "s3:///k",
-                "s3://b@d/k",          "s3://b/k\n",
+                "s3://bkt/wh//t/m.avro",
+                "s3://bkt/wh/./m.avro",
+                "s3://bkt/wh/../m.avro",
+                "s3:///k",
+                "s3://b@d/k",
+                "s3://bkt/k\n",
         };
         Error e;
 
@@ -89,17 +94,103 @@ TEST(s3_locations_are_taken_apart_and_must_be_canonical) {
         ASSERT_TRUE(storage_location_is_local("file:///wh/t"));
 }
 
+/* Issue 19 finding 11: in a path-style URL, libcurl folds the "/../k" of "s3://../k" into "/k",
+ * which names bucket "k". */
+TEST(bucket_names_follow_aws_rules) {
+        static const struct {
+                const char *location;
+                const char *refusal; /* NULL: accepted */
+        } cases[] = {
+                { "s3://abc/k", NULL },
+                { "s3://my.bucket-1/k", NULL },
+                { "s3://a-b-c-d-e-f-g-h-i-j-k-l-m-n-o-p-q-r-s-t-u-v-w-x-y-z-0123456789abc/k",
+                  NULL },
+                /* legacy us-east-1 names (Ceph RGW's relaxed ones too), path-style only */
+                { "s3://Legacy_Bucket/k", NULL },
+                /* names AWS reserves for creating buckets because readers address its access
+                 * point aliases, directory buckets and table buckets as buckets */
+                { "s3://ap-abcdef-s3alias/k", NULL },
+                { "s3://name--use1-az4--x-s3/k", NULL },
+                { "s3://0a1b2c3d--table-s3/k", NULL },
+                { "s3://./k", "must have 3 to 255 characters" },
+                { "s3://../k", "must have 3 to 255 characters" },
+                { "s3://ab/k", "must have 3 to 255 characters" },
+                { "s3://.../k", "must not hold two adjacent periods" },
+                { "s3://a..b/k", "must not hold two adjacent periods" },
+                { "s3://.abc/k", "must begin and end with a letter or digit" },
+                { "s3://abc./k", "must begin and end with a letter or digit" },
+                { "s3://-abc/k", "must begin and end with a letter or digit" },
+                { "s3://abc-/k", "must begin and end with a letter or digit" },
+                { "s3://_abc/k", "must begin and end with a letter or digit" },
+                { "s3://a%2e/k", "may hold only letters, digits, '.', '-' and '_'" },
+                { "s3://b@d/k", "may hold only letters, digits, '.', '-' and '_'" },
+                { "s3://192.168.5.4/k", "must not be formatted as an IP address" },
+                { "s3://192.168.5.4.5/k", NULL },
+                { "s3://xn--bcher-kva/k", "must not start with a prefix AWS reserves" },
+                { "s3://sthree-abc/k", "must not start with a prefix AWS reserves" },
+                { "s3://amzn-s3-demo-bucket/k", "must not start with a prefix AWS reserves" },
+        };
+        char long_name[300];
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
+                Error e = { 0 };
+                int r = storage_location_parse(cases[i].location, &l, &e);
+
+                if (!cases[i].refusal) {
+                        ASSERT_OK(r);
+                        continue;
+                }
+                ASSERT_EQ(r, -EINVAL);
+                ASSERT_CONTAINS(e.message, "the bucket name");
+                ASSERT_CONTAINS(e.message, cases[i].refusal);
+        }
+        /* 255 characters, the legacy limit, and one more */
+        memcpy(long_name, "s3://", 5);
+        memset(long_name + 5, 'a', 256);
+        (void)snprintf(long_name + 5 + 255, sizeof(long_name) - 5 - 255, "/k");
+        {
+                _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
+
+                ASSERT_OK(storage_location_parse(long_name, &l, NULL));
+                ASSERT_EQ(strlen(l.bucket), 255);
+        }
+        (void)snprintf(long_name + 5 + 256, sizeof(long_name) - 5 - 256, "/k");
+        ASSERT_EQ(storage_location_parse(long_name, &(StorageLocation){ 0 }, NULL), -EINVAL);
+}
+
+TEST(locations_refuse_control_characters) {
+        static const char *const bad[] = {
+                "/wh/t/a\nb.parquet", "file:///wh/t/\r", "s3://bkt/t/a\tb",
+                "s3://bkt/t/\x7f",    "s3://bkt\n/t",    "gs://b/\x1b[2J",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                StorageLocation l = { 0 };
+                Error e = { 0 };
+
+                ASSERT_EQ(storage_location_parse(bad[i], &l, &e), -EINVAL);
+                ASSERT_CONTAINS(e.message, "holds a control character");
+                /* The message quotes only what comes before it. */
+                for (const char *c = e.message; *c; c++)
+                        ASSERT_TRUE((unsigned char)*c >= 0x20 && *c != 0x7f);
+                ASSERT_TRUE(l.path == NULL && l.bucket == NULL);
+                ASSERT_TRUE(!storage_location_is_within(bad[i], "/wh"));
+                ASSERT_TRUE(!storage_location_is_within(bad[i], "s3://bkt"));
+        }
+}
+
 TEST(s3_containment) {
-        ASSERT_TRUE(storage_location_is_within("s3://b/wh/t/metadata/m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(storage_location_is_within("s3a://b/wh/t/m.avro", "s3://b/wh/t/"));
-        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t2/m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("s3://other/wh/t/m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t/../u/m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t//m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("/wh/t/m.avro", "s3://b/wh/t"));
-        ASSERT_TRUE(!storage_location_is_within("s3://b/wh/t/m.avro", "/wh/t"));
-        ASSERT_TRUE(storage_location_is_within("s3://b/t/m.avro", "s3://b"));
+        ASSERT_TRUE(storage_location_is_within("s3://bkt/wh/t/metadata/m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(storage_location_is_within("s3a://bkt/wh/t/m.avro", "s3://bkt/wh/t/"));
+        ASSERT_TRUE(!storage_location_is_within("s3://bkt/wh/t2/m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://other/wh/t/m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://bkt/wh/t", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://bkt/wh/t/../u/m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://bkt/wh/t//m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("/wh/t/m.avro", "s3://bkt/wh/t"));
+        ASSERT_TRUE(!storage_location_is_within("s3://bkt/wh/t/m.avro", "/wh/t"));
+        ASSERT_TRUE(storage_location_is_within("s3://bkt/t/m.avro", "s3://bkt"));
 }
 
 TEST(s3_urls_are_path_or_virtual_hosted_and_encoded) {
@@ -243,6 +334,15 @@ static void on_closed(void *userdata) {
         (*(int *)userdata)++;
 }
 
+static StorageRoots *roots_of(const char *list) {
+        StorageRoots *r = NULL;
+        Error e = { 0 };
+
+        if (storage_roots_parse(list, &r, &e) < 0)
+                TEST_FAIL("roots '%s': %s", list, e.message);
+        return r;
+}
+
 TEST(async_local_operations) {
         char dir[] = "/tmp/icecommit-test-storage-XXXXXX", path[128], prefix[128];
         StorageConfig config = { .s3 = { .region = (char *)"us-east-1",
@@ -295,7 +395,7 @@ TEST(async_local_operations) {
         ASSERT_EQ(st.status, -ENOENT);
         ASSERT_EQ(storage_read(s, NULL, "gs://b/k", 100, on_done, &st, &e), -EPROTONOSUPPORT);
         /* S3 without credentials anywhere: refused before anything is sent, naming the keys */
-        ASSERT_EQ(storage_read(s, NULL, "s3://b/k", 100, on_done, &st, &e), -EACCES);
+        ASSERT_EQ(storage_read(s, NULL, "s3://bkt/k", 100, on_done, &st, &e), -EACCES);
         ASSERT_CONTAINS(e.message, "s3.access-key-id");
 
         storage_close(s, on_closed, &closed);
@@ -410,7 +510,7 @@ TEST(unreachable_store_is_transient) {
 
         ASSERT_OK(uv_loop_init(&loop));
         ASSERT_OK(storage_new(&loop, &config, NULL, &s));
-        ASSERT_OK(storage_read(s, NULL, "s3://b/k", 100, on_done, &st, &e));
+        ASSERT_OK(storage_read(s, NULL, "s3://bkt/k", 100, on_done, &st, &e));
         run_op(&loop, &st);
         ASSERT_EQ(st.status, -EAGAIN);
         ASSERT_TRUE(storage_status_is_transient(st.status));
@@ -649,6 +749,7 @@ TEST(tails) {
         /* Through storage.h: file: URIs, the context's root, a root the location is not under. */
         ASSERT_OK(uv_loop_init(&loop));
         ASSERT_OK(storage_new(&loop, &config, NULL, &s));
+        storage_set_roots(s, roots_of(dir));
         (void)snprintf(location, sizeof(location), "file://%s/t/data/a", dir);
         ASSERT_OK(storage_read_tail(s, &(StorageContext){ .root = root }, location, 3, on_done, &st,
                                     &e));
@@ -671,6 +772,255 @@ TEST(tails) {
         s = storage_free(s);
         ASSERT_EQ(uv_loop_close(&loop), 0);
         remove_tree(dir);
+}
+
+/* Whether the roots contain a location; one that does not parse is within none. */
+static bool roots_contain(const StorageRoots *r, const char *location) {
+        _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
+
+        return storage_location_parse(location, &l, NULL) == 0 &&
+               storage_roots_contain_parsed(r, &l);
+}
+
+/* The storage roots: a root and what lies beneath it, segment by segment, compared canonically
+ * (file: URIs and plain paths, s3/s3a/s3n, "//" and "."), never a sibling that shares a prefix,
+ * never "..", never another store or bucket. */
+TEST(roots_contain) {
+        static const struct {
+                const char *roots, *location;
+                bool inside;
+        } cases[] = {
+                { "/wh", "/wh", true },
+                { "/wh", "/wh/ns/t/data/f.parquet", true },
+                { "/wh/", "/wh/ns", true },
+                { "/wh", "/wh2/ns/t", false },
+                { "/wh", "/w", false },
+                { "/wh", "/", false },
+                { "/wh", "/wh/../etc/passwd", false },
+                { "/wh", "/wh/ns/../../etc", false },
+                { "/wh", "/wh//ns/./t", true },
+                { "/wh", "file:/wh/ns/t", true },
+                { "/wh", "file:///wh/ns/t", true },
+                { "file:///wh", "/wh/ns/t", true },
+                { "file:/wh", "/wh2", false },
+                { "/wh", "file://host/wh/ns", false },
+                { "/wh", "relative/wh", false },
+                { "/wh", "s3://wh/ns", false },
+                { "/", "/etc/passwd", true },
+                { "s3://bkt/wh", "s3://bkt/wh/ns/t", true },
+                { "s3://bkt/wh", "s3a://bkt/wh/ns/t", true },
+                { "s3a://bkt/wh/", "s3n://bkt/wh", true },
+                { "s3://bkt/wh", "s3://bkt/wh2/ns", false },
+                { "s3://bkt/wh", "s3://bkt2/wh/ns", false },
+                { "s3://bkt/wh", "s3://bkt/wh/../x", false },
+                { "s3://bkt/wh", "s3://bkt/wh//x", false },
+                { "s3://bkt/wh", "/wh/ns", false },
+                { "s3://bkt", "s3://bkt/anything/at/all", true },
+                { "s3://bkt/", "s3://bkt2/x", false },
+                { "s3://bkt/wh", "gs://b/wh/ns", false },
+                { "/wh, s3://bkt/p", "s3://bkt/p/t", true },
+                { " /wh ,s3://bkt/p ", "/wh/t", true },
+                { "/wh,s3://bkt/p", "s3://bkt/q/t", false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(storage_roots_freep) StorageRoots *r = roots_of(cases[i].roots);
+
+                if (roots_contain(r, cases[i].location) != cases[i].inside)
+                        TEST_FAIL("roots '%s', location '%s': expected %s", cases[i].roots,
+                                  cases[i].location, cases[i].inside ? "inside" : "outside");
+        }
+        ASSERT_TRUE(!roots_contain(/* r= */ NULL, "/wh"));
+}
+
+TEST(roots_parse) {
+        static const struct {
+                const char *list, *error; /* error NULL: parses; text: what it names */
+        } cases[] = {
+                { "/wh", "'/wh'" },
+                { "file:///wh/, s3a://bkt/p/", "'/wh', 's3://bkt/p/'" },
+                { "", NULL },
+                { "/wh,", NULL },
+                { ",/wh", NULL },
+                { "/wh,,/x", NULL },
+                { "wh", NULL },
+                { "/wh/../etc", NULL },
+                { "gs://b/p", NULL },
+                { "s3://bkt/a//c", NULL },
+                { "s3://bkt/../c", NULL },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(storage_roots_freep) StorageRoots *r = NULL;
+                Error e = { 0 };
+                int rr = storage_roots_parse(cases[i].list, &r, &e);
+
+                if (cases[i].error) {
+                        ASSERT_OK(rr);
+                        ASSERT_STREQ(r->text, cases[i].error);
+                } else {
+                        if (rr != -EINVAL)
+                                TEST_FAIL("'%s' parsed (%d), expected -EINVAL", cases[i].list, rr);
+                        ASSERT_TRUE(e.message[0]);
+                }
+        }
+}
+
+/* A table's location and every property naming a storage location must lie within the roots;
+ * the refusal names what, its value and the roots. */
+TEST(roots_check_table) {
+        static const struct {
+                const char *location, *properties, *error; /* error NULL: within */
+        } cases[] = {
+                { "/wh/ns/t", "{}", NULL },
+                { NULL, "{}", NULL },
+                { "/wh/ns/t", "{\"write.data.path\": \"/wh/data\", \"owner\": \"/etc\"}", NULL },
+                { "/etc", "{}",
+                  "the location '/etc' is outside the storage roots ('/wh', "
+                  "'s3://bkt/p')" },
+                { "/wh2/t", "{}", "the location '/wh2/t' is outside" },
+                { "hdfs://nn/wh/t", "{}",
+                  "the location 'hdfs://nn/wh/t' is not a location within "
+                  "the storage roots" },
+                { "/wh/t", "{\"write.metadata.path\": \"/tmp/m\"}",
+                  "the property write.metadata.path '/tmp/m' is outside" },
+                { "/wh/t", "{\"write.data.path\": \"s3://bkt/q\"}",
+                  "the property write.data.path 's3://bkt/q' is outside" },
+                { "/wh/t", "{\"write.folder-storage.path\": \"/wh/../etc\"}",
+                  "write.folder-storage.path '/wh/../etc' is not a location within" },
+                { "/wh/t", "{\"write.object-storage.path\": \"/\"}",
+                  "write.object-storage.path '/' is outside" },
+                { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a,,s3://bkt/p/x\"}", NULL },
+                { "/wh/t", "{\"write.metadata.path\": \"\"}", NULL },
+                { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a,/\"}",
+                  "an entry of the property icecommit.allowed-prefixes '/' is outside" },
+                { "/wh/t", "{\"icecommit.allowed-prefixes\": \"/wh/a, /wh/b\"}",
+                  "icecommit.allowed-prefixes ' /wh/b' is not a location within" },
+        };
+        _cleanup_(storage_roots_freep) StorageRoots *r = roots_of("/wh, s3://bkt/p");
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(json_decrefp) json_t *properties =
+                        json_loads(cases[i].properties, 0, NULL);
+                Error e = { 0 };
+                int rr;
+
+                ASSERT_TRUE(properties);
+                rr = storage_roots_check_table(r, cases[i].location, properties, &e);
+                if (!cases[i].error) {
+                        if (rr != 0)
+                                TEST_FAIL("case %zu refused: %s", i, e.message);
+                        continue;
+                }
+                ASSERT_EQ(rr, -EPERM);
+                ASSERT_CONTAINS(e.message, cases[i].error);
+        }
+        {
+                const char *type = NULL;
+                Error e = { 0 };
+
+                ASSERT_EQ(storage_roots_check_table(/* r= */ NULL, "/wh/t", NULL, &e), -EAGAIN);
+                ASSERT_EQ(storage_roots_refuse_table(/* r= */ NULL, "/wh/t", NULL, &type, &e), 503);
+                ASSERT_OK(storage_roots_refuse_table(r, "/wh/t", NULL, &type, &e));
+                ASSERT_EQ(storage_roots_refuse_table(r, "/etc", NULL, &type, &e), 403);
+                ASSERT_STREQ(type, "table-outside-roots");
+                ASSERT_CONTAINS(e.message, "[storage] allowed-roots");
+        }
+}
+
+/* What needs the right admin at creation: a property that says where files lie. */
+TEST(property_steers) {
+        static const struct {
+                const char *key;
+                bool steers;
+        } cases[] = {
+                { "write.data.path", true },
+                { "write.metadata.path", true },
+                { "write.folder-storage.path", true },
+                { "write.object-storage.path", true },
+                { "write.some-future.path", true },
+                { "icecommit.allowed-prefixes", true },
+                { "write.path", false },
+                { "write..path", false },
+                { "write.format.default", false },
+                { "owner", false },
+                { "icecommit.equality-deletes", false },
+                { "path", false },
+                { "write.data.path.x", false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                if (storage_property_steers(cases[i].key) != cases[i].steers)
+                        TEST_FAIL("'%s': expected %s", cases[i].key,
+                                  cases[i].steers ? "steers" : "does not steer");
+}
+
+/* Every operation with a context (a table's file) stays within the roots, refused before any
+ * I/O, whether the file exists or not; before the roots are known, retryably. Operations
+ * without one (the bucket catalog's own files) are not bounded by them. */
+TEST(roots_bound_every_operation_with_a_context) {
+        char dir[] = "/tmp/icecommit-test-storage-XXXXXX", inside[128], outside[128], list[160];
+        StorageConfig config = { .s3 = { .region = (char *)"us-east-1",
+                                         .max_attempts = 1,
+                                         .min_backoff_ms = 1,
+                                         .max_backoff_ms = 1,
+                                         .max_connections = 1,
+                                         .connect_timeout_ms = 100,
+                                         .request_timeout_ms = 100 } };
+        StorageContext ctx = { 0 };
+        uv_loop_t loop;
+        Storage *s = NULL;
+        AsyncState st = { 0 };
+        int closed = 0;
+        Error e;
+
+        ASSERT_TRUE(mkdtemp(dir));
+        (void)snprintf(inside, sizeof(inside), "%s/wh/f", dir);
+        (void)snprintf(outside, sizeof(outside), "%s/wh2", dir);
+        (void)snprintf(list, sizeof(list), "%s/wh", dir);
+        ASSERT_TRUE(mkdir(list, 0755) == 0);
+        ASSERT_OK(uv_loop_init(&loop));
+        ASSERT_OK(storage_new(&loop, &config, NULL, &s));
+
+        ASSERT_EQ(storage_write(s, &ctx, inside, slice_make("x", 1), STORAGE_WRITE_IF_ABSENT,
+                                on_done, &st, &e),
+                  -EAGAIN);
+        ASSERT_TRUE(storage_status_is_transient(-EAGAIN));
+        storage_set_roots(s, roots_of(list));
+        ASSERT_TRUE(storage_roots(s) && strstr(storage_roots(s)->text, "/wh'"));
+        ASSERT_OK(storage_write(s, &ctx, inside, slice_make("x", 1), STORAGE_WRITE_IF_ABSENT,
+                                on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_OK(st.status);
+        ASSERT_EQ(storage_write(s, &ctx, outside, slice_make("x", 1), STORAGE_WRITE_IF_ABSENT,
+                                on_done, &st, &e),
+                  -EXDEV);
+        ASSERT_EQ(storage_read(s, &ctx, "/etc/passwd", 100, on_done, &st, &e), -EXDEV);
+        ASSERT_TRUE(!strstr(e.message, "bytes") && !strstr(e.message, "exist"));
+        ASSERT_EQ(storage_size(s, &ctx, "/etc/no-such-file", on_done, &st, &e), -EXDEV);
+        ASSERT_EQ(storage_delete(s, &ctx, outside, on_done, &st, &e), -EXDEV);
+        ASSERT_EQ(storage_list(s, &ctx, outside, 10, on_done, &st, &e), -EXDEV);
+        ASSERT_EQ(storage_read(s, &ctx, "s3://bkt/wh/f", 100, on_done, &st, &e), -EXDEV);
+        ASSERT_EQ(st.n_calls, 0);
+        /* Without a context: the embedded bucket catalog's own files. */
+        ASSERT_OK(storage_write(s, NULL, outside, slice_make("y", 1), STORAGE_WRITE_IF_ABSENT,
+                                on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_OK(st.status);
+        /* A reload: new roots for every operation from then on. */
+        (void)snprintf(list, sizeof(list), "%s/wh, %s/wh2", dir, dir);
+        storage_set_roots(s, roots_of(list));
+        ASSERT_OK(storage_size(s, &ctx, outside, on_done, &st, &e));
+        run_op(&loop, &st);
+        ASSERT_EQ(st.size, 1);
+
+        storage_close(s, on_closed, &closed);
+        ASSERT_TRUE(uv_run(&loop, UV_RUN_DEFAULT) == 0);
+        s = storage_free(s);
+        ASSERT_EQ(uv_loop_close(&loop), 0);
+        ASSERT_TRUE(unlink(inside) == 0 && unlink(outside) == 0);
+        (void)snprintf(list, sizeof(list), "%s/wh", dir);
+        ASSERT_TRUE(rmdir(list) == 0 && rmdir(dir) == 0);
 }
 
 TEST(content_ranges) {

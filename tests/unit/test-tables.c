@@ -118,6 +118,10 @@ TEST(create_request_errors_say_what_is_wrong) {
                   "\"partition-spec\" must be an object" },
                 { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"extra\": 1}",
                   "unknown member \"extra\"" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"location\": \"/wh/t\\n<6>x\"}",
+                  "\"location\": '/wh/t...' holds a control character (0x0a at byte 5)" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"location\": \"s3://../t\"}",
+                  "\"location\": 's3://../t': the bucket name '..'" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -218,4 +222,73 @@ TEST(namespace_requests) {
                                                  &properties, &e),
                   -EINVAL);
         ASSERT_CONTAINS(e.message, "namespace level 0 must be");
+}
+
+/* The admin decision: a create names where files lie (a table's location, a write.*.path,
+ * icecommit.allowed-prefixes; a namespace's location too) or leaves it to the catalog. */
+TEST(what_needs_the_right_admin) {
+        static const struct {
+                const char *body, *steers; /* steers NULL: create is enough */
+        } tables[] = {
+                { "{\"name\": \"t\", \"schema\": " SCHEMA "}", NULL },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"properties\": {\"owner\": \"x\", "
+                  "\"write.format.default\": \"parquet\"}}",
+                  NULL },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"location\": \"/wh/other\"}",
+                  "location" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA ", \"properties\": {\"owner\": \"x\", "
+                  "\"write.data.path\": \"/wh/x\"}}",
+                  "write.data.path" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA
+                  ", \"properties\": {\"write.metadata.path\": \"/m\"}}",
+                  "write.metadata.path" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA
+                  ", \"properties\": {\"write.folder-storage.path\": \"/m\"}}",
+                  "write.folder-storage.path" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA
+                  ", \"properties\": {\"write.object-storage.path\": \"/m\"}}",
+                  "write.object-storage.path" },
+                { "{\"name\": \"t\", \"schema\": " SCHEMA
+                  ", \"properties\": {\"icecommit.allowed-prefixes\": \"/\"}}",
+                  "icecommit.allowed-prefixes" },
+                /* A property named location means nothing to a table: its member does. */
+                { "{\"name\": \"t\", \"schema\": " SCHEMA
+                  ", \"properties\": {\"location\": \"/x\"}}",
+                  NULL },
+        };
+        static const struct {
+                const char *properties, *steers;
+        } namespaces[] = {
+                { "{}", NULL },
+                { "{\"owner\": \"x\"}", NULL },
+                { "{\"location\": \"/wh/prod\"}", "location" },
+                { "{\"owner\": \"x\", \"write.data.path\": \"/x\"}", "write.data.path" },
+                { "{\"icecommit.allowed-prefixes\": \"/\"}", "icecommit.allowed-prefixes" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(tables); i++) {
+                _cleanup_(json_decrefp) json_t *request = NULL;
+                const char *name, *steers;
+                Error e = { 0 };
+
+                if (create_table_request_parse(text(tables[i].body), &request, &name, &e) < 0)
+                        TEST_FAIL("table case %zu: %s", i, e.message);
+                steers = create_table_request_steers(request);
+                if (!tables[i].steers != !steers ||
+                    (steers && strcmp(steers, tables[i].steers) != 0))
+                        TEST_FAIL("table case %zu: '%s', expected '%s'", i, steers ? steers : "",
+                                  tables[i].steers ? tables[i].steers : "");
+        }
+        for (size_t i = 0; i < ELEMENTSOF(namespaces); i++) {
+                _cleanup_(json_decrefp) json_t *properties =
+                        json_loads(namespaces[i].properties, 0, NULL);
+                const char *steers = create_namespace_properties_steer(properties);
+
+                if (!namespaces[i].steers != !steers ||
+                    (steers && strcmp(steers, namespaces[i].steers) != 0))
+                        TEST_FAIL("namespace case %zu: '%s', expected '%s'", i,
+                                  steers ? steers : "",
+                                  namespaces[i].steers ? namespaces[i].steers : "");
+        }
+        ASSERT_TRUE(!create_namespace_properties_steer(/* properties= */ NULL));
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* util/: bounded buffers, strict parsing, checked arithmetic, error messages, log formats. */
+/* util/: bounded buffers, strict parsing, checked arithmetic, error messages, log formats, IP
+ * address literals and which are loopback. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -9,10 +10,12 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "util/address.h"
 #include "util/buf.h"
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/utf8.h"
 #include "util/parse.h"
 
 TEST(buf_grows_up_to_its_maximum) {
@@ -55,6 +58,67 @@ TEST(parse_numbers_reject_junk_signs_and_overflow) {
         ASSERT_OK(parse_bool("on", &b));
         ASSERT_TRUE(b);
         ASSERT_EQ(parse_bool("maybe", &b), -EINVAL);
+}
+
+/* The listener's address (http.listen-address): what config_verify() lets listen without
+ * authentication is exactly what this calls loopback. */
+TEST(address_literals_and_loopback) {
+        static const struct {
+                const char *text;
+                int parsed; /* 0 or -EINVAL */
+                bool is_loopback;
+        } cases[] = {
+                { "127.0.0.1", 0, true },
+                { "127.0.0.0", 0, true },
+                { "127.255.255.254", 0, true },
+                { "127.1.2.3", 0, true },
+                { "::1", 0, true },
+                { "0:0:0:0:0:0:0:1", 0, true },
+                { "::ffff:127.0.0.1", 0, true }, /* IPv4-mapped 127/8 */
+                { "::ffff:127.3.2.1", 0, true },
+                { "0.0.0.0", 0, false }, /* every interface */
+                { "::", 0, false },      /* every interface, IPv4 too unless v6only */
+                { "126.255.255.255", 0, false },
+                { "128.0.0.1", 0, false },
+                { "10.0.0.1", 0, false },
+                { "192.168.1.10", 0, false },
+                { "255.255.255.255", 0, false },
+                { "::2", 0, false },
+                { "::ffff:10.0.0.1", 0, false },
+                { "::ffff:0.0.0.0", 0, false },
+                { "::127.0.0.1", 0, false }, /* IPv4-compatible, deprecated: not loopback */
+                { "fe80::1", 0, false },
+                { "fd00::1", 0, false },
+                /* Not literals: names are never resolved, other spellings are refused. */
+                { "localhost", -EINVAL, false },
+                { "ip6-localhost", -EINVAL, false },
+                { "", -EINVAL, false },
+                { "127.1", -EINVAL, false },
+                { "0x7f.0.0.1", -EINVAL, false },
+                { "127.0.0.1 ", -EINVAL, false },
+                { " 127.0.0.1", -EINVAL, false },
+                { "127.0.0.1:8080", -EINVAL, false },
+                { "[::1]", -EINVAL, false },
+                { "::1%lo", -EINVAL, false },
+                { "fe80::1%eth0", -EINVAL, false },
+                { "127.0.0.256", -EINVAL, false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct sockaddr_storage a = { .ss_family = AF_UNSPEC };
+                int r = address_parse(cases[i].text, 8080, &a);
+
+                if (r != cases[i].parsed)
+                        TEST_FAIL("'%s': parse returned %d, expected %d", cases[i].text, r,
+                                  cases[i].parsed);
+                if (r < 0) {
+                        ASSERT_EQ(a.ss_family, AF_UNSPEC);
+                        continue;
+                }
+                if (address_is_loopback(&a) != cases[i].is_loopback)
+                        TEST_FAIL("'%s': loopback should be %s", cases[i].text,
+                                  cases[i].is_loopback ? "true" : "false");
+        }
 }
 
 TEST(checked_arithmetic_detects_overflow) {
@@ -165,6 +229,77 @@ TEST(log_json_writes_one_object_per_line_with_fields) {
                 ASSERT_STREQ(json_string_value(json_object_get(o, "level")), "error");
                 ASSERT_TRUE(strlen(lines[2]) < 16384);
         }
+}
+
+/* Issue 19 finding 12: a newline in a quoted path began a forged record. */
+#define LOG_HOSTILE "'/wh/t/a.parquet\n<3>auth: forged\r\t\x1b[2J\x7f\xc2\x9b\xff\xc3\xa9'"
+
+static void log_text_lines(void) {
+        char big[3000];
+
+        log_set_format(LOG_FORMAT_TEXT);
+        log_emit(LOG_LEVEL_INFO, "commit", "refused path=%s", LOG_HOSTILE);
+        /* Escapes that do not fit are cut whole, never split. */
+        memset(big, '\n', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        log_emit(LOG_LEVEL_INFO, "commit", "%s", big);
+}
+
+TEST(log_text_escapes_control_characters_and_invalid_utf8) {
+        _cleanup_(freep) char *text = capture_stderr(log_text_lines);
+        char *second = strchr(text, '\n') + 1;
+
+        ASSERT_TRUE(strncmp(text,
+                            "<6>commit: refused path='/wh/t/a.parquet\\n<3>auth: "
+                            "forged\\r\\t\\x1b[2J\\x7f\\xc2\\x9b\\xff\xc3\xa9'\n",
+                            (size_t)(second - text)) == 0);
+        /* The second record: one line, only whole "\n" escapes. */
+        ASSERT_TRUE(strncmp(second, "<6>commit: \\n\\n", 15) == 0);
+        ASSERT_TRUE(strchr(second, '\n') == second + strlen(second) - 1);
+        ASSERT_EQ((strlen(second) - strlen("<6>commit: ") - 1) % 2, 0);
+}
+
+static void log_json_hostile(void) {
+        log_set_format(LOG_FORMAT_JSON);
+        log_emit(LOG_LEVEL_INFO, "commit", "refused path=%s", LOG_HOSTILE);
+        log_set_format(LOG_FORMAT_TEXT);
+}
+
+TEST(log_json_escapes_control_characters_and_invalid_utf8) {
+        _cleanup_(freep) char *text = capture_stderr(log_json_hostile);
+        _cleanup_(json_decrefp) json_t *o = NULL;
+        json_error_t error;
+
+        ASSERT_TRUE(strchr(text, '\n') == text + strlen(text) - 1);
+        o = json_loads(text, 0, &error); /* jansson refuses what is not UTF-8 */
+        ASSERT_TRUE(o);
+        ASSERT_STREQ(json_string_value(json_object_get(o, "message")),
+                     "refused path='/wh/t/a.parquet\n<3>auth: forged\r\t\x1b[2J\x7f\xc2\x9b"
+                     "\xef\xbf\xbd\xc3\xa9'");
+}
+
+TEST(utf8_characters_are_measured_strictly) {
+        static const struct {
+                const char *s;
+                size_t length;
+        } cases[] = {
+                { "a", 1 },
+                { "\xc3\xa9", 2 },
+                { "\xe2\x82\xac", 3 },
+                { "\xf0\x9f\x98\x80", 4 },
+                { "\xc3", 0 },             /* cut */
+                { "\xc0\xaf", 0 },         /* overlong '/' */
+                { "\xed\xa0\x80", 0 },     /* surrogate */
+                { "\xf4\x90\x80\x80", 0 }, /* past U+10FFFF */
+                { "\x80", 0 },             /* a continuation byte alone */
+                { "\xff", 0 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                ASSERT_EQ(utf8_char_length(cases[i].s, strlen(cases[i].s)), cases[i].length);
+        ASSERT_EQ(utf8_char_length("", 0), 0);
+        ASSERT_TRUE(utf8_is_valid("a\xc3\xa9\xe2\x82\xac", 6));
+        ASSERT_TRUE(!utf8_is_valid("a\xc3\xa9\xe2\x82", 5));
 }
 
 TEST(log_format_names_and_auto) {

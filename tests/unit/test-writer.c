@@ -75,8 +75,8 @@ TEST(refusals_name_field_and_rule) {
                   "'staged-manifests'[1] 'file:///w//./m' names the same file as "
                   "'staged-manifests'[0] '/w/m'",
                   -EINVAL },
-                { "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"s3://b/w/m\", "
-                  "\"s3a://b/w/m\"]}",
+                { "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"s3://bkt/w/m\", "
+                  "\"s3a://bkt/w/m\"]}",
                   "names the same file", -EINVAL },
                 { "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/m\"], "
                   "\"snapshot-properties\": {\"a\": \"1\", \"b\": \"2\", \"c\": \"3\", \"d\": "

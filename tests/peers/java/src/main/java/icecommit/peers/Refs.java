@@ -6,7 +6,7 @@
 //   branch        --uri U --table ns.name --name B [--snapshot-id S]
 //                 creates branch B at snapshot S (default: the current snapshot), like
 //                 table.manageSnapshots().createBranch(B, S); prints {"branch", "snapshot-id"}
-//   set-property  --uri U --table ns.name --key K --value V
+//   set-property  --uri U --table ns.name --key K --value V   (either kind of catalog)
 //                 table.updateProperties().set(K, V); prints {"key", "value", "format-version"}
 package icecommit.peers;
 
@@ -50,7 +50,7 @@ final class Refs {
 
   private static String setProperty(Args args) throws Exception {
     TableIdentifier id = Peer.ident(args);
-    try (RESTCatalog catalog = Peer.catalog(args)) {
+    try (var catalog = Peer.catalog(args)) { // REST, or a filesystem warehouse (HadoopCatalog)
       Table table = catalog.loadTable(id);
       table.updateProperties().set(args.str("key"), args.str("value")).commit();
       table.refresh();
