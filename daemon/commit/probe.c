@@ -104,8 +104,7 @@ int probe_plan(Job *j) {
                                         j,
                                         error_set(&j->error, r,
                                                   "staged-manifests[%zu] '%s' entry %zu: %s", k,
-                                                  data_files_manifest_location(j, k), e,
-                                                  why.message),
+                                                  j->writer->request->manifests[k], e, why.message),
                                         422, "invalid-manifest");
                         root = probe_confinement_root(j->table, m->files[e].path);
                         if (!root) {
