@@ -48,6 +48,13 @@ def peer(*args, env=None):
 FOUND_IN_HISTORY = "Icecommit-Found-In-History"
 
 
+def is_copy_of(receipt_manifest, staged):
+    """Whether a receipt's manifest is icecommitd's copy of the staged manifest `staged`: the
+    table references the copy, written in its metadata directory (commit.copy-staged-manifests)."""
+    return (receipt_manifest.get("staged-location") == staged
+            and "/metadata/copy-" in receipt_manifest["location"])
+
+
 def found_in_history(headers):
     """Whether icecommitd answered from the table history (a response header: the receipt itself
     is the same bytes however it was found)."""

@@ -7,7 +7,7 @@ import hashlib
 import fastavro
 import pytest
 
-from conftest import BACKENDS, backend_catalog, found_in_history, http, peer, pyiceberg_table
+from conftest import BACKENDS, backend_catalog, found_in_history, http, is_copy_of, peer, pyiceberg_table
 
 
 @pytest.fixture(params=BACKENDS)
@@ -41,7 +41,9 @@ def test_append_assigns_row_lineage_read_back_by_iceberg_java(catalog, daemon, t
     assert receipt["snapshot-first-row-id"] == 5
     assert receipt["sequence-number"] == 2
     files = receipt["manifests"][0].pop("data-files")
-    assert receipt["manifests"] == [{"location": manifest, "content": "data", "added-files": 2, "added-rows": 20,
+    assert is_copy_of(receipt["manifests"][0], manifest), receipt
+    assert receipt["manifests"] == [{"location": receipt["manifests"][0]["location"], "staged-location": manifest,
+                                     "content": "data", "added-files": 2, "added-rows": 20,
                                      "first-row-id": 5, "last-row-id": 24}]
     # Per data file, in entry order: the id range and sequence number a reader will see.
     assert files == [{"location": f["path"], "record-count": 10, "first-row-id": 5 + 10 * k,
@@ -74,7 +76,7 @@ def test_append_assigns_row_lineage_read_back_by_iceberg_java(catalog, daemon, t
             assert r["_last_updated_sequence_number"] == 2, r
     assert sorted(r["_row_id"] for r in dump["rows"]) == list(range(25))
 
-    # The staged manifest is used as it is, never rewritten.
+    # The staged manifest is never rewritten; the table references icecommitd's copy of it.
     assert sha256(manifest) == before
 
     # The manifest list as fastavro decodes it: field ids and lineage values.
@@ -90,7 +92,7 @@ def test_append_assigns_row_lineage_read_back_by_iceberg_java(catalog, daemon, t
     assert meta["avro.codec"] == "deflate"
     ids = {f["name"]: f["field-id"] for f in schema["fields"]}
     assert ids["first_row_id"] == 520 and ids["manifest_path"] == 500
-    assert [e["manifest_path"] for e in entries][0] == manifest
+    assert [e["manifest_path"] for e in entries][0] == receipt["manifests"][0]["location"]
     assert entries[0]["first_row_id"] == 5
     assert entries[0]["added_snapshot_id"] == receipt["snapshot-id"]
     assert entries[0]["sequence_number"] == 2 and entries[0]["min_sequence_number"] == 2

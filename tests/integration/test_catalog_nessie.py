@@ -32,7 +32,7 @@ import uuid
 
 import pytest
 
-from conftest import PEERS, Daemon, free_port, http, make_workdir, peer, s3_daemon_settings
+from conftest import PEERS, Daemon, free_port, http, is_copy_of, make_workdir, peer, s3_daemon_settings
 from s3_proxy import S3FaultProxy
 from writers import conclude, metric_lines, run_writers, stage_requests, stop_daemon, verify_table
 
@@ -136,7 +136,8 @@ def test_append_read_back_by_iceberg_java(nessie):
         status, _, receipt = d.commit(NS, name, body)
         assert status == 200, receipt
         assert receipt["sequence-number"] == 2 and receipt["snapshot-first-row-id"] is None, receipt
-        assert [m["location"] for m in receipt["manifests"]] == [staged["manifest"]]
+        assert [m["staged-location"] for m in receipt["manifests"]] == [staged["manifest"]]
+        assert is_copy_of(receipt["manifests"][0], staged["manifest"]), receipt
         # The same request again: the same answer, from the daemon's memory.
         status, _, again = d.commit(NS, name, body)
         assert status == 200 and again == receipt, again

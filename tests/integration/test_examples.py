@@ -86,17 +86,22 @@ def two_jobs(jar, common, env=None, exists=lambda location: os.path.exists(local
     snapshot = re.search(r"committed snapshot (\d+)", text).group(1)
     assert f"the same request again: same snapshot {snapshot}, committed once" in text
     manifest = re.search(r"^  manifest (\S+)$", text, re.M).group(1)
-    assert re.fullmatch(r".*/metadata/staged-[0-9a-f-]+-m0\.avro", manifest) and "/data/day=2026-12-03/" in data
+    staged = re.search(r"^  \(icecommitd's copy of (\S+)\)$", text, re.M).group(1)
+    assert re.fullmatch(r".*/metadata/copy-[0-9a-f]{32}-[0-9a-f-]+\.avro", manifest), manifest
+    assert re.fullmatch(r".*/staging/staged-[0-9a-f-]+-m0\.avro", staged) and "/data/day=2026-12-03/" in data
     [abandoned] = re.findall(r"^deleted (\S+) \(not in the receipt\)$", text, re.M)
     assert abandoned != data and not exists(abandoned)
+    # The staged manifest is the job's again (the table holds the copy): deleted.
+    assert f"deleted {staged} (the table holds icecommitd's copy {manifest})" in text
+    assert not exists(staged)
     assert exists(data) and exists(manifest)
-    assert "2 staged files are part of the table now, kept" in text
+    assert "1 files this job wrote are part of the table now, kept" in text
 
     # Job 2: the next snapshot's rows follow on.
     text = run_example(jar, *common, "--rows", 3, "--start-id", 400, "--day", "2026-12-04",
                        "--key", f"{common[-1]}-2", env=env)
     assert [f[1:] for f in receipt_files(text)] == [(3, 4, 6, 2)], text
-    assert "deleted" not in text
+    assert "(not in the receipt)" not in text and "(the table holds icecommitd's copy" in text
     return data, manifest
 
 

@@ -115,7 +115,8 @@ def test_v3_equality_deletes_allowed_by_table_property(catalog, daemon):
         "added-files-size": str(size), "total-delete-files": "1", "total-equality-deletes": "2",
         "total-records": "5", "total-data-files": "1", "added-records": None, "added-data-files": None}
     delete_manifest = dump["manifests"][0]
-    assert delete_manifest["path"] == deletes["manifest"]
+    assert delete_manifest["path"] == receipt["manifests"][0]["location"]   # icecommitd's copy
+    assert receipt["manifests"][0]["staged-location"] == deletes["manifest"]
     assert delete_manifest["content"] == 1 and delete_manifest["first-row-id"] is None
     assert delete_manifest["sequence-number"] == 2 and delete_manifest["min-sequence-number"] == 2
     assert delete_manifest["added-files"] == 1 and delete_manifest["added-rows"] == 2

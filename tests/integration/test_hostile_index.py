@@ -56,7 +56,8 @@ def test_files_live_in_the_table_are_refused(catalog, daemon, table):
     message = answer["error"]["message"]
     assert f"staged-manifests[0] '{again}' entry 0" in message, message
     assert staged["data-files"][0]["path"] in message and "already live in the table" in message, message
-    assert f"snapshot {receipt['snapshot-id']}" in message and staged["manifest"] in message, message
+    # The manifest holding it: the table's, icecommitd's copy of the staged one.
+    assert f"snapshot {receipt['snapshot-id']}" in message and receipt["manifests"][0]["location"] in message, message
 
     # The same file through data-files, after its staged manifest, under another spelling.
     path = staged["data-files"][0]["path"].removeprefix("file:")

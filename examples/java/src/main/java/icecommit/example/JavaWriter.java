@@ -7,13 +7,16 @@
 //   2. writes one Parquet data file with Iceberg's generic Parquet writer (field ids, partition
 //      value and column metrics are Iceberg's own);
 //   3. stages a manifest for it with ManifestFiles.write (one ADDED entry; snapshot id,
-//      sequence numbers and first_row_id left null, so the commit assigns them);
+//      sequence numbers and first_row_id left null, so the commit assigns them) under the
+//      table's staging/ prefix: a writer needs no write access to metadata/, where only
+//      icecommitd writes (it commits its own copy of the staged manifest);
 //   4. commits the manifest through icecommitd under one idempotency key, retrying the same
 //      request on 503, 504 and lost connections, and prints the receipt;
 //   5. cleans up as docs/exactly-once.md says: only after a receipt that lists what it staged,
-//      it deletes the files it wrote that the receipt does not list (--abandoned-attempt leaves
-//      one, as a task attempt superseded by another would). After a 504, a timeout or a
-//      refusal it deletes nothing.
+//      it deletes the files it wrote that are not the table's: the staged manifest icecommitd
+//      copied, and a data file the receipt does not list (--abandoned-attempt leaves one, as a
+//      task attempt superseded by another would). After a 504, a timeout or a refusal it
+//      deletes nothing.
 // It never commits to the catalog itself: icecommitd batches many such writers per table and
 // assigns row lineage once.
 package icecommit.example;
@@ -90,7 +93,7 @@ public final class JavaWriter {
       int formatVersion,
       FileIO io,
       LocationProvider locations,
-      Function<String, String> metadataLocation) {}
+      Function<String, String> stagingLocation) {}
 
   /** One answer of icecommitd; status 0 when the connection failed (no answer at all). */
   private record Answer(int status, JsonNode body, String retryAfter) {}
@@ -196,15 +199,15 @@ public final class JavaWriter {
   /** The table as the REST catalog has it: its FileIO and location rules are the catalog's. */
   private static Target fromTable(Table table) {
     TableOperations ops = ((HasTableOperations) table).operations();
-    // metadataFileLocation honours write.metadata.path: the staged manifest goes where the
-    // table's own metadata goes.
+    // Staged under the table location (icecommitd reads staged manifests beneath it), in a
+    // prefix of the writers' own.
     return new Target(
         table.schema(),
         table.spec(),
         ops.current().formatVersion(),
         table.io(),
         table.locationProvider(),
-        ops::metadataFileLocation);
+        name -> table.location() + "/staging/" + name);
   }
 
   /**
@@ -226,7 +229,7 @@ public final class JavaWriter {
         created.get("format-version").asInt(),
         io,
         LocationProviders.locationsFor(location, Map.of()),
-        name -> location + "/metadata/" + name);
+        name -> location + "/staging/" + name);
   }
 
   /**
@@ -304,7 +307,7 @@ public final class JavaWriter {
    * sequence numbers and first_row_id are inherited from the snapshot icecommitd commits.
    */
   private static String stageManifest(Target target, List<DataFile> files) throws IOException {
-    String location = target.metadataLocation().apply("staged-" + UUID.randomUUID() + "-m0.avro");
+    String location = target.stagingLocation().apply("staged-" + UUID.randomUUID() + "-m0.avro");
     ManifestWriter<DataFile> writer =
         ManifestFiles.write(
             target.formatVersion(), target.spec(), target.io().newOutputFile(location), null);
@@ -375,6 +378,9 @@ public final class JavaWriter {
         receipt.path("found-in-history").asBoolean() ? ", found in the table's history" : "");
     for (JsonNode m : receipt.path("manifests")) {
       System.out.printf("  manifest %s%n", m.path("location").asText());
+      if (m.hasNonNull("staged-location")) {
+        System.out.printf("  (icecommitd's copy of %s)%n", m.path("staged-location").asText());
+      }
       for (JsonNode f : m.path("data-files")) {
         System.out.printf(
             "  %s: %d rows, _row_id %d..%d, _last_updated_sequence_number %d%n",
@@ -388,21 +394,27 @@ public final class JavaWriter {
   }
 
   /**
-   * docs/exactly-once.md: the staged manifest and its data files are part of the table once a
-   * receipt lists them, and must stay. Any other file this job wrote is garbage, but only a
-   * receipt that lists everything the request carried proves it: a receipt without manifests
+   * docs/exactly-once.md: the manifests (location) and data files a receipt lists are part of
+   * the table, and must stay. A staged manifest the receipt names as staged-location is not:
+   * icecommitd committed its own copy of it. Any other file this job wrote is garbage, but only
+   * a receipt that lists everything the request carried proves it: a receipt without manifests
    * (or naming them in another spelling) deletes nothing.
    */
   private static void cleanUp(
       FileIO io, JsonNode receipt, String manifest, List<String> committed, List<String> written) {
     Set<String> listed = new HashSet<>();
+    Map<String, String> copies = new HashMap<>();
     for (JsonNode m : receipt.path("manifests")) {
       listed.add(m.path("location").asText());
+      if (m.hasNonNull("staged-location")) {
+        copies.put(m.path("staged-location").asText(), m.path("location").asText());
+      }
       for (JsonNode f : m.path("data-files")) {
         listed.add(f.path("location").asText());
       }
     }
-    if (!listed.contains(manifest) || !listed.containsAll(committed)) {
+    if (!(listed.contains(manifest) || copies.containsKey(manifest))
+        || !listed.containsAll(committed)) {
       System.out.println("the receipt does not list the staged files: nothing deleted");
       return;
     }
@@ -410,12 +422,16 @@ public final class JavaWriter {
     for (String location : written) {
       if (listed.contains(location)) {
         kept++;
+      } else if (copies.containsKey(location)) {
+        io.deleteFile(location);
+        System.out.println(
+            "deleted " + location + " (the table holds icecommitd's copy " + copies.get(location) + ")");
       } else {
         io.deleteFile(location);
         System.out.println("deleted " + location + " (not in the receipt)");
       }
     }
-    System.out.println(kept + " staged files are part of the table now, kept");
+    System.out.println(kept + " files this job wrote are part of the table now, kept");
   }
 
   private static Map<String, String> parse(String[] argv) {
