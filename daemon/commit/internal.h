@@ -222,7 +222,7 @@ struct CommitEngine {
         size_t n_queued;      /* accepted requests not yet answered */
         unsigned n_in_flight; /* thread-pool jobs and catalog calls */
         unsigned n_open_handles;
-        LiveFilesBudget live_budget;         /* shared by every queue's index */
+        Budget live_budget;                  /* shared by every queue's index */
         uint64_t list_cache_bytes;           /* every queue's ListCache */
         uint8_t live_key[SIPHASH_KEY_BYTES]; /* their hash key: random, drawn once */
         bool has_live_key;
