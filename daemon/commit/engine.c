@@ -832,6 +832,21 @@ static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
         engine_maybe_stopped(e);
 }
 
+/* A 503 queue-full: counted, with Retry-After. */
+static void engine_answer_queue_full(CommitEngine *e, WriterRequest *w, const char *fmt, ...)
+        _printf_(3, 4);
+static void engine_answer_queue_full(CommitEngine *e, WriterRequest *w, const char *fmt, ...) {
+        char message[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void)vsnprintf(message, sizeof(message), fmt, ap);
+        va_end(ap);
+        engine_add_retry_after(e, w);
+        metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, "queue-full", 1);
+        writer_request_finish_error(w, 503, "queue-full", "%s", message);
+}
+
 /* Admission (docs/design.md section 2.1): with commit.max-queue-requests requests accepted and
  * not answered, repeats of pending keys included, a request is answered 503 queue-full. */
 static bool engine_queue_is_full(CommitEngine *e, WriterRequest *w) {
@@ -839,11 +854,8 @@ static bool engine_queue_is_full(CommitEngine *e, WriterRequest *w) {
 
         if (n < e->config->max_queue_requests)
                 return false;
-        engine_add_retry_after(e, w);
-        metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, "queue-full", 1);
-        writer_request_finish_error(
-                w, 503, "queue-full",
-                "%zu requests are waiting (commit.max-queue-requests); retry later", n);
+        engine_answer_queue_full(
+                e, w, "%zu requests are waiting (commit.max-queue-requests); retry later", n);
         return true;
 }
 
@@ -854,13 +866,10 @@ static void engine_submit_repeat(CommitEngine *e, KeyEntry *entry, WriterRequest
         if (engine_queue_is_full(e, w))
                 return;
         if (entry->n_waiters >= e->config->max_waiters_per_key) {
-                engine_add_retry_after(e, w);
-                metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, "queue-full", 1);
-                writer_request_finish_error(
-                        w, 503, "queue-full",
-                        "%zu requests with key '%s' wait for its first one's answer "
-                        "(commit.max-waiters-per-key); retry later",
-                        entry->n_waiters, entry->key);
+                engine_answer_queue_full(e, w,
+                                         "%zu requests with key '%s' wait for its first one's "
+                                         "answer (commit.max-waiters-per-key); retry later",
+                                         entry->n_waiters, entry->key);
                 return;
         }
         if (registry_wait(entry, w) < 0) {

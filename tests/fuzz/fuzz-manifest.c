@@ -2,7 +2,8 @@
 /* Fuzz target: staged manifests (iceberg/manifest.c over avro/ocf_reader.c and avro-c), the Avro
  * files writers hand us, and the same bytes as a committed manifest the lineage audit reads
  * (iceberg/manifest_entries.c, with the reader's inheritance) and merges into a manifest of
- * EXISTING entries (iceberg/manifest_merge.c). Any input must end in success or
+ * EXISTING entries (iceberg/manifest_merge.c), and once more within a request's bounds
+ * (path, entry bytes, entries left, bytes held). Any input must end in success or
  * an Error, never a crash, a leak or an over-read; an accepted manifest must satisfy the
  * invariants the commit relies on. */
 #include <stdint.h>
@@ -56,6 +57,29 @@ static void fuzz_merge(const uint8_t *data, size_t size) {
         buf_deinit(&out);
 }
 
+/* The same bytes under a request's tight bounds (a short path, one entry left, little room): a
+ * refusal gives back every byte it counted, a success holds what it keeps. */
+static void fuzz_bounded(const uint8_t *data, size_t size) {
+        Budget shared = { .max_bytes = 1u << 20 };
+        BudgetHold hold = { .budget = &shared, .max_bytes = 4096 };
+        uint64_t left = 1;
+        ManifestLimits limits = { .max_entries = 100000,
+                                  .max_path_bytes = 32,
+                                  .max_entry_bytes = 2048,
+                                  .entries_left = &left,
+                                  .hold = &hold };
+        StagedManifest *m = NULL;
+        Error e;
+        int r;
+
+        r = manifest_staged_parse(slice_make(data, size), "fuzz.avro", &limits, &m, &e);
+        if ((r < 0) != (hold.bytes == 0) || budget_used(&shared) != hold.bytes ||
+            (r == 0 && (m->n_files != 1 || left != 0)))
+                abort();
+        manifest_staged_free(m);
+        budget_release_all(&hold);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ManifestLimits limits = { .max_entries = 100000 };
         StagedManifest *m = NULL;
@@ -82,6 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
 
         fuzz_merge(data, size);
+        fuzz_bounded(data, size);
         if (manifest_staged_parse(slice_make(data, size), "fuzz.avro", &limits, &m, &e) < 0)
                 return 0;
         if (m->n_files == 0 || m->added_files_count != (int32_t)m->n_files ||
