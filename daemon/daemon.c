@@ -256,6 +256,7 @@ static CommitRequestLimits daemon_request_limits(const Config *c) {
         return (CommitRequestLimits){
                 .max_manifests = c->commit.max_manifests_per_request,
                 .max_data_files = c->commit.max_data_files_per_request,
+                .max_path_bytes = c->commit.max_path_bytes,
                 .max_properties = c->commit.max_snapshot_properties,
                 .max_properties_bytes = c->commit.max_snapshot_properties_bytes,
         };

@@ -109,6 +109,9 @@ const uint8_t *ocf_reader_sync(const OcfReader *r);
  * reader (valid until the next call), 0 at the end of the file, or <0 with the reason. The
  * datum's bytes are checked against its schema before avro-c sees them. */
 int ocf_reader_read(OcfReader *r, avro_value_t **ret_value, Error *e);
+/* Refuses (-E2BIG, naming `name`, which must outlive the reader) every later datum of more
+ * than max_bytes encoded bytes, before avro-c decodes it; 0: none but the block's bound. */
+void ocf_reader_limit_datum_bytes(OcfReader *r, size_t max_bytes, const char *name);
 /* Index of the datum last returned by ocf_reader_read(), counted over the whole file. */
 uint64_t ocf_reader_datum_index(const OcfReader *r);
 

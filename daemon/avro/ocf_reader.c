@@ -45,6 +45,8 @@ struct OcfReader {
         int64_t block_remaining; /* datums not read yet */
         uint64_t n_blocks;       /* blocks loaded so far; the current one is n_blocks - 1 */
         uint64_t n_datums;       /* datums returned so far */
+        size_t max_datum_bytes;  /* 0: a datum may fill its block */
+        const char *max_datum_name;
 };
 
 static bool ocf_is_printable(Slice s) {
@@ -531,6 +533,11 @@ int64_t ocf_reader_block_remaining(const OcfReader *r) {
         return r->block_remaining;
 }
 
+void ocf_reader_limit_datum_bytes(OcfReader *r, size_t max_bytes, const char *name) {
+        r->max_datum_bytes = max_bytes;
+        r->max_datum_name = name;
+}
+
 uint64_t ocf_reader_datum_index(const OcfReader *r) {
         return r->n_datums ? r->n_datums - 1 : 0;
 }
@@ -749,6 +756,11 @@ int ocf_reader_read(OcfReader *r, avro_value_t **ret_value, Error *e) {
         if (rr < 0)
                 return error_prefix(e, rr, "block %" PRIu64 ", datum %" PRIu64, block, r->n_datums);
         len = r->block.len - r->block_pos - c.left;
+        if (r->max_datum_bytes > 0 && len > r->max_datum_bytes)
+                return error_set(e, -E2BIG,
+                                 "block %" PRIu64 ", datum %" PRIu64
+                                 ": %zu bytes, above the limit of %zu (%s)",
+                                 block, r->n_datums, len, r->max_datum_bytes, r->max_datum_name);
 
         /* avro-c reads exactly the bytes the check accepted. */
         avro_reader_memory_set_source(r->avro_reader, (const char *)r->block.data + r->block_pos,

@@ -106,7 +106,7 @@ static int check_file(Job *j, DataFile *f, size_t i, const json_t *schema, const
         return 0;
 }
 
-int data_files_intake(Job *j, uint64_t max_manifest_bytes) {
+int data_files_intake(Job *j, uint64_t max_manifest_bytes, const ManifestLimits *limits) {
         CommitRequest *r = j->writer->request;
         const TableMetadata *t = j->table;
         _cleanup_(buf_deinitp) Buf out;
@@ -166,8 +166,15 @@ int data_files_intake(Job *j, uint64_t max_manifest_bytes) {
         if (rr < 0)
                 return intake_refuse(j, error_prefix(&j->error, rr, "'data-files'"),
                                      rr == -E2BIG ? 413 : 422);
-        rr = manifest_staged_parse(buf_slice(&out), /* location= */ NULL, /* limits= */ NULL, &m,
-                                   &j->error);
+        /* Held until written: it counts as the staged manifests' bytes do until parsed. */
+        rr = budget_take(&j->intake, out.cap);
+        if (rr < 0)
+                return engine_intake_refuse(j, rr, "'data-files': the manifest written for them");
+        rr = manifest_staged_parse(buf_slice(&out), /* location= */ NULL, limits, &m, &j->error);
+        if (rr < 0)
+                budget_release(&j->intake, out.cap);
+        if (rr == -EFBIG || rr == -EBUSY)
+                return engine_intake_refuse(j, rr, "'data-files': the manifest written for them");
         if (rr < 0)
                 return intake_refuse(j,
                                      error_prefix(&j->error, rr,
@@ -179,6 +186,7 @@ int data_files_intake(Job *j, uint64_t max_manifest_bytes) {
         if (asprintf(&location, "%s/%s-m0.avro", t->metadata_dir, uuid) < 0) {
                 location = NULL;
                 manifest_staged_free(m);
+                budget_release(&j->intake, out.cap);
                 return intake_refuse(j, error_set(&j->error, -ENOMEM, "out of memory"), 503);
         }
         j->manifests[j->n_manifests] = m;

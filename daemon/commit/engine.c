@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "auth/tokens.h"
 #include "commit/duplicates.h"
@@ -103,12 +104,45 @@ Job *engine_job_free(Job *j) {
         free(j->file_sizes);
         free(j->file_reads);
         probe_list_free(j);
-        free(j->probe_io);
         free(j->io);
         owned_free(j);
         writer_request_free(j->writer);
+        /* The end of the request: whatever it still held at intake (its parsed manifests,
+         * bytes of a refusal half-way) goes back, on every path that ends it. */
+        budget_release_all(&j->intake);
         free(j);
         return NULL;
+}
+
+/* icecommit_queue_requests: the requests accepted and not answered, repeats of a pending key
+ * included (they count against commit.max-queue-requests alike). */
+static size_t engine_n_waiting(const CommitEngine *e) {
+        return e->n_queued + registry_n_waiters(e->keys);
+}
+
+static void engine_publish_queue(CommitEngine *e) {
+        metrics_set(e->metrics, METRIC_QUEUE_REQUESTS, NULL, (double)engine_n_waiting(e));
+}
+
+int engine_intake_refuse(Job *j, int r, const char *what) {
+        const CommitConfig *c = j->engine->config;
+
+        if (r == -EBUSY) {
+                /* Nothing is wrong with the request: others hold the bytes for now. */
+                j->intake_status = 503;
+                j->intake_type = "server-busy";
+                return error_set(&j->error, r,
+                                 "%s: requests hold %" PRIu64 " bytes at intake, the daemon's "
+                                 "limit is %" PRIu64 " (commit.intake-max-bytes); retry with the "
+                                 "same key",
+                                 what, budget_used(&j->engine->intake_budget), c->intake_max_bytes);
+        }
+        j->intake_status = 413;
+        j->intake_type = "request-too-large";
+        return error_set(&j->error, r,
+                         "%s: the request would hold more than %" PRIu64 " bytes at intake "
+                         "(commit.intake-max-request-bytes, %" PRIu64 " held); split it",
+                         what, j->intake.max_bytes, j->intake.bytes);
 }
 
 /* Answers a job's writer, every waiter with the same key, and records the outcome. A retryable
@@ -117,10 +151,24 @@ Job *engine_job_free(Job *j) {
 void engine_job_finish(Job *j, KeyState state, int status, json_t *body) {
         CommitEngine *e = j->engine;
         const char *outcome;
+        size_t len = 0;
+        char *text;
 
-        if (status == 503)
+        /* Serialized once: the writer, every waiter and every later replay get these bytes. */
+        text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        json_decref(body);
+        if (text)
+                len = strlen(text);
+        if (status == 503) {
                 engine_add_retry_after(e, j->writer);
-        writer_request_reply(j->writer, status, json_deep_copy(body));
+                for (size_t i = 0; i < j->entry->n_waiters; i++)
+                        engine_add_retry_after(e, j->entry->waiters[i]);
+        }
+        if (text)
+                writer_request_reply_text(j->writer, status, slice_make(text, len));
+        else
+                writer_request_reply_error(j->writer, 503, "out-of-memory",
+                                           "out of memory, retry with the same key");
         if (state == KEY_COMMITTED)
                 metrics_observe(e->metrics, METRIC_COMMIT_DURATION,
                                 (double)(now_monotonic_ns() - j->writer->accepted_ns) / 1e9);
@@ -135,11 +183,12 @@ void engine_job_finish(Job *j, KeyState state, int status, json_t *body) {
         /* What icecommitd wrote for the request is its alone: when the commit is known not to
          * have happened it goes; an attempt without a verdict may have committed it. */
         if (state == KEY_FAILED && !j->may_be_committed)
-                owned_delete(j, j->props);
-        registry_finish(e->keys, j->entry, state, status, body);
+                if (state == KEY_FAILED && !j->may_be_committed)
+                        owned_delete(j, j->props);
+        registry_finish(e->keys, j->entry, state, status, text, len);
         j->entry = NULL;
         e->n_queued--;
-        metrics_set(e->metrics, METRIC_QUEUE_REQUESTS, NULL, (double)e->n_queued);
+        engine_publish_queue(e);
         engine_job_free(j);
 }
 
@@ -323,7 +372,9 @@ static int job_intake_check_repeats(Job *j) {
         const DuplicatesRef *first, *again;
         const CommitRequest *r = j->writer->request;
         char where_first[600], where_again[600];
+        uint64_t index_bytes;
         size_t pos = 0;
+        bool found;
         int rr = 0;
 
         for (size_t k = 0; rr == 0 && k < j->n_manifests; k++)
@@ -334,8 +385,17 @@ static int job_intake_check_repeats(Job *j) {
                 j->intake_type = "out-of-memory";
                 return error_set(&j->error, rr, "out of memory");
         }
+        /* A copy of every path, held while the check runs: it counts while it is held. */
+        index_bytes = files.cap * sizeof(*files.refs);
+        for (size_t i = 0; i < files.n_refs; i++)
+                index_bytes += strlen(files.refs[i].canonical) + 1;
+        rr = budget_take(&j->intake, index_bytes);
+        if (rr < 0)
+                return engine_intake_refuse(j, rr, "checking that no data file is named twice");
         duplicates_sort(&files);
-        if (!duplicates_next(&files, &pos, &first, &again))
+        found = duplicates_next(&files, &pos, &first, &again);
+        budget_release(&j->intake, index_bytes);
+        if (!found)
                 return 0;
         for (int i = 0; i < 2; i++) {
                 const DuplicatesRef *x = i ? again : first;
@@ -380,22 +440,63 @@ static void job_intake_check_rows(Job *j) {
         j->intake_type = "too-many-rows";
 }
 
+/* A staged manifest refused by its parse (or its copy): the status and type of each outcome. */
+static void job_intake_parse_failed(Job *j, size_t i, int rr) {
+        const CommitRequest *r = j->writer->request;
+        const uint32_t max_files = j->engine->config->max_verified_files_per_request;
+        char what[256];
+
+        (void)snprintf(what, sizeof(what), "staged-manifests[%zu] '%s'", i, r->manifests[i]);
+        switch (rr) {
+        case -EDQUOT:
+                j->intake_status = 422;
+                j->intake_type = "too-many-data-files";
+                (void)error_set(&j->error, rr,
+                                "the request names more than %" PRIu32 " data files "
+                                "(commit.max-verified-files-per-request: entries of its staged "
+                                "manifests and its data-files together), %s goes past it; split "
+                                "the request",
+                                max_files, what);
+                return;
+        case -EFBIG:
+        case -EBUSY:
+                (void)engine_intake_refuse(j, rr, what);
+                return;
+        case -ENOMEM:
+                j->intake_status = 503;
+                j->intake_type = "out-of-memory";
+                break;
+        default:
+                j->intake_status = 422;
+                break;
+        }
+        (void)error_prefix(&j->error, rr, "%s", what);
+}
+
 /* Thread pool: staged manifest i as read becomes icecommitd's copy (unless
  * commit.copy-staged-manifests is off), and the copy is what is parsed and checked: the
  * bytes the table will reference are the bytes validated, whatever the writer does to its
- * own file afterwards. */
+ * own file afterwards. The bytes read are held no more once parsed; the copy's, until written. */
 static int job_intake_parse_staged(Job *j, size_t i, const ManifestLimits *limits) {
         const CommitRequest *r = j->writer->request;
         const StorageConfig *storage = j->engine->storage_config;
-        const Buf *bytes = &j->manifest_bytes[i];
+        Buf *read = &j->manifest_bytes[i];
+        const Buf *bytes = read;
         int rr = 0;
 
         if (j->engine->config->copy_staged_manifests) {
-                rr = owned_copy_prepare(j, i, buf_slice(bytes), storage->max_manifest_bytes);
-                if (rr == -E2BIG)
-                        rr = -EFBIG; /* the copy would pass storage.max-manifest-bytes: 413 */
+                rr = owned_copy_prepare(j, i, buf_slice(read), storage->max_manifest_bytes);
                 if (rr >= 0)
                         bytes = &j->owned[i].bytes;
+                else if (rr == -E2BIG) {
+                        /* Past storage.max-manifest-bytes with our header key: too large. */
+                        budget_release(&j->intake, read->cap);
+                        buf_deinit(read);
+                        j->intake_status = 413;
+                        (void)error_prefix(&j->error, rr, "staged-manifests[%zu] '%s'", i,
+                                           r->manifests[i]);
+                        return rr;
+                }
         }
         if (rr >= 0)
                 rr = manifest_staged_parse(buf_slice(bytes), r->manifests[i], limits,
@@ -409,31 +510,53 @@ static int job_intake_parse_staged(Job *j, size_t i, const ManifestLimits *limit
                                "writes",
                                MANIFEST_META_STAGED_LOCATION);
         }
-        if (rr < 0) {
-                (void)error_prefix(&j->error, rr, "staged-manifests[%zu] '%s'", i, r->manifests[i]);
-                j->intake_status = rr == -ENOMEM ? 503 : rr == -EFBIG ? 413 : 422;
-                return rr;
-        }
-        j->manifest_lengths[i] = (int64_t)bytes->len;
-        return 0;
+        if (rr >= 0)
+                j->manifest_lengths[i] = (int64_t)bytes->len;
+        /* Parsed or refused: the bytes read are not held any more (job_on_io counted them). */
+        budget_release(&j->intake, read->cap);
+        buf_deinit(read);
+        if (rr < 0)
+                job_intake_parse_failed(j, i, rr);
+        return rr;
 }
 
 /* Thread pool: parse what was read; check and describe the data-files. */
 static void job_intake_work(uv_work_t *w) {
         Job *j = w->data;
         const CommitRequest *r = j->writer->request;
+        const CommitConfig *c = j->engine->config;
         const StorageConfig *storage = j->engine->storage_config;
-        ManifestLimits limits = { .max_entries = storage->max_manifest_entries };
+        /* The request's bound on data files, spent as its manifests are decoded: its
+         * data-files first, since they are held already (parsed with the body). */
+        uint64_t files_left = c->max_verified_files_per_request;
+        ManifestLimits limits = {
+                .max_entries = storage->max_manifest_entries,
+                .max_path_bytes = c->max_path_bytes,
+                .max_entry_bytes = storage->max_manifest_entry_bytes,
+                .entries_left = &files_left,
+                .hold = &j->intake,
+        };
 
+        if (r->n_data_files > files_left) {
+                j->intake_status = 422;
+                j->intake_type = "too-many-data-files";
+                (void)error_set(&j->error, -EDQUOT,
+                                "the request names %zu data-files, above the %" PRIu64
+                                " data files of one request (commit.max-verified-files-per-"
+                                "request); split it",
+                                r->n_data_files, files_left);
+                return;
+        }
+        files_left -= r->n_data_files;
         for (size_t i = 0; i < r->n_manifests; i++) {
                 int rr = job_intake_parse_staged(j, i, &limits);
 
-                buf_deinit(&j->manifest_bytes[i]);
                 if (rr < 0)
                         return;
                 j->n_manifests = i + 1;
         }
-        if (r->n_data_files > 0 && data_files_intake(j, storage->max_manifest_bytes) < 0)
+        limits.entries_left = NULL; /* the data-files were counted above */
+        if (r->n_data_files > 0 && data_files_intake(j, storage->max_manifest_bytes, &limits) < 0)
                 return;
         if (job_intake_check_repeats(j) < 0)
                 return;
@@ -581,6 +704,27 @@ static bool job_on_footer(Job *j, size_t i, StorageResult *result) {
         return false;
 }
 
+/* A staged manifest's bytes arrived: they count from now until parsed. Over a bound they go at
+ * once, and no further read starts (the request is refused). */
+static void job_io_hold_manifest(Job *j, size_t i) {
+        const CommitRequest *r = j->writer->request;
+        char what[256];
+        int rr;
+
+        if (j->io_status != 0) {
+                buf_deinit(&j->manifest_bytes[i]);
+                return;
+        }
+        /* Reads grow their buffer in steps of 64 KiB and more: kept, it would be mostly room. */
+        buf_trim(&j->manifest_bytes[i]);
+        rr = budget_take(&j->intake, j->manifest_bytes[i].cap);
+        if (rr == 0)
+                return;
+        buf_deinit(&j->manifest_bytes[i]);
+        (void)snprintf(what, sizeof(what), "staged-manifests[%zu] '%s'", i, r->manifests[i]);
+        j->io_status = engine_intake_refuse(j, rr, what);
+}
+
 /* One intake read answered: a staged manifest's bytes or a data file's size (and tail). */
 static void job_on_io(StorageResult *result, void *userdata) {
         IoSlot *slot = userdata;
@@ -595,6 +739,7 @@ static void job_on_io(StorageResult *result, void *userdata) {
         else if (result->status == 0 && i < r->n_manifests) {
                 j->manifest_bytes[i] = result->data;
                 buf_init(&result->data, 0);
+                job_io_hold_manifest(j, i);
         } else if (result->status == 0 && j->io_status == 0 &&
                    probe_wants_footer(j, i - r->n_manifests)) {
                 if (job_on_footer(j, i, result)) {
@@ -690,6 +835,53 @@ static void job_on_intake_loaded(const CatalogResult *result, void *userdata) {
         engine_maybe_stopped(e);
 }
 
+/* A 503 queue-full: counted, with Retry-After. */
+static void engine_answer_queue_full(CommitEngine *e, WriterRequest *w, const char *fmt, ...)
+        _printf_(3, 4);
+static void engine_answer_queue_full(CommitEngine *e, WriterRequest *w, const char *fmt, ...) {
+        char message[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void)vsnprintf(message, sizeof(message), fmt, ap);
+        va_end(ap);
+        engine_add_retry_after(e, w);
+        metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, "queue-full", 1);
+        writer_request_finish_error(w, 503, "queue-full", "%s", message);
+}
+
+/* Admission (docs/design.md section 2.1): with commit.max-queue-requests requests accepted and
+ * not answered, repeats of pending keys included, a request is answered 503 queue-full. */
+static bool engine_queue_is_full(CommitEngine *e, WriterRequest *w) {
+        size_t n = engine_n_waiting(e);
+
+        if (n < e->config->max_queue_requests)
+                return false;
+        engine_answer_queue_full(
+                e, w, "%zu requests are waiting (commit.max-queue-requests); retry later", n);
+        return true;
+}
+
+/* A repeat of a key whose first request is not answered waits for that answer: it counts
+ * against the queue like any request, a key has at most commit.max-waiters-per-key of them,
+ * and one whose client leaves is dropped at once (registry_wait). */
+static void engine_submit_repeat(CommitEngine *e, KeyEntry *entry, WriterRequest *w) {
+        if (engine_queue_is_full(e, w))
+                return;
+        if (entry->n_waiters >= e->config->max_waiters_per_key) {
+                engine_answer_queue_full(e, w,
+                                         "%zu requests with key '%s' wait for its first one's "
+                                         "answer (commit.max-waiters-per-key); retry later",
+                                         entry->n_waiters, entry->key);
+                return;
+        }
+        if (registry_wait(entry, w) < 0) {
+                writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
+                return;
+        }
+        engine_publish_queue(e);
+}
+
 static void engine_submit(WriterRequest *w, void *userdata) {
         CommitEngine *e = userdata;
         const CommitRequest *r = w->request;
@@ -715,14 +907,16 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                 return;
         }
         if (entry && entry->state == KEY_PENDING) {
-                if (registry_wait(entry, w) < 0)
-                        writer_request_finish_error(w, 503, "out-of-memory", "out of memory");
+                engine_submit_repeat(e, entry, w);
                 return;
         }
         if (entry && (entry->state == KEY_COMMITTED || entry->state == KEY_FAILED)) {
                 /* A finished request is answered again, the same way (4xx failures only: a
-                 * retryable failure, or a 403, was removed from the registry). */
-                writer_request_finish(w, entry->status, json_deep_copy(entry->body));
+                 * retryable failure, or a 403, was removed from the registry), with the bytes
+                 * kept. */
+                writer_request_reply_text(w, entry->status,
+                                          slice_make(entry->body, entry->body_len));
+                writer_request_free(w);
                 return;
         }
         is_retry_of_unknown = entry != NULL;
@@ -735,15 +929,8 @@ static void engine_submit(WriterRequest *w, void *userdata) {
                                             "icecommitd is stopping; retry with the same key");
                 return;
         }
-        if (e->n_queued >= e->config->max_queue_requests) {
-                engine_add_retry_after(e, w);
-                metrics_add(e->metrics, METRIC_COMMIT_REQUESTS, "queue-full", 1);
-                writer_request_finish_error(
-                        w, 503, "queue-full",
-                        "%zu requests are waiting (commit.max-queue-requests); retry later",
-                        e->n_queued);
+        if (engine_queue_is_full(e, w))
                 return;
-        }
 
         j = calloc(1, sizeof(*j));
         if (j) {
@@ -761,9 +948,11 @@ static void engine_submit(WriterRequest *w, void *userdata) {
         j->writer = w;
         j->entry = entry;
         j->resolves_unknown = is_retry_of_unknown;
+        j->intake = (BudgetHold){ .budget = &e->intake_budget,
+                                  .max_bytes = e->config->intake_max_request_bytes };
         j->work.data = j;
         e->n_queued++;
-        metrics_set(e->metrics, METRIC_QUEUE_REQUESTS, NULL, (double)e->n_queued);
+        engine_publish_queue(e);
         /* Once per request, not per attempt: every file the request names is read beneath
          * the table's location, and checked against its roots, schema and specs; objects are
          * read with the storage settings (and vended credentials) it comes with. The table as
@@ -813,8 +1002,20 @@ static bool engine_entry_is_visible(const KeyEntry *entry, void *userdata) {
         return auth_token_allows(caller, AUTH_RIGHT_READ, namespace_param, sep + 1);
 }
 
-static json_t *engine_lookup(const char *key, const char *namespace_param, const char *table,
-                             const AuthToken *caller, int *ret_status, void *userdata) {
+/* An error document as the lookup hook returns it: serialized. */
+static char *engine_lookup_error(int status, const char *type, const char *message, size_t len,
+                                 size_t *ret_len) {
+        _cleanup_(json_decrefp) json_t *body = http_error_body(status, type, message, len);
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+
+        if (text)
+                *ret_len = strlen(text);
+        return text;
+}
+
+static char *engine_lookup(const char *key, const char *namespace_param, const char *table,
+                           const AuthToken *caller, int *ret_status, size_t *ret_len,
+                           void *userdata) {
         CommitEngine *e = userdata;
         KeyEntry *entry;
         size_t n = 1;
@@ -835,7 +1036,8 @@ static json_t *engine_lookup(const char *key, const char *namespace_param, const
                                                 "?namespace=NS&table=T to say which";
 
                 *ret_status = 409;
-                return http_error_body(409, "key-ambiguous", ambiguous, sizeof(ambiguous) - 1);
+                return engine_lookup_error(409, "key-ambiguous", ambiguous, sizeof(ambiguous) - 1,
+                                           ret_len);
         }
         if (!entry) {
                 static const char unknown[] =
@@ -843,10 +1045,11 @@ static json_t *engine_lookup(const char *key, const char *namespace_param, const
                         "?namespace=NS&table=T to search that table's history";
 
                 *ret_status = 404;
-                return http_error_body(404, "unknown-key", unknown, sizeof(unknown) - 1);
+                return engine_lookup_error(404, "unknown-key", unknown, sizeof(unknown) - 1,
+                                           ret_len);
         }
         *ret_status = 200;
-        return registry_entry_status_json(entry);
+        return registry_entry_status_text(entry, ret_len);
 }
 
 /* One GET /v1/commits/{key}?namespace=&table= waiting for its table. */
@@ -1012,6 +1215,11 @@ static int engine_metrics(Buf *out, void *userdata) {
         metrics_set(e->metrics, METRIC_CATALOG_READY, NULL, catalog_is_ready(e->catalog) ? 1 : 0);
         metrics_set(e->metrics, METRIC_STORAGE_WRITABLE, NULL,
                     storage_is_writable(e->storage, NULL) ? 1 : 0);
+        /* Waiters leave with their clients, between the engine's own updates. */
+        engine_publish_queue(e);
+        metrics_set(e->metrics, METRIC_INTAKE_BYTES, NULL, (double)budget_used(&e->intake_budget));
+        metrics_set(e->metrics, METRIC_RECEIPT_CACHE_BYTES, NULL,
+                    (double)registry_finished_bytes(e->keys));
         observe_scrape(e);
         return metrics_expose(e->metrics, out);
 }
@@ -1032,6 +1240,7 @@ int commit_engine_new(uv_loop_t *loop, const CommitConfig *config,
                       const StorageConfig *storage_config, Storage *storage, Catalog *catalog,
                       Metrics *metrics, CommitEngine **ret) {
         _cleanup_(commit_engine_freep) CommitEngine *e = NULL;
+        uint8_t hash_key[SIPHASH_KEY_BYTES];
         int r;
 
         e = calloc(1, sizeof(*e));
@@ -1043,7 +1252,12 @@ int commit_engine_new(uv_loop_t *loop, const CommitConfig *config,
         e->storage = storage;
         e->catalog = catalog;
         e->metrics = metrics;
-        r = registry_new(config->receipt_cache_size, &e->keys);
+        e->intake_budget.max_bytes = config->intake_max_bytes;
+        /* The registry's hash key: secret, so that writers cannot choose colliding keys. */
+        if (getrandom(hash_key, sizeof(hash_key), 0) != (ssize_t)sizeof(hash_key))
+                return -EIO;
+        r = registry_new(config->receipt_cache_size, config->receipt_cache_max_bytes, hash_key,
+                         &e->keys);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(e);

@@ -18,6 +18,7 @@
 #include "iceberg/snapshot.h"
 #include "iceberg/table.h"
 #include "storage/storage.h"
+#include "util/budget.h"
 #include "util/uuid.h"
 
 typedef struct TableQueue TableQueue;
@@ -84,6 +85,7 @@ struct Job {
         uint64_t *file_sizes; /* the data-files' sizes on storage */
         uint8_t *file_reads;  /* tail reads of each data-file's footer so far */
         Probe *probes;        /* staged manifests' data files to size, after parsing */
+        uint64_t probe_bytes; /* what they (and probe_io) count in intake */
         size_t n_probes, n_probes_started, n_probes_done;
         IoSlot *probe_io;
         int probe_status; /* the first failed probe's status, 0 if none */
@@ -106,6 +108,11 @@ struct Job {
                                    * request naming what the table or the batch holds
                                    * already; answered (422) by the loop, reason in error */
         const char *intake_type;  /* its error type; NULL: "invalid-manifest" */
+        /* What the request holds at intake (docs/design.md section 2.1): its manifests' bytes
+         * until parsed, what parsing keeps until the request is answered, the data-files
+         * manifest until written, the probe list until probed; within its own bound
+         * (commit.intake-max-request-bytes) and the engine's intake_budget. */
+        BudgetHold intake;
         Error error;
         uv_work_t work;
         Job *next;
@@ -235,7 +242,8 @@ struct CommitEngine {
         size_t n_queued;      /* accepted requests not yet answered */
         unsigned n_in_flight; /* thread-pool jobs and catalog calls */
         unsigned n_open_handles;
-        LiveFilesBudget live_budget;         /* shared by every queue's index */
+        Budget live_budget;                  /* shared by every queue's index */
+        Budget intake_budget;                /* every request's intake (Job.intake) */
         uint64_t list_cache_bytes;           /* every queue's ListCache */
         uint8_t live_key[SIPHASH_KEY_BYTES]; /* their hash key: random, drawn once */
         bool has_live_key;
@@ -251,6 +259,10 @@ DEFINE_CLEANUP_FUNC(Job, engine_job_free);
 /* Answers the job's writer and every waiter on its key, records the outcome, frees the job. */
 void engine_job_finish(Job *j, KeyState state, int status, json_t *body);
 void engine_job_fail(Job *j, int status, const char *type, const char *fmt, ...) _printf_(4, 5);
+/* Sets the job's intake failure after a budget_take() on j->intake refused (r: -EFBIG, the
+ * request's own bound: 413 request-too-large; -EBUSY, the daemon's: 503 server-busy), naming
+ * `what` and the bound. Returns r. Any thread (the job is its thread's). */
+int engine_intake_refuse(Job *j, int r, const char *what);
 /* Deletes a file known not to be committed (location stolen; NULL is ignored), in the
  * background; props (borrowed for the call) sign an object-store delete. */
 void engine_delete_file_async(CommitEngine *e, const StorageProps *props, char *location);
@@ -301,9 +313,10 @@ void owned_free(Job *j);
                     * and j->error. */
 int data_files_check_locations(Job *j);
 /* Thread pool: checks the request's data-files against j->table and their sizes on storage
- * (j->file_sizes), builds their manifest into the last of j->owned (written by the loop after)
- * and appends it, parsed, to j->manifests. On failure sets intake_status/_type and j->error. */
-int data_files_intake(Job *j, uint64_t max_manifest_bytes);
+ * (j->file_sizes), builds their manifest into the last of j->owned (written by the loop after;
+ * its capacity counted in j->intake until then) and appends it, parsed within `limits`, to
+ * j->manifests. On failure sets intake_status/_type and j->error. */
+int data_files_intake(Job *j, uint64_t max_manifest_bytes, const ManifestLimits *limits);
 
 /* probe.c */
 /* The root of the table a data file lies under: its location, write.data.path (or the older
@@ -314,12 +327,13 @@ char *probe_confinement_root(const TableMetadata *t, const char *path);
  * path is outside or a symlink leads out, so that nothing about the file shows. */
 void probe_outside_message(const Job *j, size_t k, size_t e, char *out, size_t size);
 /* Thread pool, after parsing: refuses an entry of a staged manifest outside the table and
- * lists the data files to size (commit.verify-data-files) in j->probes. On failure sets
- * intake_status/_type and j->error. */
+ * lists the data files to size (commit.verify-data-files) in j->probes, counted in j->intake.
+ * On failure sets intake_status/_type and j->error. */
 int probe_plan(Job *j);
 /* Loop: sizes the listed files beneath their roots, s3.max-concurrent-requests at a time, then
  * calls done(j); on a missing file, a wrong size or a storage fault answers the job instead. */
 void probe_start(Job *j, void (*done)(Job *j));
+/* Frees the list (and its I/O slots) and gives back what it counted. */
 void probe_list_free(Job *j);
 /* Whether 'data-files'[i] gets its footer checked (a PARQUET file, commit.check-parquet-footers).
  */

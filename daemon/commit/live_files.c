@@ -27,9 +27,7 @@ typedef struct LiveFilesManifest {
 
 struct LiveFiles {
         uint8_t key[SIPHASH_KEY_BYTES];
-        uint64_t max_bytes;
-        LiveFilesBudget *budget;
-        uint64_t bytes;       /* charged to max_bytes and the budget */
+        BudgetHold hold;      /* its bytes, within its own bound and the shared budget */
         LiveFilesSlot *slots; /* n_slots: 0 or a power of two */
         size_t n_slots;
         size_t n_used;
@@ -42,38 +40,23 @@ struct LiveFiles {
 
 static_assert(sizeof(LiveFileHash) == 16, "a file hash is 128 bits");
 
+/* Either bound refuses alike: the index does not fit. */
 static int live_files_charge(LiveFiles *lf, uint64_t delta) {
-        uint64_t used;
-
-        if (lf->bytes > lf->max_bytes || delta > lf->max_bytes - lf->bytes)
-                return -E2BIG;
-        if (lf->budget) {
-                used = atomic_load(&lf->budget->used);
-                do {
-                        if (used > lf->budget->max_bytes || delta > lf->budget->max_bytes - used)
-                                return -E2BIG;
-                } while (!atomic_compare_exchange_weak(&lf->budget->used, &used, used + delta));
-        }
-        lf->bytes += delta;
-        return 0;
+        return budget_take(&lf->hold, delta) < 0 ? -E2BIG : 0;
 }
 
 static void live_files_release(LiveFiles *lf, uint64_t delta) {
-        assert(delta <= lf->bytes);
-        lf->bytes -= delta;
-        if (lf->budget)
-                atomic_fetch_sub(&lf->budget->used, delta);
+        budget_release(&lf->hold, delta);
 }
 
-int live_files_new(const uint8_t key[SIPHASH_KEY_BYTES], uint64_t max_bytes,
-                   LiveFilesBudget *budget, LiveFiles **ret_files) {
+int live_files_new(const uint8_t key[SIPHASH_KEY_BYTES], uint64_t max_bytes, Budget *budget,
+                   LiveFiles **ret_files) {
         LiveFiles *lf = calloc(1, sizeof(*lf));
 
         if (!lf)
                 return -ENOMEM;
         memcpy(lf->key, key, SIPHASH_KEY_BYTES);
-        lf->max_bytes = max_bytes;
-        lf->budget = budget;
+        lf->hold = (BudgetHold){ .budget = budget, .max_bytes = max_bytes };
         if (live_files_charge(lf, sizeof(*lf)) < 0) {
                 free(lf);
                 return -E2BIG;
@@ -91,7 +74,7 @@ LiveFiles *live_files_free(LiveFiles *lf) {
         }
         free(lf->manifests);
         free(lf->slots);
-        live_files_release(lf, lf->bytes);
+        budget_release_all(&lf->hold);
         free(lf);
         return NULL;
 }
@@ -323,5 +306,5 @@ size_t live_files_n_manifests(const LiveFiles *lf) {
 }
 
 uint64_t live_files_bytes(const LiveFiles *lf) {
-        return lf->bytes;
+        return lf->hold.bytes;
 }

@@ -5,11 +5,11 @@
  * one thread at a time per object (the budget is shared safely between threads). */
 #pragma once
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/budget.h"
 #include "util/cleanup.h"
 #include "util/siphash.h"
 
@@ -20,20 +20,13 @@ typedef struct LiveFileHash {
         uint64_t lo, hi;
 } LiveFileHash;
 
-/* The memory all indexes may take together; `used` is charged by every index holding it.
- * Owned by the engine, outlives its indexes. */
-typedef struct LiveFilesBudget {
-        _Atomic uint64_t used;
-        uint64_t max_bytes;
-} LiveFilesBudget;
-
 typedef struct LiveFiles LiveFiles;
 
 /* Creates an empty index hashing with `key` (copied), taking at most max_bytes itself and
- * charging budget (borrowed for its lifetime; NULL: no shared bound). -ENOMEM, or -E2BIG when
- * even the empty index does not fit. */
-int live_files_new(const uint8_t key[SIPHASH_KEY_BYTES], uint64_t max_bytes,
-                   LiveFilesBudget *budget, LiveFiles **ret_files);
+ * charging budget (the memory all indexes may take together: borrowed for its lifetime; NULL:
+ * no shared bound). -ENOMEM, or -E2BIG when even the empty index does not fit. */
+int live_files_new(const uint8_t key[SIPHASH_KEY_BYTES], uint64_t max_bytes, Budget *budget,
+                   LiveFiles **ret_files);
 /* Frees the index and gives its bytes back to the budget. NULL is fine; returns NULL. */
 LiveFiles *live_files_free(LiveFiles *lf);
 DEFINE_CLEANUP_FUNC(LiveFiles, live_files_free);

@@ -43,7 +43,7 @@ void live_index_attempt_deinit(LiveIndexAttempt *a) {
 
 static void live_index_publish(CommitEngine *e) {
         metrics_set(e->metrics, METRIC_LIVE_INDEX_BYTES, NULL,
-                    (double)atomic_load(&e->live_budget.used));
+                    (double)budget_used(&e->live_budget));
 }
 
 void live_index_deinit(CommitEngine *e, LiveIndex *ix) {
@@ -128,7 +128,7 @@ static int live_index_add_manifest(Batch *b, const char *location, const Buf *by
                                 " for all tables (commit.live-file-index-max-table-bytes, "
                                 "commit.live-file-index-max-bytes)",
                                 live_files_n_files(ix->files), live_files_bytes(ix->files),
-                                (uint64_t)atomic_load(&b->queue->engine->live_budget.used));
+                                budget_used(&b->queue->engine->live_budget));
                 return LIVE_INDEX_TOO_LARGE;
         }
         return r == -EEXIST ? 0 : r;

@@ -76,6 +76,13 @@ int owned_copy_prepare(Job *j, size_t k, Slice staged, uint64_t max_bytes) {
                 buf_deinit(&o->bytes);
                 return rr;
         }
+        /* Held until written, as the bytes read were until parsed (docs/design.md 2.1). */
+        buf_trim(&o->bytes);
+        rr = budget_take(&j->intake, o->bytes.cap);
+        if (rr < 0) {
+                buf_deinit(&o->bytes);
+                return rr; /* -EFBIG, -EBUSY: engine_intake_refuse() words it */
+        }
         /* The name tells which staged manifest it copies (the list's check that a staged
          * manifest is committed once reads it back: batch.c), and a UUID makes it one no other
          * request or daemon uses. */
@@ -123,6 +130,7 @@ static void owned_on_written(StorageResult *result, void *userdata) {
 
         e->n_in_flight--;
         j->n_owned_done++;
+        budget_release(&j->intake, o->bytes.cap);
         buf_deinit(&o->bytes);
         /* Our name is new: an object already there is someone else's, never ours to delete.
          * Any other failure may have left half of ours, which goes with the rest. */

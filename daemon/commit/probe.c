@@ -64,26 +64,39 @@ void probe_list_free(Job *j) {
         free(j->probes);
         j->probes = NULL;
         j->n_probes = 0;
+        free(j->probe_io);
+        j->probe_io = NULL;
+        budget_release(&j->intake, j->probe_bytes);
+        j->probe_bytes = 0;
+}
+
+/* Counts n more bytes of the probe list in the request's intake. */
+static int probe_hold(Job *j, uint64_t n) {
+        int r = budget_take(&j->intake, n);
+
+        if (r < 0)
+                return engine_intake_refuse(j, r, "the list of data files to size on storage");
+        j->probe_bytes += n;
+        return 0;
 }
 
 int probe_plan(Job *j) {
         const CommitConfig *c = j->engine->config;
         size_t n_staged = j->writer->request->n_manifests, n = 0;
         char message[2048];
+        int r;
 
         /* Staged manifests hold ADDED entries only (manifest_staged_parse refuses EXISTING
-         * and DELETED ones): every entry is a file this request brings. */
+         * and DELETED ones): every entry is a file this request brings. Their number was bounded
+         * while they were decoded (commit.max-verified-files-per-request). */
         for (size_t k = 0; k < n_staged; k++)
                 n += j->manifests[k]->n_files;
-        if (c->verify_data_files && n > c->max_verified_files_per_request)
-                return probe_refuse(
-                        j,
-                        error_set(&j->error, -E2BIG,
-                                  "the staged manifests name %zu data files, above the %" PRIu32
-                                  " whose size is checked per request "
-                                  "(commit.max-verified-files-per-request); split the request",
-                                  n, c->max_verified_files_per_request),
-                        422, "too-many-data-files");
+        if (c->verify_data_files) {
+                /* The list and, while sizing, one I/O slot per file (probe_start). */
+                r = probe_hold(j, (n + 1) * (sizeof(*j->probes) + sizeof(*j->probe_io)));
+                if (r < 0)
+                        return r;
+        }
         j->probes = calloc(n + 1, sizeof(*j->probes));
         if (!j->probes)
                 return probe_refuse(j, error_set(&j->error, -ENOMEM, "out of memory"), 503, NULL);
@@ -94,7 +107,6 @@ int probe_plan(Job *j) {
                         _cleanup_(storage_location_deinit) StorageLocation l = { 0 };
                         Error why = { 0 };
                         char *root;
-                        int r;
 
                         /* A path no backend can take (a control character, an unsupported
                          * scheme) is refused for what it is, not as a place outside. */
@@ -116,6 +128,11 @@ int probe_plan(Job *j) {
                         if (!c->verify_data_files) {
                                 free(root);
                                 continue;
+                        }
+                        r = probe_hold(j, strlen(root) + 1);
+                        if (r < 0) {
+                                free(root);
+                                return r;
                         }
                         j->probes[j->n_probes++] = (Probe){
                                 .manifest = k,
@@ -237,6 +254,7 @@ static void probe_pump(Job *j) {
 void probe_start(Job *j, void (*done)(Job *j)) {
         j->probes_done = done;
         if (j->n_probes == 0) {
+                probe_list_free(j);
                 done(j);
                 return;
         }

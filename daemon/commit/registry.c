@@ -1,32 +1,40 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Chained hash of idempotency keys with FIFO eviction of finished entries (see registry.h). */
+/* Chained hash of idempotency keys (SipHash under a secret key, the table doubling as entries
+ * come) with FIFO eviction of finished entries by count and bytes (see registry.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "commit/registry.h"
+#include "util/buf.h"
 
 struct KeyRegistry {
         KeyEntry **buckets;
-        size_t n_buckets;
+        size_t n_buckets; /* a power of two */
         size_t n_entries;
         size_t n_finished;
         size_t max_finished;
+        uint64_t finished_bytes;
+        uint64_t max_finished_bytes;
         size_t n_unknown; /* entries in KEY_UNKNOWN */
+        size_t n_waiters;
         KeyEntry *done_head, *done_tail;
+        uint8_t hash_key[SIPHASH_KEY_BYTES];
 };
 
-static uint64_t key_hash(const char *s) {
-        uint64_t h = 1469598103934665603ull; /* FNV-1a: keys are short and not adversarial-sized */
+/* Keys are the writers' choice: unkeyed, they could all be chosen into one chain, and every
+ * lookup would walk it (issue 19, finding 10). */
+static size_t registry_bucket(const KeyRegistry *r, const char *key) {
+        uint64_t lo, hi;
 
-        for (; *s; s++) {
-                h ^= (unsigned char)*s;
-                h *= 1099511628211ull;
-        }
-        return h;
+        siphash128(r->hash_key, key, strlen(key), &lo, &hi);
+        return (size_t)(lo & (r->n_buckets - 1));
 }
 
-int registry_new(size_t max_finished, KeyRegistry **ret) {
+int registry_new(size_t max_finished, uint64_t max_finished_bytes,
+                 const uint8_t hash_key[SIPHASH_KEY_BYTES], KeyRegistry **ret) {
         _cleanup_(freep) KeyRegistry *r = NULL;
 
         r = calloc(1, sizeof(*r));
@@ -37,6 +45,8 @@ int registry_new(size_t max_finished, KeyRegistry **ret) {
         if (!r->buckets)
                 return -ENOMEM;
         r->max_finished = max_finished;
+        r->max_finished_bytes = max_finished_bytes;
+        memcpy(r->hash_key, hash_key, SIPHASH_KEY_BYTES);
         *ret = TAKE_PTR(r);
         return 0;
 }
@@ -46,8 +56,10 @@ static KeyEntry *registry_entry_free(KeyEntry *e) {
                 return NULL;
         for (size_t i = 0; i < e->n_waiters; i++)
                 writer_request_free(e->waiters[i]);
+        if (e->registry)
+                e->registry->n_waiters -= e->n_waiters;
         free(e->waiters);
-        json_decref(e->body);
+        free(e->body);
         free(e->scope);
         free(e->key);
         free(e->fingerprint);
@@ -70,28 +82,29 @@ KeyRegistry *registry_free(KeyRegistry *r) {
         return NULL;
 }
 
+/* At one entry per bucket on average the table doubles, so that chains stay short. */
 static void registry_grow(KeyRegistry *r) {
-        size_t n = r->n_buckets * 2;
-        KeyEntry **buckets = calloc(n, sizeof(*buckets));
+        size_t old_n = r->n_buckets;
+        KeyEntry **old = r->buckets, **buckets = calloc(old_n * 2, sizeof(*buckets));
 
         if (!buckets)
                 return; /* longer chains, still correct */
-        for (size_t i = 0; i < r->n_buckets; i++)
-                for (KeyEntry *e = r->buckets[i], *next; e; e = next) {
-                        size_t b = key_hash(e->key) & (n - 1);
+        r->buckets = buckets;
+        r->n_buckets = old_n * 2;
+        for (size_t i = 0; i < old_n; i++)
+                for (KeyEntry *e = old[i], *next; e; e = next) {
+                        size_t b = registry_bucket(r, e->key);
 
                         next = e->hash_next;
                         e->hash_next = buckets[b];
                         buckets[b] = e;
                 }
-        free(r->buckets);
-        r->buckets = buckets;
-        r->n_buckets = n;
+        free(old);
 }
 
 /* Hashed by the key alone, so that every table's entry of one key shares a chain. */
 KeyEntry *registry_get(KeyRegistry *r, const char *scope, const char *key) {
-        for (KeyEntry *e = r->buckets[key_hash(key) & (r->n_buckets - 1)]; e; e = e->hash_next)
+        for (KeyEntry *e = r->buckets[registry_bucket(r, key)]; e; e = e->hash_next)
                 if (strcmp(e->key, key) == 0 && strcmp(e->scope, scope) == 0)
                         return e;
         return NULL;
@@ -103,7 +116,7 @@ KeyEntry *registry_find_any(KeyRegistry *r, const char *key,
         KeyEntry *first = NULL;
         size_t n = 0;
 
-        for (KeyEntry *e = r->buckets[key_hash(key) & (r->n_buckets - 1)]; e; e = e->hash_next)
+        for (KeyEntry *e = r->buckets[registry_bucket(r, key)]; e; e = e->hash_next)
                 if (strcmp(e->key, key) == 0 && (!accept || accept(e, userdata))) {
                         if (!first)
                                 first = e;
@@ -128,7 +141,8 @@ int registry_add(KeyRegistry *r, const char *scope, const char *key, const char 
                 return -ENOMEM;
         if (r->n_entries >= r->n_buckets)
                 registry_grow(r);
-        b = key_hash(key) & (r->n_buckets - 1);
+        b = registry_bucket(r, key);
+        e->registry = r;
         e->hash_next = r->buckets[b];
         r->buckets[b] = e;
         r->n_entries++;
@@ -136,8 +150,28 @@ int registry_add(KeyRegistry *r, const char *scope, const char *key, const char 
         return 0;
 }
 
+uint64_t registry_entry_bytes(const KeyEntry *e) {
+        return sizeof(*e) + strlen(e->scope) + 1 + strlen(e->key) + 1 + strlen(e->fingerprint) + 1 +
+               (e->body ? e->body_len + 1 : 0);
+}
+
+/* Takes a finished entry out of the eviction order, with its bytes. */
+static void registry_unlink_finished(KeyRegistry *r, KeyEntry *e) {
+        if (e->done_prev)
+                e->done_prev->done_next = e->done_next;
+        else
+                r->done_head = e->done_next;
+        if (e->done_next)
+                e->done_next->done_prev = e->done_prev;
+        else
+                r->done_tail = e->done_prev;
+        e->done_prev = e->done_next = NULL;
+        r->n_finished--;
+        r->finished_bytes -= registry_entry_bytes(e);
+}
+
 static void registry_unlink(KeyRegistry *r, KeyEntry *e) {
-        KeyEntry **p = &r->buckets[key_hash(e->key) & (r->n_buckets - 1)];
+        KeyEntry **p = &r->buckets[registry_bucket(r, e->key)];
 
         while (*p && *p != e)
                 p = &(*p)->hash_next;
@@ -146,17 +180,8 @@ static void registry_unlink(KeyRegistry *r, KeyEntry *e) {
         r->n_entries--;
         if (e->state == KEY_UNKNOWN)
                 r->n_unknown--;
-        if (e->state != KEY_PENDING) {
-                if (e->done_prev)
-                        e->done_prev->done_next = e->done_next;
-                else
-                        r->done_head = e->done_next;
-                if (e->done_next)
-                        e->done_next->done_prev = e->done_prev;
-                else
-                        r->done_tail = e->done_prev;
-                r->n_finished--;
-        }
+        if (e->state != KEY_PENDING)
+                registry_unlink_finished(r, e);
 }
 
 void registry_remove(KeyRegistry *r, KeyEntry *e) {
@@ -164,9 +189,22 @@ void registry_remove(KeyRegistry *r, KeyEntry *e) {
         registry_entry_free(e);
 }
 
-void registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, json_t *body) {
-        for (size_t i = 0; i < e->n_waiters; i++)
-                writer_request_finish(e->waiters[i], status, json_deep_copy(body));
+void registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, char *body,
+                     size_t body_len) {
+        _cleanup_(freep) char *text = body;
+
+        /* Every waiter gets the same bytes, copied into its reply: never a tree rebuilt. */
+        for (size_t i = 0; i < e->n_waiters; i++) {
+                WriterRequest *w = e->waiters[i];
+
+                if (text)
+                        writer_request_reply_text(w, status, slice_make(text, body_len));
+                else
+                        writer_request_reply_error(w, 503, "out-of-memory",
+                                                   "out of memory, retry with the same key");
+                writer_request_free(w);
+        }
+        r->n_waiters -= e->n_waiters;
         free(e->waiters);
         e->waiters = NULL;
         e->n_waiters = 0;
@@ -174,34 +212,53 @@ void registry_finish(KeyRegistry *r, KeyEntry *e, KeyState state, int status, js
         /* A retryable failure is forgotten: the writer's retry with the key is a new request.
          * So is a 403 (storage access denied, a table outside the storage roots): it rests on
          * what an operator configures, not on the request, and the same key must go through
-         * once the operator acted. */
-        if (state == KEY_FAILED && (status >= 500 || status == 403)) {
-                json_decref(body);
+         * once the operator acted. An answer that could not be kept is forgotten too: a retry
+         * finds a commit in history. */
+        if ((state == KEY_FAILED && (status >= 500 || status == 403)) || !text) {
                 registry_remove(r, e);
                 return;
         }
 
-        json_decref(e->body);
-        e->body = body;
+        if (e->state != KEY_PENDING)
+                registry_unlink_finished(r, e);
+        free(e->body);
+        e->body = TAKE_PTR(text);
+        e->body_len = body_len;
         e->status = status;
-        if (e->state == KEY_PENDING) {
-                e->done_prev = r->done_tail;
-                if (r->done_tail)
-                        r->done_tail->done_next = e;
-                else
-                        r->done_head = e;
-                r->done_tail = e;
-                r->n_finished++;
-        }
         r->n_unknown += (state == KEY_UNKNOWN) - (e->state == KEY_UNKNOWN);
         e->state = state;
+        e->done_prev = r->done_tail;
+        e->done_next = NULL;
+        if (r->done_tail)
+                r->done_tail->done_next = e;
+        else
+                r->done_head = e;
+        r->done_tail = e;
+        r->n_finished++;
+        r->finished_bytes += registry_entry_bytes(e);
 
-        while (r->n_finished > r->max_finished && r->done_head) {
+        while ((r->n_finished > r->max_finished || r->finished_bytes > r->max_finished_bytes) &&
+               r->done_head) {
                 KeyEntry *old = r->done_head;
 
                 registry_unlink(r, old);
                 registry_entry_free(old);
         }
+}
+
+/* A waiter's client left: it goes now, with its memory, and stops counting as waiting. */
+static void registry_on_waiter_gone(WriterRequest *w, void *userdata) {
+        KeyEntry *e = userdata;
+
+        for (size_t i = 0; i < e->n_waiters; i++)
+                if (e->waiters[i] == w) {
+                        memmove(&e->waiters[i], &e->waiters[i + 1],
+                                (e->n_waiters - i - 1) * sizeof(*e->waiters));
+                        e->n_waiters--;
+                        e->registry->n_waiters--;
+                        break;
+                }
+        writer_request_free(w);
 }
 
 int registry_wait(KeyEntry *e, WriterRequest *w) {
@@ -211,29 +268,77 @@ int registry_wait(KeyEntry *e, WriterRequest *w) {
                 return -ENOMEM;
         e->waiters = waiters;
         e->waiters[e->n_waiters++] = w;
+        e->registry->n_waiters++;
+        /* Same key, same body (the fingerprint matched): nothing of it is needed any more. */
+        w->request = request_free(w->request);
+        w->gone = registry_on_waiter_gone;
+        w->gone_userdata = e;
         return 0;
 }
 
-json_t *registry_entry_status_json(const KeyEntry *e) {
+char *registry_entry_status_text(const KeyEntry *e, size_t *ret_len) {
         static const char *const state_name[] = { "pending", "committed", "failed", "unknown" };
-        json_t *o =
-                json_pack("{s:s, s:s}", "idempotency-key", e->key, "status", state_name[e->state]);
+        _cleanup_(json_decrefp) json_t *o = NULL, *error = NULL;
+        _cleanup_(freep) char *head = NULL;
+        _cleanup_(buf_deinitp) Buf out;
+        size_t len;
 
-        if (!o || e->state == KEY_PENDING)
-                return o;
-        if (json_object_set(o, e->state == KEY_COMMITTED ? "receipt" : "error",
-                            e->state == KEY_COMMITTED ? e->body
-                                                      : json_object_get(e->body, "error")) < 0) {
-                json_decref(o);
+        buf_init(&out, SIZE_MAX);
+        o = json_pack("{s:s, s:s}", "idempotency-key", e->key, "status", state_name[e->state]);
+        if (!o)
                 return NULL;
+        /* An error document is small: read back, its "error" goes beside the status. */
+        if (e->state == KEY_FAILED || e->state == KEY_UNKNOWN) {
+                error = json_loadb(e->body, e->body_len, 0, NULL);
+                if (!error || json_object_set(o, "error", json_object_get(error, "error")) < 0)
+                        return NULL;
         }
-        return o;
+        head = json_dumps(o, JSON_COMPACT);
+        if (!head)
+                return NULL;
+        len = strlen(head);
+        if (e->state != KEY_COMMITTED) {
+                *ret_len = len;
+                return TAKE_PTR(head);
+        }
+        /* A receipt may list every file of a large request: its bytes go in as they are, never
+         * parsed again. The head is an object: its closing brace makes way for them. */
+        if (buf_append(&out, head, len - 1) < 0 || buf_append_str(&out, ",\"receipt\":") < 0 ||
+            buf_append(&out, e->body, e->body_len) < 0 || buf_append_byte(&out, '}') < 0)
+                return NULL;
+        return (char *)buf_steal(&out, ret_len);
 }
 
 size_t registry_size(const KeyRegistry *r) {
         return r->n_entries;
 }
 
+size_t registry_n_finished(const KeyRegistry *r) {
+        return r->n_finished;
+}
+
+uint64_t registry_finished_bytes(const KeyRegistry *r) {
+        return r->finished_bytes;
+}
+
+size_t registry_n_waiters(const KeyRegistry *r) {
+        return r->n_waiters;
+}
+
 size_t registry_count_unknown(const KeyRegistry *r) {
         return r->n_unknown;
+}
+
+size_t registry_longest_chain(const KeyRegistry *r) {
+        size_t longest = 0;
+
+        for (size_t i = 0; i < r->n_buckets; i++) {
+                size_t n = 0;
+
+                for (const KeyEntry *e = r->buckets[i]; e; e = e->hash_next)
+                        n++;
+                if (n > longest)
+                        longest = n;
+        }
+        return longest;
 }

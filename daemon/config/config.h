@@ -83,6 +83,8 @@ typedef struct CommitConfig {
         uint32_t max_queue_requests;
         uint32_t max_manifests_per_request;
         uint32_t max_data_files_per_request;
+        /* A data file's or a staged manifest's location (request JSON, manifest entries). */
+        uint32_t max_path_bytes;
         uint32_t max_snapshot_properties;
         uint32_t max_snapshot_properties_bytes;
         uint64_t max_rows_per_request; /* added rows one request may claim row ids for */
@@ -93,7 +95,14 @@ typedef struct CommitConfig {
         uint32_t parquet_tail_bytes; /* the first read of a Parquet file's end */
         uint32_t max_parquet_footer_bytes;
         uint32_t retry_after_s;
+        /* Bytes held at intake (docs/design.md section 2.1): all requests together, one request. */
+        uint64_t intake_max_bytes;
+        uint64_t intake_max_request_bytes;
+        /* Repeats of a pending key waiting for its first request's answer. */
+        uint32_t max_waiters_per_key;
+        /* Finished requests remembered: at most this many, of at most this many bytes. */
         uint32_t receipt_cache_size;
+        uint64_t receipt_cache_max_bytes;
         uint32_t history_lookback; /* newest snapshots searched for a batch's keys; 0 = all */
         uint32_t shutdown_timeout_ms;
         /* [lineage] equality-deletes: the policy for staged equality deletes on v3 tables
@@ -139,7 +148,8 @@ typedef struct S3Config {
 typedef struct StorageConfig {
         uint64_t max_manifest_bytes;
         uint64_t max_manifest_entries;
-        uint32_t probe_interval_ms; /* write probes while storage is unwritable */
+        uint64_t max_manifest_entry_bytes; /* one entry of a staged manifest, encoded */
+        uint32_t probe_interval_ms;        /* write probes while storage is unwritable */
         /* [storage] allowed-roots: the comma-separated locations table files may lie under
          * (storage/roots.h); NULL: the warehouse (the REST catalog's, when it names one). */
         char *allowed_roots;

@@ -161,6 +161,11 @@ int config_verify(const Config *c, Error *error) {
                                  "key 'http.max-buffered-bytes': %" PRIu64
                                  " is below http.max-body-bytes %" PRIu64,
                                  c->http.max_buffered_bytes, c->http.max_body_bytes);
+        if (c->commit.intake_max_bytes < c->commit.intake_max_request_bytes)
+                return error_set(error, -EINVAL,
+                                 "key 'commit.intake-max-bytes': %" PRIu64
+                                 " is below commit.intake-max-request-bytes %" PRIu64,
+                                 c->commit.intake_max_bytes, c->commit.intake_max_request_bytes);
         if (!c->http.tls_certificate_file != !c->http.tls_key_file)
                 return error_set(error, -EINVAL,
                                  "keys 'http.tls-certificate-file' and 'http.tls-key-file': set "

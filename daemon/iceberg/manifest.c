@@ -327,19 +327,72 @@ static const char *entry_status_name(int32_t status) {
         }
 }
 
+/* One parse: the manifest it fills, its limits, and what it charged to limits->hold. */
+typedef struct StagedManifestRead {
+        StagedManifest *m;
+        EntryFields *ef;
+        const ManifestLimits *limits;
+        uint64_t charged;
+} StagedManifestRead;
+
+/* Counts n more bytes the parsed manifest keeps against the request's budget: an entry's before
+ * they are copied, the metadata's and summaries' (bounded by the file, counted as read) once
+ * made. */
+static int manifest_staged_charge(StagedManifestRead *read, uint64_t n, Error *e) {
+        int r;
+
+        if (!read->limits->hold)
+                return 0;
+        r = budget_take(read->limits->hold, n);
+        if (r < 0)
+                return error_set(e, r, "no room to hold %" PRIu64 " more bytes (%s)", n,
+                                 r == -EBUSY ? "the daemon's intake budget is spent"
+                                             : "the request's intake budget is spent");
+        read->charged += n;
+        return 0;
+}
+
+/* The bytes of the manifest's metadata it keeps: the writer's schema and partition spec. */
+static uint64_t manifest_staged_meta_bytes(const StagedManifest *m) {
+        return (m->schema_json ? strlen(m->schema_json) + 1 : 0) +
+               (m->partition_spec_json ? strlen(m->partition_spec_json) + 1 : 0);
+}
+
+/* ... and of its partition summaries, each bound as long as a partition value of an entry. */
+static uint64_t manifest_staged_summary_bytes(const StagedManifest *m) {
+        uint64_t n = m->n_partitions * sizeof(*m->partitions);
+
+        for (size_t i = 0; i < m->n_partitions; i++)
+                n += m->partitions[i].lower_bound.cap + m->partitions[i].upper_bound.cap;
+        return n;
+}
+
 /* Every rejection names the entry (0-based) and its file: "entry 2 (s3://b/x.parquet): ...". */
 #define ENTRY_ERROR(code, ...) (error_set(e, (code), __VA_ARGS__), ENTRY_PREFIX(code))
 #define ENTRY_PREFIX(code) error_prefix(e, (code), "entry %" PRIu64 " (%s)", idx, info->path)
 
 /* Validates one entry against the staging rules and records its data file in `info`. */
-static int manifest_staged_read_entry(StagedManifest *m, EntryFields *ef, avro_value_t *entry,
-                                      uint64_t idx, DataFileInfo *info, Error *e) {
+static int manifest_staged_read_entry(StagedManifestRead *read, avro_value_t *entry, uint64_t idx,
+                                      DataFileInfo *info, Error *e) {
+        const ManifestLimits *limits = read->limits;
+        StagedManifest *m = read->m;
+        EntryFields *ef = read->ef;
         const char *path = NULL, *format = NULL, *status_name;
         size_t path_len = 0, format_len = 0;
         int32_t status, content = 0;
         avro_value_t df, tuple;
         int64_t v;
         int r;
+
+        /* The request's files are counted as they are decoded: a request over its bound stops
+         * here, before the rest of its entries are held (docs/design.md section 2.1). */
+        if (limits->entries_left) {
+                if (*limits->entries_left == 0)
+                        return error_set(e, -EDQUOT,
+                                         "entry %" PRIu64 ": the request names more data files",
+                                         idx);
+                (*limits->entries_left)--;
+        }
 
         r = fields_get_value(entry, ef->data_file, &df, e);
         if (r == 0)
@@ -350,6 +403,19 @@ static int manifest_staged_read_entry(StagedManifest *m, EntryFields *ef, avro_v
                 return error_prefix(e, r, "entry %" PRIu64, idx);
         if (r == 0 || path_len == 0)
                 return error_set(e, -EINVAL, "entry %" PRIu64 ": file_path is empty", idx);
+        /* Every reader opens it, and icecommitd keeps it for the request's life. */
+        if (limits->max_path_bytes > 0 && path_len > limits->max_path_bytes)
+                return error_set(e, -E2BIG,
+                                 "entry %" PRIu64 " ('%.*s...'): file_path is %zu bytes, above "
+                                 "the limit of %zu (commit.max-path-bytes)",
+                                 idx, (int)(path_len < 64 ? path_len : 64), path, path_len,
+                                 limits->max_path_bytes);
+        r = fields_get_string(&df, ef->file_format, &format, &format_len, e);
+        if (r < 0)
+                return error_prefix(e, r, "entry %" PRIu64, idx);
+        r = manifest_staged_charge(read, sizeof(*info) + path_len + 1 + format_len + 1, e);
+        if (r < 0)
+                return error_prefix(e, r, "entry %" PRIu64, idx);
         info->path = strndup(path, path_len);
         if (!info->path)
                 return error_set(e, -ENOMEM, "out of memory");
@@ -460,10 +526,7 @@ static int manifest_staged_read_entry(StagedManifest *m, EntryFields *ef, avro_v
                                    "file_size_in_bytes is %" PRId64 ", it must not be negative",
                                    info->file_size_in_bytes);
 
-        r = fields_get_string(&df, ef->file_format, &format, &format_len, e);
-        if (r < 0)
-                return ENTRY_PREFIX(r);
-        if (r == 0)
+        if (!format)
                 return ENTRY_ERROR(-EINVAL, "file_format is null");
         info->format = strndup(format, format_len);
         if (!info->format)
@@ -556,20 +619,14 @@ static int manifest_staged_read_meta(OcfReader *reader, StagedManifest *m, Error
         return 0;
 }
 
-/* What manifest_staged_read_record() reads entries into. */
-typedef struct StagedManifestRead {
-        StagedManifest *m;
-        EntryFields *ef;
-} StagedManifestRead;
-
 static int manifest_staged_read_record(avro_value_t *record, uint64_t index, void *item,
                                        void *userdata, Error *e) {
         StagedManifestRead *read = userdata;
 
-        return manifest_staged_read_entry(read->m, read->ef, record, index, item, e);
+        return manifest_staged_read_entry(read, record, index, item, e);
 }
 
-static int manifest_staged_parse_entries(OcfReader *reader, StagedManifest *m, EntryFields *ef,
+static int manifest_staged_parse_entries(OcfReader *reader, StagedManifestRead *read,
                                          uint64_t max_entries, Error *e) {
         /* added_files_count is an int32_t: never more entries than it counts, whatever the limit.
          */
@@ -578,11 +635,11 @@ static int manifest_staged_parse_entries(OcfReader *reader, StagedManifest *m, E
                 .name = "manifest",
                 .item_size = sizeof(DataFileInfo),
         };
-        StagedManifestRead read = { .m = m, .ef = ef };
+        StagedManifest *m = read->m;
         RecordsArray array = { 0 };
         int r;
 
-        r = records_read(reader, &options, manifest_staged_read_record, &read, &array, e);
+        r = records_read(reader, &options, manifest_staged_read_record, read, &array, e);
         /* m owns every item, also those of a failed read. */
         m->files = array.items;
         m->n_files = array.n_items;
@@ -598,29 +655,44 @@ int manifest_staged_parse(Slice bytes, const char *location, const ManifestLimit
                           StagedManifest **ret_manifest, Error *e) {
         _cleanup_(ocf_reader_freep) OcfReader *reader = NULL;
         _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
-        uint64_t max_entries = limits ? limits->max_entries : MANIFEST_DEFAULT_MAX_ENTRIES;
+        static const ManifestLimits defaults = { .max_entries = MANIFEST_DEFAULT_MAX_ENTRIES };
         EntryFields ef = { 0 };
+        StagedManifestRead read = { .limits = limits ? limits : &defaults, .ef = &ef };
         FieldsRecord entry;
         int r;
 
         m = calloc(1, sizeof(*m));
         if (!m)
                 return error_set(e, -ENOMEM, "out of memory");
+        read.m = m;
 
-        r = ocf_reader_open(bytes, &reader, e);
+        r = manifest_staged_charge(&read, sizeof(*m), e);
         if (r >= 0)
+                r = ocf_reader_open(bytes, &reader, e);
+        if (r >= 0) {
+                ocf_reader_limit_datum_bytes(reader, read.limits->max_entry_bytes,
+                                             "storage.max-manifest-entry-bytes");
                 r = manifest_staged_read_meta(reader, m, e);
+        }
+        if (r >= 0)
+                r = manifest_staged_charge(&read, manifest_staged_meta_bytes(m), e);
         if (r >= 0)
                 r = records_schema(reader, &entry, e);
         if (r >= 0)
                 r = entry_fields_resolve(&entry, &ef, e);
         if (r >= 0)
-                r = manifest_staged_parse_entries(reader, m, &ef, max_entries, e);
+                r = manifest_staged_parse_entries(reader, &read, read.limits->max_entries, e);
         if (r >= 0)
                 r = manifest_staged_summarize(m, &ef, e);
+        if (r >= 0)
+                r = manifest_staged_charge(&read, manifest_staged_summary_bytes(m), e);
         entry_fields_deinit(&ef);
-        if (r < 0)
+        if (r < 0) {
+                /* Nothing of a refused manifest is kept: its bytes go back with it. */
+                if (read.limits->hold)
+                        budget_release(read.limits->hold, read.charged);
                 return location ? error_prefix(e, r, "manifest '%s'", location) : r;
+        }
 
         *ret_manifest = TAKE_PTR(m);
         return 0;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "iceberg/manifest_file.h"
+#include "util/budget.h"
 #include "util/cleanup.h"
 #include "util/buf.h"
 #include "util/error.h"
@@ -30,8 +31,21 @@ typedef struct DataFileInfo {
         int64_t file_size_in_bytes; /* 104 */
 } DataFileInfo;
 
+/* What one parse may take. Every bound is the caller's configuration (named in messages). */
 typedef struct ManifestLimits {
-        uint64_t max_entries; /* more entries than this: -E2BIG */
+        uint64_t max_entries;   /* more entries than this: -E2BIG */
+        size_t max_path_bytes;  /* a longer file_path: -E2BIG (commit.max-path-bytes); 0: none */
+        size_t max_entry_bytes; /* an entry of more encoded bytes: -E2BIG, before it is decoded
+                                 * (storage.max-manifest-entry-bytes); 0: none */
+        /* The data files the request may still name, across its manifests: each entry takes
+         * one, and an entry finding none left is -EDQUOT, before any of it is kept. NULL: no
+         * such budget. Decremented also when the parse fails. */
+        uint64_t *entries_left;
+        /* Charged with the bytes the parsed manifest keeps (budget_take(): -EFBIG, -EBUSY), as
+         * they are kept: per entry its DataFileInfo, file_path and file_format; per manifest
+         * the StagedManifest, its schema and partition-spec JSON and partition summaries. Held
+         * by the caller once the parse succeeded; given back on failure. NULL: not counted. */
+        BudgetHold *hold;
 } ManifestLimits;
 
 /* Owned by the caller of manifest_staged_parse(); every pointer member is owned. */
@@ -67,8 +81,9 @@ typedef struct StagedManifest {
  * position deletes and deletion vectors are refused), null or negative record_count or
  * file_size_in_bytes. Whether a delete manifest may be committed to a table is the caller's
  * decision (guardrails). Also -EBADMSG (not a readable Avro manifest),
- * -EOPNOTSUPP (codec), -E2BIG (more than limits->max_entries, or other limits), -ENOMEM.
- * limits may be NULL for the defaults. */
+ * -EOPNOTSUPP (codec), -E2BIG (more than limits->max_entries, a path or entry too long, or
+ * other limits), -EDQUOT, -EFBIG and -EBUSY (the request's budgets in limits), -ENOMEM.
+ * limits may be NULL for the defaults (MANIFEST_DEFAULT_MAX_ENTRIES, nothing else bounded). */
 int manifest_staged_parse(Slice bytes, const char *location, const ManifestLimits *limits,
                           StagedManifest **ret_manifest, Error *e);
 StagedManifest *manifest_staged_free(StagedManifest *m);

@@ -41,6 +41,8 @@ typedef enum MetricId {
         METRIC_STORAGE_BYTES,    /* counter{direction}: "read", "written" */
         METRIC_STORAGE_DURATION, /* histogram{operation,outcome}: seconds per store round trip */
         METRIC_LIVE_INDEX_BYTES, /* gauge: memory of every live-file index */
+        METRIC_INTAKE_BYTES, /* gauge: bytes requests hold at intake (commit.intake-max-bytes) */
+        METRIC_RECEIPT_CACHE_BYTES,       /* gauge: bytes of the finished requests remembered */
         METRIC_LIVE_INDEX_MANIFESTS_READ, /* counter: manifests read into live-file indexes */
         METRIC_LIVE_INDEX_DROPS, /* counter{reason}: indexes dropped ("too-large", "unreadable") */
         METRIC_LIVE_FILE_REFUSALS, /* counter: requests refused for a data file already live */

@@ -85,6 +85,18 @@ int buf_printf(Buf *b, const char *fmt, ...) {
         return r;
 }
 
+void buf_trim(Buf *b) {
+        uint8_t *p;
+
+        if (!b->data || b->cap <= b->len + 1)
+                return;
+        p = realloc(b->data, b->len + 1);
+        if (!p)
+                return; /* the larger block stays: still correct */
+        b->data = p;
+        b->cap = b->len + 1;
+}
+
 uint8_t *buf_steal(Buf *b, size_t *ret_len) {
         uint8_t *p;
 

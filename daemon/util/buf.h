@@ -31,6 +31,8 @@ int buf_printf(Buf *b, const char *fmt, ...) _printf_(2, 3);
 int buf_vprintf(Buf *b, const char *fmt, va_list ap) _printf_(2, 0);
 /* Ensures room for n more bytes. */
 int buf_reserve(Buf *b, size_t n);
+/* Gives back the room beyond the data (and its NUL): for bytes kept a while, as read. */
+void buf_trim(Buf *b);
 /* Hands the storage to the caller (NUL-terminated, length in *ret_len); the buffer is empty. */
 uint8_t *buf_steal(Buf *b, size_t *ret_len);
 

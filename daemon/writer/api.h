@@ -23,22 +23,27 @@ typedef struct WriterReplySink {
 /* One writer call waiting for its commit. Owned by the commit engine once submitted. */
 typedef struct WriterRequest {
         HttpRequest *http;           /* NULL once answered or once the client went away */
-        const WriterReplySink *sink; /* instead of http: NULL once answered */
+        const WriterReplySink *sink; /* instead of http: NULL once answered or gone */
         void *sink_userdata;
         CommitRequest *request;
         uint64_t accepted_ns; /* CLOCK_MONOTONIC when the request arrived */
+        /* Called once when the client goes away before its answer (http is NULL by then),
+         * with gone_userdata; it may free w. NULL: w stays until answered. Set by its owner. */
+        void (*gone)(struct WriterRequest *w, void *userdata);
+        void *gone_userdata;
 } WriterRequest;
 
 typedef struct WriterHooks {
         /* Takes ownership of w; must eventually answer it with writer_request_reply*(). */
         void (*submit)(WriterRequest *w, void *userdata);
-        /* Answers GET /v1/commits/{key} from memory: sets *ret_status and returns the body
-         * (owned). Keys are scoped by table: namespace_param and table (both NULL when the
-         * query names none) pick the table; without them a key used on several tables is
-         * ambiguous (409). With authentication on, `caller` (borrowed for the call) is who
-         * asks: only its own keys, on tables it may read, are found; others are unknown. */
-        json_t *(*lookup)(const char *key, const char *namespace_param, const char *table,
-                          const AuthToken *caller, int *ret_status, void *userdata);
+        /* Answers GET /v1/commits/{key} from memory: sets *ret_status and returns the body,
+         * serialized JSON (owned, malloc'ed; its length in *ret_len), NULL when out of memory.
+         * Keys are scoped by table: namespace_param and table (both NULL when the query names
+         * none) pick the table; without them a key used on several tables is ambiguous (409).
+         * With authentication on, `caller` (borrowed for the call) is who asks: only its own
+         * keys, on tables it may read, are found; others are unknown. */
+        char *(*lookup)(const char *key, const char *namespace_param, const char *table,
+                        const AuthToken *caller, int *ret_status, size_t *ret_len, void *userdata);
         /* The same from the history of table `table` in `namespace_param` (0x1F-separated
          * levels), for a key the daemon does not remember: takes ownership of w and answers it.
          * `principal` (NULL when auth is off) is whose key it is. */
@@ -71,8 +76,14 @@ int writer_request_new_take(CommitRequest *request, const WriterReplySink *sink,
                             WriterRequest **ret);
 /* Answers the writer (when still connected). The body is stolen. Safe to call once. */
 void writer_request_reply(WriterRequest *w, int status, json_t *body);
+/* The same with a body serialized already (copied): what the engine sends every writer of a
+ * key, built once. */
+void writer_request_reply_text(WriterRequest *w, int status, Slice json);
 void writer_request_reply_error(WriterRequest *w, int status, const char *type, const char *fmt,
                                 ...) _printf_(4, 5);
+/* The client went away: forgets its HTTP request, then calls w->gone (which may free w). How
+ * the handlers learn it from the HTTP layer, and how a test makes a sink's client leave. */
+void writer_request_client_gone(WriterRequest *w);
 /* Adds a header (e.g. Retry-After) to the pending answer. */
 void writer_request_add_header(WriterRequest *w, const char *name, const char *value);
 WriterRequest *writer_request_free(WriterRequest *w);

@@ -163,7 +163,7 @@ static int parse_split_offsets(const json_t *o, DataFile *f, Error *e) {
         return 0;
 }
 
-static int parse_one(const json_t *o, DataFile *f, Error *e) {
+static int parse_one(const json_t *o, size_t max_path_bytes, DataFile *f, Error *e) {
         const char *key, *s;
         const json_t *v, *path, *alias;
         int64_t n;
@@ -197,11 +197,16 @@ static int parse_one(const json_t *o, DataFile *f, Error *e) {
         if (!path)
                 path = alias;
         s = json_string_value(path);
-        if (!s || json_string_length(path) == 0 || json_string_length(path) > 4096 ||
-            strlen(s) != json_string_length(path) || !utf8_is_valid(s, strlen(s)))
+        if (!s || json_string_length(path) == 0 || strlen(s) != json_string_length(path) ||
+            !utf8_is_valid(s, strlen(s)))
                 return error_set(
                         e, -EINVAL,
-                        "'file-path' is required: the data file's location, 1 to 4096 characters");
+                        "'file-path' is required: the data file's location, a UTF-8 string");
+        if (strlen(s) > max_path_bytes)
+                return error_set(e, -ENAMETOOLONG,
+                                 "'file-path' is %zu bytes, above the limit of %zu "
+                                 "(commit.max-path-bytes)",
+                                 strlen(s), max_path_bytes);
         f->location = strdup(s);
         if (!f->location)
                 return error_set(e, -ENOMEM, "out of memory");
@@ -261,8 +266,8 @@ static int parse_one(const json_t *o, DataFile *f, Error *e) {
         return r;
 }
 
-int data_files_parse(const json_t *array, size_t max_files, DataFile **ret_files, size_t *ret_n,
-                     Error *e) {
+int data_files_parse(const json_t *array, size_t max_files, size_t max_path_bytes,
+                     DataFile **ret_files, size_t *ret_n, Error *e) {
         DataFile *files;
         size_t n, i;
         const json_t *o;
@@ -282,7 +287,7 @@ int data_files_parse(const json_t *array, size_t max_files, DataFile **ret_files
         if (!files)
                 return error_set(e, -ENOMEM, "out of memory");
         json_array_foreach (array, i, o) {
-                int r = parse_one(o, &files[i], e);
+                int r = parse_one(o, max_path_bytes, &files[i], e);
 
                 /* A path may appear once per snapshot: twice would count its rows twice. */
                 for (size_t j = 0; r >= 0 && j < i; j++)

@@ -13,7 +13,7 @@
 
 /* Parses the `data-files` array into *ret_files (n entries, owned by the caller; free with
  * data_files_free()). Returns 0, -EINVAL with "'data-files'[i]: ..." naming the rule, -E2BIG
- * above max_files, -ENOMEM. */
-int data_files_parse(const json_t *array, size_t max_files, DataFile **ret_files, size_t *ret_n,
-                     Error *e);
+ * above max_files, -ENAMETOOLONG for a file-path of more than max_path_bytes, -ENOMEM. */
+int data_files_parse(const json_t *array, size_t max_files, size_t max_path_bytes,
+                     DataFile **ret_files, size_t *ret_n, Error *e);
 DataFile *data_files_free(DataFile *files, size_t n);

@@ -146,13 +146,17 @@ static int request_parse_manifests(CommitRequest *r, json_t *array,
         json_array_foreach (array, i, v) {
                 const char *s = json_string_value(v);
 
+                if (s && json_string_length(v) > limits->max_path_bytes)
+                        return error_set(error, -ENAMETOOLONG,
+                                         "'staged-manifests'[%zu] is %zu bytes, above the limit "
+                                         "of %zu (commit.max-path-bytes)",
+                                         i, json_string_length(v), limits->max_path_bytes);
                 /* Control characters are refused at intake by the location parser, with
                  * every other rule a location must meet (422, as all of them). */
-                if (!s || json_string_length(v) == 0 || json_string_length(v) > 4096 ||
-                    strlen(s) != json_string_length(v))
+                if (!s || json_string_length(v) == 0 || strlen(s) != json_string_length(v))
                         return error_set(error, -EINVAL,
-                                         "'staged-manifests'[%zu] must be a location string of 1 "
-                                         "to 4096 characters",
+                                         "'staged-manifests'[%zu] must be a location string, not "
+                                         "empty",
                                          i);
                 /* The same file twice would register its data files twice (spec: a path may
                  * appear once per snapshot), also when spelled twice ("m", "./m", "//m",
@@ -343,8 +347,8 @@ int request_parse(const char *namespace_param, const char *table, Slice body,
                 rr = request_parse_manifests(r, v, limits, error);
         v = json_object_get(root, "data-files");
         if (rr == 0 && v) {
-                rr = data_files_parse(v, limits->max_data_files, &r->data_files, &r->n_data_files,
-                                      error);
+                rr = data_files_parse(v, limits->max_data_files, limits->max_path_bytes,
+                                      &r->data_files, &r->n_data_files, error);
                 if (rr == 0)
                         r->data_files_json = json_incref(v);
         }

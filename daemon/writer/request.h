@@ -16,6 +16,7 @@
 typedef struct CommitRequestLimits {
         size_t max_manifests;
         size_t max_data_files;       /* commit.max-data-files-per-request */
+        size_t max_path_bytes;       /* commit.max-path-bytes: each location */
         size_t max_properties;       /* commit.max-snapshot-properties */
         size_t max_properties_bytes; /* commit.max-snapshot-properties-bytes: keys and values */
 } CommitRequestLimits;
@@ -48,7 +49,8 @@ typedef struct CommitRequest {
 
 /* Parses and checks a request body for table `table` in `namespace_param` (levels separated
  * by 0x1F). It needs `staged-manifests`, `data-files` or both. Returns -EINVAL with a message
- * naming the field and rule, -E2BIG above a limit. */
+ * naming the field and rule, -E2BIG above a limit, -ENAMETOOLONG for a location (of a staged
+ * manifest or a data file) longer than limits->max_path_bytes. */
 int request_parse(const char *namespace_param, const char *table, Slice body,
                   const CommitRequestLimits *limits, CommitRequest **ret, Error *error);
 CommitRequest *request_free(CommitRequest *r);

@@ -13,6 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static const CommitRequestLimits limits = { .max_manifests = 16,
                                                     .max_data_files = 16,
+                                                    .max_path_bytes = 4096,
                                                     .max_properties = 16,
                                                     .max_properties_bytes = 4096 };
         const uint8_t *nl1, *nl2;

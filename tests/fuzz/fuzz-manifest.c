@@ -2,11 +2,15 @@
 /* Fuzz target: staged manifests (iceberg/manifest.c over avro/ocf_reader.c and avro-c), the Avro
  * files writers hand us, and the same bytes as a committed manifest the lineage audit reads
  * (iceberg/manifest_entries.c, with the reader's inheritance) and merges into a manifest of
- * EXISTING entries (iceberg/manifest_merge.c). Any input must end in success or
- * an Error, never a crash, a leak or an over-read; an accepted manifest must satisfy the
+ * EXISTING entries (iceberg/manifest_merge.c), and once more within a request's bounds
+ * (path, entry bytes, entries left, bytes held), and as icecommitd's copy of a staged manifest
+ * (manifest_staged_copy: the same entries, naming where it was staged). Any input must end in
+ * success or an Error, never a crash, a leak or an over-read; an accepted manifest must satisfy the
  * invariants the commit relies on. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_entries.h"
@@ -56,6 +60,63 @@ static void fuzz_merge(const uint8_t *data, size_t size) {
         buf_deinit(&out);
 }
 
+/* The same bytes under a request's tight bounds (a short path, one entry left, little room): a
+ * refusal gives back every byte it counted, a success holds what it keeps. */
+static void fuzz_bounded(const uint8_t *data, size_t size) {
+        Budget shared = { .max_bytes = 1u << 20 };
+        BudgetHold hold = { .budget = &shared, .max_bytes = 4096 };
+        uint64_t left = 1;
+        ManifestLimits limits = { .max_entries = 100000,
+                                  .max_path_bytes = 32,
+                                  .max_entry_bytes = 2048,
+                                  .entries_left = &left,
+                                  .hold = &hold };
+        StagedManifest *m = NULL;
+        Error e;
+        int r;
+
+        r = manifest_staged_parse(slice_make(data, size), "fuzz.avro", &limits, &m, &e);
+        if ((r < 0) != (hold.bytes == 0) || budget_used(&shared) != hold.bytes ||
+            (r == 0 && (m->n_files != 1 || left != 0)))
+                abort();
+        manifest_staged_free(m);
+        budget_release_all(&hold);
+}
+
+/* icecommitd's copy of an accepted staged manifest parses to the same entries, and names where
+ * it was staged; a copy is never copied again (its key is icecommitd's). */
+static void fuzz_copy(const uint8_t *data, size_t size, const StagedManifest *original) {
+        StagedManifest *m = NULL;
+        Buf copy, again;
+        Error e;
+        int r;
+
+        buf_init(&copy, size + 4096);
+        buf_init(&again, size + 8192);
+        r = manifest_staged_copy(slice_make(data, size), "s3://b/t/staging/m.avro", &copy, &e);
+
+        if (r < 0) {
+                /* A file the parser took is refused only for an icecommit.* key of the
+                 * writer's (or memory). */
+                if (r != -EINVAL && r != -ENOMEM)
+                        abort();
+                goto out;
+        }
+        if (manifest_staged_parse(buf_slice(&copy), NULL, NULL, &m, &e) < 0 ||
+            m->n_files != original->n_files || m->added_rows_count != original->added_rows_count ||
+            !m->staged_location || strcmp(m->staged_location, "s3://b/t/staging/m.avro") != 0)
+                abort();
+        for (size_t i = 0; i < m->n_files; i++)
+                if (strcmp(m->files[i].path, original->files[i].path) != 0)
+                        abort();
+        if (manifest_staged_copy(buf_slice(&copy), "x.avro", &again, &e) != -EINVAL)
+                abort();
+out:
+        manifest_staged_free(m);
+        buf_deinit(&copy);
+        buf_deinit(&again);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ManifestLimits limits = { .max_entries = 100000 };
         StagedManifest *m = NULL;
@@ -82,6 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
 
         fuzz_merge(data, size);
+        fuzz_bounded(data, size);
         if (manifest_staged_parse(slice_make(data, size), "fuzz.avro", &limits, &m, &e) < 0)
                 return 0;
         if (m->n_files == 0 || m->added_files_count != (int32_t)m->n_files ||
@@ -97,6 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (rows != m->added_rows_count)
                 abort();
+        fuzz_copy(data, size, m);
         manifest_staged_free(m);
         return 0;
 }

@@ -12,9 +12,10 @@ Kinds: "slowdown" (503 SlowDown, not forwarded), "error-500" (500 InternalError,
 forwarded), "reset" (connection closed before forwarding), "drop" (forwarded, the store acts on
 it, then the connection is closed without an answer), "slow-body" (forwarded, the answer's body
 trickles out one byte every 0.3 s), "expired-token" (400 ExpiredToken, not forwarded),
-"access-denied" (403 AccessDenied, not forwarded); any other kind, e.g. "pass", forwards as
-usual (a placeholder that lets rules alternate). Nothing in it is S3-specific: the catalog tests
-put it in front of a REST catalog or a token endpoint too. keep_alive=False answers every request
+"access-denied" (403 AccessDenied, not forwarded), "hold" (forwarded once the test calls
+release(): the answer waits as long as the test needs, without a timer); any other kind, e.g.
+"pass", forwards as usual (a placeholder that lets rules alternate). Nothing in it is
+S3-specific: the catalog tests put it in front of a REST catalog or a token endpoint too. keep_alive=False answers every request
 with Connection: close, so that a client never reuses a connection (libcurl silently sends a
 request again when a reused connection dies before the answer, which would hide a drop)."""
 import collections
@@ -43,6 +44,7 @@ class S3FaultProxy:
         self.lock = threading.Lock()
         self.injected = collections.Counter()
         self.seen = collections.Counter()
+        self.released = threading.Event()
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -63,6 +65,8 @@ class S3FaultProxy:
                 if kind == "reset":
                     self._reset()
                     return
+                if kind == "hold":
+                    proxy.released.wait(300)
                 if kind in ERRORS:
                     status, code, message = ERRORS[kind]
                     xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
@@ -122,6 +126,10 @@ class S3FaultProxy:
     def add(self, method, path_part, kind, count=1):
         with self.lock:
             self.rules.append([method, path_part, kind, count])
+
+    def release(self):
+        """Lets every held request go on, and every later one of a "hold" rule too."""
+        self.released.set()
 
     def clear(self):
         with self.lock:

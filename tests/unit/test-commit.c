@@ -726,12 +726,23 @@ static void fixture_submit(Fixture *f, Answer *a, const char *key, const char *c
         fixture_submit_props(f, a, key, manifests, n, NULL);
 }
 
+static WriterRequest *fixture_request(Fixture *f, Answer *a, const char *key,
+                                      const char *const *manifests, size_t n, json_t *properties);
+
 /* The same with snapshot-properties (taken; NULL: none). */
 static void fixture_submit_props(Fixture *f, Answer *a, const char *key,
                                  const char *const *manifests, size_t n, json_t *properties) {
+        commit_engine_hooks()->submit(fixture_request(f, a, key, manifests, n, properties),
+                                      f->engine);
+}
+
+/* The writer request fixture_submit_props() submits, answering into *a, not submitted yet. */
+static WriterRequest *fixture_request(Fixture *f, Answer *a, const char *key,
+                                      const char *const *manifests, size_t n, json_t *properties) {
         const CommitConfig *c = &f->config->commit;
         const CommitRequestLimits limits = { .max_manifests = c->max_manifests_per_request,
                                              .max_data_files = c->max_data_files_per_request,
+                                             .max_path_bytes = c->max_path_bytes,
                                              .max_properties = c->max_snapshot_properties,
                                              .max_properties_bytes =
                                                      c->max_snapshot_properties_bytes };
@@ -753,7 +764,7 @@ static void fixture_submit_props(Fixture *f, Answer *a, const char *key,
         if (request_parse("db", "t", slice_from_str(text), &limits, &request, &e) < 0)
                 TEST_FAIL("parse: %s", e.message);
         ASSERT_OK(writer_request_new_take(request, &answer_sink, a, &w));
-        commit_engine_hooks()->submit(w, f->engine);
+        return w;
 }
 
 /* The element of an array of objects whose `field` is `value`. */
@@ -1569,6 +1580,261 @@ TEST(a_full_queue_answers_503_queue_full_with_retry_after) {
         ASSERT_EQ(f.cat->n_commits, 3);
 
         answer_deinit(&a);
+        answer_deinit(&b);
+        answer_deinit(&c);
+        fixture_done(&f);
+}
+
+/* ---- bounded intake (issue 19, findings 3 and 4) -------------------------------------------- */
+
+/* Bytes the engine's requests hold at intake, as /metrics shows them. */
+static double intake_bytes(Fixture *f) {
+        free(engine_metrics_text(f));
+        return metrics_get(f->metrics, METRIC_INTAKE_BYTES, NULL);
+}
+
+static double queue_requests(Fixture *f) {
+        free(engine_metrics_text(f));
+        return metrics_get(f->metrics, METRIC_QUEUE_REQUESTS, NULL);
+}
+
+/* A request holds its parsed manifests while it waits and commits; every way a request ends
+ * gives back all it held: committed, refused at intake (by a rule or by a bound), failed by the
+ * catalog, answered at shutdown. */
+TEST(intake_bytes_return_to_zero_however_a_request_ends) {
+        static const int64_t rows[] = { 1, 2, 3 };
+        char sa[256], sb[256], sc[256], sd[256];
+        Answer a, b, c, d;
+        Fixture f;
+
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, sa);
+        fixture_stage(&f, "b", rows, 3, sb);
+        fixture_stage(&f, "c", rows, 1, sc);
+        fixture_stage(&f, "d", rows, 1, sd);
+
+        /* Committed: held until the batch answered it. */
+        f.cat->commit_script[0] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        ASSERT_TRUE(intake_bytes(&f) > 0);
+        /* Queued behind it: held too, more. */
+        {
+                double one = intake_bytes(&f);
+
+                fixture_submit(&f, &b, "job-b", (const char *const[]){ sb }, 1);
+                settle(&f);
+                ASSERT_TRUE(!b.done && intake_bytes(&f) > one);
+        }
+        /* Shutdown: the queued one is answered 503, the committing one finishes. */
+        fixture_stop(&f);
+        ASSERT_TRUE(b.done && b.status == 503);
+        double_release(f.cat, STEP_SUCCESS);
+        RUN_UNTIL(&f, f.is_stopped);
+        ASSERT_EQ(a.status, 200);
+        ASSERT_EQ(intake_bytes(&f), 0);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        fixture_renew_engine(&f);
+        f.is_stopping = f.is_stopped = false;
+
+        /* Refused by a rule while decoding (a data file's path over commit.max-path-bytes: the
+         * staged manifest's own location is 3 bytes shorter than its files'). */
+        f.config->commit.max_path_bytes = (uint32_t)strlen(sc);
+        fixture_submit(&f, &c, "job-c", (const char *const[]){ sc }, 1);
+        RUN_UNTIL(&f, c.done);
+        ASSERT_EQ(c.status, 422);
+        ASSERT_STREQ(answer_error_type(&c), "invalid-manifest");
+        ASSERT_CONTAINS(answer_error_message(&c), "staged-manifests[0]");
+        ASSERT_CONTAINS(answer_error_message(&c), "entry 0 (");
+        ASSERT_CONTAINS(answer_error_message(&c), "(commit.max-path-bytes)");
+        ASSERT_EQ(intake_bytes(&f), 0);
+        answer_deinit(&c);
+        f.config->commit.max_path_bytes = 4096;
+
+        /* Refused by its own bound: 413, nothing held after. */
+        f.config->commit.intake_max_request_bytes = 600;
+        fixture_submit(&f, &c, "job-c2", (const char *const[]){ sc }, 1);
+        RUN_UNTIL(&f, c.done);
+        ASSERT_EQ(c.status, 413);
+        ASSERT_STREQ(answer_error_type(&c), "request-too-large");
+        ASSERT_CONTAINS(answer_error_message(&c), "staged-manifests[0]");
+        ASSERT_CONTAINS(answer_error_message(&c), "(commit.intake-max-request-bytes");
+        ASSERT_EQ(intake_bytes(&f), 0);
+        answer_deinit(&c);
+        f.config->commit.intake_max_request_bytes = 128u << 20;
+
+        /* Failed by the catalog. */
+        f.cat->commit_script[f.cat->n_commits] = STEP_REJECTED;
+        fixture_submit(&f, &d, "job-d", (const char *const[]){ sd }, 1);
+        RUN_UNTIL(&f, d.done);
+        ASSERT_EQ(d.status, 502);
+        ASSERT_EQ(intake_bytes(&f), 0);
+        answer_deinit(&d);
+        fixture_done(&f);
+}
+
+/* The daemon-wide bound: a request that finds it spent by others is told to retry (503
+ * server-busy, Retry-After), and is taken once they are done. */
+static uint64_t file_size(const char *path) {
+        struct stat st;
+
+        ASSERT_OK(stat(path, &st));
+        return (uint64_t)st.st_size;
+}
+
+TEST(a_spent_intake_budget_is_503_server_busy) {
+        static const int64_t rows[] = { 1 };
+        char sa[256], sa2[256], sb1[256], sb2[256];
+        Answer a, b;
+        Fixture f;
+        uint64_t one;
+
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, sa);
+        fixture_stage(&f, "a2", rows, 1, sa2);
+        fixture_stage(&f, "b1", rows, 1, sb1);
+        fixture_stage(&f, "b2", rows, 1, sb2);
+        /* What one such request holds while it commits. */
+        f.cat->commit_script[0] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        one = (uint64_t)intake_bytes(&f);
+        /* Its parsed entries, not the bytes of its manifest file: those went back once parsed. */
+        ASSERT_TRUE(one > 0 && one < file_size(sa));
+        fixture_stop(&f);
+        double_release(f.cat, STEP_SUCCESS);
+        RUN_UNTIL(&f, f.is_stopped);
+        answer_deinit(&a);
+
+        /* Room for what a holds and two and a half manifest files: a passes alone (its file
+         * read and icecommitd's copy of it while parsed), b's two files and the copy of the
+         * first do not fit beside it. */
+        f.config->commit.intake_max_bytes = one + 64 + file_size(sb1) * 5 / 2;
+        fixture_renew_engine(&f);
+        f.is_stopping = f.is_stopped = false;
+        f.cat->commit_script[f.cat->n_commits] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a2", (const char *const[]){ sa2 }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        ASSERT_TRUE(intake_bytes(&f) >= one && intake_bytes(&f) < one + 64);
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ sb1, sb2 }, 2);
+        RUN_UNTIL(&f, b.done);
+        ASSERT_EQ(b.status, 503);
+        ASSERT_STREQ(answer_error_type(&b), "server-busy");
+        ASSERT_CONTAINS(answer_error_message(&b), "(commit.intake-max-bytes); retry");
+        ASSERT_STREQ(b.retry_after, "7");
+        answer_deinit(&b);
+
+        double_release(f.cat, STEP_SUCCESS);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(intake_bytes(&f), 0);
+        /* The key again once the bytes are back (a 503 binds nothing: here a smaller body). */
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ sb1 }, 1);
+        RUN_UNTIL(&f, b.done);
+        ASSERT_EQ(b.status, 200);
+        answer_deinit(&a);
+        answer_deinit(&b);
+        fixture_done(&f);
+}
+
+/* commit.max-verified-files-per-request bounds a request's files while they are decoded,
+ * across its manifests, whether sizes are verified or not (this fixture does not verify). */
+TEST(a_request_over_its_data_files_is_refused_while_decoding) {
+        static const int64_t rows[] = { 1, 1, 1 };
+        char sa[256], sb[256];
+        Answer a;
+        Fixture f;
+
+        fixture_init(&f);
+        f.config->commit.max_verified_files_per_request = 4;
+        fixture_stage(&f, "a", rows, 3, sa);
+        fixture_stage(&f, "b", rows, 2, sb);
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa, sb }, 2);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 422);
+        ASSERT_STREQ(answer_error_type(&a), "too-many-data-files");
+        ASSERT_CONTAINS(answer_error_message(&a), "more than 4 data files");
+        ASSERT_CONTAINS(answer_error_message(&a), "staged-manifests[1] '");
+        ASSERT_EQ(intake_bytes(&f), 0);
+        ASSERT_EQ(f.cat->n_commits, 0);
+        answer_deinit(&a);
+
+        f.config->commit.max_verified_files_per_request = 5;
+        fixture_submit(&f, &a, "job-a2", (const char *const[]){ sa, sb }, 2);
+        RUN_UNTIL(&f, a.done);
+        ASSERT_EQ(a.status, 200);
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
+/* Repeats of a pending key count against commit.max-queue-requests, at most
+ * commit.max-waiters-per-key of them per key; one whose client leaves is dropped at once (its
+ * answer never comes, its slot is free again), and the others get the first one's answer. */
+TEST(repeats_of_a_pending_key_are_bounded_and_leave_with_their_client) {
+        static const int64_t rows[] = { 1 };
+        char sa[256], sb[256], sc[256];
+        Answer a, r1, r2, r3, r4, b, c;
+        WriterRequest *leaving;
+        Fixture f;
+
+        fixture_init(&f);
+        f.config->commit.max_queue_requests = 4;
+        f.config->commit.max_waiters_per_key = 2;
+        fixture_stage(&f, "a", rows, 1, sa);
+        fixture_stage(&f, "b", rows, 1, sb);
+        fixture_stage(&f, "c", rows, 1, sc);
+        f.cat->commit_script[0] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ sa }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+
+        leaving = fixture_request(&f, &r1, "job-a", (const char *const[]){ sa }, 1, NULL);
+        commit_engine_hooks()->submit(leaving, f.engine);
+        fixture_submit(&f, &r2, "job-a", (const char *const[]){ sa }, 1);
+        ASSERT_TRUE(!r1.done && !r2.done);
+        ASSERT_EQ(queue_requests(&f), 3);
+
+        /* A third repeat of the key: over its own bound. */
+        fixture_submit(&f, &r3, "job-a", (const char *const[]){ sa }, 1);
+        ASSERT_TRUE(r3.done && r3.status == 503);
+        ASSERT_STREQ(answer_error_type(&r3), "queue-full");
+        ASSERT_CONTAINS(answer_error_message(&r3), "commit.max-waiters-per-key");
+        ASSERT_STREQ(r3.retry_after, "7");
+        /* Another key fills the queue; then nobody gets in, repeats neither. */
+        fixture_submit(&f, &b, "job-b", (const char *const[]){ sb }, 1);
+        settle(&f);
+        ASSERT_TRUE(!b.done);
+        fixture_submit(&f, &c, "job-c", (const char *const[]){ sc }, 1);
+        ASSERT_TRUE(c.done && c.status == 503);
+        ASSERT_CONTAINS(answer_error_message(&c), "commit.max-queue-requests");
+        answer_deinit(&c);
+        answer_deinit(&r3);
+        fixture_submit(&f, &r3, "job-a", (const char *const[]){ sa }, 1);
+        ASSERT_TRUE(r3.done && r3.status == 503);
+        ASSERT_CONTAINS(answer_error_message(&r3), "commit.max-queue-requests");
+
+        /* The first repeat's client leaves: it is gone at once, and its slot with it. */
+        writer_request_client_gone(leaving);
+        ASSERT_EQ(queue_requests(&f), 3);
+        fixture_submit(&f, &c, "job-c", (const char *const[]){ sc }, 1);
+        settle(&f);
+        ASSERT_TRUE(!c.done);
+        fixture_submit(&f, &r4, "job-a", (const char *const[]){ sa }, 1);
+        ASSERT_TRUE(r4.done && r4.status == 503);
+
+        double_release(f.cat, STEP_SUCCESS);
+        RUN_UNTIL(&f, a.done && r2.done && b.done && c.done);
+        ASSERT_TRUE(!r1.done);
+        ASSERT_EQ(a.status, 200);
+        ASSERT_EQ(r2.status, 200);
+        ASSERT_EQ(json_i64_at(a.body, "snapshot-id"), json_i64_at(r2.body, "snapshot-id"));
+        ASSERT_EQ(b.status, 200);
+        ASSERT_EQ(c.status, 200);
+        ASSERT_EQ(queue_requests(&f), 0);
+
+        answer_deinit(&a);
+        answer_deinit(&r2);
+        answer_deinit(&r3);
+        answer_deinit(&r4);
         answer_deinit(&b);
         answer_deinit(&c);
         fixture_done(&f);

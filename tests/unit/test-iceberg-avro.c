@@ -1285,6 +1285,128 @@ TEST(manifest_staged_rejects_each_entry_rule) {
         EXPECT_ENTRY_REJECTED(file_size, -5, "file_size_in_bytes is -5, it must not be negative");
 }
 
+/* A path longer than commit.max-path-bytes is refused while the manifest is decoded, naming the
+ * manifest, the entry and the limit; at the limit it is taken. */
+TEST(manifest_staged_bounds_entry_paths) {
+        static const ManifestLimits limits = { .max_entries = 100, .max_path_bytes = 4096 };
+        char long_path[5001], at_limit[4097];
+        TestEntry entries[2] = { good_entry, good_entry };
+        TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
+        Error e = { 0 };
+
+        memset(long_path, 'a', sizeof(long_path) - 1);
+        long_path[sizeof(long_path) - 1] = '\0';
+        memcpy(long_path, "s3://b/t/", 9);
+        entries[1].path = long_path;
+        ASSERT_EQ(parse_built(&tm, "s3://b/t/metadata/m0.avro", &limits, &e), -E2BIG);
+        ASSERT_CONTAINS(e.message, "manifest 's3://b/t/metadata/m0.avro': entry 1 ('s3://b/t/aaa");
+        ASSERT_CONTAINS(e.message,
+                        "file_path is 5000 bytes, above the limit of 4096 (commit.max-path-bytes)");
+
+        memcpy(at_limit, long_path, 4096);
+        at_limit[4096] = '\0';
+        entries[1].path = at_limit;
+        ASSERT_OK(parse_built(&tm, NULL, &limits, &e));
+}
+
+/* One entry's encoded bytes are bounded as a whole, before avro-c decodes it: here by a long
+ * partition value, which would be kept in the manifest's partition summary. */
+TEST(manifest_staged_bounds_entry_bytes) {
+        static const char parts[] = "[{\"name\":\"region\",\"type\":[\"null\",\"string\"],"
+                                    "\"default\":null,\"field-id\":1000}]";
+        ManifestLimits limits = { .max_entries = 100, .max_entry_bytes = 4096 };
+        _cleanup_(freep) char *value = calloc(1, 5000);
+        TestEntry entries[2] = { good_entry, good_entry };
+        TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
+        Error e = { 0 };
+
+        ASSERT_TRUE(value);
+        memset(value, 'r', 4999);
+        tm.partition_fields = parts;
+        entries[0].part[0] = (TestValue){ .s = "eu" };
+        entries[1].part[0] = (TestValue){ .s = value };
+        ASSERT_EQ(parse_built(&tm, "m0.avro", &limits, &e), -E2BIG);
+        ASSERT_CONTAINS(e.message, "manifest 'm0.avro': block 0, datum 1: ");
+        ASSERT_CONTAINS(e.message, "above the limit of 4096 (storage.max-manifest-entry-bytes)");
+        limits.max_entry_bytes = 8192;
+        ASSERT_OK(parse_built(&tm, "m0.avro", &limits, &e));
+}
+
+/* The request's budget of data files is spent entry by entry across its manifests: the entry
+ * past it stops the decoding with -EDQUOT before anything of it is read (the entries after it
+ * are not even valid: decoding them would be another error). */
+TEST(manifest_staged_stops_at_the_requests_entry_budget) {
+        TestEntry entries[6] = { good_entry, good_entry, good_entry,
+                                 good_entry, good_entry, good_entry };
+        TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
+        uint64_t left = 3;
+        ManifestLimits limits = { .max_entries = 100, .entries_left = &left };
+        Error e = { 0 };
+
+        entries[3].status = 0; /* EXISTING: refused, were it decoded */
+        entries[4].status = 2;
+        entries[5].has_snapshot_id = true;
+        ASSERT_EQ(parse_built(&tm, "m1.avro", &limits, &e), -EDQUOT);
+        ASSERT_CONTAINS(e.message,
+                        "manifest 'm1.avro': entry 3: the request names more data files");
+        ASSERT_EQ(left, 0);
+
+        /* Exactly the budget: taken, and nothing left for the next manifest of the request. */
+        left = 4;
+        tm.n_entries = 3;
+        ASSERT_OK(parse_built(&tm, "m1.avro", &limits, &e));
+        ASSERT_EQ(left, 1);
+        ASSERT_OK(parse_built(&(TestManifest){ .version = 3,
+                                               .format_version = "3",
+                                               .content = "data",
+                                               .entries = entries,
+                                               .n_entries = 1 },
+                              "m2.avro", &limits, &e));
+        ASSERT_EQ(left, 0);
+        ASSERT_EQ(parse_built(&tm, "m3.avro", &limits, &e), -EDQUOT);
+        ASSERT_CONTAINS(e.message, "manifest 'm3.avro': entry 0:");
+}
+
+/* What a parsed manifest keeps is counted as it is kept: held once parsed, given back when the
+ * parse fails; the request's own bound is -EFBIG, the shared one -EBUSY. */
+TEST(manifest_staged_counts_what_it_keeps) {
+        _cleanup_(buf_deinitp) Buf file;
+        _cleanup_(manifest_staged_freep) StagedManifest *m = NULL;
+        TestEntry entries[3] = { good_entry, good_entry, good_entry };
+        TestManifest tm = v3_manifest(entries, ELEMENTSOF(entries));
+        Budget shared = { .max_bytes = 1 << 20 };
+        BudgetHold hold = { .budget = &shared, .max_bytes = 1 << 20 };
+        ManifestLimits limits = { .max_entries = 100, .hold = &hold };
+        uint64_t kept = 0;
+        Error e = { 0 };
+
+        build_manifest(&tm, &file);
+        ASSERT_OK(manifest_staged_parse(slice_of(&file), NULL, &limits, &m, &e));
+        kept = sizeof(*m) + strlen(m->schema_json) + 1 + strlen(m->partition_spec_json) + 1;
+        for (size_t i = 0; i < m->n_files; i++)
+                kept += sizeof(m->files[i]) + strlen(m->files[i].path) + 1 +
+                        strlen(m->files[i].format) + 1;
+        ASSERT_EQ(hold.bytes, kept);
+        ASSERT_EQ(budget_used(&shared), kept);
+        m = manifest_staged_free(m);
+        budget_release_all(&hold);
+
+        /* Room for the manifest and two entries: the third is refused, nothing stays held. */
+        hold.max_bytes = kept - 1;
+        ASSERT_EQ(manifest_staged_parse(slice_of(&file), "m0.avro", &limits, &m, &e), -EFBIG);
+        ASSERT_CONTAINS(e.message, "manifest 'm0.avro': entry 2: no room to hold");
+        ASSERT_TRUE(!m);
+        ASSERT_EQ(hold.bytes, 0);
+        ASSERT_EQ(budget_used(&shared), 0);
+
+        /* The same when others hold the shared budget. */
+        hold.max_bytes = 1 << 20;
+        shared.max_bytes = kept - 1;
+        ASSERT_EQ(manifest_staged_parse(slice_of(&file), "m0.avro", &limits, &m, &e), -EBUSY);
+        ASSERT_CONTAINS(e.message, "the daemon's intake budget is spent");
+        ASSERT_EQ(budget_used(&shared), 0);
+}
+
 /* In a delete manifest: position deletes (and deletion vectors) are refused, equality deletes
  * need equality_ids (the test builder writes none), data files do not belong. */
 TEST(staged_delete_manifest_entry_rules) {

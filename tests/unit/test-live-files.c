@@ -176,7 +176,7 @@ TEST(many_files_grow_the_set) {
 
 TEST(bounds_refuse_growth_and_change_nothing) {
         _cleanup_(live_files_freep) LiveFiles *small = NULL, *one = NULL, *two = NULL;
-        LiveFilesBudget budget = { .max_bytes = 12000 };
+        Budget budget = { .max_bytes = 12000 };
         LiveFileHash h[200];
         uint64_t before;
         char path[64];
@@ -200,11 +200,11 @@ TEST(bounds_refuse_growth_and_change_nothing) {
         ASSERT_OK(live_files_new(key, 1u << 20, &budget, &two));
         ASSERT_OK(live_files_add_manifest(one, "m1", h, 150));
         ASSERT_EQ(live_files_add_manifest(two, "m1", h + 150, 50), -E2BIG);
-        ASSERT_EQ(atomic_load(&budget.used), live_files_bytes(one) + live_files_bytes(two));
+        ASSERT_EQ(budget_used(&budget), live_files_bytes(one) + live_files_bytes(two));
         one = live_files_free(one);
         ASSERT_OK(live_files_add_manifest(two, "m1", h + 150, 50));
         two = live_files_free(two);
-        ASSERT_EQ(atomic_load(&budget.used), 0);
+        ASSERT_EQ(budget_used(&budget), 0);
 }
 
 TEST(other_keys_hash_otherwise) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* util/: bounded buffers, strict parsing, checked arithmetic, error messages, log formats, IP
- * address literals and which are loopback. */
+/* util/: bounded buffers, byte budgets, strict parsing, checked arithmetic, error messages, log
+ * formats, IP address literals and which are loopback. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -11,6 +11,7 @@
 
 #include "test.h"
 #include "util/address.h"
+#include "util/budget.h"
 #include "util/buf.h"
 #include "util/checked.h"
 #include "util/error.h"
@@ -37,6 +38,33 @@ TEST(buf_printf_appends_formatted_text) {
         ASSERT_OK(buf_printf(&b, ",%" PRId64, INT64_MAX));
         ASSERT_STREQ(buf_str(&b), "a=42,9223372036854775807");
         ASSERT_EQ(buf_printf(&b, "%02000d", 1), -E2BIG);
+}
+
+/* A holder's own bound is -EFBIG, the shared one -EBUSY; a refusal takes nothing, and what is
+ * released can be taken again, by another holder too. */
+TEST(budget_bounds_each_holder_and_all_together) {
+        Budget shared = { .max_bytes = 100 };
+        BudgetHold a = { .budget = &shared, .max_bytes = 60 };
+        BudgetHold b = { .budget = &shared, .max_bytes = 60 };
+
+        ASSERT_OK(budget_take(&a, 50));
+        ASSERT_EQ(budget_take(&a, 11), -EFBIG);
+        ASSERT_OK(budget_take(&a, 10));
+        ASSERT_EQ(a.bytes, 60);
+        ASSERT_OK(budget_take(&b, 40));
+        ASSERT_EQ(budget_take(&b, 1), -EBUSY);
+        ASSERT_EQ(b.bytes, 40);
+        ASSERT_EQ(budget_used(&shared), 100);
+        ASSERT_EQ(budget_take(&b, UINT64_MAX), -EFBIG);
+
+        budget_release(&a, 30);
+        ASSERT_OK(budget_take(&b, 20));
+        ASSERT_EQ(budget_used(&shared), 90);
+        budget_release_all(&a);
+        budget_release_all(&a);
+        budget_release_all(&b);
+        ASSERT_EQ(a.bytes + b.bytes, 0);
+        ASSERT_EQ(budget_used(&shared), 0);
 }
 
 TEST(parse_numbers_reject_junk_signs_and_overflow) {

@@ -7,7 +7,11 @@
 #include "writer/request.h"
 
 static const CommitRequestLimits limits = {
-        .max_manifests = 3, .max_data_files = 2, .max_properties = 4, .max_properties_bytes = 64
+        .max_manifests = 3,
+        .max_data_files = 2,
+        .max_path_bytes = 4096,
+        .max_properties = 4,
+        .max_properties_bytes = 64,
 };
 
 static int parse(const char *ns, const char *body, CommitRequest **ret, Error *e) {
@@ -154,6 +158,40 @@ TEST(locations_may_be_long_names_must_be_utf8) {
                         &bad, &e),
                   -EINVAL);
         ASSERT_CONTAINS(e.message, "namespace level 0 is not UTF-8");
+}
+
+/* Locations longer than commit.max-path-bytes: -ENAMETOOLONG (a 422), naming which one and the
+ * limit; at the limit they are taken. */
+TEST(locations_are_bounded_by_max_path_bytes) {
+        _cleanup_(request_freep) CommitRequest *r = NULL;
+        _cleanup_(freep) char *body = NULL, *location = calloc(1, 4098);
+        CommitRequest *bad = NULL;
+        Error e;
+
+        ASSERT_TRUE(location);
+        memset(location, 'a', 4097);
+        location[0] = '/';
+        ASSERT_TRUE(asprintf(&body,
+                             "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"/m\", \"%s\"]}",
+                             location) >= 0);
+        ASSERT_EQ(parse("ns", body, &bad, &e), -ENAMETOOLONG);
+        ASSERT_STREQ(e.message, "'staged-manifests'[1] is 4097 bytes, above the limit of 4096 "
+                                "(commit.max-path-bytes)");
+        free(body);
+        ASSERT_TRUE(asprintf(&body,
+                             "{\"idempotency-key\": \"k\", \"data-files\": [{\"file-path\": "
+                             "\"%s\", \"file-format\": \"parquet\", \"record-count\": 1, "
+                             "\"file-size-in-bytes\": 1}]}",
+                             location) >= 0);
+        ASSERT_EQ(parse("ns", body, &bad, &e), -ENAMETOOLONG);
+        ASSERT_STREQ(e.message, "'data-files'[0]: 'file-path' is 4097 bytes, above the limit of "
+                                "4096 (commit.max-path-bytes)");
+
+        location[4096] = '\0';
+        free(body);
+        ASSERT_TRUE(asprintf(&body, "{\"idempotency-key\": \"k\", \"staged-manifests\": [\"%s\"]}",
+                             location) >= 0);
+        ASSERT_OK(parse("ns", body, &r, &e));
 }
 
 /* A request with a valid description, one field replaced or added by `change` (JSON members). */
