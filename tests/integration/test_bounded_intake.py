@@ -25,7 +25,7 @@ import uuid
 import fastavro
 import pytest
 
-from conftest import BUILD, Daemon, http, peer
+from conftest import BUILD, Daemon, http, peer, register_catalog_roots, rest_catalog_roots
 from s3_proxy import S3FaultProxy
 
 # This module's request budget: small enough that the bombs below pass it within seconds.
@@ -217,6 +217,7 @@ def wait_for(what, cond, timeout_s=60):
 def held_catalog(catalog):
     """The REST catalog behind a proxy whose "hold" rules keep a request until release()."""
     proxy = S3FaultProxy(catalog["uri"]).start()
+    register_catalog_roots(proxy.endpoint, rest_catalog_roots(catalog["dir"]))
     try:
         yield proxy
     finally:
