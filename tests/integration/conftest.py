@@ -428,3 +428,22 @@ def table(catalog):
     name = "t_" + uuid.uuid4().hex[:12]
     created = peer("create-table", "--uri", catalog["uri"], "--table", f"ns.{name}", "--format-version", 3)
     return "ns", name, created
+
+
+def vm_kib(pid, field):
+    """A field of /proc/PID/status in KiB, e.g. VmRSS or VmHWM (the peak)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(field)
+
+
+def memory_checker(pid):
+    """The checker the daemon runs under, for bounds on its memory: ASan adds its quarantine and
+    shadow memory and valgrind's RSS is its own, so a bound is loose under the first and not
+    checked under the second (which checks leaks instead). None for a plain build."""
+    if "valgrind" in os.environ.get("ICECOMMIT_DAEMON_WRAPPER", ""):
+        return "valgrind"
+    with open(f"/proc/{pid}/maps") as f:
+        return "asan" if "libasan" in f.read() or "asan" in BUILD else None

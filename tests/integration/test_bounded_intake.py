@@ -25,28 +25,12 @@ import uuid
 import fastavro
 import pytest
 
-from conftest import BUILD, Daemon, http, peer, register_catalog_roots, rest_catalog_roots
+from conftest import (Daemon, http, memory_checker, peer, register_catalog_roots, rest_catalog_roots,
+                      vm_kib)
 from s3_proxy import S3FaultProxy
 
 # This module's request budget: small enough that the bombs below pass it within seconds.
 REQUEST_BUDGET = 32 << 20
-
-
-def vm_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise AssertionError(field)
-
-
-def under_checker(pid):
-    """ASan adds its quarantine and shadow memory and valgrind's RSS is its own: the bound is
-    loose under the first, not checked under the second (which checks leaks instead)."""
-    if "valgrind" in os.environ.get("ICECOMMIT_DAEMON_WRAPPER", ""):
-        return "valgrind"
-    with open(f"/proc/{pid}/maps") as f:
-        return "asan" if "libasan" in f.read() or "asan" in BUILD else None
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +42,7 @@ def small_asan_quarantine(monkeypatch):
 
 
 def assert_peak_below(d, baseline_kib, bound_mib, what):
-    checker = under_checker(d.proc.pid)
+    checker = memory_checker(d.proc.pid)
     peak_mib = (vm_kib(d.proc.pid, "VmHWM") - baseline_kib) / 1024
     print(f"{what}: peak RSS +{peak_mib:.0f} MiB (bound {bound_mib} MiB, checker {checker})")
     if checker == "valgrind":

@@ -89,6 +89,16 @@ def planned(dump):
     return files, sorted((r["id"], r["_row_id"]) for r in dump["rows"])
 
 
+
+def create_table(d):
+    """Table ns.t (id long, data string) through the daemon's embedded catalog."""
+    status, _, created = http("POST", d.url + "/v1/namespaces/ns/tables", {
+        "name": "t", "schema": {"type": "struct", "fields": [
+            {"id": 1, "name": "id", "required": True, "type": "long"},
+            {"id": 2, "name": "data", "required": False, "type": "string"}]}})
+    assert status == 201, created
+    return created
+
 def test_a_staged_manifest_rewritten_after_its_commit_changes_nothing(catalog, daemon, table):
     ns, name, created = table
     uri = catalog["uri"]
@@ -250,11 +260,7 @@ def test_writers_need_no_write_access_to_metadata_on_local_disks():
     shutil.chown(warehouse, "daemon", "daemon")
     d = Daemon(warehouse, os.path.dirname(warehouse), run_as=("daemon", "daemon"))
     try:
-        status, _, created = http("POST", d.url + "/v1/namespaces/ns/tables", {
-            "name": "t", "schema": {"type": "struct", "fields": [
-                {"id": 1, "name": "id", "required": True, "type": "long"},
-                {"id": 2, "name": "data", "required": False, "type": "string"}]}})
-        assert status == 201, created
+        created = create_table(d)
         location = created["location"].removeprefix("file:")
         metadata = os.path.join(location, "metadata")
         assert os.stat(metadata).st_uid == pwd.getpwnam("daemon").pw_uid
@@ -310,11 +316,7 @@ def test_a_bucket_policy_keeps_writers_out_of_metadata_on_s3(s3):
         "s3.endpoint": s3["endpoint"], "s3.path-style-access": "true", "client.region": s3["region"],
         "s3.access-key-id": s3["access_key"], "s3.secret-access-key": s3["secret_key"]})
     try:
-        status, _, created = http("POST", d.url + "/v1/namespaces/ns/tables", {
-            "name": "t", "schema": {"type": "struct", "fields": [
-                {"id": 1, "name": "id", "required": True, "type": "long"},
-                {"id": 2, "name": "data", "required": False, "type": "string"}]}})
-        assert status == 201, created
+        created = create_table(d)
         location = created["location"]
         files, manifest = writer_files(location + "/data", location + "/staging", [1, 2, 3])
         for path, data in files.items():

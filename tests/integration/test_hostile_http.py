@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, Daemon, http, make_workdir, peer
+from conftest import Daemon, http, make_workdir, memory_checker, peer, vm_kib
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, GOAWAY = 0, 1, 3, 4, 7
@@ -69,20 +69,6 @@ def read_frames(sock, until, timeout=10.0):
             break
         buf += chunk
     return frames
-
-
-def vm_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise AssertionError(field)
-
-
-def is_sanitized(pid):
-    with open(f"/proc/{pid}/maps") as f:
-        maps = f.read()
-    return "libasan" in maps or "asan" in BUILD
 
 
 def healthy(d):
@@ -177,12 +163,12 @@ def test_http2_unfinished_bodies_stay_bounded(limited_daemon):
     peak_mib = (vm_kib(pid, "VmHWM") - before) / 1024
     total_mib = sum(sent) / (1 << 20)
     # ASan keeps freed memory in quarantine (256 MiB by default): a wider bound there.
-    bound_mib = 96 + (320 if is_sanitized(pid) else 0)
+    bound_mib = 96 + (320 if memory_checker(pid) == "asan" else 0)
     print(f"hostile-http: sent {total_mib:.0f} MiB, peak RSS +{peak_mib:.0f} MiB, {sum(resets)} streams refused, {served} served")
     assert served >= 5
     assert sum(resets) > 0, "no stream was refused"
     assert peak_mib < bound_mib, f"peak RSS grew {peak_mib:.0f} MiB after {total_mib:.0f} MiB of bodies"
-    if not is_sanitized(pid):
+    if not memory_checker(pid) == "asan":
         # Unbounded, the daemon would have held (about) everything sent.
         assert total_mib > 3 * bound_mib, f"the attack sent only {total_mib:.0f} MiB"
     assert "reached max-buffered-bytes" in open(d.log).read()
