@@ -76,19 +76,27 @@ static int daemon_roots_resolve(const Config *c, const char *catalog_warehouse,
                 return r < 0 ? error_prefix(error, r, "key 'catalog.warehouse'") : 0;
         }
         /* A REST warehouse is often a name ("sales"): only a location bounds anything. */
-        if (w && storage_roots_new(&w, 1, ret_roots, /* error= */ NULL) == 0) {
-                *ret_source = "the catalog's warehouse, catalog.warehouse";
-                return 0;
+        if (w) {
+                r = storage_roots_new(&w, 1, ret_roots, /* error= */ NULL);
+                if (r == -ENOMEM)
+                        return error_set(error, r, "out of memory");
+                if (r == 0) {
+                        *ret_source = "the catalog's warehouse, catalog.warehouse";
+                        return 0;
+                }
         }
-        if (catalog_warehouse && storage_roots_new(&catalog_warehouse, 1, ret_roots, error) == 0) {
-                *ret_source = "the catalog's warehouse in its /v1/config";
-                return 0;
+        if (catalog_warehouse) {
+                r = storage_roots_new(&catalog_warehouse, 1, ret_roots, /* error= */ NULL);
+                if (r == -ENOMEM)
+                        return error_set(error, r, "out of memory");
+                if (r == 0)
+                        *ret_source = "the catalog's warehouse in its /v1/config";
         }
         return 0;
 }
 
-/* Puts the roots the configuration gives in force, or keeps those in force (with a reason in
- * *error) when it gives none. Returns 0, 1 when none are known, or <0. */
+/* Puts the roots the configuration gives in force, or keeps those in force when it gives
+ * none. Returns 0, 1 when the configuration gives none, or <0 (with *error set). */
 static int daemon_roots_apply(Daemon *d, Error *error) {
         _cleanup_(storage_roots_freep) StorageRoots *roots = NULL;
         const StorageRoots *old = storage_roots(d->storage);
@@ -265,6 +273,19 @@ static CommitRequestLimits daemon_request_limits(const Config *c) {
 /* SIGHUP: the configuration file, then the tokens file. A bad file keeps everything of it as it
  * was; requests in flight are never dropped (they finish with the settings they started with,
  * or pick the new ones up at their next step). */
+/* A reload whose storage roots do not parse is refused whole, as at start: nothing of the
+ * file is applied (config_reload()). */
+static int daemon_verify_reload(const Config *fresh, void *userdata, Error *error) {
+        _cleanup_(storage_roots_freep) StorageRoots *roots = NULL;
+        int r;
+
+        (void)userdata;
+        if (!fresh->storage.allowed_roots)
+                return 0;
+        r = storage_roots_parse(fresh->storage.allowed_roots, &roots, error);
+        return r < 0 ? error_prefix(error, r, "key 'storage.allowed-roots'") : 0;
+}
+
 static void daemon_reload(Daemon *d) {
         CommitRequestLimits limits;
         ConfigReload what;
@@ -272,7 +293,7 @@ static void daemon_reload(Daemon *d) {
         size_t n_tokens = 0;
         int r;
 
-        r = config_reload(d->config, &what, &error);
+        r = config_reload(d->config, daemon_verify_reload, d, &what, &error);
         if (r < 0)
                 log_error("reload: keeping the old configuration: %s", error.message);
         else {
@@ -289,6 +310,10 @@ static void daemon_reload(Daemon *d) {
         r = daemon_roots_apply(d, &error);
         if (r < 0)
                 log_error("reload: keeping the storage roots in force: %s", error.message);
+        else if (r > 0 && storage_roots(d->storage))
+                log_warning("reload: the configuration names no storage roots; keeping %s in "
+                            "force ([storage] allowed-roots, or catalog.warehouse as a location)",
+                            storage_roots(d->storage)->text);
         r = auth_reload(d->auth, &n_tokens, &error);
         if (r < 0)
                 log_error("reload: keeping the old tokens: %s", error.message);
@@ -360,7 +385,7 @@ static int daemon_start(Daemon *d) {
         r = daemon_roots_apply(d, &error);
         if (r < 0) {
                 log_error("%s: %s", d->config->path, error.message);
-                return -EINVAL;
+                return r == -ENOMEM ? r : -EINVAL;
         }
         if (r > 0)
                 log_info("storage roots: waiting for the REST catalog's /v1/config to name its "

@@ -1304,7 +1304,16 @@ static void batch_with_table(Batch *b) {
         if (r > 0) {
                 if (batch_recheck_state(b))
                         return;
-                batch_fail(b, KEY_FAILED, r, type, "%s", b->error.message);
+                /* An earlier attempt without a verdict may have landed: refusing now cannot
+                 * say "not committed"; the key stays open until a retry finds it. */
+                if (b->has_unknown)
+                        batch_fail(b, KEY_UNKNOWN, 504, "commit-state-unknown",
+                                   "%s; an earlier attempt got no verdict and snapshot %" PRId64
+                                   " may be committed; retry with the same idempotency key "
+                                   "once the table is within the roots",
+                                   b->error.message, b->snapshot_id);
+                else
+                        batch_fail(b, KEY_FAILED, r, type, "%s", b->error.message);
                 return;
         }
 

@@ -159,7 +159,7 @@ void engine_job_finish(Job *j, KeyState state, int status, json_t *body) {
         json_decref(body);
         if (text)
                 len = strlen(text);
-        if (status == 503) {
+        if (status == 503 || !text) { /* !text: the 503 out-of-memory below */
                 engine_add_retry_after(e, j->writer);
                 for (size_t i = 0; i < j->entry->n_waiters; i++)
                         engine_add_retry_after(e, j->entry->waiters[i]);
@@ -183,8 +183,7 @@ void engine_job_finish(Job *j, KeyState state, int status, json_t *body) {
         /* What icecommitd wrote for the request is its alone: when the commit is known not to
          * have happened it goes; an attempt without a verdict may have committed it. */
         if (state == KEY_FAILED && !j->may_be_committed)
-                if (state == KEY_FAILED && !j->may_be_committed)
-                        owned_delete(j, j->props);
+                owned_delete(j, j->props);
         registry_finish(e->keys, j->entry, state, status, text, len);
         j->entry = NULL;
         e->n_queued--;
@@ -504,7 +503,8 @@ static int job_intake_parse_staged(Job *j, size_t i, const ManifestLimits *limit
         /* Not a copy: a writer's key saying where "its copy" was staged would speak for
          * icecommitd in the receipts rebuilt from the table. */
         if (rr >= 0 && !j->owned[i].location && j->manifests[i]->staged_location) {
-                j->manifests[i] = manifest_staged_free(j->manifests[i]); /* not counted yet */
+                /* What its parse took stays in j->intake until the job ends. */
+                j->manifests[i] = manifest_staged_free(j->manifests[i]);
                 rr = error_set(&j->error, -EINVAL,
                                "the manifest's header has the key '%s', which only icecommitd "
                                "writes",

@@ -299,7 +299,10 @@ int owned_copy_id(const char *staged_location, char ret[OWNED_COPY_ID_MAX]);
 bool owned_copy_id_of(const char *list_location, char ret[OWNED_COPY_ID_MAX]);
 /* Thread pool: builds icecommitd's copy of staged manifest k (its bytes as read) into
  * j->owned[k], at most max_bytes, and its new location in the table's metadata directory.
- * Returns 0, or <0 with the reason in j->error (manifest_staged_copy()'s codes). */
+ * The copy's bytes are taken from j->intake before it is made. Returns 0, -EFBIG or -EBUSY
+ * when the request's or the daemon's intake bound refuses them (the caller words it:
+ * engine_intake_refuse()), or another <0 with the reason in j->error (manifest_staged_copy()'s
+ * codes). */
 int owned_copy_prepare(Job *j, size_t k, Slice staged, uint64_t max_bytes);
 /* Loop: writes every owned manifest (create-if-absent), s3.max-concurrent-requests at a time,
  * then calls done(j); on a failure deletes what was written and answers the job instead. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The manifests icecommitd writes for one request, once, at intake (docs/design.md section 2.1,
- * step 10): its copy of each staged manifest intake checked, and the manifest of its
+ * step 11): its copy of each staged manifest intake checked, and the manifest of its
  * data-files. The table references these, never a writer's file, so nothing a writer does
  * after the check changes what readers plan. Names no one else uses, create-if-absent writes,
  * and deletion once the request is known not to be committed. */
@@ -16,6 +16,10 @@
 #include "iceberg/manifest.h"
 #include "storage/storage.h"
 #include "util/log.h"
+
+/* What a copy adds to the staged bytes besides the location: the header key and the varints of
+ * its length, the location's and the map block's count (at most 10 bytes each). */
+#define OWNED_COPY_META_SLACK (sizeof(MANIFEST_META_STAGED_LOCATION) + 3 * 10)
 
 /* "copy-" and 32 hex digits: the first 128 bits of the SHA-256 of a staged manifest's
  * canonical location. */
@@ -68,20 +72,32 @@ int owned_copy_prepare(Job *j, size_t k, Slice staged, uint64_t max_bytes) {
         const CommitRequest *r = j->writer->request;
         OwnedManifest *o = &j->owned[k];
         char id[OWNED_COPY_ID_MAX], uuid[UUID_STRING_MAX];
+        /* The copy is the staged bytes plus one header key naming them: taken from the budget
+         * before it is made, so that the bound holds while it is built, then settled. */
+        uint64_t want = staged.len + strlen(r->manifests[k]) + OWNED_COPY_META_SLACK;
         int rr;
 
+        rr = budget_take(&j->intake, want);
+        if (rr < 0)
+                return rr; /* -EFBIG, -EBUSY: engine_intake_refuse() words it */
         buf_init(&o->bytes, max_bytes);
         rr = manifest_staged_copy(staged, r->manifests[k], &o->bytes, &j->error);
         if (rr < 0) {
+                budget_release(&j->intake, want);
                 buf_deinit(&o->bytes);
                 return rr;
         }
         /* Held until written, as the bytes read were until parsed (docs/design.md 2.1). */
         buf_trim(&o->bytes);
-        rr = budget_take(&j->intake, o->bytes.cap);
-        if (rr < 0) {
-                buf_deinit(&o->bytes);
-                return rr; /* -EFBIG, -EBUSY: engine_intake_refuse() words it */
+        if (o->bytes.cap <= want)
+                budget_release(&j->intake, want - o->bytes.cap);
+        else {
+                rr = budget_take(&j->intake, o->bytes.cap - want);
+                if (rr < 0) {
+                        budget_release(&j->intake, want);
+                        buf_deinit(&o->bytes);
+                        return rr;
+                }
         }
         /* The name tells which staged manifest it copies (the list's check that a staged
          * manifest is committed once reads it back: batch.c), and a UUID makes it one no other
@@ -112,11 +128,19 @@ void owned_free(Job *j) {
 void owned_delete(Job *j, const StorageProps *props) {
         for (size_t k = 0; j->owned && k <= j->writer->request->n_manifests; k++) {
                 OwnedManifest *o = &j->owned[k];
+                char *location;
 
                 if (!o->is_on_storage)
                         continue;
+                location = strdup(o->location);
+                if (!location) {
+                        log_warning("cannot delete '%s' (out of memory): no snapshot references "
+                                    "it, it may be deleted by hand",
+                                    o->location);
+                        continue;
+                }
                 o->is_on_storage = false;
-                engine_delete_file_async(j->engine, props, strdup(o->location));
+                engine_delete_file_async(j->engine, props, location);
         }
 }
 

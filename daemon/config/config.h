@@ -205,11 +205,16 @@ typedef struct ConfigReload {
         bool is_truncated; /* the lists were cut short */
 } ConfigReload;
 
-/* Loads live->path again (checked as at start, credentials included) and applies to `live`,
- * in place, the options that take effect at run time (config/reload.c lists them and why);
- * any other option that changed is named in need_restart and keeps its value. On a bad file
- * nothing changes: returns its error (as config_load()). */
-int config_reload(Config *live, ConfigReload *ret, Error *error);
+/* Checks a loaded file further with what another module knows (e.g. that its storage roots
+ * parse); <0 with *error set refuses it. */
+typedef int (*ConfigVerifyFunc)(const Config *fresh, void *userdata, Error *error);
+
+/* Loads live->path again (checked as at start, credentials included, then by `verify` when
+ * given) and applies to `live`, in place, the options that take effect at run time
+ * (config/reload.c lists them and why); any other option that changed is named in need_restart
+ * and keeps its value. On a bad file nothing changes: returns its error (as config_load()). */
+int config_reload(Config *live, ConfigVerifyFunc verify, void *userdata, ConfigReload *ret,
+                  Error *error);
 
 /* Returns a Config holding every default (the catalog URI is unset). -ENOMEM on failure. */
 int config_new_default(Config **ret_config);

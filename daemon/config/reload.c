@@ -7,6 +7,7 @@
  * limits, the storage roots). Everything else (addresses, the catalog, storage clients, sizes of
  * structures made at start) is reported as needing a restart and left as it was. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +117,8 @@ static int config_report_add(char *list, size_t size, const char *section, const
         return n < 0 || (size_t)n >= size - len ? -ENOBUFS : 0;
 }
 
-int config_reload(Config *live, ConfigReload *ret, Error *error) {
+int config_reload(Config *live, ConfigVerifyFunc verify, void *userdata, ConfigReload *ret,
+                  Error *error) {
         _cleanup_(config_freep) Config *fresh = NULL;
         int r;
 
@@ -124,6 +126,20 @@ int config_reload(Config *live, ConfigReload *ret, Error *error) {
         r = config_load(live->path, &fresh, error);
         if (r < 0)
                 return r;
+        /* The daemon-wide budget is sized at start: a request's own limit above the budget in
+         * force could never be met, and every such request would be told to retry for good. */
+        if (fresh->commit.intake_max_request_bytes > live->commit.intake_max_bytes)
+                return error_set(error, -EINVAL,
+                                 "%s: key 'commit.intake-max-request-bytes': %" PRIu64
+                                 " is above commit.intake-max-bytes in force, %" PRIu64
+                                 " (changed by a restart only)",
+                                 live->path, fresh->commit.intake_max_request_bytes,
+                                 live->commit.intake_max_bytes);
+        if (verify) {
+                r = verify(fresh, userdata, error);
+                if (r < 0)
+                        return error_prefix(error, r, "%s", live->path);
+        }
         for (size_t i = 0; i < config_n_options; i++) {
                 const ConfigOption *o = &config_options[i];
                 uint8_t *to = (uint8_t *)live + o->offset, *from = (uint8_t *)fresh + o->offset;

@@ -352,10 +352,12 @@ static int manifest_staged_charge(StagedManifestRead *read, uint64_t n, Error *e
         return 0;
 }
 
-/* The bytes of the manifest's metadata it keeps: the writer's schema and partition spec. */
+/* The bytes of the manifest's metadata it keeps: the writer's schema and partition spec, and
+ * the staged location a copy names. */
 static uint64_t manifest_staged_meta_bytes(const StagedManifest *m) {
         return (m->schema_json ? strlen(m->schema_json) + 1 : 0) +
-               (m->partition_spec_json ? strlen(m->partition_spec_json) + 1 : 0);
+               (m->partition_spec_json ? strlen(m->partition_spec_json) + 1 : 0) +
+               (m->staged_location ? strlen(m->staged_location) + 1 : 0);
 }
 
 /* ... and of its partition summaries, each bound as long as a partition value of an entry. */

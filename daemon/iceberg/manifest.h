@@ -43,8 +43,9 @@ typedef struct ManifestLimits {
         uint64_t *entries_left;
         /* Charged with the bytes the parsed manifest keeps (budget_take(): -EFBIG, -EBUSY), as
          * they are kept: per entry its DataFileInfo, file_path and file_format; per manifest
-         * the StagedManifest, its schema and partition-spec JSON and partition summaries. Held
-         * by the caller once the parse succeeded; given back on failure. NULL: not counted. */
+         * the StagedManifest, its schema and partition-spec JSON, staged location and partition
+         * summaries. Held by the caller once the parse succeeded; given back on failure. NULL:
+         * not counted. */
         BudgetHold *hold;
 } ManifestLimits;
 
@@ -90,7 +91,7 @@ StagedManifest *manifest_staged_free(StagedManifest *m);
 DEFINE_CLEANUP_FUNC(StagedManifest, manifest_staged_free);
 
 /* The header metadata key of icecommitd's copy of a staged manifest that names where the
- * writer staged it (docs/design.md section 2.1, step 10), and the prefix of the keys only
+ * writer staged it (docs/design.md section 2.1, step 11), and the prefix of the keys only
  * icecommitd writes: a writer's manifest carrying one is refused. */
 #define MANIFEST_META_STAGED_LOCATION "icecommit.staged-location"
 #define MANIFEST_META_RESERVED_PREFIX "icecommit."

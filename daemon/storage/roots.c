@@ -145,7 +145,7 @@ bool storage_roots_contain_parsed(const StorageRoots *r, const StorageLocation *
         return false;
 }
 
-bool storage_property_steers(const char *key) {
+bool storage_roots_property_steers(const char *key) {
         size_t n = strlen(key);
 
         if (strcmp(key, STORAGE_PROPERTY_ALLOWED_PREFIXES) == 0)

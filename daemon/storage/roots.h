@@ -40,7 +40,7 @@ bool storage_roots_contain_parsed(const StorageRoots *r, const StorageLocation *
  * older write.folder-storage.path and write.object-storage.path, and whatever a later Iceberg
  * adds under that pattern) and icecommit.allowed-prefixes. Setting one at creation needs the
  * right `admin`. */
-bool storage_property_steers(const char *key);
+bool storage_roots_property_steers(const char *key);
 
 /* Checks a table's (or a table-to-be's) location (may be NULL: the catalog chooses) and the
  * properties that name storage locations (a JSON object of strings, may be NULL):

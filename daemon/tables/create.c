@@ -195,7 +195,8 @@ static const char *properties_steer(const json_t *properties, bool has_location)
         json_t *v;
 
         json_object_foreach ((json_t *)properties, key, v)
-                if ((has_location && strcmp(key, "location") == 0) || storage_property_steers(key))
+                if ((has_location && strcmp(key, "location") == 0) ||
+                    storage_roots_property_steers(key))
                         return key;
         return NULL;
 }

@@ -31,7 +31,7 @@ int create_namespace_request_parse(Slice body, char ***ret_levels, size_t *ret_n
 
 /* What in a create request says where files lie, and so needs the right `admin` besides
  * `create` (docs/design.md section 9): the table request's "location", else the first of its
- * properties that steers storage (storage_property_steers()); for a namespace's properties
+ * properties that steers storage (storage_roots_property_steers()); for a namespace's properties
  * (may be NULL; some catalogs derive a table's default location from its namespace's), its
  * "location" or such a property. The name (borrowed from the request), or NULL: the catalog
  * chooses, and `create` is enough. */

@@ -290,6 +290,8 @@ static void upgrade_on_loaded(const CatalogResult *result, void *userdata) {
                                        json_object_get(c->table->metadata, "properties"), &type,
                                        &c->error);
         if (r > 0) {
+                if (r == 503) /* the roots are not known yet: the catalog's /v1/config */
+                        http_reply_add_header(c->http, "Retry-After", "1");
                 http_reply_error(c->http, r, type, "%s", c->error.message);
                 c->http = NULL;
                 return;

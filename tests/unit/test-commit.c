@@ -1007,6 +1007,34 @@ TEST(unknown_outcome_not_landed_is_committed_again_once) {
         fixture_done(&f);
 }
 
+/* Roots narrowed (SIGHUP) while an attempt has no verdict: the next attempt finds the table
+ * outside them, and cannot say "not committed" (403): the first may have landed. */
+TEST(roots_refusing_after_an_unknown_attempt_leave_the_outcome_unknown) {
+        static const int64_t rows[] = { 5 };
+        char staged[256], other[512];
+        StorageRoots *roots;
+        Fixture f;
+        Answer a;
+        Error e;
+
+        fixture_init(&f);
+        fixture_stage(&f, "a", rows, 1, staged);
+        f.cat->commit_script[0] = STEP_HOLD;
+        fixture_submit(&f, &a, "job-a", (const char *const[]){ staged }, 1);
+        RUN_UNTIL(&f, double_n_held(f.cat) == 1);
+        (void)snprintf(other, sizeof(other), "%s/elsewhere", f.dir);
+        ASSERT_OK(storage_roots_parse(other, &roots, &e));
+        storage_set_roots(f.storage, roots);
+        double_release(f.cat, STEP_UNKNOWN);
+        RUN_UNTIL(&f, a.done);
+
+        ASSERT_EQ(a.status, 504);
+        ASSERT_STREQ(answer_error_type(&a), "commit-state-unknown");
+        ASSERT_EQ(f.cat->n_commits, 1);
+        answer_deinit(&a);
+        fixture_done(&f);
+}
+
 TEST(unknown_outcome_replayed_with_the_same_idempotency_key) {
         static const int64_t rows[] = { 5 };
         char staged[256];

@@ -310,7 +310,7 @@ TEST(reload_applies_run_time_options_and_names_the_rest) {
         rewrite(path, "[catalog]\nuri = http://127.0.0.1:9999\n[commit]\nmax-attempts = "
                       "7\nmax-rows-per-request = 100\n"
                       "[http]\nport = 9000\n[log]\nlevel = debug\n");
-        ASSERT_OK(config_reload(c, &what, &e));
+        ASSERT_OK(config_reload(c, NULL, NULL, &what, &e));
         ASSERT_EQ(c->commit.max_attempts, 7);
         ASSERT_EQ(c->commit.max_rows_per_request, 100);
         ASSERT_EQ(c->log_level, LOG_DEBUG);
@@ -326,7 +326,7 @@ TEST(reload_applies_run_time_options_and_names_the_rest) {
         /* A bad file: the error names file and line; nothing changed. */
         rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = "
                       "3\nmax-attempts-typo = 1\n");
-        ASSERT_TRUE(config_reload(c, &what, &e) < 0);
+        ASSERT_TRUE(config_reload(c, NULL, NULL, &what, &e) < 0);
         ASSERT_CONTAINS(e.message, ":5:");
         ASSERT_EQ(c->commit.max_attempts, 7);
 
@@ -334,7 +334,7 @@ TEST(reload_applies_run_time_options_and_names_the_rest) {
          * only, so a reload that drops allow-unauthenticated off loopback keeps the old file. */
         rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[http]\nlisten-address = "
                       "0.0.0.0\n");
-        ASSERT_EQ(config_reload(c, &what, &e), -EINVAL);
+        ASSERT_EQ(config_reload(c, NULL, NULL, &what, &e), -EINVAL);
         ASSERT_CONTAINS(e.message, "0.0.0.0 is not a loopback address");
         ASSERT_STREQ(c->http.listen_address, "127.0.0.1");
 
@@ -342,9 +342,56 @@ TEST(reload_applies_run_time_options_and_names_the_rest) {
         rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = "
                       "7\nmax-rows-per-request = 100\n"
                       "[log]\nlevel = debug\n");
-        ASSERT_OK(config_reload(c, &what, &e));
+        ASSERT_OK(config_reload(c, NULL, NULL, &what, &e));
         ASSERT_EQ(what.n_applied, 0);
         ASSERT_STREQ(what.need_restart, "");
+        config_free(c);
+        unlink(path);
+}
+
+static int refuse_every_file(const Config *fresh, void *userdata, Error *error) {
+        (*(int *)userdata)++;
+        return error_set(error, -EINVAL, "roots do not parse (max-attempts %u)",
+                         fresh->commit.max_attempts);
+}
+
+/* A reload is refused whole when the file breaks a rule against what only a restart changes
+ * (the daemon-wide intake budget), or when the daemon's own check of it fails (its storage
+ * roots): nothing of it is applied. */
+TEST(reload_refuses_what_the_running_daemon_could_not_honour) {
+        const char *base = "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = 5\n"
+                           "intake-max-bytes = 2097152\nintake-max-request-bytes = 1048576\n";
+        char *path = write_temp(base);
+        Config *c = NULL;
+        ConfigReload what;
+        int calls = 0;
+        Error e;
+
+        ASSERT_OK(config_load(path, &c, &e));
+        /* Both raised in the file: the request bound would exceed the budget in force. */
+        rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = 6\n"
+                      "intake-max-bytes = 8388608\nintake-max-request-bytes = 4194304\n");
+        ASSERT_EQ(config_reload(c, NULL, NULL, &what, &e), -EINVAL);
+        ASSERT_CONTAINS(e.message, "commit.intake-max-bytes in force, 2097152");
+        ASSERT_EQ(c->commit.max_attempts, 5);
+        ASSERT_EQ(c->commit.intake_max_request_bytes, 1048576);
+
+        /* Within the budget in force: applied (the budget itself waits for a restart). */
+        rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = 6\n"
+                      "intake-max-bytes = 8388608\nintake-max-request-bytes = 2097152\n");
+        ASSERT_OK(config_reload(c, NULL, NULL, &what, &e));
+        ASSERT_EQ(c->commit.intake_max_request_bytes, 2097152);
+        ASSERT_EQ(c->commit.intake_max_bytes, 2097152);
+        ASSERT_CONTAINS(what.need_restart, "commit.intake-max-bytes");
+
+        /* The daemon's check refuses the file: nothing applied, the file named. */
+        rewrite(path, "[catalog]\nuri = http://127.0.0.1:8181\n[commit]\nmax-attempts = 7\n"
+                      "intake-max-bytes = 8388608\nintake-max-request-bytes = 2097152\n");
+        ASSERT_EQ(config_reload(c, refuse_every_file, &calls, &what, &e), -EINVAL);
+        ASSERT_EQ(calls, 1);
+        ASSERT_CONTAINS(e.message, path);
+        ASSERT_CONTAINS(e.message, "roots do not parse (max-attempts 7)");
+        ASSERT_EQ(c->commit.max_attempts, 6);
         config_free(c);
         unlink(path);
 }

@@ -950,7 +950,7 @@ TEST(property_steers) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
-                if (storage_property_steers(cases[i].key) != cases[i].steers)
+                if (storage_roots_property_steers(cases[i].key) != cases[i].steers)
                         TEST_FAIL("'%s': expected %s", cases[i].key,
                                   cases[i].steers ? "steers" : "does not steer");
 }
