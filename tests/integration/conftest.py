@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -36,11 +37,79 @@ def free_port():
         return s.getsockname()[1]
 
 
+class PeerServer:
+    """One JVM per test session serving the peer CLI's subcommands (icecommit.peers.PeerServer):
+    the same Iceberg code and answers as tests/peers/peer.sh, without a JVM start and a cold
+    Iceberg per call. Started on first use, stopped by pid when the session ends.
+    ICECOMMIT_PEER_SERVER=0 runs peer.sh for every call instead."""
+
+    def __init__(self):
+        self.proc = None
+        self.port = None
+        self.lock = threading.Lock()
+
+    def address(self):
+        if os.environ.get("ICECOMMIT_PEER_SERVER", "1") == "0":
+            return None
+        with self.lock:
+            if self.proc is None:
+                self._start()
+            return ("127.0.0.1", self.port)
+
+    def _start(self):
+        subprocess.run([os.path.join(PEERS, "peer.sh"), "--ensure-built"], check=True)
+        target = os.path.join(PEERS, "java", "target")
+        port_file = os.path.join(make_workdir("icecommit-peer-server-"), "port")
+        log = open(port_file + ".log", "w")
+        self.proc = subprocess.Popen(
+            ["java", "-XX:+UseSerialGC", "-Xmx2g", "-cp",
+             f"{target}/lib/*:{target}/classes", "icecommit.peers.PeerServer", port_file],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        end = time.monotonic() + 120
+        while not os.path.exists(port_file):
+            if self.proc.poll() is not None or time.monotonic() > end:
+                self.stop()
+                raise RuntimeError(f"the peer server did not start; see {port_file}.log")
+            time.sleep(0.05)
+        with open(port_file) as f:
+            self.port = int(f.read())
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def call(self, args, env):
+        request = {"args": args, "env": {k: v for k, v in env.items() if k.startswith("PEER_")}}
+        with socket.create_connection(self.address(), timeout=300) as s:
+            s.sendall(json.dumps(request).encode() + b"\n")
+            data = b""
+            while chunk := s.recv(1 << 16):
+                data += chunk
+        answer = json.loads(data)
+        if answer["status"] != 0:
+            raise subprocess.CalledProcessError(answer["status"], ["peer.sh", *args],
+                                                output="", stderr=answer["err"])
+        return json.loads(answer["out"])
+
+
+PEER_SERVER = PeerServer()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    PEER_SERVER.stop()
+
+
 def peer(*args, env=None):
-    """Runs the Iceberg Java peer CLI and returns its JSON answer. env: extra environment
-    variables (e.g. s3_peer_env(s3)) over this process's own."""
-    full_env = {**os.environ, **env} if env else None
-    out = subprocess.run([os.path.join(PEERS, "peer.sh"), *map(str, args)], check=True,
+    """Runs a subcommand of the Iceberg Java peer CLI (tests/peers/peer.sh) and returns its JSON
+    answer. env: extra environment variables (e.g. s3_peer_env(s3)) over this process's own."""
+    args = [str(a) for a in args]
+    full_env = {**os.environ, **env} if env else dict(os.environ)
+    if PEER_SERVER.address() is not None:
+        return PEER_SERVER.call(args, full_env)
+    out = subprocess.run([os.path.join(PEERS, "peer.sh"), *args], check=True,
                          capture_output=True, text=True, timeout=300, env=full_env)
     return json.loads(out.stdout)
 

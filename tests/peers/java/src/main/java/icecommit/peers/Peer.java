@@ -34,11 +34,15 @@
 // server maps CATALOG_* (prefix dropped, "__" -> "-", "_" -> ".", lower-cased), e.g.
 // PEER_CATALOG_S3_PATH__STYLE__ACCESS=true -> s3.path-style-access=true. That is how the client's
 // FileIO reaches S3 (endpoint, path style, region; keys come vended from the catalog).
+//
+// PeerServer.java serves the same subcommands from one long-lived JVM (what the integration tests
+// use: tests/integration/conftest.py); this CLI remains for scripts, benchmarks and debugging.
 package icecommit.peers;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.Closeable;
-import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.util.HashMap;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -95,22 +99,26 @@ public final class Peer {
       System.err.println(USAGE);
       status = 2;
     } catch (Throwable e) {
-      reportFailure(cmd, e);
+      System.err.print(failure(cmd, e, System.getenv("PEER_DEBUG") != null));
       status = 1;
     }
     // RESTCatalog and FileIO keep non-daemon worker threads; do not wait for them.
     System.exit(status);
   }
 
-  private static void reportFailure(String cmd, Throwable e) {
-    PrintStream err = System.err;
+  /** What a failed subcommand says on stderr (PeerServer answers the same text). */
+  static String failure(String cmd, Throwable e, boolean withStackTrace) {
+    StringWriter text = new StringWriter();
+    PrintWriter err = new PrintWriter(text);
     err.println("peer: " + cmd + " failed: " + e.getClass().getName() + ": " + e.getMessage());
     for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
       err.println("  caused by: " + c.getClass().getName() + ": " + c.getMessage());
     }
-    if (System.getenv("PEER_DEBUG") != null) {
+    if (withStackTrace) {
       e.printStackTrace(err);
     }
+    err.flush();
+    return text.toString();
   }
 
   static String run(String cmd, String[] rest) throws Exception {
@@ -177,10 +185,17 @@ public final class Peer {
 
   static final String CATALOG_ENV_PREFIX = "PEER_CATALOG_";
 
+  /**
+   * The environment of the subcommand running on this thread: PeerServer runs each request with
+   * its client's variables; null means this process's own.
+   */
+  static final ThreadLocal<Map<String, String>> ENV = new ThreadLocal<>();
+
   /** PEER_CATALOG_* environment variables as catalog properties (see the header comment). */
   static Map<String, String> envCatalogProperties() {
     Map<String, String> props = new HashMap<>();
-    for (Map.Entry<String, String> e : System.getenv().entrySet()) {
+    Map<String, String> env = ENV.get() != null ? ENV.get() : System.getenv();
+    for (Map.Entry<String, String> e : env.entrySet()) {
       String name = e.getKey();
       if (name.startsWith(CATALOG_ENV_PREFIX) && name.length() > CATALOG_ENV_PREFIX.length()) {
         String key = name.substring(CATALOG_ENV_PREFIX.length())
