@@ -631,8 +631,9 @@ def test_open_readiness_names_no_file(world):
             d.wait_log("storage cannot be written, /readyz says not ready")
             assert meta in open(d.log).read()
         finally:
-            if mounted:
+            if mounted:  # the bind mount goes: nothing of it outlives the test
                 subprocess.run(["mount", "-o", "remount,bind,rw", meta], check=True)
+                subprocess.run(["umount", meta], check=True)
         deadline = time.time() + 10
         while call("GET", d.url + "/readyz")[0] != 200:
             assert time.time() < deadline, open(d.log).read()[-2000:]
