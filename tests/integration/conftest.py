@@ -52,6 +52,8 @@ class PeerServer:
         if os.environ.get("ICECOMMIT_PEER_SERVER", "1") == "0":
             return None
         with self.lock:
+            if self.proc is not None and self.proc.poll() is not None:
+                self.proc = None  # it died (its log says why): the next call gets a new one
             if self.proc is None:
                 self._start()
             return ("127.0.0.1", self.port)
