@@ -270,9 +270,6 @@ static CommitRequestLimits daemon_request_limits(const Config *c) {
         };
 }
 
-/* SIGHUP: the configuration file, then the tokens file. A bad file keeps everything of it as it
- * was; requests in flight are never dropped (they finish with the settings they started with,
- * or pick the new ones up at their next step). */
 /* A reload whose storage roots do not parse is refused whole, as at start: nothing of the
  * file is applied (config_reload()). */
 static int daemon_verify_reload(const Config *fresh, void *userdata, Error *error) {
@@ -286,6 +283,9 @@ static int daemon_verify_reload(const Config *fresh, void *userdata, Error *erro
         return r < 0 ? error_prefix(error, r, "key 'storage.allowed-roots'") : 0;
 }
 
+/* SIGHUP: the configuration file, then the tokens file. A bad file keeps everything of it as it
+ * was; requests in flight are never dropped (they finish with the settings they started with,
+ * or pick the new ones up at their next step). */
 static void daemon_reload(Daemon *d) {
         CommitRequestLimits limits;
         ConfigReload what;
@@ -293,7 +293,7 @@ static void daemon_reload(Daemon *d) {
         size_t n_tokens = 0;
         int r;
 
-        r = config_reload(d->config, daemon_verify_reload, d, &what, &error);
+        r = config_reload(d->config, daemon_verify_reload, /* userdata= */ NULL, &what, &error);
         if (r < 0)
                 log_error("reload: keeping the old configuration: %s", error.message);
         else {
