@@ -587,6 +587,8 @@ static void fixture_init(Fixture *f) {
         ASSERT_OK(mkdir(path, 0755));
         (void)snprintf(path, sizeof(path), "%s/staged", f->table_location);
         ASSERT_OK(mkdir(path, 0755));
+        (void)snprintf(path, sizeof(path), "%s/data", f->table_location);
+        ASSERT_OK(mkdir(path, 0755));
 
         ASSERT_OK(uv_loop_init(&f->loop));
         ASSERT_OK(config_new_default(&f->config));
@@ -683,7 +685,19 @@ static void fixture_done(Fixture *f) {
 
 /* Writes a staged manifest (as a writer would: ADDED entries, nothing inherited set) of data
  * files with these record counts; returns its location in `ret` (size 256). */
+static void fixture_stage_files(Fixture *f, const char *name, const char *files_of,
+                                const int64_t *rows, size_t n, char *ret);
+
+/* Stages manifest staged/<name>.avro adding data files data/<name>-<i>.parquet of rows[i] rows
+ * each (written, of the size the manifest states); ret: its path (256 bytes). */
 static void fixture_stage(Fixture *f, const char *name, const int64_t *rows, size_t n, char *ret) {
+        fixture_stage_files(f, name, name, rows, n, ret);
+}
+
+/* The same, naming the data files of files_of's manifest instead (not written again). */
+static void fixture_stage_files(Fixture *f, const char *name, const char *files_of,
+                                const int64_t *rows, size_t n, char *ret) {
+        static const char zeros[1024];
         const json_t *md = f->cat->metadata;
         const json_t *schema = json_array_get(json_object_get(md, "schemas"), 0);
         const json_t *spec = json_array_get(json_object_get(md, "partition-specs"), 0);
@@ -696,7 +710,9 @@ static void fixture_stage(Fixture *f, const char *name, const int64_t *rows, siz
                 char location[256];
 
                 (void)snprintf(location, sizeof(location), "%s/data/%s-%zu.parquet",
-                               f->table_location, name, i);
+                               f->table_location, files_of, i);
+                if (strcmp(name, files_of) == 0)
+                        write_file(location, zeros, 1000 + i);
                 files[i] = (DataFile){ .location = strdup(location),
                                        .format = DATA_FILE_FORMAT_PARQUET,
                                        .record_count = rows[i],
@@ -2687,5 +2703,90 @@ TEST(copy_staged_manifests_off_commits_the_writers_file_and_no_writer_forges_the
         answer_deinit(&a);
         answer_deinit(&b);
         answer_deinit(&c);
+        fixture_done(&f);
+}
+
+/* Every check on, as the daemon runs by default (the other tests switch the data-file sizes and
+ * the live-file index off to look at the attempts alone): each data file sized on storage at
+ * intake, the branch's live files indexed, the parent's manifests merged
+ * (commit.manifest.min-count-to-merge = 2). Appends commit with the lineage the rules give; a
+ * data file of the wrong size and one already live are refused; neither commits anything. */
+TEST(every_check_on_appends_merge_and_refuse_what_they_must) {
+        static const int64_t rows[][1] = { { 3 }, { 2 }, { 4 }, { 1 } };
+        static const char *const names[] = { "a", "b", "c", "d" };
+        char staged[4][256], again[256], shrunk[256], data[512];
+        int64_t first_row_id, next_row_id, total = 0;
+        const char *list_path;
+        ManifestFile *list;
+        Answer a[4], x, y;
+        size_t n = 0;
+        Fixture f;
+
+        fixture_init(&f);
+        f.config->commit.verify_data_files = true;
+        f.config->commit.check_parquet_footers = false; /* zeros, not Parquet: sizes only */
+        f.config->commit.live_file_index = true;
+        ASSERT_OK(json_object_set_new(json_object_get(f.cat->metadata, "properties"),
+                                      "commit.manifest.min-count-to-merge", json_string("2")));
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                int64_t assigned = 0, rows_in_list = 0;
+                char key[16];
+
+                first_row_id = json_i64_at(f.cat->metadata, "next-row-id");
+                fixture_stage(&f, names[i], rows[i], 1, staged[i]);
+                (void)snprintf(key, sizeof(key), "job-%s", names[i]);
+                fixture_submit(&f, &a[i], key, (const char *const[]){ staged[i] }, 1);
+                RUN_UNTIL(&f, a[i].done);
+                ASSERT_EQ(a[i].status, 200);
+                /* The rules: the snapshot's first-row-id is the table's next-row-id; each
+                 * manifest the commit wrote (its copy, a merged one) gets the next range, of its
+                 * added and existing rows; next-row-id advances by them all. */
+                ASSERT_EQ(json_i64_at(a[i].body, "snapshot-first-row-id"), first_row_id);
+                list_path =
+                        json_string_value(json_object_get(commit_snapshot(&f, i), "manifest-list"));
+                list = read_list(list_path, &n);
+                for (size_t k = 0; k < n; k++) {
+                        ASSERT_TRUE(list[k].has_first_row_id);
+                        rows_in_list += list[k].added_rows_count + list[k].existing_rows_count;
+                        if (list[k].first_row_id >= first_row_id) {
+                                ASSERT_EQ(list[k].first_row_id, first_row_id + assigned);
+                                assigned += list[k].added_rows_count + list[k].existing_rows_count;
+                        }
+                }
+                /* Merged from the third commit on: two manifests, every row in them once. */
+                ASSERT_EQ(n, i < 2 ? i + 1 : 2);
+                total += rows[i][0];
+                ASSERT_EQ(rows_in_list, total);
+                ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), first_row_id + assigned);
+                list = manifest_list_files_free(list, n);
+        }
+        ASSERT_TRUE(metrics_get(f.metrics, METRIC_MANIFESTS_MERGED, NULL) > 0);
+        next_row_id = json_i64_at(f.cat->metadata, "next-row-id");
+
+        /* a's data file, merged into an EXISTING entry by now, named again: refused. */
+        fixture_stage_files(&f, "again", "a", rows[0], 1, again);
+        fixture_submit(&f, &x, "job-again", (const char *const[]){ again }, 1);
+        RUN_UNTIL(&f, x.done);
+        ASSERT_EQ(x.status, 422);
+        ASSERT_STREQ(answer_error_type(&x), "data-file-already-committed");
+        ASSERT_EQ(metrics_get(f.metrics, METRIC_LIVE_FILE_REFUSALS, NULL), 1);
+
+        /* A data file shorter than its manifest says: refused at intake, nothing read further. */
+        fixture_stage(&f, "shrunk", rows[0], 1, shrunk);
+        (void)snprintf(data, sizeof(data), "%s/data/shrunk-0.parquet", f.table_location);
+        ASSERT_OK(truncate(data, 10));
+        fixture_submit(&f, &y, "job-shrunk", (const char *const[]){ shrunk }, 1);
+        RUN_UNTIL(&f, y.done);
+        ASSERT_EQ(y.status, 422);
+        ASSERT_STREQ(answer_error_type(&y), "invalid-manifest");
+        ASSERT_CONTAINS(answer_error_message(&y), "has 10 bytes, the manifest says 1000");
+
+        ASSERT_EQ(f.cat->n_commits, 4);
+        ASSERT_EQ(json_i64_at(f.cat->metadata, "next-row-id"), next_row_id);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                answer_deinit(&a[i]);
+        answer_deinit(&x);
+        answer_deinit(&y);
         fixture_done(&f);
 }
