@@ -5,6 +5,7 @@
 #   - module includes only point down the dependency table, read from daemon/README.md; every
 #     folder of daemon/ has its row there and every row its folder;
 #   - only main.c includes daemon.h;
+#   - inside a module, includes go one way: no loop among its files' headers;
 #   - every non-static function in daemon/<module>/<file>.c is named after its file (STYLE §2);
 #   - every .c/.h of daemon/ and tests/ is as clang-format 14 formats it (.clang-format), and no
 #     line is over 100 columns (what clang-format cannot break, such as a long #include);
@@ -90,6 +91,48 @@ for dir in daemon/*/; do
         fi
     done
 done
+# Inside a module, calls go one way (STYLE section 1): X includes Y's header (from X.c or X.h)
+# means Y's files never include X's header, directly or through others of the module. A file
+# and its header are one node (X-internal.h belongs to X); a header without a .c (a struct's
+# owner, such as commit/batch.h) is a node like any other. The module's face, <module>.h and
+# what belongs to it, is the interface its files implement: including it draws no edge.
+if ! hits=$(python3 - <<'PY'
+import glob, os, re, sys
+
+bad = False
+for module in sorted(d for d in glob.glob("daemon/*/") if os.path.isdir(d)):
+    name = os.path.basename(module.rstrip("/"))
+    edges = {}
+    for path in glob.glob(module + "*.[ch]"):
+        stem = os.path.basename(path)[:-2].removesuffix("-internal")
+        for inc in re.findall(r'^#include "' + name + r'/([\w-]+)\.h"', open(path, encoding="utf-8").read(), re.M):
+            inc = inc.removesuffix("-internal")
+            if inc != stem and inc != name:
+                edges.setdefault(stem, set()).add(inc)
+    state, stack = {}, []
+
+    def visit(n):
+        global bad
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(edges.get(n, ())):
+            if state.get(m) == 1:
+                loop = stack[stack.index(m):] + [m]
+                print(f"daemon/{name}/: includes go round: " + " -> ".join(loop))
+                bad = True
+            elif m not in state:
+                visit(m)
+        stack.pop()
+        state[n] = 2
+
+    for n in sorted(edges):
+        if n not in state:
+            visit(n)
+sys.exit(1 if bad else 0)
+PY
+); then
+    echo "includes inside a module that go both ways:"; echo "$hits"; status=1
+fi
 # Names say their owner (STYLE section 2): a function daemon/<module>/<file>.c exports is named
 # <file>_* (manifest_list.c: manifest_list_writer_new), <module>_* (http/reply.c:
 # http_reply_error, which also covers <module>_<file>_*), or <file> itself. daemon.c and main.c

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Intake of described data files (a request's `data-files`), on the thread pool: check each
- * file against the table loaded for it and its size on storage (read by engine.c before),
- * build their manifest ONCE (engine.c writes it), and read it back through the staged-manifest
+ * file against the table loaded for it and its size on storage (read by intake.c before),
+ * build their manifest ONCE (owned.c writes it), and read it back through the staged-manifest
  * parser, so that it passes the very checks a writer's manifest passes and every attempt
  * reuses it like one. Refused: nothing written. */
 #define LOG_MODULE "commit"
@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commit/internal.h"
+#include "commit/data_files.h"
+#include "util/uuid.h"
 #include "iceberg/manifest_write.h"
 #include "storage/storage.h"
 
@@ -169,12 +170,12 @@ int data_files_intake(Job *j, uint64_t max_manifest_bytes, const ManifestLimits 
         /* Held until written: it counts as the staged manifests' bytes do until parsed. */
         rr = budget_take(&j->intake, out.cap);
         if (rr < 0)
-                return engine_intake_refuse(j, rr, "'data-files': the manifest written for them");
+                return job_intake_refuse(j, rr, "'data-files': the manifest written for them");
         rr = manifest_staged_parse(buf_slice(&out), /* location= */ NULL, limits, &m, &j->error);
         if (rr < 0)
                 budget_release(&j->intake, out.cap);
         if (rr == -EFBIG || rr == -EBUSY)
-                return engine_intake_refuse(j, rr, "'data-files': the manifest written for them");
+                return job_intake_refuse(j, rr, "'data-files': the manifest written for them");
         if (rr < 0)
                 return intake_refuse(j,
                                      error_prefix(&j->error, rr,

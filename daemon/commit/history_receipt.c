@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commit/internal.h"
+#include "commit/answer.h"
+#include "commit/history_receipt.h"
+#include "commit/receipt.h"
+#include "iceberg/snapshot.h"
 #include "iceberg/manifest_list.h"
 #include "writer/api.h"
 #include "writer/request.h"
@@ -79,7 +82,7 @@ static void history_receipt_finish(HistoryReceipt *h) {
                 h->done(TAKE_PTR(h->receipt), 0, NULL, h->userdata);
         history_receipt_free(h);
         e->n_in_flight--;
-        engine_maybe_stopped(e);
+        core_maybe_stopped(e);
 }
 
 /* Whether a failed read leaves the receipt without manifests (the file is gone or not what
@@ -261,7 +264,7 @@ static void history_receipt_list_after(uv_work_t *w, int status) {
                 if (!h->metadata_dir || !storage_location_is_within(locations[i], h->metadata_dir))
                         is_ours = false;
         }
-        ctx = engine_storage_context(e, h->props, h->started_ns);
+        ctx = core_storage_context(e, h->props, h->started_ns);
         /* icecommitd's copies and data-files manifests lie in the metadata directory, which
          * write.metadata.path may put outside the table location; a writer's staged manifest
          * (committed by reference) beneath the location. */
@@ -347,7 +350,7 @@ int history_receipt_start(CommitEngine *e, const HistoryReceiptArgs *a, HistoryR
                                   history_receipt_build_after) < 0)
                         return -ENOMEM;
         } else {
-                StorageContext ctx = engine_storage_context(e, h->props, h->started_ns);
+                StorageContext ctx = core_storage_context(e, h->props, h->started_ns);
 
                 /* The list is the table's own (the snapshot names it), not a writer's. */
                 r = storage_read(e->storage, &ctx, h->list_location,
@@ -369,15 +372,15 @@ static void history_receipt_on_job(json_t *receipt, int status, const Error *err
         if (!receipt) {
                 /* Never a 4xx: the key is committed, a writer must not send it anew. */
                 type = status == -ENOMEM ? "out-of-memory" : "storage-unavailable";
-                engine_job_fail(j, 503, type,
-                                "the key is committed, but its receipt cannot be read from the "
-                                "table now: %s; retry with the same key",
-                                error->message);
+                answer_job_error(j, 503, type,
+                                 "the key is committed, but its receipt cannot be read from the "
+                                 "table now: %s; retry with the same key",
+                                 error->message);
                 return;
         }
         /* Not in the body: a receipt is the same bytes however it was found. */
         writer_request_add_header(j->writer, HISTORY_RECEIPT_HEADER, "true");
-        engine_job_finish(j, KEY_COMMITTED, 200, receipt);
+        answer_job(j, KEY_COMMITTED, 200, receipt);
 }
 
 void history_receipt_answer_job(Job *j, const json_t *snapshot, const TableMetadata *t,
@@ -397,8 +400,8 @@ void history_receipt_answer_job(Job *j, const json_t *snapshot, const TableMetad
         int rr = ns ? history_receipt_start(j->engine, &a, history_receipt_on_job, j) : -ENOMEM;
 
         if (rr < 0)
-                engine_job_fail(j, 503, rr == -ENOMEM ? "out-of-memory" : "storage-unavailable",
-                                "the key is committed, but its receipt cannot be read from the "
-                                "table now (%s); retry with the same key",
-                                strerror(-rr));
+                answer_job_error(j, 503, rr == -ENOMEM ? "out-of-memory" : "storage-unavailable",
+                                 "the key is committed, but its receipt cannot be read from the "
+                                 "table now (%s); retry with the same key",
+                                 strerror(-rr));
 }

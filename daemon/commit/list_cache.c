@@ -6,18 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commit/internal.h"
-#include "iceberg/manifest_list.h"
-
-void list_cache_clear(TableQueue *q) {
-        ListCache *c = &q->list_cache;
-
-        q->engine->list_cache_bytes -= c->size;
-        free(c->location);
-        buf_deinit(&c->bytes);
-        manifest_list_files_free(c->files, c->n_files);
-        *c = (ListCache){ 0 };
-}
+#include "commit/list_cache.h"
+#include "commit/queue.h"
 
 /* After a commit: the list it wrote is the branch's head, the next attempt's parent. Kept, with
  * its entries as this attempt built them (exactly what decoding the file gives), when it fits
@@ -28,7 +18,7 @@ void list_cache_keep(Batch *b) {
         ListCache *c = &q->list_cache;
         uint64_t size = b->list_bytes.len + b->n_list * (sizeof(*b->list) + 128);
 
-        list_cache_clear(q);
+        queue_list_cache_clear(q);
         for (size_t i = 0; i < b->n_list; i++)
                 size += strlen(b->list[i].path);
         if (!b->list_bytes.data || size > e->config->list_cache_max_bytes ||
@@ -61,6 +51,6 @@ bool list_cache_take(Batch *b) {
                 b->has_parent_files = true;
         }
         /* Either taken, or another writer's list is the parent now: nothing to keep. */
-        list_cache_clear(q);
+        queue_list_cache_clear(q);
         return hit;
 }

@@ -13,7 +13,8 @@
 #include <strings.h>
 #include <sys/random.h>
 
-#include "commit/internal.h"
+#include "commit/live_index.h"
+#include "commit/step.h"
 #include "iceberg/manifest_entries.h"
 #include "util/log.h"
 
@@ -22,7 +23,7 @@
 #define LIVE_INDEX_CHUNK_MANIFESTS 32u
 
 /* Outcomes of a thread-pool step besides 0 (checked, nothing found) and 1 (refusals flagged,
- * as batch_find_repeats). */
+ * as list_build.c's check of the batch). */
 enum {
         LIVE_INDEX_NEED_READS = 2,
         LIVE_INDEX_TOO_LARGE,
@@ -44,12 +45,6 @@ void live_index_attempt_deinit(LiveIndexAttempt *a) {
 static void live_index_publish(CommitEngine *e) {
         metrics_set(e->metrics, METRIC_LIVE_INDEX_BYTES, NULL,
                     (double)budget_used(&e->live_budget));
-}
-
-void live_index_deinit(CommitEngine *e, LiveIndex *ix) {
-        ix->files = live_files_free(ix->files);
-        *ix = (LiveIndex){ 0 };
-        live_index_publish(e);
 }
 
 /* Whether the check runs for this table: its property, else [commit] live-file-index. */
@@ -82,7 +77,7 @@ static void live_index_drop(Batch *b, int reason, const char *why) {
                     reason == LIVE_INDEX_TOO_LARGE ? " until a restart"
                                                    : " until the branch moves");
         metrics_add(e->metrics, METRIC_LIVE_INDEX_DROPS, label, 1);
-        live_index_deinit(e, ix);
+        queue_live_index_drop(e, ix);
         ix->is_too_large = reason == LIVE_INDEX_TOO_LARGE;
         ix->is_unreadable = reason == LIVE_INDEX_UNREADABLE;
         ix->has_snapshot = b->parent.exists;
@@ -259,7 +254,7 @@ static void live_index_queue_work(Batch *b) {
         b->live.work.data = b;
         r = uv_queue_work(e->loop, &b->live.work, live_index_work, live_index_work_after);
         if (r < 0) {
-                batch_fail(b, KEY_FAILED, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+                step_fail(b, KEY_FAILED, 503, "internal", "cannot queue work: %s", uv_strerror(r));
                 return;
         }
         e->n_in_flight++;
@@ -283,19 +278,19 @@ static void live_index_on_read(StorageReadItem *items, size_t n_items, void *use
                                        "reading the table's manifests for the live-file "
                                        "index: %s",
                                        items[i].error.message);
-                        batch_storage_failed(b, items[i].status, message);
-                        engine_maybe_stopped(e);
+                        step_storage_failed(b, items[i].status, message);
+                        core_maybe_stopped(e);
                         return;
                 }
                 live_index_drop(b, LIVE_INDEX_UNREADABLE, items[i].error.message);
-                batch_continue(b);
-                engine_maybe_stopped(e);
+                step_next(b);
+                core_maybe_stopped(e);
                 return;
         }
         a->items = calloc(n_items ? n_items : 1, sizeof(*a->items));
         if (!a->items) {
-                batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
-                engine_maybe_stopped(e);
+                step_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
+                core_maybe_stopped(e);
                 return;
         }
         for (size_t i = 0; i < n_items; i++) {
@@ -305,14 +300,14 @@ static void live_index_on_read(StorageReadItem *items, size_t n_items, void *use
         a->n_items = n_items;
         metrics_add(e->metrics, METRIC_LIVE_INDEX_MANIFESTS_READ, NULL, (double)n_items);
         live_index_queue_work(b);
-        engine_maybe_stopped(e);
+        core_maybe_stopped(e);
 }
 
 /* Reads the next chunk of manifests the index has not seen. */
 static void live_index_read_chunk(Batch *b) {
         CommitEngine *e = b->queue->engine;
         LiveIndexAttempt *a = &b->live;
-        StorageContext ctx = engine_storage_context(e, b->props, b->started_ns);
+        StorageContext ctx = core_storage_context(e, b->props, b->started_ns);
         const char *locations[LIVE_INDEX_CHUNK_MANIFESTS];
         size_t n = 0, chunk = e->storage_config->s3.max_concurrent_requests;
         int r;
@@ -328,8 +323,8 @@ static void live_index_read_chunk(Batch *b) {
         r = storage_read_many(e->storage, &ctx, locations, n, e->storage_config->max_manifest_bytes,
                               e->storage_config->s3.max_concurrent_requests, live_index_on_read, b);
         if (r < 0) {
-                batch_storage_failed(b, r,
-                                     "cannot read the table's manifests for the live-file index");
+                step_storage_failed(b, r,
+                                    "cannot read the table's manifests for the live-file index");
                 return;
         }
         e->n_in_flight++;
@@ -345,10 +340,11 @@ static void live_index_work_after(uv_work_t *w, int status) {
         live_index_publish(e);
         switch (r) {
         case 0:
-                batch_continue(b);
+                step_next(b);
                 break;
         case 1:
-                batch_refuse_flagged(b); /* counts METRIC_LIVE_FILE_REFUSALS as it answers */
+                step_report(b, STEP_REFUSE_FLAGGED); /* counts METRIC_LIVE_FILE_REFUSALS as it
+                                                        answers */
                 break;
         case LIVE_INDEX_NEED_READS:
                 live_index_read_chunk(b);
@@ -356,20 +352,20 @@ static void live_index_work_after(uv_work_t *w, int status) {
         case LIVE_INDEX_TOO_LARGE:
         case LIVE_INDEX_UNREADABLE:
                 live_index_drop(b, r, a->error.message);
-                batch_continue(b);
+                step_next(b);
                 break;
         default:
                 /* Out of memory, or the work was cancelled: the index is left as far as it
                  * got (not current); the writers may retry. */
-                batch_fail(b, KEY_FAILED, 503, r == -ENOMEM ? "out-of-memory" : "internal",
-                           "cannot check the batch's data files against the table: %s",
-                           strerror(-r));
+                step_fail(b, KEY_FAILED, 503, r == -ENOMEM ? "out-of-memory" : "internal",
+                          "cannot check the batch's data files against the table: %s",
+                          strerror(-r));
                 break;
         }
-        engine_maybe_stopped(e);
+        core_maybe_stopped(e);
 }
 
-bool live_index_check_start(Batch *b) {
+static bool live_index_check_start(Batch *b) {
         CommitEngine *e = b->queue->engine;
         LiveIndex *ix = &b->queue->live;
         int r;
@@ -377,7 +373,7 @@ bool live_index_check_start(Batch *b) {
         b->live.is_checked = true;
         if (!live_index_is_enabled(b)) {
                 if (ix->files)
-                        live_index_deinit(e, ix); /* turned off: give its memory back */
+                        queue_live_index_drop(e, ix); /* turned off: give its memory back */
                 return false;
         }
         if (ix->is_too_large)
@@ -403,7 +399,7 @@ bool live_index_check_start(Batch *b) {
                         return false;
                 }
                 if (r < 0) {
-                        batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
+                        step_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
                         return true;
                 }
                 if (b->parent.exists)
@@ -447,4 +443,9 @@ void live_index_committed(Batch *b) {
         ix->has_snapshot = true;
         ix->snapshot_id = b->snapshot_id;
         live_index_publish(e);
+}
+
+void live_index_check(Batch *b) {
+        if (b->live.is_checked || !live_index_check_start(b))
+                step_next(b);
 }

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commit/internal.h"
+#include "commit/merge.h"
+#include "commit/step.h"
 #include "iceberg/data_file.h"
 #include "util/log.h"
 
@@ -63,8 +64,8 @@ void merge_batch_deinit(Batch *b) {
 
                 /* Known not committed: no attempt that may have landed named it. */
                 if (!m->may_be_committed)
-                        engine_delete_file_async(e, b->merge_props ? b->merge_props : b->props,
-                                                 TAKE_PTR(m->file.path));
+                        core_delete_file(e, b->merge_props ? b->merge_props : b->props,
+                                         TAKE_PTR(m->file.path));
                 merged_deinit(m);
         }
         free(b->merged);
@@ -157,7 +158,7 @@ static int merge_apply(Batch *b) {
         for (size_t i = 0; i < n_parent; i++) {
                 size_t owner = a->owner[i];
 
-                /* The parent's blocks no longer hold this list's entries (batch.c). */
+                /* The parent's blocks no longer hold this list's entries (list_build.c). */
                 if (owner)
                         b->is_parent_unchanged = false;
                 if (owner && !is_placed[owner - 1]) {
@@ -199,15 +200,17 @@ static int merge_apply(Batch *b) {
 /* Ends the step: the list takes the merged manifests, then the attempt goes on. */
 static void merge_finish(Batch *b) {
         if (merge_apply(b) < 0) {
-                batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
+                step_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
                 return;
         }
-        batch_continue(b);
+        step_next(b);
 }
 
 static void merge_on_read(StorageReadItem *items, size_t n_items, void *userdata);
 
-bool merge_start(Batch *b) {
+/* Returns false when it did all there was to do inline (the caller goes on); true when it goes
+ * on by itself (a step outcome). */
+static bool merge_start(Batch *b) {
         CommitEngine *e = b->queue->engine;
         MergeAttempt *a = &b->merge;
         size_t n_parent = b->n_list - b->n_staged, n = 0, n_used = 0;
@@ -225,7 +228,7 @@ bool merge_start(Batch *b) {
          * on or anything would merge), so does ours. */
         r = manifest_merge_policy(b->table, &policy, &b->error);
         if (r < 0) {
-                batch_fail(b, KEY_FAILED, 422, "invalid-table-property", "%s", b->error.message);
+                step_fail(b, KEY_FAILED, 422, "invalid-table-property", "%s", b->error.message);
                 return true;
         }
         if (!policy.is_enabled || !merge_is_possible(b) || b->list_bytes.data)
@@ -268,7 +271,7 @@ bool merge_start(Batch *b) {
                 if (n_used == 0)
                         return false;
                 if (merge_apply(b) < 0) {
-                        batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
+                        step_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
                         return true;
                 }
                 return false;
@@ -285,7 +288,7 @@ bool merge_start(Batch *b) {
                 for (size_t i = 0; i < a->plan.bins[k].n_inputs; i++)
                         locations[n++] = a->candidate_files[a->plan.bins[k].inputs[i]].path;
         {
-                StorageContext ctx = engine_storage_context(e, b->props, b->started_ns);
+                StorageContext ctx = core_storage_context(e, b->props, b->started_ns);
 
                 r = storage_read_many(e->storage, &ctx, locations, n,
                                       e->storage_config->max_manifest_bytes,
@@ -293,15 +296,20 @@ bool merge_start(Batch *b) {
                                       b);
         }
         if (r < 0) {
-                batch_storage_failed(b, r, "cannot read the manifests to merge");
+                step_storage_failed(b, r, "cannot read the manifests to merge");
                 return true;
         }
         e->n_in_flight++;
         return true;
 
 oom:
-        batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
+        step_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
         return true;
+}
+
+void merge_step(Batch *b) {
+        if (!merge_start(b))
+                step_next(b);
 }
 
 static void merge_work(uv_work_t *w);
@@ -317,8 +325,8 @@ static void merge_on_read(StorageReadItem *items, size_t n_items, void *userdata
         /* The items stay the reader's: take their bytes. */
         a->items = calloc(n_items ? n_items : 1, sizeof(*a->items));
         if (!a->items) {
-                batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
-                engine_maybe_stopped(e);
+                step_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
+                core_maybe_stopped(e);
                 return;
         }
         a->n_items = n_items;
@@ -331,8 +339,8 @@ static void merge_on_read(StorageReadItem *items, size_t n_items, void *userdata
         a->work.data = b;
         r = uv_queue_work(e->loop, &a->work, merge_work, merge_work_after);
         if (r < 0) {
-                batch_fail(b, KEY_FAILED, 503, "internal", "cannot queue work: %s", uv_strerror(r));
-                engine_maybe_stopped(e);
+                step_fail(b, KEY_FAILED, 503, "internal", "cannot queue work: %s", uv_strerror(r));
+                core_maybe_stopped(e);
                 return;
         }
         e->n_in_flight++;
@@ -438,9 +446,9 @@ static void merge_work_after(uv_work_t *w, int status) {
 
         e->n_in_flight--;
         if (status < 0 || a->work_status < 0) {
-                batch_fail(b, KEY_FAILED, 503, "out-of-memory",
-                           "cannot merge the parent's manifests: out of memory");
-                engine_maybe_stopped(e);
+                step_fail(b, KEY_FAILED, 503, "out-of-memory",
+                          "cannot merge the parent's manifests: out of memory");
+                core_maybe_stopped(e);
                 return;
         }
         for (size_t k = 0; k < a->plan.n_bins; k++)
@@ -451,7 +459,7 @@ static void merge_work_after(uv_work_t *w, int status) {
                          b->queue->label, n_skipped, a->plan.n_bins, b->error.message);
         b->error.message[0] = 0;
         merge_continue(b);
-        engine_maybe_stopped(e);
+        core_maybe_stopped(e);
 }
 
 static void merge_on_written(StorageResult *result, void *userdata);
@@ -460,7 +468,7 @@ static void merge_on_written(StorageResult *result, void *userdata);
 static void merge_continue(Batch *b) {
         CommitEngine *e = b->queue->engine;
         MergeAttempt *a = &b->merge;
-        StorageContext ctx = engine_storage_context(e, b->props, b->started_ns);
+        StorageContext ctx = core_storage_context(e, b->props, b->started_ns);
         int r;
 
         while (a->n_written < a->plan.n_bins && a->status[a->n_written] != 0)
@@ -473,7 +481,7 @@ static void merge_continue(Batch *b) {
                           buf_slice(&a->bytes[a->n_written]), STORAGE_WRITE_IF_ABSENT,
                           merge_on_written, b, &b->error);
         if (r < 0) {
-                batch_storage_failed(b, r, b->error.message);
+                step_storage_failed(b, r, b->error.message);
                 return;
         }
         e->n_in_flight++;
@@ -525,9 +533,9 @@ static void merge_on_written(StorageResult *result, void *userdata) {
                 log_info("manifest merge queue='%s' cannot write '%s' (%s), keeping its inputs",
                          b->queue->label, a->files[k].path, result->error.message);
                 if (result->status != -EEXIST)
-                        engine_delete_file_async(e, b->props, TAKE_PTR(a->files[k].path));
+                        core_delete_file(e, b->props, TAKE_PTR(a->files[k].path));
                 merge_continue(b);
-                engine_maybe_stopped(e);
+                core_maybe_stopped(e);
                 return;
         }
         /* Deleting them later (maybe after this attempt's settings are gone) needs these. */
@@ -536,11 +544,11 @@ static void merge_on_written(StorageResult *result, void *userdata) {
                 b->merge_props = props;
         }
         if (merge_cache_add(b, k) < 0) {
-                engine_delete_file_async(e, b->props, TAKE_PTR(a->files[k].path));
-                batch_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
-                engine_maybe_stopped(e);
+                core_delete_file(e, b->props, TAKE_PTR(a->files[k].path));
+                step_fail(b, KEY_FAILED, 503, "out-of-memory", "out of memory");
+                core_maybe_stopped(e);
                 return;
         }
         merge_continue(b);
-        engine_maybe_stopped(e);
+        core_maybe_stopped(e);
 }

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "commit/internal.h"
+#include "commit/observe.h"
+#include "commit/queue.h"
+#include "commit/table_state.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/time-util.h"

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commit/internal.h"
+#include "commit/owned.h"
+#include "util/uuid.h"
 #include "iceberg/manifest.h"
 #include "storage/storage.h"
 #include "util/log.h"
@@ -79,7 +80,7 @@ int owned_copy_prepare(Job *j, size_t k, Slice staged, uint64_t max_bytes) {
 
         rr = budget_take(&j->intake, want);
         if (rr < 0)
-                return rr; /* -EFBIG, -EBUSY: engine_intake_refuse() words it */
+                return rr; /* -EFBIG, -EBUSY: job_intake_refuse() words it */
         buf_init(&o->bytes, max_bytes);
         rr = manifest_staged_copy(staged, r->manifests[k], &o->bytes, &j->error);
         if (rr < 0) {
@@ -100,7 +101,7 @@ int owned_copy_prepare(Job *j, size_t k, Slice staged, uint64_t max_bytes) {
                 }
         }
         /* The name tells which staged manifest it copies (the list's check that a staged
-         * manifest is committed once reads it back: batch.c), and a UUID makes it one no other
+         * manifest is committed once reads it back: list_build.c), and a UUID makes it one no other
          * request or daemon uses. */
         rr = owned_copy_id(r->manifests[k], id);
         if (rr < 0)
@@ -140,7 +141,7 @@ void owned_delete(Job *j, const StorageProps *props) {
                         continue;
                 }
                 o->is_on_storage = false;
-                engine_delete_file_async(j->engine, props, location);
+                core_delete_file(j->engine, props, location);
         }
 }
 
@@ -166,7 +167,7 @@ static void owned_on_written(StorageResult *result, void *userdata) {
                                 result->error.message);
         }
         owned_write_pump(j);
-        engine_maybe_stopped(e);
+        core_maybe_stopped(e);
 }
 
 /* Keeps up to s3.max-concurrent-requests writes in flight; when all are answered, goes on
@@ -175,7 +176,7 @@ static void owned_write_pump(Job *j) {
         CommitEngine *e = j->engine;
         const size_t n = j->writer->request->n_manifests + 1;
         const uint32_t max = e->storage_config->s3.max_concurrent_requests;
-        StorageContext ctx = engine_storage_context(e, j->props, j->writer->accepted_ns);
+        StorageContext ctx = core_storage_context(e, j->props, j->writer->accepted_ns);
         const char *type;
         int status;
 
@@ -213,19 +214,24 @@ static void owned_write_pump(Job *j) {
         }
         owned_delete(j, j->props);
         if (j->owned_status == -ECANCELED) {
-                engine_job_fail(j, 503, "shutting-down",
+                j->intake_status = 503;
+                j->intake_type = "shutting-down";
+                (void)error_set(&j->error, -ECANCELED,
                                 "icecommitd is stopping; retry with the same key");
+                j->owned_done(j);
                 return;
         }
         /* Nothing the writer sent is wrong: a store refusing our own new file is the store's
          * (or our credentials') fault, worth a retry unless it is lasting. */
-        status = engine_storage_http_status(j->owned_status, &type, "storage-error");
+        status = core_storage_http_status(j->owned_status, &type, "storage-error");
         if (status == 422) {
                 status = 503;
                 type = "storage-unavailable";
         }
-        engine_job_fail(j, status, type, "cannot write the request's manifests: %s",
-                        j->error.message);
+        j->intake_status = status;
+        j->intake_type = type;
+        (void)error_prefix(&j->error, j->owned_status, "cannot write the request's manifests");
+        j->owned_done(j);
 }
 
 void owned_write_start(Job *j, void (*done)(Job *j)) {
@@ -234,7 +240,10 @@ void owned_write_start(Job *j, void (*done)(Job *j)) {
         j->owned_done = done;
         j->owned_io = calloc(n, sizeof(*j->owned_io));
         if (!j->owned_io) {
-                engine_job_fail(j, 503, "out-of-memory", "out of memory");
+                j->intake_status = 503;
+                j->intake_type = "out-of-memory";
+                (void)error_set(&j->error, -ENOMEM, "out of memory");
+                done(j);
                 return;
         }
         owned_write_pump(j);

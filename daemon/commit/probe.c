@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commit/internal.h"
+#include "commit/probe.h"
 #include "parquet/footer.h"
 #include "storage/storage.h"
 
@@ -75,7 +75,7 @@ static int probe_hold(Job *j, uint64_t n) {
         int r = budget_take(&j->intake, n);
 
         if (r < 0)
-                return engine_intake_refuse(j, r, "the list of data files to size on storage");
+                return job_intake_refuse(j, r, "the list of data files to size on storage");
         j->probe_bytes += n;
         return 0;
 }
@@ -176,7 +176,7 @@ static void probe_fail(Job *j, const Probe *p, int status, const char *why) {
                 type = "invalid-manifest";
                 break;
         default:
-                http = engine_storage_http_status(status, &type, "invalid-manifest");
+                http = core_storage_http_status(status, &type, "invalid-manifest");
                 (void)error_set(&j->error, status,
                                 "staged-manifests[%zu] '%s' entry %zu: data file '%s': %s",
                                 p->manifest, location, p->entry, path, why);
@@ -209,7 +209,7 @@ static void probe_on_size(StorageResult *result, void *userdata) {
                                 m->files[p->entry].path, result->size, p->size);
         }
         probe_pump(j);
-        engine_maybe_stopped(e);
+        core_maybe_stopped(e);
 }
 
 /* Keeps s3.max-concurrent-requests sizes in flight; then goes on, or answers the failure. */
@@ -221,7 +221,7 @@ static void probe_pump(Job *j) {
                j->n_probes_started - j->n_probes_done < max) {
                 size_t i = j->n_probes_started;
                 const Probe *p = &j->probes[i];
-                StorageContext ctx = engine_storage_context(e, j->props, j->writer->accepted_ns);
+                StorageContext ctx = core_storage_context(e, j->props, j->writer->accepted_ns);
                 Error error = { 0 };
                 int r;
 
@@ -239,13 +239,10 @@ static void probe_pump(Job *j) {
         if (j->n_probes_done < j->n_probes_started)
                 return; /* the last answer comes back here */
         if (j->probe_status == 0 && e->is_stopping) {
-                engine_job_fail(j, 503, "shutting-down",
+                j->intake_status = 503;
+                j->intake_type = "shutting-down";
+                (void)error_set(&j->error, -ECANCELED,
                                 "icecommitd is stopping; retry with the same key");
-                return;
-        }
-        if (j->probe_status != 0) {
-                engine_job_fail(j, j->intake_status, j->intake_type, "%s", j->error.message);
-                return;
         }
         probe_list_free(j);
         j->probes_done(j);
@@ -260,7 +257,11 @@ void probe_start(Job *j, void (*done)(Job *j)) {
         }
         j->probe_io = calloc(j->n_probes, sizeof(*j->probe_io));
         if (!j->probe_io) {
-                engine_job_fail(j, 503, "out-of-memory", "out of memory");
+                j->intake_status = 503;
+                j->intake_type = "out-of-memory";
+                (void)error_set(&j->error, -ENOMEM, "out of memory");
+                probe_list_free(j);
+                done(j);
                 return;
         }
         probe_pump(j);

@@ -5,7 +5,7 @@
  * rebuilt from the table (history_receipt.c): both answer with the same bytes. */
 #include <jansson.h>
 
-#include "commit/internal.h"
+#include "commit/receipt.h"
 #include "writer/request.h"
 
 /* Each data file of a staged manifest with what a reader will see: its first_row_id (the

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commit/internal.h"
+#include "commit/table_state.h"
 #include "util/log.h"
 #include "util/time-util.h"
 
@@ -91,7 +91,7 @@ void table_state_drop(TableState *s, const char *reason) {
                 return;
         if (s->result)
                 log_debug("table state of '%s' dropped: %s", s->name, reason);
-        engine_release_json(s->engine, TAKE_PTR(s->result));
+        core_release_json(s->engine, TAKE_PTR(s->result));
         key_index_invalidate(&s->keys);
         s->drop_reason = reason;
 }
@@ -113,7 +113,7 @@ int table_state_loaded(TableState *s, json_t *result, const TableMetadata *t,
         /* Once per load, not per request and commit: the keys of the snapshots a retried
          * request may have landed in (commit.history-lookback). */
         (void)key_index_rebuild(&s->keys, t, s->engine->config->history_lookback);
-        engine_release_json(s->engine, s->result);
+        core_release_json(s->engine, s->result);
         storage_props_free(s->props);
         s->result = json_incref(result);
         s->props = copy;
@@ -135,7 +135,7 @@ void table_state_adopt(TableState *s, json_t *response, const char *branch, int6
                 table_state_drop(s, "commit-response");
                 return;
         }
-        engine_release_json(s->engine, s->result);
+        core_release_json(s->engine, s->result);
         s->result = json_incref(response);
 }
 

@@ -2,8 +2,8 @@
 /* Micro benchmark, not run in CI: CPU time of writing one snapshot's manifest list over a parent
  * of 1k, 10k and 100k entries, whole (manifest_list_write of new + parent entries, as before
  * issue 12) against incremental (manifest_list_append), and of the parent's decode
- * (manifest_list_read), which batch.c still does. Incremental appends are timed as a run of 64
- * one-entry commits on the parent, so that block coalescing is paid for in the mean.
+ * (manifest_list_read), which commit/list_build.c still does. Incremental appends are timed as a
+ * run of 64 one-entry commits on the parent, so that block coalescing is paid for in the mean.
  *   build-release/tests/bench/bench-manifest-list-append [N...] */
 #include <errno.h>
 #include <stdio.h>

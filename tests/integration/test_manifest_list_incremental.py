@@ -84,7 +84,7 @@ def test_thirty_commits_write_lists_incrementally(catalog, daemon, table):
         receipts.append(receipt)
         pos += k
 
-    # Every attempt's list was written by copying its parent (debug log of commit/batch.c); the
+    # Every attempt's list was written by copying its parent (debug log of commit/list_build.c); the
     # commit after Java's append takes two attempts when the first, on the daemon's state from
     # before that append, gets a 409.
     daemon.wait_log("manifest list written incrementally")

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* commit/engine.c and batch.c on a real loop, real local storage and real manifests, against an
- * in-process double of the CatalogBackend interface that answers from a script (success, 409,
- * no verdict, held until the test lets it go): conflicts, unknown outcomes, shutdown in every
- * state, backoff bounds, group-commit limits, queue overflow. No sleeps: the loop runs until a
- * condition holds, a bounded number of turns. */
+/* The commit engine (daemon/commit/) on a real loop, real local storage and real manifests, against
+ * an in-process double of the CatalogBackend interface that answers from a script (success, 409, no
+ * verdict, held until the test lets it go): conflicts, unknown outcomes, shutdown in every state,
+ * backoff bounds, group-commit limits, queue overflow. No sleeps: the loop runs until a condition
+ * holds, a bounded number of turns. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
