@@ -100,8 +100,11 @@ void buf_trim(Buf *b) {
 uint8_t *buf_steal(Buf *b, size_t *ret_len) {
         uint8_t *p;
 
-        if (!b->data && buf_reserve(b, 0) < 0)
-                return NULL;
+        if (!b->data) {
+                if (buf_reserve(b, 0) < 0)
+                        return NULL;
+                b->data[0] = 0; /* empty, and NUL-terminated as promised */
+        }
         p = b->data;
         if (ret_len)
                 *ret_len = b->len;
