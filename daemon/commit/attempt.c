@@ -39,11 +39,7 @@ static void attempt_free_attempt(Batch *b) {
         b->head = b->parent = (TableBranch){ 0 };
         free(b->parent_list_location);
         b->parent_list_location = NULL;
-        for (size_t i = 0; i < b->n_list; i++)
-                manifest_file_deinit(&b->list[i]);
-        free(b->list);
-        b->list = NULL;
-        b->n_list = b->n_staged = 0;
+        snapshot_change_deinit(&b->change);
         free(b->list_location);
         free(b->list_cleanup);
         b->list_location = b->list_cleanup = NULL;
@@ -114,8 +110,7 @@ void attempt_fail(Batch *b, KeyState state, int status, const char *type, const 
         /* Whatever went wrong, the next batch starts from the catalog's table. */
         table_state_drop(b->queue->state, "failed");
         for (size_t i = 0; i < b->n_jobs; i++)
-                answer_job(b->jobs[i], state, status,
-                           http_error_body(status, type, message, strlen(message)));
+                answer_job(b->jobs[i], state, status, writer_error_body(status, type, message));
         b->n_jobs = 0;
         attempt_end(b);
 }

@@ -17,6 +17,7 @@
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_file.h"
 #include "iceberg/manifest_merge.h"
+#include "iceberg/snapshot_change.h"
 #include "iceberg/table.h"
 #include "storage/storage.h"
 #include "util/buf.h"
@@ -104,9 +105,9 @@ struct Batch {
         int64_t first_row_id;
         int64_t next_row_id;
         int64_t timestamp_ms;
-        ManifestFile *list; /* staged manifests first, then the parent's */
-        size_t n_list;
-        size_t n_staged;
+        /* This attempt's snapshot: the only input of its list, row ids, summary, record and
+         * receipts (its parts are the batch's jobs, in order). */
+        SnapshotChange change;
         char *list_location;        /* as sent to the catalog */
         char *list_cleanup;         /* the same, while ours to delete; NULL once committed
                                      * or handed to deletion */
@@ -130,9 +131,6 @@ struct Batch {
                                            * attempts so that a retry does not read them again */
         size_t n_counted;
         int work_status;
-        /* This attempt fills in or merges nothing of the parent's entries: the new list may
-         * copy its blocks (batch_append_list). */
-        bool is_parent_unchanged;
         LiveIndexAttempt live;  /* this attempt's check against the live files */
         MergedManifest *merged; /* every manifest this batch merged, across attempts */
         size_t n_merged;

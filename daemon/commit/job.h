@@ -53,7 +53,6 @@ struct Job {
         StagedManifest **manifests; /* parsed at intake, reused unchanged by every attempt */
         int64_t *manifest_lengths;
         size_t n_manifests;   /* the request's staged ones, then the one for data-files */
-        size_t list_offset;   /* index of its first manifest in the attempt's list */
         TableMetadata *table; /* loaded at intake for data-files or object storage */
         StorageProps *props;  /* the storage settings that load gave, or NULL */
         Buf *manifest_bytes;  /* the staged manifests as read, until parsed */

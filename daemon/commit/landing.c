@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth/tokens.h"
 #include "commit/answer.h"
 #include "commit/landing.h"
 #include "commit/list_cache.h"
@@ -89,7 +88,7 @@ static void landing_on_committed(const CatalogResult *result, void *userdata) {
                                     (double)(b->next_row_id - b->first_row_id));
                 observe_committed(b);
                 for (size_t i = 0; i < b->n_jobs; i++) {
-                        json_t *receipt = receipt_build(b, b->jobs[i]);
+                        json_t *receipt = receipt_build(b, i);
 
                         table_state_add_key(b->queue->state,
                                             b->jobs[i]->writer->request->recorded_key,
@@ -176,77 +175,23 @@ static void landing_on_committed(const CatalogResult *result, void *userdata) {
 void landing_commit(Batch *b) {
         CommitEngine *e = b->queue->engine;
         const CommitRequest *first = b->jobs[0]->writer->request;
-        _cleanup_(freep) char *keys = NULL, *counts = NULL;
-        json_t *summary = NULL, *request = NULL, *writer_props, *parent_summary;
-        SnapshotAdded added = { 0 };
-        SnapshotRecord record;
+        json_t *summary = NULL, *request = NULL, *parent_summary;
         SnapshotSpec spec;
-        Buf key_list, count_list;
         int r;
 
-        /* "principal/key" per request, comma-separated, and its manifests' count */
-        buf_init(&key_list, b->n_jobs * (AUTH_PRINCIPAL_MAX + 1 + COMMIT_KEY_MAX + 1) + 1);
-        buf_init(&count_list, b->n_jobs * (10 + 1) + 1);
-        writer_props = json_object();
-        r = writer_props ? 0 : -ENOMEM;
-        for (size_t i = 0; i < b->n_jobs; i++) {
-                const Job *j = b->jobs[i];
-
-                /* The key record is what makes a retry safe: it must be complete or absent.
-                 * With authentication on, keys are recorded as "principal/key": one key of two
-                 * principals is two requests in history too. The counts place each request's
-                 * manifests in the list (they come first, in this order), for its receipt. */
-                if (r == 0)
-                        r = buf_printf(&key_list, "%s%s", i ? "," : "",
-                                       j->writer->request->recorded_key);
-                if (r == 0)
-                        r = buf_printf(&count_list, "%s%zu", i ? "," : "", j->n_manifests);
-                if (r == 0 &&
-                    json_object_update(writer_props, j->writer->request->snapshot_properties) < 0)
-                        r = -ENOMEM;
-                for (size_t k = 0; k < j->n_manifests; k++) {
-                        const StagedManifest *m = j->manifests[k];
-
-                        /* A delete manifest holds only equality deletes (staging rules): its
-                         * rows are deletes, never added records (Java SnapshotSummary). */
-                        if (m->content == MANIFEST_CONTENT_DELETES) {
-                                added.equality_delete_files += m->n_equality_delete_files;
-                                added.equality_deletes += m->added_rows_count;
-                        } else {
-                                added.data_files += m->added_files_count;
-                                added.records += m->added_rows_count;
-                        }
-                        added.files_size += m->added_files_size;
-                }
-        }
-        keys = r == 0 ? (char *)buf_steal(&key_list, NULL) : NULL;
-        counts = r == 0 ? (char *)buf_steal(&count_list, NULL) : NULL;
-        buf_deinit(&key_list);
-        buf_deinit(&count_list);
         /* Replays resend this request as it is: the attempt that built it is the one its
          * receipts name, whichever daemon rebuilds them. */
         b->built_attempt = b->attempt;
-        record = (SnapshotRecord){
-                .keys = keys,
-                .manifest_counts = counts,
-                .branch = first->branch,
-                .attempt = b->built_attempt,
-        };
-        added.manifests_created = (int64_t)b->n_staged;
-        added.manifests_kept = (int64_t)(b->n_list - b->n_staged);
-        merge_summary(b, &added);
-
         /* Totals continue the parent's (Java restarts them at 0 on a new branch, though the
-         * branch holds the parent's data too). */
+         * branch holds the parent's data too). With authentication on, keys are recorded as
+         * "principal/key": one key of two principals is two requests in history too. */
         parent_summary = b->parent.snapshot ? json_object_get(b->parent.snapshot, "summary") : NULL;
-        r = !keys || !counts ? -ENOMEM
-                             : snapshot_summary_build(parent_summary, &added, writer_props, &record,
-                                                      &summary, &b->error);
-        json_decref(writer_props);
+        r = snapshot_change_summary(&b->change, parent_summary, first->branch, b->built_attempt,
+                                    &summary, &b->error);
         if (r < 0) {
                 core_delete_file(e, b->props, TAKE_PTR(b->list_cleanup));
                 step_fail(b, KEY_FAILED, 500, "internal", "cannot build the snapshot summary: %s",
-                          b->error.message);
+                          r == -ENOMEM ? "out of memory" : b->error.message);
                 return;
         }
 

@@ -17,9 +17,7 @@
 #include "commit/merge.h"
 #include "commit/owned.h"
 #include "commit/step.h"
-#include "iceberg/lineage.h"
 #include "iceberg/manifest_list.h"
-#include "iceberg/manifest_list_append.h"
 #include "iceberg/snapshot.h"
 #include "util/log.h"
 #include "util/time-util.h"
@@ -112,10 +110,12 @@ static int list_build_count_manifest(Batch *b, ManifestFile *m, const Buf *bytes
         return 0;
 }
 
-/* Thread pool, step 1: parse the parent's manifest list (read by the loop), put the staged
- * manifests first, and find the entries whose counts must be read from their manifests. */
+/* Thread pool, step 1: parse the parent's manifest list (read by the loop), describe the
+ * snapshot (iceberg/snapshot_change.h: each request's manifests, then the parent's), and find
+ * the entries whose counts must be read from their manifests. */
 static int list_build_assemble_list(Batch *b) {
-        size_t n = 0, n_missing = 0;
+        SnapshotChange *c = &b->change;
+        size_t n_added = 0, n_missing = 0;
         int r;
 
         if (b->parent_list_location && !b->has_parent_files) {
@@ -124,56 +124,46 @@ static int list_build_assemble_list(Batch *b) {
                 if (r < 0)
                         return error_prefix(&b->error, r, "parent manifest list '%s'",
                                             b->parent_list_location);
-                /* parent_bytes stays until the list is written: list_build_append_list copies it.
-                 */
+                /* parent_bytes stays until the list is written: it may be copied. */
         }
 
-        b->list = calloc(b->n_staged + b->n_parent_files + 1, sizeof(*b->list));
-        if (!b->list)
+        for (size_t i = 0; i < b->n_jobs; i++)
+                n_added += b->jobs[i]->n_manifests;
+        if (snapshot_change_reserve(c, b->n_jobs, n_added + b->n_parent_files) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < b->n_jobs; i++) {
-                Job *j = b->jobs[i];
+                const Job *j = b->jobs[i];
+                const CommitRequest *req = j->writer->request;
 
-                j->list_offset = n;
+                snapshot_change_begin_part(c, req->recorded_key, req->snapshot_properties,
+                                           (const StagedManifest *const *)j->manifests);
                 for (size_t k = 0; k < j->n_manifests; k++) {
+                        ManifestFile f;
+
                         r = list_build_entry_of_staged(j->manifests[k],
                                                        owned_manifest_location(j, k),
-                                                       j->manifest_lengths[k], &b->list[n]);
-                        if (r < 0) {
-                                b->n_list = n;
+                                                       j->manifest_lengths[k], &f);
+                        if (r < 0)
                                 return r;
-                        }
                         /* Inherited by the entries through the list (spec: sequence numbers and
                          * snapshot id of ADDED entries come from the manifest list). */
-                        b->list[n].sequence_number = b->sequence_number;
-                        b->list[n].min_sequence_number = b->sequence_number;
-                        b->list[n].has_added_snapshot_id = true;
-                        b->list[n].added_snapshot_id = b->snapshot_id;
-                        n++;
+                        f.sequence_number = b->sequence_number;
+                        f.min_sequence_number = b->sequence_number;
+                        f.has_added_snapshot_id = true;
+                        f.added_snapshot_id = b->snapshot_id;
+                        snapshot_change_add(c, &f);
                 }
         }
-        /* The parent's entries follow, copied as they are (the list takes them over). Their
-         * encoded bytes can be copied too unless this attempt fills in what one lacks: counts
-         * (below) or a v3 data manifest's first_row_id (lineage_assign). */
-        b->is_parent_unchanged = b->parent_list_location != NULL;
-        for (size_t i = 0; i < b->n_parent_files; i++) {
-                const ManifestFile *m = &b->parent_files[i];
-
-                if (!m->has_counts || (b->table->format_version >= 3 &&
-                                       m->content == MANIFEST_CONTENT_DATA && !m->has_first_row_id))
-                        b->is_parent_unchanged = false;
-        }
-        if (b->n_parent_files > 0)
-                memcpy(&b->list[n], b->parent_files, b->n_parent_files * sizeof(*b->parent_files));
-        n += b->n_parent_files;
+        /* The parent's entries follow, as they are (the change takes them over). */
+        snapshot_change_keep_parent(c, b->parent.exists, b->parent.snapshot_id,
+                                    b->table->format_version, b->parent_files, b->n_parent_files);
         free(b->parent_files);
         b->parent_files = NULL;
         b->n_parent_files = 0;
-        b->n_list = n;
 
         /* Every list written needs counts; a v3 list also derives row-id ranges from them. */
-        for (size_t i = 0; i < b->n_list; i++)
-                if (!b->list[i].has_counts && !list_build_apply_counted(b, &b->list[i]))
+        for (size_t i = 0; i < c->n_list; i++)
+                if (!c->list[i].has_counts && !list_build_apply_counted(b, &c->list[i]))
                         n_missing++;
         if (n_missing == 0)
                 return 0;
@@ -182,8 +172,8 @@ static int list_build_assemble_list(Batch *b) {
         b->io = calloc(n_missing, sizeof(*b->io));
         if (!b->to_count || !b->count_bytes || !b->io)
                 return -ENOMEM;
-        for (size_t i = 0; i < b->n_list; i++)
-                if (!b->list[i].has_counts)
+        for (size_t i = 0; i < c->n_list; i++)
+                if (!c->list[i].has_counts)
                         b->to_count[b->n_to_count++] = i;
         return 0;
 }
@@ -225,8 +215,8 @@ static int list_build_find_repeats(Batch *b) {
          * manifests and the batch a few: only the parent's entries whose last path component,
          * or copy id, is one of the batch's are compared, spelled canonically (which never
          * changes a file's last component). */
-        bases = calloc(2 * b->n_staged + 1, sizeof(*bases));
-        ids = calloc(b->n_staged + 1, sizeof(*ids));
+        bases = calloc(2 * b->change.n_added + 1, sizeof(*bases));
+        ids = calloc(b->change.n_added + 1, sizeof(*ids));
         if (!bases || !ids)
                 return -ENOMEM;
         for (size_t i = 0; r == 0 && i < b->n_jobs; i++)
@@ -243,14 +233,14 @@ static int list_build_find_repeats(Batch *b) {
                         }
                 }
         qsort(bases, n_bases, sizeof(*bases), list_build_compare_strings);
-        for (size_t i = b->n_staged; r == 0 && i < b->n_list; i++) {
-                const char *base = list_build_last_component(b->list[i].path);
+        for (size_t i = b->change.n_added; r == 0 && i < b->change.n_list; i++) {
+                const char *base = list_build_last_component(b->change.list[i].path);
                 char id[OWNED_COPY_ID_MAX];
 
                 if (bsearch(&base, bases, n_bases, sizeof(*bases), list_build_compare_strings))
-                        r = duplicates_add(&manifests, b->list[i].path, 0, i, 0);
+                        r = duplicates_add(&manifests, b->change.list[i].path, 0, i, 0);
                 base = id;
-                if (r == 0 && owned_copy_id_of(b->list[i].path, id) &&
+                if (r == 0 && owned_copy_id_of(b->change.list[i].path, id) &&
                     bsearch(&base, bases, n_bases, sizeof(*bases), list_build_compare_strings))
                         r = duplicates_add(&manifests, id, 0, i, 0);
         }
@@ -279,7 +269,7 @@ static int list_build_find_repeats(Batch *b) {
                                 "%s is already in the table (added by snapshot %" PRId64
                                 "): its files would be "
                                 "committed twice",
-                                where, b->list[first->manifest].added_snapshot_id);
+                                where, b->change.list[first->manifest].added_snapshot_id);
                 found = 1;
         }
         pos = 0;
@@ -307,41 +297,25 @@ static int list_build_find_repeats(Batch *b) {
         return found;
 }
 
-/* Thread pool: the new list as the staged entries in front of the parent's blocks, copied as
- * they are (iceberg/manifest_list_append.h), instead of decoding and encoding every entry of
- * the table again. MANIFEST_LIST_APPEND_E_WHOLE when the list is to be written whole. */
-static int list_build_append_list(Batch *b, const ManifestListHeader *header) {
-        int r;
-
-        /* A parent entry manifest_list_write() refuses is refused the same way: by it. */
-        if (manifest_list_check(header, b->list + b->n_staged, b->n_list - b->n_staged,
-                                /* e= */ NULL) < 0)
-                return MANIFEST_LIST_APPEND_E_WHOLE;
-        r = manifest_list_append(header, b->list, b->n_staged, buf_slice(&b->parent_bytes),
-                                 &b->list_bytes, &b->error);
-        if (r == 0)
-                log_debug("manifest list written incrementally queue='%s' new=%zu parent=%zu",
-                          b->queue->label, b->n_staged, b->n_list - b->n_staged);
-        else if (r == MANIFEST_LIST_APPEND_E_WHOLE)
-                log_debug("manifest list written whole queue='%s': %s", b->queue->label,
-                          b->error.message);
-        return r;
-}
-
-/* Thread pool, step 2: count what was read, assign row ids and serialize the new list. */
+/* Thread pool, step 2: count what was read, assign row ids and serialize the new list: the
+ * batch's entries in front of the parent's blocks, copied as they are, when the parent's entries
+ * are untouched (iceberg/manifest_list_append.h), instead of decoding and encoding every entry
+ * of the table again. */
 static int list_build_finish_list(Batch *b) {
         const CommitEngine *e = b->queue->engine;
+        SnapshotChange *c = &b->change;
         ManifestListHeader header;
+        bool incremental;
         int r;
 
         for (size_t i = 0; i < b->n_to_count; i++) {
-                r = list_build_count_manifest(b, &b->list[b->to_count[i]], &b->count_bytes[i]);
+                r = list_build_count_manifest(b, &c->list[b->to_count[i]], &b->count_bytes[i]);
                 if (r < 0)
                         return r;
                 buf_deinit(&b->count_bytes[i]);
         }
         if (b->table->format_version >= 3) {
-                r = lineage_assign(b->list, b->n_list, b->first_row_id, &b->next_row_id, &b->error);
+                r = snapshot_change_assign_row_ids(c, b->first_row_id, &b->next_row_id, &b->error);
                 if (r < 0)
                         return r;
         }
@@ -356,15 +330,16 @@ static int list_build_finish_list(Batch *b) {
         };
         /* The list must stay readable by the next attempt, whose parent read has this bound. */
         buf_init(&b->list_bytes, (size_t)e->storage_config->max_manifest_bytes);
-        r = MANIFEST_LIST_APPEND_E_WHOLE;
-        if (b->is_parent_unchanged)
-                r = list_build_append_list(b, &header);
-        else if (b->parent_list_location)
-                log_debug("manifest list written whole queue='%s': this attempt changed "
-                          "parent entries (counts, row ids or a merge)",
-                          b->queue->label);
-        if (r == MANIFEST_LIST_APPEND_E_WHOLE)
-                r = manifest_list_write(&header, b->list, b->n_list, &b->list_bytes, &b->error);
+        r = snapshot_change_write_list(c, &header, buf_slice(&b->parent_bytes), &b->list_bytes,
+                                       &incremental, &b->error);
+        if (r == 0 && incremental)
+                log_debug("manifest list written incrementally queue='%s' new=%zu parent=%zu",
+                          b->queue->label, c->n_added, c->n_list - c->n_added);
+        else if (r == 0 && b->parent_list_location)
+                log_debug("manifest list written whole queue='%s': %s", b->queue->label,
+                          c->is_parent_untouched ? b->error.message
+                                                 : "this attempt changed parent entries "
+                                                   "(counts, row ids or a merge)");
         buf_deinit(&b->parent_bytes);
         return r;
 }
@@ -506,9 +481,6 @@ void list_build_parent(Batch *b) {
 }
 
 void list_build_assemble(Batch *b) {
-        b->n_staged = 0;
-        for (size_t i = 0; i < b->n_jobs; i++)
-                b->n_staged += b->jobs[i]->n_manifests;
         list_build_queue(b, list_build_assemble_work);
 }
 
@@ -526,7 +498,8 @@ static void list_build_on_count_read(StorageResult *result, void *userdata) {
                 (void)error_set(&b->error, result->status,
                                 "counting the rows of manifest '%s' (its list entry has "
                                 "null counts): %s",
-                                b->list[b->to_count[slot->index]].path, result->error.message);
+                                b->change.list[b->to_count[slot->index]].path,
+                                result->error.message);
         } else if (result->status == 0) {
                 b->count_bytes[slot->index] = result->data;
                 buf_init(&result->data, 0);
@@ -546,7 +519,7 @@ static void list_build_count_pump(Batch *b) {
                 size_t i = b->n_io_started;
 
                 b->io[i] = (IoSlot){ .batch = b, .index = i };
-                r = storage_read(e->storage, &ctx, b->list[b->to_count[i]].path,
+                r = storage_read(e->storage, &ctx, b->change.list[b->to_count[i]].path,
                                  e->storage_config->max_manifest_bytes, list_build_on_count_read,
                                  &b->io[i], &b->error);
                 if (r < 0) {

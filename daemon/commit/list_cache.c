@@ -16,20 +16,21 @@ void list_cache_keep(Batch *b) {
         TableQueue *q = b->queue;
         CommitEngine *e = q->engine;
         ListCache *c = &q->list_cache;
-        uint64_t size = b->list_bytes.len + b->n_list * (sizeof(*b->list) + 128);
+        SnapshotChange *ch = &b->change;
+        uint64_t size = b->list_bytes.len + ch->n_list * (sizeof(*ch->list) + 128);
 
         queue_list_cache_clear(q);
-        for (size_t i = 0; i < b->n_list; i++)
-                size += strlen(b->list[i].path);
+        for (size_t i = 0; i < ch->n_list; i++)
+                size += strlen(ch->list[i].path);
         if (!b->list_bytes.data || size > e->config->list_cache_max_bytes ||
             e->list_cache_bytes > e->config->list_cache_max_bytes - size)
                 return;
         c->location = TAKE_PTR(b->list_location);
         c->bytes = b->list_bytes;
         buf_init(&b->list_bytes, 0);
-        c->files = TAKE_PTR(b->list);
-        c->n_files = b->n_list;
-        b->n_list = 0;
+        c->files = TAKE_PTR(ch->list);
+        c->n_files = ch->n_list;
+        ch->n_list = 0;
         c->size = size;
         e->list_cache_bytes += size;
 }

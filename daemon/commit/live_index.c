@@ -140,27 +140,27 @@ static int live_index_sync(Batch *b) {
         ix->is_current = false;
         if (!a->is_planned) {
                 _cleanup_(freep) const char **paths =
-                        calloc(b->n_list - b->n_staged + 1, sizeof(*paths));
+                        calloc(b->change.n_list - b->change.n_added + 1, sizeof(*paths));
                 size_t n = 0;
 
-                a->missing = calloc(b->n_list - b->n_staged + 1, sizeof(*a->missing));
+                a->missing = calloc(b->change.n_list - b->change.n_added + 1, sizeof(*a->missing));
                 if (!paths || !a->missing)
                         return -ENOMEM;
                 /* Delete manifests hold no data files. */
-                for (size_t i = b->n_staged; i < b->n_list; i++)
-                        if (b->list[i].content == MANIFEST_CONTENT_DATA)
-                                paths[n++] = b->list[i].path;
+                for (size_t i = b->change.n_added; i < b->change.n_list; i++)
+                        if (b->change.list[i].content == MANIFEST_CONTENT_DATA)
+                                paths[n++] = b->change.list[i].path;
                 r = live_files_retain(ix->files, paths, n);
                 if (r < 0)
                         return r;
-                for (size_t i = b->n_staged; i < b->n_list; i++)
-                        if (b->list[i].content == MANIFEST_CONTENT_DATA &&
-                            !live_files_has_manifest(ix->files, b->list[i].path))
+                for (size_t i = b->change.n_added; i < b->change.n_list; i++)
+                        if (b->change.list[i].content == MANIFEST_CONTENT_DATA &&
+                            !live_files_has_manifest(ix->files, b->change.list[i].path))
                                 a->missing[a->n_missing++] = i;
                 a->is_planned = true;
         }
         for (size_t i = 0; i < a->n_items; i++) {
-                r = live_index_add_manifest(b, b->list[a->missing[a->n_read + i]].path,
+                r = live_index_add_manifest(b, b->change.list[a->missing[a->n_read + i]].path,
                                             &a->items[i].data);
                 if (r != 0)
                         return r;
@@ -183,17 +183,17 @@ static int live_index_lookup(Batch *b) {
         LiveIndexAttempt *a = &b->live;
         int found = 0, r;
 
-        a->staged = calloc(b->n_staged + 1, sizeof(*a->staged));
-        a->n_staged_files = calloc(b->n_staged + 1, sizeof(*a->n_staged_files));
+        a->staged = calloc(b->change.n_added + 1, sizeof(*a->staged));
+        a->n_staged_files = calloc(b->change.n_added + 1, sizeof(*a->n_staged_files));
         if (!a->staged || !a->n_staged_files)
                 return -ENOMEM;
-        a->n_staged = b->n_staged;
+        a->n_staged = b->change.n_added;
         for (size_t i = 0; i < b->n_jobs; i++) {
                 Job *j = b->jobs[i];
 
                 for (size_t k = 0; k < j->n_manifests; k++) {
                         const StagedManifest *m = j->manifests[k];
-                        size_t slot = j->list_offset + k;
+                        size_t slot = b->change.parts[i].first + k;
 
                         if (m->content != MANIFEST_CONTENT_DATA)
                                 continue;
@@ -315,7 +315,7 @@ static void live_index_read_chunk(Batch *b) {
         if (chunk > LIVE_INDEX_CHUNK_MANIFESTS)
                 chunk = LIVE_INDEX_CHUNK_MANIFESTS;
         while (n < chunk && a->n_read + n < a->n_missing) {
-                locations[n] = b->list[a->missing[a->n_read + n]].path;
+                locations[n] = b->change.list[a->missing[a->n_read + n]].path;
                 n++;
         }
         free(a->items);
@@ -424,7 +424,7 @@ void live_index_committed(Batch *b) {
         for (size_t i = 0; r == 0 && i < a->n_staged; i++) {
                 if (!a->staged[i])
                         continue;
-                r = live_files_add_manifest(ix->files, b->list[i].path, a->staged[i],
+                r = live_files_add_manifest(ix->files, b->change.list[i].path, a->staged[i],
                                             a->n_staged_files[i]);
                 if (r == -EEXIST)
                         r = 0; /* refused as manifest-already-committed: cannot be */

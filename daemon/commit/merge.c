@@ -19,7 +19,7 @@ static void merge_continue(Batch *b);
 
 bool merge_is_possible(const Batch *b) {
         /* Format 1 entries carry no sequence numbers to write out; one manifest is merged. */
-        return b->table->format_version >= 2 && b->n_list - b->n_staged >= 2 &&
+        return b->table->format_version >= 2 && b->change.n_list - b->change.n_added >= 2 &&
                b->queue->engine->config->max_merge_input_bytes > 0;
 }
 
@@ -90,24 +90,12 @@ void merge_attempt_outcome(Batch *b, bool is_committed) {
                  b->queue->label, b->snapshot_id, n_replaced, n_used);
 }
 
-void merge_summary(const Batch *b, SnapshotAdded *added) {
-        int64_t n_used = 0;
-
-        for (size_t i = 0; i < b->n_merged; i++)
-                if (b->merged[i].is_used) {
-                        n_used++;
-                        added->manifests_replaced += (int64_t)b->merged[i].n_inputs;
-                        added->entries_processed += (int64_t)b->merged[i].n_entries_read;
-                }
-        /* Java counts list entries added by this snapshot as created: merged ones too. */
-        added->manifests_created += n_used;
-        added->manifests_kept -= n_used;
-}
-
 /* The parent list index of `path` not claimed yet, or SIZE_MAX. */
 static size_t merge_find_parent(const Batch *b, const char *path) {
-        for (size_t i = b->n_staged; i < b->n_list; i++)
-                if (!b->merge.owner[i - b->n_staged] && strcmp(b->list[i].path, path) == 0)
+        const SnapshotChange *c = &b->change;
+
+        for (size_t i = c->n_added; i < c->n_list; i++)
+                if (!b->merge.owner[i - c->n_added] && strcmp(c->list[i].path, path) == 0)
                         return i;
         return SIZE_MAX;
 }
@@ -125,76 +113,51 @@ static void merge_reuse(Batch *b) {
                 for (k = 0; k < mm->n_inputs; k++) {
                         size_t i = merge_find_parent(b, mm->inputs[k]);
 
-                        if (i == SIZE_MAX || !b->list[i].has_counts)
+                        if (i == SIZE_MAX || !b->change.list[i].has_counts)
                                 break;
-                        a->owner[i - b->n_staged] = m + 1;
+                        a->owner[i - b->change.n_added] = m + 1;
                 }
                 if (k == mm->n_inputs) {
                         mm->is_used = true;
                         continue;
                 }
                 /* Not all there: release what this one claimed. */
-                for (size_t i = 0; i < b->n_list - b->n_staged; i++)
+                for (size_t i = 0; i < b->change.n_list - b->change.n_added; i++)
                         if (a->owner[i] == m + 1)
                                 a->owner[i] = 0;
         }
 }
 
-/* Replaces every claimed parent entry: the first of each merged manifest's inputs by its
- * entry, the others dropped. Index lists into b->list that outlive this (to_count) follow. */
+/* Rewrites the attempt's snapshot change: every claimed parent entry is replaced, the first of
+ * each merged manifest's inputs by its entry, the others dropped (snapshot_change_replace).
+ * Index lists into the list that outlive this (to_count) follow. */
 static int merge_apply(Batch *b) {
         MergeAttempt *a = &b->merge;
-        size_t n_parent = b->n_list - b->n_staged, n = b->n_staged;
-        _cleanup_(freep) size_t *map = calloc(n_parent + 1, sizeof(*map));
-        _cleanup_(freep) bool *is_placed = calloc(b->n_merged + 1, sizeof(*is_placed));
-        ManifestFile *list;
+        ManifestFile *copies = calloc(b->n_merged + 1, sizeof(*copies));
+        SnapshotChangeSource *sources = calloc(b->n_merged + 1, sizeof(*sources));
+        int r = copies && sources ? 0 : -ENOMEM;
 
-        if (!map || !is_placed)
-                return -ENOMEM;
-        list = calloc(b->n_list + 1, sizeof(*list));
-        if (!list)
-                return -ENOMEM;
-        /* First the copies (the only step that can fail), then the moves. */
-        for (size_t i = 0; i < n_parent; i++) {
-                size_t owner = a->owner[i];
-
-                /* The parent's blocks no longer hold this list's entries (list_build.c). */
-                if (owner)
-                        b->is_parent_unchanged = false;
-                if (owner && !is_placed[owner - 1]) {
-                        if (manifest_file_copy(&b->merged[owner - 1].file, &list[n]) < 0) {
-                                for (size_t k = b->n_staged; k < n; k++)
-                                        manifest_file_deinit(&list[k]);
-                                free(list);
-                                return -ENOMEM;
-                        }
-                        /* Added by this snapshot: the list entry takes this attempt's
-                         * sequence number, which a retry after a 409 changes (its entries
-                         * carry their own). */
-                        list[n].sequence_number = b->sequence_number;
-                        is_placed[owner - 1] = true;
-                        map[i] = SIZE_MAX;
-                        n++;
-                } else if (owner)
-                        map[i] = SIZE_MAX;
-                else
-                        map[i] = n++;
-        }
-        memcpy(list, b->list, b->n_staged * sizeof(*list));
-        for (size_t i = 0; i < n_parent; i++) {
-                if (map[i] == SIZE_MAX)
-                        manifest_file_deinit(&b->list[b->n_staged + i]);
-                else
-                        list[map[i]] = b->list[b->n_staged + i];
+        for (size_t m = 0; r == 0 && m < b->n_merged; m++) {
+                if (!b->merged[m].is_used)
+                        continue;
+                r = manifest_file_copy(&b->merged[m].file, &copies[m]);
+                /* Added by this snapshot: the list entry takes this attempt's sequence number,
+                 * which a retry after a 409 changes (its entries carry their own). */
+                copies[m].sequence_number = b->sequence_number;
+                sources[m] = (SnapshotChangeSource){
+                        .n_replaced = (int64_t)b->merged[m].n_inputs,
+                        .n_entries_read = (int64_t)b->merged[m].n_entries_read,
+                };
         }
         /* The entries to count have unknown counts, which no merged input has. */
-        for (size_t k = 0; k < b->n_to_count; k++)
-                if (b->to_count[k] >= b->n_staged)
-                        b->to_count[k] = map[b->to_count[k] - b->n_staged];
-        free(b->list);
-        b->list = list;
-        b->n_list = n;
-        return 0;
+        if (r == 0)
+                r = snapshot_change_replace(&b->change, a->owner, copies, sources, b->n_merged,
+                                            b->to_count, b->n_to_count);
+        for (size_t m = 0; copies && m < b->n_merged; m++)
+                manifest_file_deinit(&copies[m]);
+        free(copies);
+        free(sources);
+        return r;
 }
 
 /* Ends the step: the list takes the merged manifests, then the attempt goes on. */
@@ -213,7 +176,7 @@ static void merge_on_read(StorageReadItem *items, size_t n_items, void *userdata
 static bool merge_start(Batch *b) {
         CommitEngine *e = b->queue->engine;
         MergeAttempt *a = &b->merge;
-        size_t n_parent = b->n_list - b->n_staged, n = 0, n_used = 0;
+        size_t n_parent = b->change.n_list - b->change.n_added, n = 0, n_used = 0;
         ManifestMergePolicy policy;
         uint64_t budget = e->config->max_merge_input_bytes;
         _cleanup_(freep) const char **locations = NULL;
@@ -244,8 +207,9 @@ static bool merge_start(Batch *b) {
                 n_used += b->merged[m].is_used;
         for (size_t i = 0; i < n_parent; i++)
                 if (!a->owner[i]) {
-                        a->candidates[a->n_candidates] = b->n_staged + i;
-                        a->candidate_files[a->n_candidates++] = b->list[b->n_staged + i];
+                        a->candidates[a->n_candidates] = b->change.n_added + i;
+                        a->candidate_files[a->n_candidates++] =
+                                b->change.list[b->change.n_added + i];
                 }
         if (manifest_merge_plan(a->candidate_files, a->n_candidates, &policy, &a->plan) < 0)
                 goto oom;
@@ -515,7 +479,7 @@ static int merge_cache_add(Batch *b, size_t k) {
         a->files[k] = (ManifestFile){ 0 };
         b->n_merged++;
         for (size_t i = 0; i < bin->n_inputs; i++)
-                a->owner[a->candidates[bin->inputs[i]] - b->n_staged] = b->n_merged;
+                a->owner[a->candidates[bin->inputs[i]] - b->change.n_added] = b->n_merged;
         return 0;
 }
 

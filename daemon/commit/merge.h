@@ -14,10 +14,8 @@ bool merge_is_possible(const Batch *b);
 /* Once per attempt, before the list is counted and written: reuses the batch's merged
  * manifests whose inputs are all still in the parent's list, plans the rest by the table's
  * commit.manifest-merge properties, reads, rewrites (thread pool) and writes the bins, and
- * replaces their inputs in b->list. Ends with one outcome (step.h). */
+ * replaces their inputs in the attempt's snapshot change. Ends with one outcome (step.h). */
 void merge_step(Batch *b);
-/* The snapshot summary's manifest counts of this attempt's list. */
-void merge_summary(const Batch *b, SnapshotAdded *added);
 /* After a commit that landed (is_committed) or got no verdict: this attempt's merged
  * manifests are never deleted. */
 void merge_attempt_outcome(Batch *b, bool is_committed);

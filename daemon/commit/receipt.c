@@ -93,7 +93,9 @@ json_t *receipt_from(const ReceiptSource *s) {
         return TAKE_PTR(receipt);
 }
 
-json_t *receipt_build(const Batch *b, const Job *j) {
+json_t *receipt_build(const Batch *b, size_t i) {
+        const Job *j = b->jobs[i];
+        const SnapshotChangePart *part = &b->change.parts[i];
         const CommitRequest *r = j->writer->request;
         _cleanup_(json_decrefp) json_t *ns = request_target_namespace_json(&r->target);
         ReceiptSource s = {
@@ -108,9 +110,9 @@ json_t *receipt_build(const Batch *b, const Job *j) {
                 .n_requests = b->n_jobs,
                 .attempt = b->built_attempt,
                 .has_manifests = true,
-                .manifests = &b->list[j->list_offset],
-                .staged = (const StagedManifest *const *)j->manifests,
-                .n_manifests = j->n_manifests,
+                .manifests = &b->change.list[part->first],
+                .staged = part->staged,
+                .n_manifests = part->n,
         };
 
         return ns ? receipt_from(&s) : NULL;

@@ -28,6 +28,6 @@ typedef struct ReceiptSource {
 } ReceiptSource;
 /* The receipt s describes. NULL when out of memory. */
 json_t *receipt_from(const ReceiptSource *s);
-/* The receipt of job j, committed by b's attempt (its list holds j's manifests from
- * j->list_offset on). NULL when out of memory. */
-json_t *receipt_build(const Batch *b, const Job *j);
+/* The receipt of the batch's i-th request, committed by b's attempt: its part of the attempt's
+ * snapshot change. NULL when out of memory. */
+json_t *receipt_build(const Batch *b, size_t i);

@@ -99,11 +99,12 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
                         r = -ENOMEM;
         }
 
-        /* BaseRowDelta.operation(). */
+        /* BaseRowDelta.operation(), unless the change says. */
         if (json_object_set_new(summary, "operation",
-                                json_string(added->equality_delete_files == 0 ? "append"
-                                            : added->data_files == 0          ? "delete"
-                                                                              : "overwrite")) < 0)
+                                json_string(added->operation                    ? added->operation
+                                            : added->equality_delete_files == 0 ? "append"
+                                            : added->data_files == 0            ? "delete"
+                                                                                : "overwrite")) < 0)
                 r = -ENOMEM;
         /* Counters only when > 0 (SnapshotSummary.java:266-289). */
         if (r == 0 && added->data_files > 0)
@@ -119,14 +120,21 @@ int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *ad
                 r = summary_set_i64(summary, "added-files-size", added->files_size);
         if (r == 0 && added->equality_deletes > 0)
                 r = summary_set_i64(summary, "added-equality-deletes", added->equality_deletes);
+        if (r == 0 && added->removed_data_files > 0)
+                r = summary_set_i64(summary, "deleted-data-files", added->removed_data_files);
+        if (r == 0 && added->removed_records > 0)
+                r = summary_set_i64(summary, "deleted-records", added->removed_records);
+        if (r == 0 && added->removed_files_size > 0)
+                r = summary_set_i64(summary, "removed-files-size", added->removed_files_size);
         if (r == 0)
-                r = summary_set_total(summary, parent_summary, "total-records", added->records);
+                r = summary_set_total(summary, parent_summary, "total-records",
+                                      added->records - added->removed_records);
         if (r == 0)
                 r = summary_set_total(summary, parent_summary, "total-files-size",
-                                      added->files_size);
+                                      added->files_size - added->removed_files_size);
         if (r == 0)
                 r = summary_set_total(summary, parent_summary, "total-data-files",
-                                      added->data_files);
+                                      added->data_files - added->removed_data_files);
         if (r == 0)
                 r = summary_set_total(summary, parent_summary, "total-delete-files",
                                       added->equality_delete_files);

@@ -51,6 +51,10 @@ typedef struct SnapshotAdded {
         int64_t manifests_kept;        /* inherited from the parent */
         int64_t manifests_replaced;    /* parent's manifests merged into created ones */
         int64_t entries_processed;     /* entries read to merge them */
+        int64_t removed_data_files;    /* data files the snapshot marks DELETED */
+        int64_t removed_records;       /* their record counts */
+        int64_t removed_files_size;    /* their sizes */
+        const char *operation;         /* NULL: as Java's RowDelta chooses it (below) */
 } SnapshotAdded;
 
 typedef struct SnapshotSpec {
@@ -72,11 +76,13 @@ typedef struct SnapshotSpec {
 /* Whether a writer's snapshot property would clash with a key icecommitd computes. */
 bool snapshot_summary_key_is_reserved(const char *key);
 
-/* Builds the summary: writer properties, then operation (Java's RowDelta: "append" with data
- * only, "delete" with deletes only, "overwrite" with both), added-* counters (only when > 0;
- * equality delete files count as added-delete-files and added-equality-delete-files, their
- * rows as added-equality-deletes), totals = parent's + added (left out when the parent's
- * summary lacks one; "0" based without a parent), manifests-created/kept/replaced, engine
+/* Builds the summary: writer properties, then operation (added->operation, else Java's RowDelta:
+ * "append" with data only, "delete" with deletes only, "overwrite" with both), added-* counters
+ * (only when > 0; equality delete files count as added-delete-files and
+ * added-equality-delete-files, their rows as added-equality-deletes), deleted-data-files,
+ * deleted-records and removed-files-size of removed data files (only when > 0), totals =
+ * parent's + added - removed (left out when the parent's summary lacks one or it would be
+ * negative; "0" based without a parent), manifests-created/kept/replaced, engine
  * keys, and the record of the requests (record may be NULL). Every value a string. */
 int snapshot_summary_build(const json_t *parent_summary, const SnapshotAdded *added,
                            const json_t *writer_properties, const SnapshotRecord *record,
