@@ -111,5 +111,5 @@ void answer_job_error(Job *j, int status, const char *type, const char *fmt, ...
         va_start(ap, fmt);
         (void)vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
-        answer_job(j, KEY_FAILED, status, http_error_body(status, type, message, strlen(message)));
+        answer_job(j, KEY_FAILED, status, writer_error_body(status, type, message));
 }

@@ -30,9 +30,8 @@ static bool lookup_entry_is_visible(const KeyEntry *entry, void *userdata) {
 }
 
 /* An error document as the lookup hook returns it: serialized. */
-static char *lookup_error(int status, const char *type, const char *message, size_t len,
-                          size_t *ret_len) {
-        _cleanup_(json_decrefp) json_t *body = http_error_body(status, type, message, len);
+static char *lookup_error(int status, const char *type, const char *message, size_t *ret_len) {
+        _cleanup_(json_decrefp) json_t *body = writer_error_body(status, type, message);
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 
         if (text)
@@ -62,8 +61,7 @@ char *lookup_key(const char *key, const char *namespace_param, const char *table
                                                 "?namespace=NS&table=T to say which";
 
                 *ret_status = 409;
-                return lookup_error(409, "key-ambiguous", ambiguous, sizeof(ambiguous) - 1,
-                                    ret_len);
+                return lookup_error(409, "key-ambiguous", ambiguous, ret_len);
         }
         if (!entry) {
                 static const char unknown[] =
@@ -71,7 +69,7 @@ char *lookup_key(const char *key, const char *namespace_param, const char *table
                         "?namespace=NS&table=T to search that table's history";
 
                 *ret_status = 404;
-                return lookup_error(404, "unknown-key", unknown, sizeof(unknown) - 1, ret_len);
+                return lookup_error(404, "unknown-key", unknown, ret_len);
         }
         *ret_status = 200;
         return registry_entry_status_text(entry, ret_len);

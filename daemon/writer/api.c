@@ -258,6 +258,10 @@ static void writer_sink_reply_error(WriterRequest *w, int status, const char *ty
                     w->sink_userdata);
 }
 
+json_t *writer_error_body(int status, const char *type, const char *message) {
+        return http_error_body(status, type, message, strlen(message));
+}
+
 void writer_request_reply(WriterRequest *w, int status, json_t *body) {
         if (w->sink) {
                 TAKE_PTR(w->sink)->reply(status, body, w->sink_userdata);

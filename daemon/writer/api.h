@@ -76,6 +76,10 @@ int writer_request_new_take(CommitRequest *request, const WriterReplySink *sink,
                             WriterRequest **ret);
 /* Answers the writer (when still connected). The body is stolen. Safe to call once. */
 void writer_request_reply(WriterRequest *w, int status, json_t *body);
+/* The writer API's error document (proto/openapi.yaml, Error) for an answer the engine gives
+ * and keeps (replays of a key send the same bytes): the engine never builds HTTP itself. NULL
+ * when out of memory. */
+json_t *writer_error_body(int status, const char *type, const char *message);
 /* The same with a body serialized already (copied): what the engine sends every writer of a
  * key, built once. */
 void writer_request_reply_text(WriterRequest *w, int status, Slice json);
