@@ -14,6 +14,7 @@
 
 #include "audit/api.h"
 #include "audit/table.h"
+#include "audit/table_report.h"
 #include "iceberg/manifest_entries.h"
 #include "storage/roots.h"
 #include "storage/storage.h"

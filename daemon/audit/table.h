@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The lineage audit of one table, pure: snapshots and refs from table metadata, the manifest
  * lists the caller read for them, the checks (overlaps, next-row-id, first_row_id presence,
- * gaps) as a JSON report, and the steps of a row-id lookup. No I/O, no loop: the caller
- * (audit/api.c) reads the files on the thread pool and hands the bytes in. */
+ * gaps) as a JSON report (table_report.h), and the steps of a row-id lookup. No I/O, no loop:
+ * the caller (audit/api.c) reads the files on the thread pool and hands the bytes in. */
 #pragma once
 
 #include <jansson.h>
@@ -96,10 +96,6 @@ typedef struct AuditGap {
  * Returns 0 or -ENOMEM. */
 int audit_table_gaps(const AuditTable *t, AuditGap **ret_gaps, size_t *ret_n);
 
-/* The whole report (see GET .../lineage in proto/openapi.yaml), or NULL when out of memory.
- * Snapshots whose list was not set are reported with "manifest-list-read": false. */
-json_t *audit_table_report(const AuditTable *t);
-
 /* Row-id lookup, step 1, from metadata alone. */
 enum {
         AUDIT_ROW_IN_SNAPSHOT,      /* *ret_index: the earliest snapshot whose range holds it */
@@ -115,5 +111,3 @@ ssize_t audit_snapshot_find_manifest(const AuditSnapshot *s, int64_t row_id);
  * [first_row_id, first_row_id + record_count) holds the id, preferring inherited ids over
  * materialized ones; -ENOENT when none does. */
 ssize_t audit_entries_find_row(const ManifestEntry *entries, size_t n, int64_t row_id);
-/* Names of the refs whose ancestry contains snapshot `i`, as a new JSON array (NULL: ENOMEM). */
-json_t *audit_table_refs_containing(const AuditTable *t, size_t i);

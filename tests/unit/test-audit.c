@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "audit/table.h"
+#include "audit/table_report.h"
 #include "test.h"
 
 static const AuditLimits limits = { .max_snapshots = 100,
