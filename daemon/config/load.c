@@ -151,8 +151,8 @@ int config_set(Config *c, const char *section, const char *key, const char *valu
         return error_set(error, -EINVAL, "unsupported option kind");
 }
 
-int config_verify(const Config *c, Error *error) {
-        const char *type = catalog_config_type(&c->catalog);
+/* The HTTP side: what a request may buffer, TLS, and the listener with its protection. */
+static int verify_http(const Config *c, Error *error) {
         struct sockaddr_storage listener;
         int r;
 
@@ -191,6 +191,13 @@ int config_verify(const Config *c, Error *error) {
                                  "auth.allow-unauthenticated = true if anyone who reaches the "
                                  "port may commit to, create, upgrade and read every table",
                                  c->http.listen_address);
+        return 0;
+}
+
+/* The catalog: its type with the keys that type needs, and how it authenticates us. */
+static int verify_catalog(const Config *c, Error *error) {
+        const char *type = catalog_config_type(&c->catalog);
+
         if (strcmp(type, "filesystem") == 0) {
                 const char *w = catalog_config_warehouse(&c->catalog);
                 if (w[0] != '/' && strncmp(w, "file:/", 6) != 0 && strncmp(w, "s3://", 5) != 0 &&
@@ -226,6 +233,10 @@ int config_verify(const Config *c, Error *error) {
         if (c->catalog.credential && !strchr(c->catalog.credential, ':'))
                 return error_set(error, -EINVAL,
                                  "key 'catalog.credential': expected 'client-id:client-secret'");
+        return 0;
+}
+
+static int verify_s3(const Config *c, Error *error) {
         if (c->storage.s3.min_backoff_ms > c->storage.s3.max_backoff_ms)
                 return error_set(error, -EINVAL,
                                  "key 's3.min-backoff-ms': %u is above s3.max-backoff-ms %u",
@@ -239,6 +250,22 @@ int config_verify(const Config *c, Error *error) {
                 return error_set(error, -EINVAL,
                                  "key 's3.endpoint': '%s' must start with http:// or https://",
                                  c->storage.s3.endpoint);
+        return 0;
+}
+
+int config_verify(const Config *c, Error *error) {
+        int r;
+
+        /* In this order: with several mistakes, the first one named stays the same. */
+        r = verify_http(c, error);
+        if (r < 0)
+                return r;
+        r = verify_catalog(c, error);
+        if (r < 0)
+                return r;
+        r = verify_s3(c, error);
+        if (r < 0)
+                return r;
         if (c->catalog.access_delegation &&
             strcmp(c->catalog.access_delegation, "vended-credentials") != 0 &&
             strcmp(c->catalog.access_delegation, "remote-signing") != 0)
