@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The embedded catalog on a bucket (see bucket.h). Each call is one BucketJob, a small state
- * machine of storage operations on the loop and of thread-pool steps for the CPU work: find the
- * latest version (the hint, a listing only when the hint is missing or unusable, then HEAD
- * v<N+1> while it exists) unless the table cache holds it, read it and parse it on the pool,
- * and for commits and creations apply and encode the next version on the pool, publish it with
- * a conditional create, then the hint, then delete the metadata files that dropped out of the
- * log. Parsed metadata and its encoding never run on the loop: a table's history may be large. */
+/* The embedded catalog on a bucket (see bucket.h). Each call is one BucketJob
+ * (bucket_job-internal.h), a small state machine of storage operations on the loop and of
+ * thread-pool steps for the CPU work: find the latest version (bucket_version.c: the hint, a
+ * listing only when the hint is missing or unusable, then HEAD v<N+1> while it exists) unless
+ * the table cache holds it, read it and parse it on the pool, and for commits and creations
+ * apply and encode the next version on the pool, publish it with a conditional create, then
+ * the hint, then delete the metadata files that dropped out of the log (bucket_commit.c). Here:
+ * the calls, namespaces, the checks before a table is created, the catalog's life. */
 #define LOG_MODULE "catalog"
 
 #include <limits.h>
@@ -18,767 +19,16 @@
 #include <string.h>
 
 #include "catalog/bucket.h"
+#include "catalog/bucket_commit-internal.h"
+#include "catalog/bucket_job-internal.h"
+#include "catalog/bucket_version-internal.h"
 #include "catalog/hadoop_layout.h"
 #include "catalog/table_cache.h"
-#include "iceberg/metadata_text.h"
 #include "iceberg/table_update.h"
 #include "util/buf.h"
 #include "util/log.h"
-#include "util/parse.h"
 #include "util/time-util.h"
 #include "util/uuid.h"
-
-#define VERSION_HINT HADOOP_LAYOUT_VERSION_HINT
-/* Version files listed at most when the hint is unusable (a table with more is read from the
- * highest of the first ones, then stepped forward by HEAD). */
-#define BUCKET_MAX_LISTED_VERSIONS 100000
-
-struct BucketCatalog {
-        uv_loop_t *loop;
-        Storage *storage;
-        char *warehouse; /* s3://bucket/path, no trailing '/' */
-        uint64_t max_metadata_bytes;
-        TableCache *cache; /* loop thread only: jobs get references to their table's entry */
-        bool is_ready;
-        bool is_closing;
-        unsigned n_jobs;
-        uv_work_t close_work; /* answers close() from the loop */
-        void (*close_done)(void *userdata);
-        void *close_userdata;
-};
-
-typedef enum BucketOp {
-        BUCKET_OP_START,
-        BUCKET_OP_LOAD,
-        BUCKET_OP_COMMIT,
-        BUCKET_OP_CREATE_NAMESPACE,
-        BUCKET_OP_CREATE_TABLE,
-} BucketOp;
-
-/* What a job's thread-pool step does. */
-typedef enum BucketWork {
-        BUCKET_WORK_PARSE, /* j->read -> j->metadata */
-        BUCKET_WORK_BUILD, /* commit: apply j->request to j->metadata; then encode j->updated */
-} BucketWork;
-
-/* Owned by the catalog from its start until it answers. While a thread-pool step runs, the
- * loop does not touch the job; the step reads the job's inputs and the immutable metadata it
- * shares with the cache, and writes only the job. */
-typedef struct BucketJob {
-        BucketCatalog *catalog;
-        BucketOp op;
-        char *dir;  /* the table's (or namespace's) location */
-        char *name; /* "ns.t" for messages */
-        json_t *request;
-        int64_t now_ms;
-        /* Load and commit: the table's cached version when the job started (NULL metadata:
-         * none). from_cache once a HEAD found its object the size it had: the commit then
-         * builds on it, and only the conditional create of v<N+1> proves it was the latest. */
-        int64_t cached_version;
-        char *cached_location;
-        json_t *cached_metadata;
-        uint64_t cached_size;
-        bool from_cache;
-        int64_t version;         /* the latest found (or cached) */
-        char *metadata_location; /* ... its file */
-        json_t *metadata;        /* ... parsed; shared with the cache, never changed */
-        Buf read;                /* ... its bytes, until parsed */
-        json_t *updated;         /* a version being published */
-        Buf text;                /* ... its text */
-        bool is_noop;            /* a commit without updates: nothing to write */
-        MetadataTextMemo *memo;  /* commit: lent by the cache (or new), given back at the answer */
-        json_t *removed;         /* metadata files that dropped out of the log, to delete */
-        size_t n_removed_done;
-        unsigned n_delete_failed;
-        char delete_warning[sizeof(((Error *)NULL)->message)]; /* ... the first failure */
-        char *publish_location;
-        int64_t publish_version;
-        char hint[32]; /* the version hint being written */
-        size_t level;  /* create namespace: the marker being written */
-        size_t n_levels;
-        char **markers;
-        BucketWork work_kind;
-        int work_status; /* the pool step's outcome: 0 or what it failed the job with */
-        uv_work_t work;
-        CatalogResult result;
-        CatalogCallback cb;
-        void *userdata;
-        bool in_call; /* inside the call that started it: answer later */
-        uv_work_t defer;
-} BucketJob;
-
-static BucketJob *bucket_job_free(BucketJob *j) {
-        if (!j)
-                return NULL;
-        free(j->dir);
-        free(j->name);
-        json_decref(j->request);
-        free(j->cached_location);
-        json_decref(j->cached_metadata);
-        free(j->metadata_location);
-        json_decref(j->metadata);
-        buf_deinit(&j->read);
-        json_decref(j->updated);
-        buf_deinit(&j->text);
-        metadata_text_memo_free(j->memo);
-        json_decref(j->removed);
-        free(j->publish_location);
-        for (size_t i = 0; i < j->n_levels; i++)
-                free(j->markers[i]);
-        free(j->markers);
-        json_decref(j->result.body);
-        free(j);
-        return NULL;
-}
-
-DEFINE_CLEANUP_FUNC(BucketJob, bucket_job_free);
-
-static void bucket_maybe_closed(BucketCatalog *c);
-
-static void bucket_job_answer(BucketJob *j);
-
-static void bucket_on_defer_work(uv_work_t *w) {
-}
-
-static void bucket_on_defer_after(uv_work_t *w, int status) {
-        BucketJob *j = w->data;
-
-        j->in_call = false;
-        bucket_job_answer(j);
-}
-
-static void bucket_job_answer(BucketJob *j) {
-        BucketCatalog *c = j->catalog;
-
-        /* Callbacks never run inside the call that started them (catalog.h): an answer known at
-         * once goes through the loop. uv_queue_work cannot fail on a valid loop. */
-        if (j->in_call) {
-                j->defer.data = j;
-                if (uv_queue_work(c->loop, &j->defer, bucket_on_defer_work,
-                                  bucket_on_defer_after) == 0)
-                        return;
-        }
-
-        if (j->n_delete_failed > 0)
-                log_warning("previous metadata files of table='%s' not deleted: n=%u first: %s, "
-                            "ignoring",
-                            j->name, j->n_delete_failed, j->delete_warning);
-        /* The memo goes back to the table's entry, which by now is the version this job
-         * published (or read); when the table is no longer cached it is freed. */
-        if (j->memo)
-                table_cache_give_memo(c->cache, j->dir, TAKE_PTR(j->memo));
-        if (j->op == BUCKET_OP_START && j->result.status == 0)
-                c->is_ready = true;
-        if (j->cb)
-                j->cb(&j->result, j->userdata);
-        bucket_job_free(j);
-        assert(c->n_jobs > 0);
-        c->n_jobs--;
-        bucket_maybe_closed(c);
-}
-
-/* Records a failure without answering (also from a pool step). */
-_printf_(4, 5) static void bucket_job_set_failure(BucketJob *j, int status, const char *type,
-                                                  const char *fmt, ...) {
-        va_list ap;
-        char text[2048];
-
-        va_start(ap, fmt);
-        (void)vsnprintf(text, sizeof(text), fmt, ap);
-        va_end(ap);
-        j->result.status = status;
-        catalog_result_set_message(&j->result, "%s", text);
-        (void)snprintf(j->result.error_type, sizeof(j->result.error_type), "%s", type);
-}
-
-_printf_(4, 5) static void bucket_job_fail(BucketJob *j, int status, const char *type,
-                                           const char *fmt, ...) {
-        va_list ap;
-        char text[2048];
-
-        va_start(ap, fmt);
-        (void)vsnprintf(text, sizeof(text), fmt, ap);
-        va_end(ap);
-        bucket_job_set_failure(j, status, type, "%s", text);
-        bucket_job_answer(j);
-}
-
-/* A storage failure while reading: the table's files are not there, or the store is not. */
-static void bucket_job_fail_read(BucketJob *j, const StorageResult *r) {
-        if (r->status == -ENOENT)
-                bucket_job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException",
-                                "Table does not exist: %s", j->name);
-        else if (r->status == -EFBIG)
-                bucket_job_fail(j, -E2BIG, "", "%s", r->error.message);
-        else if (r->status == -ECANCELED)
-                bucket_job_fail(j, -ECANCELED, "", "%s", r->error.message);
-        else
-                bucket_job_fail(j, CATALOG_E_UNAVAILABLE, "", "%s", r->error.message);
-}
-
-static int bucket_submit_error(BucketJob *j, int r, const Error *e) {
-        bucket_job_fail(j, r == -ENOMEM ? -ENOMEM : CATALOG_E_UNAVAILABLE, "", "%s", e->message);
-        return r;
-}
-
-static json_t *json_decref_null(json_t *v) {
-        json_decref(v);
-        return NULL;
-}
-
-/* ---- the table cache ----------------------------------------------------------------------- */
-
-/* Forgets the table's cached version when it is `version` or older: a newer one another job
- * put in the meantime stays. */
-static void bucket_cache_drop(BucketCatalog *c, const char *table, int64_t version) {
-        const TableCacheEntry *e = table_cache_get(c->cache, table);
-
-        if (e && e->version <= version)
-                table_cache_drop(c->cache, table);
-}
-
-static void bucket_cache_put(BucketJob *j, int64_t version, const char *location, json_t *metadata,
-                             uint64_t size) {
-        /* An object's stamp is its size: HEAD gives nothing else every store keeps stable. */
-        TableCacheStamp stamp = { .size = size };
-
-        if (table_cache_put(j->catalog->cache, j->dir, version, location, metadata, &stamp) < 0)
-                log_debug("table='%s' not cached: out of memory", j->name);
-}
-
-/* ---- thread-pool steps ---------------------------------------------------------------------- */
-
-static void bucket_found(BucketJob *j);
-static void bucket_publish(BucketJob *j);
-static void bucket_on_failed_next(StorageResult *r, void *userdata);
-
-static void bucket_work_parse(BucketJob *j) {
-        json_error_t json_error;
-        json_t *md;
-
-        md = json_loadb(buf_str(&j->read), j->read.len, JSON_REJECT_DUPLICATES, &json_error);
-        if (!json_is_object(md)) {
-                json_decref(md);
-                bucket_job_set_failure(j, -EBADMSG, "", "'%s' is not table metadata: line %d: %s",
-                                       j->metadata_location, json_error.line,
-                                       md ? "not an object" : json_error.text);
-                j->work_status = -EBADMSG;
-                return;
-        }
-        j->metadata = md;
-}
-
-static void bucket_work_build(BucketJob *j) {
-        Error e = { 0 };
-        int r;
-
-        if (j->op == BUCKET_OP_COMMIT) {
-                r = table_update_apply(j->metadata, j->request, j->now_ms, j->metadata_location,
-                                       &j->updated, &e);
-                j->work_status = r;
-                if (r == -ESTALE)
-                        bucket_job_set_failure(j, CATALOG_E_CONFLICT, "CommitFailedException", "%s",
-                                               e.message);
-                else if (r == -EINVAL)
-                        bucket_job_set_failure(j, CATALOG_E_REJECTED, "BadRequestException", "%s",
-                                               e.message);
-                else if (r < 0)
-                        bucket_job_set_failure(j, r, "", "cannot apply the commit: %s",
-                                               strerror(-r));
-                if (r < 0)
-                        return;
-                /* Like the REST server: a commit without updates changes nothing and writes
-                 * nothing. */
-                if (json_array_size(json_object_get(j->request, "updates")) == 0) {
-                        j->is_noop = true;
-                        return;
-                }
-                if (table_update_deletes_after_commit(j->updated) &&
-                    table_update_removed_metadata_files(j->metadata, j->updated, &j->removed) < 0) {
-                        j->n_delete_failed++;
-                        (void)snprintf(j->delete_warning, sizeof(j->delete_warning),
-                                       "out of memory");
-                }
-                /* The memo encodes only what is new since the version it last wrote. */
-                if (!j->memo)
-                        j->memo = metadata_text_memo_new();
-        }
-        /* Compact, as Java's TableMetadataParser writes it. */
-        buf_init(&j->text, SIZE_MAX - 1);
-        r = metadata_text_dump(j->updated, j->memo, &j->text);
-        if (r < 0) {
-                bucket_job_set_failure(j, r, "", "cannot encode the new metadata: %s",
-                                       strerror(-r));
-                j->work_status = r;
-        }
-}
-
-static void bucket_on_work(uv_work_t *w) {
-        BucketJob *j = w->data;
-
-        if (j->work_kind == BUCKET_WORK_PARSE)
-                bucket_work_parse(j);
-        else
-                bucket_work_build(j);
-}
-
-static void bucket_on_work_done(uv_work_t *w, int status) {
-        BucketJob *j = w->data;
-        _cleanup_(freep) char *next = NULL;
-        Error e = { 0 };
-        int r;
-
-        if (j->work_kind == BUCKET_WORK_PARSE) {
-                if (j->work_status < 0) {
-                        bucket_job_answer(j);
-                        return;
-                }
-                bucket_cache_put(j, j->version, j->metadata_location, j->metadata, j->read.len);
-                buf_deinit(&j->read);
-                bucket_found(j);
-                return;
-        }
-        if (j->is_noop) {
-                j->result.status = 0;
-                j->result.body = json_pack("{s:s, s:O}", "metadata-location", j->metadata_location,
-                                           "metadata", j->metadata);
-                if (!j->result.body)
-                        bucket_job_set_failure(j, -ENOMEM, "", "out of memory");
-                bucket_job_answer(j);
-                return;
-        }
-        if (j->work_status == 0) {
-                bucket_publish(j);
-                return;
-        }
-        if (!j->from_cache || (j->work_status != -ESTALE && j->work_status != -EINVAL)) {
-                bucket_job_answer(j);
-                return;
-        }
-        /* The request does not apply to the cached version: that is its answer only when the
-         * cached version is still the latest (no v<N+1>). */
-        next = hadoop_layout_version_location(j->dir, j->version + 1);
-        if (!next) {
-                bucket_job_answer(j);
-                return;
-        }
-        r = storage_size(j->catalog->storage, NULL, next, bucket_on_failed_next, j, &e);
-        if (r < 0)
-                bucket_job_answer(j); /* with the failure on the cached version */
-}
-
-static void bucket_queue_work(BucketJob *j, BucketWork kind) {
-        j->work_kind = kind;
-        j->work_status = 0;
-        j->work.data = j;
-        if (uv_queue_work(j->catalog->loop, &j->work, bucket_on_work, bucket_on_work_done) < 0)
-                bucket_job_fail(j, -ENOMEM, "", "cannot queue work");
-}
-
-/* ---- finding and reading the latest version ----------------------------------------------- */
-
-static void bucket_find_latest(BucketJob *j);
-static void bucket_probe(BucketJob *j);
-
-static void bucket_on_read(StorageResult *r, void *userdata) {
-        BucketJob *j = userdata;
-
-        if (r->status < 0) {
-                bucket_job_fail_read(j, r);
-                return;
-        }
-        /* Parsed on the pool: a long history is megabytes of JSON. */
-        buf_deinit(&j->read);
-        j->read = r->data;
-        buf_init(&r->data, 0);
-        bucket_queue_work(j, BUCKET_WORK_PARSE);
-}
-
-static void bucket_read_version(BucketJob *j) {
-        Error e = { 0 };
-        int r;
-
-        free(j->metadata_location);
-        j->metadata_location = hadoop_layout_version_location(j->dir, j->version);
-        if (!j->metadata_location) {
-                bucket_job_fail(j, -ENOMEM, "", "out of memory");
-                return;
-        }
-        r = storage_read(j->catalog->storage, NULL, j->metadata_location,
-                         j->catalog->max_metadata_bytes, bucket_on_read, j, &e);
-        if (r < 0)
-                (void)bucket_submit_error(j, r, &e);
-}
-
-static void bucket_on_probe(StorageResult *r, void *userdata) {
-        BucketJob *j = userdata;
-
-        if (r->status == 0) {
-                j->version++;
-                bucket_probe(j);
-                return;
-        }
-        if (r->status != -ENOENT) {
-                bucket_job_fail_read(j, r);
-                return;
-        }
-        if (j->version == 0) {
-                bucket_job_fail(j, CATALOG_E_NOT_FOUND, "NoSuchTableException",
-                                "Table does not exist: %s", j->name);
-                return;
-        }
-        bucket_read_version(j);
-}
-
-/* The hint may lag behind the last commit: step forward while v<N+1> exists. */
-static void bucket_probe(BucketJob *j) {
-        _cleanup_(freep) char *next = hadoop_layout_version_location(j->dir, j->version + 1);
-        Error e = { 0 };
-        int r;
-
-        if (!next) {
-                bucket_job_fail(j, -ENOMEM, "", "out of memory");
-                return;
-        }
-        r = storage_size(j->catalog->storage, NULL, next, bucket_on_probe, j, &e);
-        if (r < 0)
-                (void)bucket_submit_error(j, r, &e);
-}
-
-static void bucket_on_list(StorageResult *r, void *userdata) {
-        BucketJob *j = userdata;
-
-        if (r->status < 0 && r->status != -ENOENT) {
-                bucket_job_fail_read(j, r);
-                return;
-        }
-        j->version = 0;
-        for (size_t i = 0; i < r->n_names; i++) {
-                int64_t v = hadoop_layout_version_from_name(r->names[i]);
-
-                if (v > j->version)
-                        j->version = v;
-        }
-        bucket_probe(j);
-}
-
-static void bucket_on_hint(StorageResult *r, void *userdata) {
-        BucketJob *j = userdata;
-        _cleanup_(freep) char *prefix = NULL;
-        Error e = { 0 };
-        int64_t v;
-        int rr;
-
-        if (r->status == 0 && (v = hadoop_layout_hint_parse(buf_str(&r->data), r->data.len)) > 0) {
-                j->version = v;
-                bucket_probe(j);
-                return;
-        }
-        if (r->status < 0 && r->status != -ENOENT && r->status != -EFBIG) {
-                bucket_job_fail_read(j, r);
-                return;
-        }
-        /* No usable hint: list the version files, as HadoopTableOperations.findVersion() does.
-         * Only then: a commit never lists the prefix while the hint is there. */
-        if (asprintf(&prefix, "%s/metadata/v", j->dir) < 0) {
-                bucket_job_fail(j, -ENOMEM, "", "out of memory");
-                return;
-        }
-        rr = storage_list(j->catalog->storage, NULL, prefix, BUCKET_MAX_LISTED_VERSIONS,
-                          bucket_on_list, j, &e);
-        if (rr < 0)
-                (void)bucket_submit_error(j, rr, &e);
-}
-
-static void bucket_find_latest(BucketJob *j) {
-        _cleanup_(freep) char *hint = NULL;
-        Error e = { 0 };
-        int r;
-
-        if (asprintf(&hint, "%s/metadata/" VERSION_HINT, j->dir) < 0) {
-                bucket_job_fail(j, -ENOMEM, "", "out of memory");
-                return;
-        }
-        r = storage_read(j->catalog->storage, NULL, hint, 64, bucket_on_hint, j, &e);
-        if (r < 0)
-                (void)bucket_submit_error(j, r, &e);
-}
-
-/* The cached version was not the latest: forget it and do what a commit without the cache
- * does, once. */
-static void bucket_retry_from_latest(BucketJob *j) {
-        log_debug("table='%s' version=%" PRId64 " cached is not the latest, reading the latest",
-                  j->name, j->version);
-        bucket_cache_drop(j->catalog, j->dir, j->version);
-        j->from_cache = false;
-        j->result = (CatalogResult){ 0 };
-        j->metadata = json_decref_null(j->metadata);
-        j->updated = json_decref_null(j->updated);
-        j->removed = json_decref_null(j->removed);
-        buf_deinit(&j->text);
-        j->n_delete_failed = 0;
-        bucket_find_latest(j);
-}
-
-static void bucket_on_failed_next(StorageResult *r, void *userdata) {
-        BucketJob *j = userdata;
-
-        /* No v<N+1>: the cached version is the latest, and the failure on it the answer. An
-         * unknown answer proves nothing: read the latest. */
-        if (r->status == -ENOENT)
-                bucket_job_answer(j);
-        else
-                bucket_retry_from_latest(j);
-}
-
-/* A load answers from the cache when its object is still the size it had and no v<N+1>
- * exists (two HEADs instead of reading and parsing the whole history). */
-static void bucket_on_cached_next(StorageResult *r, void *userdata) {
-        BucketJob *j = userdata;
-
-        if (r->status == -ENOENT) {
-                j->result.status = 0;
-                j->result.body = json_pack("{s:s, s:O}", "metadata-location", j->cached_location,
-                                           "metadata", j->cached_metadata);
-                if (!j->result.body)
-                        bucket_job_set_failure(j, -ENOMEM, "", "out of memory");
-                bucket_job_answer(j);
-                return;
-        }
-        if (r->status == 0)
-                bucket_cache_drop(j->catalog, j->dir, j->cached_version);
-        bucket_find_latest(j);
-}
-
-static void bucket_on_cached_head(StorageResult *r, void *userdata) {
-        BucketJob *j = userdata;
-        _cleanup_(freep) char *next = NULL;
-        Error e = { 0 };
-        int rr;
-
-        if (r->status < 0 || r->size != j->cached_size) {
-                /* Gone or another object (a table created again): read anew. A transient
-                 * failure proves nothing either way: the read decides. */
-                if (r->status == -ENOENT || r->status == 0)
-                        bucket_cache_drop(j->catalog, j->dir, j->cached_version);
-                bucket_find_latest(j);
-                return;
-        }
-        if (j->op == BUCKET_OP_LOAD) {
-                next = hadoop_layout_version_location(j->dir, j->cached_version + 1);
-                if (!next) {
-                        bucket_job_fail(j, -ENOMEM, "", "out of memory");
-                        return;
-                }
-                rr = storage_size(j->catalog->storage, NULL, next, bucket_on_cached_next, j, &e);
-                if (rr < 0)
-                        (void)bucket_submit_error(j, rr, &e);
-                return;
-        }
-        j->from_cache = true;
-        j->version = j->cached_version;
-        j->metadata_location = TAKE_PTR(j->cached_location);
-        j->metadata = TAKE_PTR(j->cached_metadata);
-        bucket_found(j);
-}
-
-/* Loads and commits start from the table's cached version when there is one. */
-static void bucket_begin(BucketJob *j) {
-        BucketCatalog *c = j->catalog;
-        const TableCacheEntry *e = table_cache_get(c->cache, j->dir);
-        Error error = { 0 };
-        int r;
-
-        if (j->op == BUCKET_OP_COMMIT)
-                j->memo = table_cache_take_memo(c->cache, j->dir);
-        if (!e) {
-                bucket_find_latest(j);
-                return;
-        }
-        j->cached_location = strdup(e->metadata_location);
-        if (!j->cached_location) {
-                bucket_job_fail(j, -ENOMEM, "", "out of memory");
-                return;
-        }
-        j->cached_metadata = json_incref(e->metadata);
-        j->cached_version = e->version;
-        j->cached_size = e->stamp.size;
-        r = storage_size(c->storage, NULL, j->cached_location, bucket_on_cached_head, j, &error);
-        if (r < 0)
-                (void)bucket_submit_error(j, r, &error);
-}
-
-/* ---- publishing a version ------------------------------------------------------------------ */
-
-static void bucket_succeed(BucketJob *j, const char *metadata_location, json_t *metadata_take) {
-        /* The body shares the metadata with the cache: nobody changes either (catalog.h). */
-        j->result.status = 0;
-        j->result.body = json_pack("{s:s, s:o}", "metadata-location", metadata_location, "metadata",
-                                   metadata_take);
-        if (!j->result.body) {
-                bucket_job_fail(j, -ENOMEM, "", "out of memory");
-                return;
-        }
-        bucket_job_answer(j);
-}
-
-static void bucket_delete_next(BucketJob *j);
-
-static void bucket_on_deleted(StorageResult *r, void *userdata) {
-        BucketJob *j = userdata;
-
-        if (r->status < 0 && j->n_delete_failed++ == 0)
-                (void)snprintf(j->delete_warning, sizeof(j->delete_warning), "%s",
-                               r->error.message);
-        bucket_delete_next(j);
-}
-
-/* Whether a metadata-log entry names an object of the table's own metadata/ prefix, directly
- * (no deeper key, no "." or ".." name some store might resolve), other than the current one. */
-static bool bucket_is_own_metadata_file(const BucketJob *j, const char *location,
-                                        const char *metadata_dir) {
-        _cleanup_(storage_location_deinit) StorageLocation l = { 0 }, dir = { 0 };
-        const char *name;
-        size_t n;
-
-        if (!location || strcmp(location, j->publish_location) == 0 ||
-            !storage_location_is_within(location, metadata_dir) ||
-            storage_location_parse(location, &l, NULL) < 0 ||
-            storage_location_parse(metadata_dir, &dir, NULL) < 0)
-                return false;
-        n = strlen(dir.key);
-        if (strncmp(l.key, dir.key, n) != 0 || l.key[n] != '/')
-                return false;
-        name = l.key + n + 1;
-        return !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
-}
-
-/* Deletes the metadata files that dropped out of the metadata-log with this commit when
- * write.metadata.delete-after-commit.enabled is "true", as Java's
- * HadoopTableOperations.deleteRemovedMetadataFiles: after the commit succeeded, one at a time
- * (usually one per commit), failures only counted and logged, then the commit is answered. */
-static void bucket_delete_next(BucketJob *j) {
-        _cleanup_(freep) char *metadata_dir = NULL;
-        Error e = { 0 };
-        int r;
-
-        if (asprintf(&metadata_dir, "%s/metadata", j->dir) < 0) {
-                j->n_delete_failed++;
-                (void)snprintf(j->delete_warning, sizeof(j->delete_warning), "out of memory");
-                metadata_dir = NULL;
-                j->n_removed_done = json_array_size(j->removed);
-        }
-        while (j->n_removed_done < json_array_size(j->removed)) {
-                const char *location =
-                        json_string_value(json_array_get(j->removed, j->n_removed_done++));
-
-                if (!bucket_is_own_metadata_file(j, location, metadata_dir))
-                        continue;
-                r = storage_delete(j->catalog->storage, NULL, location, bucket_on_deleted, j, &e);
-                if (r == 0)
-                        return;
-                if (j->n_delete_failed++ == 0)
-                        (void)snprintf(j->delete_warning, sizeof(j->delete_warning), "%s",
-                                       e.message);
-        }
-        bucket_succeed(j, j->publish_location, TAKE_PTR(j->updated));
-}
-
-static void bucket_on_hint_written(StorageResult *r, void *userdata) {
-        BucketJob *j = userdata;
-
-        /* The hint only speeds up reads (readers step forward from it). */
-        if (r->status < 0)
-                log_warning("version hint of table='%s' not updated: %s, ignoring", j->name,
-                            r->error.message);
-        bucket_delete_next(j);
-}
-
-static void bucket_write_hint(BucketJob *j) {
-        _cleanup_(freep) char *hint = NULL;
-        Error e = { 0 };
-        int r;
-
-        (void)snprintf(j->hint, sizeof(j->hint), "%" PRId64, j->publish_version);
-        if (asprintf(&hint, "%s/metadata/" VERSION_HINT, j->dir) < 0) {
-                bucket_delete_next(j);
-                return;
-        }
-        r = storage_write(j->catalog->storage, NULL, hint, slice_make(j->hint, strlen(j->hint)),
-                          /* flags= */ 0, bucket_on_hint_written, j, &e);
-        if (r < 0) {
-                log_warning("version hint of table='%s' not updated: %s, ignoring", j->name,
-                            e.message);
-                bucket_delete_next(j);
-        }
-}
-
-static void bucket_on_published(StorageResult *r, void *userdata) {
-        BucketJob *j = userdata;
-
-        if (r->status == -EEXIST) {
-                if (j->op == BUCKET_OP_CREATE_TABLE) {
-                        bucket_job_fail(j, CATALOG_E_CONFLICT, "AlreadyExistsException",
-                                        "Table already exists: %s", j->name);
-                        return;
-                }
-                /* Another writer has v<N+1>: what was read or cached is not the latest. */
-                if (j->from_cache) {
-                        bucket_retry_from_latest(j);
-                        return;
-                }
-                bucket_cache_drop(j->catalog, j->dir, j->version);
-                bucket_job_fail(j, CATALOG_E_CONFLICT, "CommitFailedException",
-                                "Version %" PRId64 " already exists: %s", j->publish_version,
-                                j->publish_location);
-                return;
-        }
-        if (r->status < 0) {
-                /* A PUT whose answer was lost may have landed: only a reload can tell. Refused
-                 * requests (403, 4xx) and ones never sent wrote nothing. */
-                bool maybe =
-                        r->status == -EAGAIN || r->status == -ETIMEDOUT || r->status == -ECANCELED;
-
-                bucket_job_fail(j, maybe ? CATALOG_E_STATE_UNKNOWN : CATALOG_E_UNAVAILABLE, "",
-                                "cannot create '%s': %s", j->publish_location, r->error.message);
-                return;
-        }
-        /* The created object is our text: its size is the stamp a later HEAD compares. */
-        if (j->op == BUCKET_OP_CREATE_TABLE)
-                table_cache_drop(j->catalog->cache, j->dir); /* an older table of that name */
-        bucket_cache_put(j, j->publish_version, j->publish_location, j->updated, j->text.len);
-        buf_deinit(&j->text);
-        bucket_write_hint(j);
-}
-
-/* Publishes j->text (encoded on the pool) as v<publish_version> with a create that never
- * replaces. */
-static void bucket_publish(BucketJob *j) {
-        Error e = { 0 };
-        int r;
-
-        free(j->publish_location);
-        j->publish_location = hadoop_layout_version_location(j->dir, j->publish_version);
-        if (!j->publish_location) {
-                bucket_job_fail(j, -ENOMEM, "", "out of memory");
-                return;
-        }
-        r = storage_write(j->catalog->storage, NULL, j->publish_location, buf_slice(&j->text),
-                          STORAGE_WRITE_IF_ABSENT, bucket_on_published, j, &e);
-        if (r < 0)
-                (void)bucket_submit_error(j, r, &e);
-}
-
-/* The latest version is in j->metadata: answer a load, or apply a commit (on the pool) and
- * publish it. */
-static void bucket_found(BucketJob *j) {
-        if (j->op == BUCKET_OP_LOAD) {
-                bucket_succeed(j, j->metadata_location, TAKE_PTR(j->metadata));
-                return;
-        }
-        j->publish_version = j->version + 1;
-        bucket_queue_work(j, BUCKET_WORK_BUILD);
-}
 
 /* ---- namespaces and tables ----------------------------------------------------------------- */
 
@@ -815,7 +65,7 @@ static void bucket_write_marker(BucketJob *j) {
         r = storage_write(j->catalog->storage, NULL, j->markers[j->level], slice_make("", 0),
                           STORAGE_WRITE_IF_ABSENT, bucket_on_marker, j, &e);
         if (r < 0)
-                (void)bucket_submit_error(j, r, &e);
+                (void)bucket_job_submit_error(j, r, &e);
 }
 
 static void bucket_on_table_listed(StorageResult *r, void *userdata) {
@@ -863,7 +113,7 @@ static void bucket_on_table_listed(StorageResult *r, void *userdata) {
         j->updated = TAKE_PTR(md);
         /* A concurrent create loses the conditional create of v1 and gets CONFLICT. */
         j->publish_version = 1;
-        bucket_queue_work(j, BUCKET_WORK_BUILD);
+        bucket_commit_build(j);
 }
 
 static void bucket_on_namespace_listed(StorageResult *r, void *userdata) {
@@ -893,7 +143,7 @@ static void bucket_on_namespace_listed(StorageResult *r, void *userdata) {
         rr = storage_list(j->catalog->storage, NULL, prefix, BUCKET_MAX_LISTED_VERSIONS,
                           bucket_on_table_listed, j, &e);
         if (rr < 0)
-                (void)bucket_submit_error(j, rr, &e);
+                (void)bucket_job_submit_error(j, rr, &e);
 }
 
 static void bucket_on_started(StorageResult *r, void *userdata) {
@@ -909,6 +159,17 @@ static void bucket_on_started(StorageResult *r, void *userdata) {
 }
 
 /* ---- calls ------------------------------------------------------------------------------- */
+
+/* The latest version is in j->metadata (j->on_found, from bucket_version.c): answer a load, or
+ * apply a commit (on the pool) and publish it. */
+static void bucket_on_found(BucketJob *j) {
+        if (j->op == BUCKET_OP_LOAD) {
+                bucket_job_succeed(j, j->metadata_location, TAKE_PTR(j->metadata));
+                return;
+        }
+        j->publish_version = j->version + 1;
+        bucket_commit_build(j);
+}
 
 static int bucket_job_new(BucketCatalog *c, BucketOp op, const char *const *namespace,
                           size_t n_namespace, const char *last, const json_t *request,
@@ -936,6 +197,7 @@ static int bucket_job_new(BucketCatalog *c, BucketOp op, const char *const *name
         j->cb = cb;
         j->userdata = userdata;
         j->in_call = true;
+        j->on_found = bucket_on_found;
         j->now_ms = now_realtime_ms();
         /* S3 keys are at most 1024 bytes; with the scheme and bucket a location stays far below. */
         buf_init(&dir, PATH_MAX);
@@ -1017,7 +279,7 @@ static int bucket_load_table(void *impl, const char *const *namespace, size_t n_
                            &j);
         if (r < 0)
                 return r;
-        bucket_begin(j);
+        bucket_version_begin(j);
         j->in_call = false;
         return 0;
 }
@@ -1032,7 +294,7 @@ static int bucket_commit_table(void *impl, const char *const *namespace, size_t 
                            userdata, &j);
         if (r < 0)
                 return r;
-        bucket_begin(j);
+        bucket_version_begin(j);
         j->in_call = false;
         return 0;
 }
@@ -1075,7 +337,7 @@ static int bucket_create_table(void *impl, const char *const *namespace, size_t 
         }
         r = storage_list(c->storage, NULL, prefix, 1, bucket_on_namespace_listed, j, &e);
         if (r < 0)
-                (void)bucket_submit_error(j, r, &e);
+                (void)bucket_job_submit_error(j, r, &e);
         j->in_call = false;
         return 0;
 }
@@ -1083,22 +345,12 @@ static int bucket_create_table(void *impl, const char *const *namespace, size_t 
 static void bucket_on_close_work(uv_work_t *w) {
 }
 
-static void bucket_maybe_closed(BucketCatalog *c) {
-        void (*done)(void *userdata);
-
-        if (!c->is_closing || c->n_jobs > 0 || !c->close_done)
-                return;
-        done = c->close_done;
-        c->close_done = NULL;
-        done(c->close_userdata);
-}
-
 static void bucket_on_close_after(uv_work_t *w, int status) {
         BucketCatalog *c = w->data;
 
         assert(c->n_jobs > 0);
         c->n_jobs--;
-        bucket_maybe_closed(c);
+        bucket_job_maybe_closed(c);
 }
 
 /* Jobs in flight end with their storage operations (the storage closes with the catalog). */
@@ -1116,7 +368,7 @@ static void bucket_close(void *impl, void (*done)(void *userdata), void *userdat
             0)
                 c->n_jobs++;
         else
-                bucket_maybe_closed(c);
+                bucket_job_maybe_closed(c);
 }
 
 static void bucket_free(void *impl) {
