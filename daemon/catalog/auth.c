@@ -2,7 +2,7 @@
 /* The catalog client's bearer token (see rest_client-internal.h): a static one, or OAuth2
  * client_credentials fetched from the token endpoint, refreshed ahead of expiry and dropped when
  * the catalog refuses it. Owns the credential and the token, wiped when dropped. Never parks or
- * resends a call itself (rest_client.c does); logs at debug only. */
+ * resends a call itself (rest_call.c does); logs at debug only. */
 #define LOG_MODULE "catalog"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* audit/table.c: the lineage checks, gap explanations and row-id lookup steps with exact
- * numbers, on tables built in memory (no files, no loop). iceberg/manifest_entries.c's
- * inheritance with the spec's worked example. */
+/* audit/table.c, audit/table_report.c: the lineage checks, gap explanations and row-id lookup
+ * steps with exact numbers, on tables built in memory (no files, no loop).
+ * iceberg/manifest_entries.c's inheritance with the spec's worked example. */
 #include <errno.h>
 #include <string.h>
 
