@@ -552,114 +552,141 @@ static int s3_op_take_tail(S3Op *op, const CurlUvResponse *response) {
         return 0;
 }
 
-static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
-        S3Op *op = userdata;
+/* The 2xx of the read-back that follows a 412 to a create whose earlier attempt may have
+ * landed: ours if byte for byte what we wrote. */
+static void s3_op_on_read_back(S3Op *op, const CurlUvResponse *response) {
+        bool same =
+                response->body_error == 0 && response->body.len == op->data.len &&
+                (op->data.len == 0 || memcmp(response->body.ptr, op->data.ptr, op->data.len) == 0);
+
+        if (same) {
+                op->result.status = 0;
+                s3_op_finish(op);
+        } else
+                s3_op_fail(op, -EEXIST, "%s already exists (created by another writer)",
+                           op->location);
+}
+
+/* A GET's whole object, within its limit. On failure answers the op and returns <0. */
+static int s3_op_take_object(S3Op *op, const CurlUvResponse *response) {
+        int r;
+
+        if (response->body_error == -E2BIG || response->body.len > op->max_bytes) {
+                s3_op_fail(op, -EFBIG, "%s is above the limit of %" PRIu64 " bytes", op->location,
+                           op->max_bytes);
+                return -EFBIG;
+        }
+        if (response->body_error < 0) {
+                s3_op_fail(op, response->body_error, "%s: cannot keep the body: %s", op->location,
+                           strerror(-response->body_error));
+                return response->body_error;
+        }
+        buf_init(&op->result.data, (size_t)op->max_bytes + 1);
+        r = buf_append(&op->result.data, response->body.ptr, response->body.len);
+        if (r < 0) {
+                s3_op_fail(op, r, "%s: out of memory", op->location);
+                return r;
+        }
+        metrics_add(op->client->metrics, METRIC_STORAGE_BYTES, "read", (double)response->body.len);
+        return 0;
+}
+
+/* A LIST page's answer: its keys kept, and the next page asked for while there is one. Returns
+ * 0 when the listing is complete; otherwise the op is answered or sent again. */
+static int s3_op_on_page(S3Op *op, Slice body) {
+        int r;
+
+        r = s3_op_take_page(op, body);
+        if (r < 0) {
+                s3_op_fail(op,
+                           r == -E2BIG    ? -E2BIG
+                           : r == -ENOMEM ? r
+                                          : -EREMOTEIO,
+                           "%s: %s", op->location,
+                           r == -E2BIG ? "more objects than the listing limit"
+                                       : "unreadable ListObjectsV2 answer");
+                return r;
+        }
+        if (r > 0) {
+                r = s3_op_send(op);
+                if (r < 0)
+                        s3_op_fail(op, -EAGAIN, "%s: cannot ask for the next page: %s",
+                                   op->location, strerror(-r));
+                return 1;
+        }
+        return 0;
+}
+
+/* A 2xx: the operation's result (or the next page of a listing). */
+static void s3_op_on_success(S3Op *op, const CurlUvResponse *response) {
         S3Client *c = op->client;
-        const char *method = s3_op_method(op);
+
+        s3_op_count(op, 0);
+        if (op->is_verifying) {
+                s3_op_on_read_back(op, response);
+                return;
+        }
+        switch (op->kind) {
+        case S3_OP_GET:
+                if (s3_op_take_object(op, response) < 0)
+                        return;
+                break;
+        case S3_OP_GET_TAIL:
+                if (s3_op_take_tail(op, response) < 0)
+                        return;
+                break;
+        case S3_OP_HEAD:
+                if (response->content_length < 0) {
+                        s3_op_fail(op, -EREMOTEIO, "%s: HEAD answered without a Content-Length",
+                                   op->location);
+                        return;
+                }
+                op->result.size = (uint64_t)response->content_length;
+                break;
+        case S3_OP_PUT:
+                metrics_add(c->metrics, METRIC_STORAGE_BYTES, "written", (double)op->data.len);
+                break;
+        case S3_OP_LIST:
+                if (s3_op_on_page(op, response->body) != 0)
+                        return;
+                break;
+        case S3_OP_DELETE:
+                break;
+        }
+        op->result.status = 0;
+        s3_op_finish(op);
+}
+
+/* Answers worth another attempt: server errors, throttling and timeouts, by status or code. */
+static bool s3_answer_is_transient(long http, const char *code) {
+        return http == 500 || http == 502 || http == 503 || http == 504 || http == 429 ||
+               http == 408 || strcmp(code, "SlowDown") == 0 ||
+               strcmp(code, "RequestTimeout") == 0 || strcmp(code, "InternalError") == 0;
+}
+
+/* A conditional create found the object: when an earlier attempt of ours may have written it,
+ * read it back (s3_op_on_read_back decides); otherwise it is somebody else's. */
+static void s3_op_on_exists(S3Op *op, const char *detail) {
+        int r;
+
+        s3_op_count(op, -EEXIST);
+        if (op->may_have_written) {
+                op->is_verifying = true;
+                r = s3_op_send(op);
+                if (r < 0)
+                        s3_op_fail(op, -EAGAIN, "%s: cannot read back an earlier attempt: %s",
+                                   op->location, strerror(-r));
+                return;
+        }
+        s3_op_fail(op, -EEXIST, "%s already exists (%s)", op->location, detail);
+}
+
+/* Any answer but a 2xx: the store's status, code and message become the operation's status and
+ * error, or another attempt. */
+static void s3_op_on_refusal(S3Op *op, const CurlUvResponse *response) {
         S3XmlError xml = { 0 };
         char detail[900];
         long http = response->http_status;
-        int r;
-
-        if (response->status == -ECANCELED) {
-                s3_op_fail(op, -ECANCELED, "%s: cancelled: icecommitd is stopping", op->location);
-                return;
-        }
-        if (response->status != 0) {
-                s3_op_count(op, -EAGAIN);
-                if (op->kind == S3_OP_PUT && !op->is_verifying &&
-                    response->status == CURL_UV_E_NO_RESPONSE)
-                        op->may_have_written = true;
-                (void)snprintf(detail, sizeof(detail), "%s failed: %s", method, response->error);
-                s3_op_retry(op, detail);
-                return;
-        }
-
-        if (http >= 200 && http < 300) {
-                s3_op_count(op, 0);
-                if (op->is_verifying) {
-                        /* Ours if byte for byte what we wrote: the earlier attempt landed. */
-                        bool same = response->body_error == 0 &&
-                                    response->body.len == op->data.len &&
-                                    (op->data.len == 0 ||
-                                     memcmp(response->body.ptr, op->data.ptr, op->data.len) == 0);
-
-                        if (same) {
-                                op->result.status = 0;
-                                s3_op_finish(op);
-                        } else
-                                s3_op_fail(op, -EEXIST,
-                                           "%s already exists (created by another writer)",
-                                           op->location);
-                        return;
-                }
-                switch (op->kind) {
-                case S3_OP_GET:
-                        if (response->body_error == -E2BIG || response->body.len > op->max_bytes) {
-                                s3_op_fail(op, -EFBIG, "%s is above the limit of %" PRIu64 " bytes",
-                                           op->location, op->max_bytes);
-                                return;
-                        }
-                        if (response->body_error < 0) {
-                                s3_op_fail(op, response->body_error, "%s: cannot keep the body: %s",
-                                           op->location, strerror(-response->body_error));
-                                return;
-                        }
-                        buf_init(&op->result.data, (size_t)op->max_bytes + 1);
-                        r = buf_append(&op->result.data, response->body.ptr, response->body.len);
-                        if (r < 0) {
-                                s3_op_fail(op, r, "%s: out of memory", op->location);
-                                return;
-                        }
-                        metrics_add(c->metrics, METRIC_STORAGE_BYTES, "read",
-                                    (double)response->body.len);
-                        break;
-                case S3_OP_GET_TAIL:
-                        r = s3_op_take_tail(op, response);
-                        if (r < 0)
-                                return;
-                        break;
-                case S3_OP_HEAD:
-                        if (response->content_length < 0) {
-                                s3_op_fail(op, -EREMOTEIO,
-                                           "%s: HEAD answered without a Content-Length",
-                                           op->location);
-                                return;
-                        }
-                        op->result.size = (uint64_t)response->content_length;
-                        break;
-                case S3_OP_PUT:
-                        metrics_add(c->metrics, METRIC_STORAGE_BYTES, "written",
-                                    (double)op->data.len);
-                        break;
-                case S3_OP_LIST:
-                        r = s3_op_take_page(op, response->body);
-                        if (r < 0) {
-                                s3_op_fail(op,
-                                           r == -E2BIG    ? -E2BIG
-                                           : r == -ENOMEM ? r
-                                                          : -EREMOTEIO,
-                                           "%s: %s", op->location,
-                                           r == -E2BIG ? "more objects than the listing limit"
-                                                       : "unreadable ListObjectsV2 answer");
-                                return;
-                        }
-                        if (r > 0) {
-                                r = s3_op_send(op);
-                                if (r < 0)
-                                        s3_op_fail(op, -EAGAIN,
-                                                   "%s: cannot ask for the next page: %s",
-                                                   op->location, strerror(-r));
-                                return;
-                        }
-                        break;
-                case S3_OP_DELETE:
-                        break;
-                }
-                op->result.status = 0;
-                s3_op_finish(op);
-                return;
-        }
 
         if (response->body_error == 0)
                 (void)s3_xml_error_parse(response->body, &xml);
@@ -671,13 +698,11 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
                                : http == 412 ? "PreconditionFailed"
                                              : "");
         (void)snprintf(detail, sizeof(detail),
-                       "%s of bucket '%s' key '%s' answered HTTP %ld%s%s%s%s", method, op->bucket,
-                       op->key, http, xml.code[0] ? " " : "", xml.code, xml.message[0] ? ": " : "",
-                       xml.message);
+                       "%s of bucket '%s' key '%s' answered HTTP %ld%s%s%s%s", s3_op_method(op),
+                       op->bucket, op->key, http, xml.code[0] ? " " : "", xml.code,
+                       xml.message[0] ? ": " : "", xml.message);
 
-        if (http == 500 || http == 502 || http == 503 || http == 504 || http == 429 ||
-            http == 408 || strcmp(xml.code, "SlowDown") == 0 ||
-            strcmp(xml.code, "RequestTimeout") == 0 || strcmp(xml.code, "InternalError") == 0) {
+        if (s3_answer_is_transient(http, xml.code)) {
                 s3_op_count(op, -EAGAIN);
                 if (op->kind == S3_OP_PUT && !op->is_verifying)
                         op->may_have_written =
@@ -687,18 +712,7 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
         }
         if (op->kind == S3_OP_PUT && !op->is_verifying && op->if_absent &&
             (http == 412 || (http == 409 && strcmp(xml.code, "ConditionalRequestConflict") == 0))) {
-                s3_op_count(op, -EEXIST);
-                if (op->may_have_written) {
-                        /* Our own earlier attempt may be what exists: read it back. */
-                        op->is_verifying = true;
-                        r = s3_op_send(op);
-                        if (r < 0)
-                                s3_op_fail(op, -EAGAIN,
-                                           "%s: cannot read back an earlier attempt: %s",
-                                           op->location, strerror(-r));
-                        return;
-                }
-                s3_op_fail(op, -EEXIST, "%s already exists (%s)", op->location, detail);
+                s3_op_on_exists(op, detail);
                 return;
         }
         if (http == 416 && op->kind == S3_OP_GET_TAIL) {
@@ -745,6 +759,30 @@ static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
         s3_op_count(op, -EREMOTEIO);
         s3_op_fail(op, -EREMOTEIO, "%s: %s%s%s", op->location, detail,
                    xml.region[0] ? "; the bucket is in region " : "", xml.region);
+}
+
+static void s3_op_on_response(const CurlUvResponse *response, void *userdata) {
+        S3Op *op = userdata;
+        char detail[900];
+
+        if (response->status == -ECANCELED) {
+                s3_op_fail(op, -ECANCELED, "%s: cancelled: icecommitd is stopping", op->location);
+                return;
+        }
+        if (response->status != 0) {
+                s3_op_count(op, -EAGAIN);
+                if (op->kind == S3_OP_PUT && !op->is_verifying &&
+                    response->status == CURL_UV_E_NO_RESPONSE)
+                        op->may_have_written = true;
+                (void)snprintf(detail, sizeof(detail), "%s failed: %s", s3_op_method(op),
+                               response->error);
+                s3_op_retry(op, detail);
+                return;
+        }
+        if (response->http_status >= 200 && response->http_status < 300)
+                s3_op_on_success(op, response);
+        else
+                s3_op_on_refusal(op, response);
 }
 
 static int s3_strdup_opt(char **dst, const char *src) {
