@@ -2,8 +2,8 @@
 /* storage/: location parsing and containment (local and S3), bounded reads, no-replace writes,
  * the asynchronous interface on a real loop (local backend), S3 URLs and XML answers, and the
  * per-table settings from a catalog; reads beneath a root (symlinks out of it refused, by
- * openat2 and by the fallback walk) and tails. The S3 backend itself is tested against a real store
- * in tests/integration/test_s3.py. */
+ * openat2 and by the fallback walk) and tails. The S3 backend itself is tested against a scripted
+ * HTTP double in test-s3.c and against a real store in tests/integration/test_s3.py. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
