@@ -36,10 +36,10 @@ typedef struct PartitionStats {
         Buf min_bytes, max_bytes; /* STRING, BINARY */
 } PartitionStats;
 
+/* What every entry of one staged manifest is read with: where its fields are, and the partition
+ * summaries gathered over them. */
 typedef struct EntryFields {
-        int status, snapshot_id, sequence_number, file_sequence_number, data_file;
-        int content, file_path, file_format, partition, record_count, file_size, first_row_id;
-        int equality_ids;
+        ManifestFieldsLayout layout;
         bool summaries_supported;
         PartitionStats *stats; /* one per partition field */
         size_t n_stats;
@@ -98,54 +98,39 @@ static PartitionKind partition_kind(const FieldsType *t) {
         }
 }
 
+/* The fields every staged entry must have, in the order they are checked. */
+static const int32_t entry_required_fields[] = {
+        MANIFEST_FIELD_FILE_PATH,    MANIFEST_FIELD_FILE_FORMAT, MANIFEST_FIELD_PARTITION,
+        MANIFEST_FIELD_RECORD_COUNT, MANIFEST_FIELD_FILE_SIZE,
+};
+
+static int entry_fields_lacks(int32_t id, Error *e) {
+        return error_set(e, -EBADMSG, "manifest schema lacks field %d (%s)", id,
+                         manifest_fields_def(id)->name);
+}
+
 static int entry_fields_resolve(const FieldsRecord *entry, EntryFields *ef, Error *e) {
-        FieldsRecord data_file, partition;
+        ManifestFieldsLayout *l = &ef->layout;
+        FieldsRecord partition;
         int r;
 
-        *ef = (EntryFields){
-                .status = fields_index(entry, MANIFEST_FIELD_STATUS),
-                .snapshot_id = fields_index(entry, MANIFEST_FIELD_SNAPSHOT_ID),
-                .sequence_number = fields_index(entry, MANIFEST_FIELD_SEQUENCE_NUMBER),
-                .file_sequence_number = fields_index(entry, MANIFEST_FIELD_FILE_SEQUENCE_NUMBER),
-                .data_file = fields_index(entry, MANIFEST_FIELD_DATA_FILE),
-        };
-        if (ef->status < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (status)",
-                                 MANIFEST_FIELD_STATUS);
-        if (ef->data_file < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (data_file)",
-                                 MANIFEST_FIELD_DATA_FILE);
-        r = fields_record_nested(entry, ef->data_file, &data_file, e);
+        *ef = (EntryFields){ 0 };
+        manifest_fields_layout_init(entry, l);
+        if (manifest_fields_index(l, MANIFEST_FIELD_STATUS) < 0)
+                return entry_fields_lacks(MANIFEST_FIELD_STATUS, e);
+        if (manifest_fields_index(l, MANIFEST_FIELD_DATA_FILE) < 0)
+                return entry_fields_lacks(MANIFEST_FIELD_DATA_FILE, e);
+        r = manifest_fields_layout_nest(l, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest schema");
-
-        ef->content = fields_index(&data_file, MANIFEST_FIELD_CONTENT);
-        ef->file_path = fields_index(&data_file, MANIFEST_FIELD_FILE_PATH);
-        ef->file_format = fields_index(&data_file, MANIFEST_FIELD_FILE_FORMAT);
-        ef->partition = fields_index(&data_file, MANIFEST_FIELD_PARTITION);
-        ef->record_count = fields_index(&data_file, MANIFEST_FIELD_RECORD_COUNT);
-        ef->file_size = fields_index(&data_file, MANIFEST_FIELD_FILE_SIZE);
-        ef->first_row_id = fields_index(&data_file, MANIFEST_FIELD_FIRST_ROW_ID);
-        ef->equality_ids = fields_index(&data_file, MANIFEST_FIELD_EQUALITY_IDS);
-        if (ef->file_path < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_path)",
-                                 MANIFEST_FIELD_FILE_PATH);
-        if (ef->file_format < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_format)",
-                                 MANIFEST_FIELD_FILE_FORMAT);
-        if (ef->partition < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (partition)",
-                                 MANIFEST_FIELD_PARTITION);
-        if (ef->record_count < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (record_count)",
-                                 MANIFEST_FIELD_RECORD_COUNT);
-        if (ef->file_size < 0)
-                return error_set(e, -EBADMSG, "manifest schema lacks field %d (file_size_in_bytes)",
-                                 MANIFEST_FIELD_FILE_SIZE);
+        for (size_t i = 0; i < sizeof(entry_required_fields) / sizeof(*entry_required_fields); i++)
+                if (manifest_fields_index(l, entry_required_fields[i]) < 0)
+                        return entry_fields_lacks(entry_required_fields[i], e);
 
         /* The partition tuple (r102) has one field per partition field, in spec order. A
          * schema we cannot follow only costs the summaries, never the manifest. */
-        if (fields_record_nested(&data_file, ef->partition, &partition, NULL) < 0)
+        if (fields_record_nested(&l->data_file, manifest_fields_index(l, MANIFEST_FIELD_PARTITION),
+                                 &partition, NULL) < 0)
                 return 0;
         ef->n_stats = avro_schema_record_size(partition.schema);
         if (ef->n_stats > 0) {
@@ -373,17 +358,21 @@ static uint64_t manifest_staged_summary_bytes(const StagedManifest *m) {
 #define ENTRY_ERROR(code, ...) (error_set(e, (code), __VA_ARGS__), ENTRY_PREFIX(code))
 #define ENTRY_PREFIX(code) error_prefix(e, (code), "entry %" PRIu64 " (%s)", idx, info->path)
 
-/* Validates one entry against the staging rules and records its data file in `info`. */
-static int manifest_staged_read_entry(StagedManifestRead *read, avro_value_t *entry, uint64_t idx,
-                                      DataFileInfo *info, Error *e) {
+/* One entry on its way through the checks below, each reading the fields it needs (through the
+ * field table, in the order of the checks: an entry's first problem is the one named). */
+typedef struct StagedEntry {
+        avro_value_t *datum;
+        uint64_t idx;
+        ManifestEntryFields f; /* borrowed from datum */
+        DataFileInfo *info;
+} StagedEntry;
+
+/* The data file's path and format: bounded and charged before anything of the entry is kept. */
+static int manifest_staged_entry_path(StagedManifestRead *read, StagedEntry *x, Error *e) {
         const ManifestLimits *limits = read->limits;
-        StagedManifest *m = read->m;
-        EntryFields *ef = read->ef;
-        const char *path = NULL, *format = NULL, *status_name;
-        size_t path_len = 0, format_len = 0;
-        int32_t status, content = 0;
-        avro_value_t df, tuple;
-        int64_t v;
+        const ManifestFieldsLayout *l = &read->ef->layout;
+        const ManifestFieldValue *path = &x->f.file_path;
+        uint64_t idx = x->idx;
         int r;
 
         /* The request's files are counted as they are decoded: a request over its bound stops
@@ -396,37 +385,54 @@ static int manifest_staged_read_entry(StagedManifestRead *read, avro_value_t *en
                 (*limits->entries_left)--;
         }
 
-        r = fields_get_value(entry, ef->data_file, &df, e);
-        if (r == 0)
-                return error_set(e, -EBADMSG, "entry %" PRIu64 ": data_file is null", idx);
-        if (r > 0)
-                r = fields_get_string(&df, ef->file_path, &path, &path_len, e);
+        r = manifest_fields_read(l, x->datum, &x->f, e, MANIFEST_FIELD_DATA_FILE,
+                                 MANIFEST_FIELD_FILE_PATH);
         if (r < 0)
                 return error_prefix(e, r, "entry %" PRIu64, idx);
-        if (r == 0 || path_len == 0)
+        if (!x->f.data_file.is_set)
+                return error_set(e, -EBADMSG, "entry %" PRIu64 ": data_file is null", idx);
+        if (!path->is_set || path->len == 0)
                 return error_set(e, -EINVAL, "entry %" PRIu64 ": file_path is empty", idx);
         /* Every reader opens it, and icecommitd keeps it for the request's life. */
-        if (limits->max_path_bytes > 0 && path_len > limits->max_path_bytes)
+        if (limits->max_path_bytes > 0 && path->len > limits->max_path_bytes)
                 return error_set(e, -E2BIG,
                                  "entry %" PRIu64 " ('%.*s...'): file_path is %zu bytes, above "
                                  "the limit of %zu (commit.max-path-bytes)",
-                                 idx, (int)(path_len < 64 ? path_len : 64), path, path_len,
+                                 idx, (int)(path->len < 64 ? path->len : 64), path->str, path->len,
                                  limits->max_path_bytes);
-        r = fields_get_string(&df, ef->file_format, &format, &format_len, e);
+        r = manifest_fields_read(l, x->datum, &x->f, e, MANIFEST_FIELD_FILE_FORMAT);
         if (r < 0)
                 return error_prefix(e, r, "entry %" PRIu64, idx);
-        r = manifest_staged_charge(read, sizeof(*info) + path_len + 1 + format_len + 1, e);
+        r = manifest_staged_charge(read,
+                                   sizeof(*x->info) + path->len + 1 + x->f.file_format.len + 1, e);
         if (r < 0)
                 return error_prefix(e, r, "entry %" PRIu64, idx);
-        info->path = strndup(path, path_len);
-        if (!info->path)
+        x->info->path = strndup(path->str, path->len);
+        if (!x->info->path)
                 return error_set(e, -ENOMEM, "out of memory");
+        return 0;
+}
 
-        r = fields_get_int(entry, ef->status, &status, e);
+/* ADDED, and what is inherited at commit time left null. */
+static int manifest_staged_entry_status(StagedManifestRead *read, StagedEntry *x, Error *e) {
+        /* Inherited at commit time (spec "Sequence Number Inheritance", "Snapshot ID
+         * Inheritance"): a staged entry must leave all three null. */
+        static const int32_t inherited[] = { MANIFEST_FIELD_SNAPSHOT_ID,
+                                             MANIFEST_FIELD_SEQUENCE_NUMBER,
+                                             MANIFEST_FIELD_FILE_SEQUENCE_NUMBER };
+        const ManifestFieldsLayout *l = &read->ef->layout;
+        const DataFileInfo *info = x->info;
+        uint64_t idx = x->idx;
+        const char *status_name;
+        int32_t status;
+        int r;
+
+        r = manifest_fields_read(l, x->datum, &x->f, e, MANIFEST_FIELD_STATUS);
         if (r < 0)
                 return ENTRY_PREFIX(r);
-        if (r == 0)
+        if (!x->f.status.is_set)
                 return ENTRY_ERROR(-EBADMSG, "status is null");
+        status = (int32_t)x->f.status.number;
         status_name = entry_status_name(status);
         if (status != MANIFEST_ENTRY_ADDED && status_name)
                 return ENTRY_ERROR(-EINVAL, "status %s, only ADDED entries can be staged",
@@ -436,34 +442,37 @@ static int manifest_staged_read_entry(StagedManifestRead *read, avro_value_t *en
                                    "unknown status %" PRId32 ", only ADDED entries can be staged",
                                    status);
 
-        /* Inherited at commit time (spec "Sequence Number Inheritance", "Snapshot ID
-         * Inheritance"): a staged entry must leave all three null. */
-        r = fields_get_long(entry, ef->snapshot_id, &v, e);
-        if (r > 0)
-                return ENTRY_ERROR(-EINVAL,
-                                   "snapshot_id is %" PRId64 ", staged entries must leave it null",
-                                   v);
-        if (r >= 0)
-                r = fields_get_long(entry, ef->sequence_number, &v, e);
-        if (r > 0)
-                return ENTRY_ERROR(-EINVAL,
-                                   "sequence_number is %" PRId64
-                                   ", staged entries must leave it null",
-                                   v);
-        if (r >= 0)
-                r = fields_get_long(entry, ef->file_sequence_number, &v, e);
-        if (r > 0)
-                return ENTRY_ERROR(-EINVAL,
-                                   "file_sequence_number is %" PRId64
-                                   ", staged entries must leave it null",
-                                   v);
-        if (r < 0)
-                return ENTRY_PREFIX(r);
+        for (size_t i = 0; i < sizeof(inherited) / sizeof(*inherited); i++) {
+                const ManifestFieldDef *def = manifest_fields_def(inherited[i]);
+                const ManifestFieldValue *v = manifest_fields_slot(&x->f, def);
+
+                r = manifest_fields_read_ids(l, x->datum, &inherited[i], 1, &x->f, e);
+                if (r < 0)
+                        return ENTRY_PREFIX(r);
+                if (v->is_set)
+                        return ENTRY_ERROR(-EINVAL,
+                                           "%s is %" PRId64 ", staged entries must leave it null",
+                                           def->name, v->number);
+        }
+        return 0;
+}
+
+/* The file's content matches the manifest's: data files in data manifests, equality deletes
+ * (with their equality_ids) in delete manifests. */
+static int manifest_staged_entry_content(StagedManifestRead *read, StagedEntry *x, Error *e) {
+        const ManifestFieldsLayout *l = &read->ef->layout;
+        StagedManifest *m = read->m;
+        DataFileInfo *info = x->info;
+        uint64_t idx = x->idx;
+        int32_t content;
+        size_t n_ids = 0;
+        int r;
 
         /* v1 data files have no content field: data. */
-        r = fields_get_int(&df, ef->content, &content, e);
+        r = manifest_fields_read(l, x->datum, &x->f, e, MANIFEST_FIELD_CONTENT);
         if (r < 0)
                 return ENTRY_PREFIX(r);
+        content = x->f.content.is_set ? (int32_t)x->f.content.number : DATA_FILE_CONTENT_DATA;
         info->content = content;
         if (m->content == MANIFEST_CONTENT_DATA && content != DATA_FILE_CONTENT_DATA)
                 return ENTRY_ERROR(-EINVAL,
@@ -485,68 +494,90 @@ static int manifest_staged_read_entry(StagedManifestRead *read, avro_value_t *en
                                    "deletion vectors cannot be staged, only equality deletes");
         if (m->content == MANIFEST_CONTENT_DELETES && content != DATA_FILE_CONTENT_EQUALITY_DELETES)
                 return ENTRY_ERROR(-EINVAL, "unknown content %" PRId32, content);
-        if (content == DATA_FILE_CONTENT_EQUALITY_DELETES) {
-                avro_value_t ids;
-                size_t n_ids = 0;
+        if (content != DATA_FILE_CONTENT_EQUALITY_DELETES)
+                return 0;
 
-                /* Spec: equality_ids is required for equality deletes; without it a reader
-                 * cannot apply them. */
-                r = fields_get_value(&df, ef->equality_ids, &ids, e);
-                if (r < 0)
-                        return ENTRY_PREFIX(r);
-                if (r == 0 || avro_value_get_type(&ids) != AVRO_ARRAY ||
-                    avro_value_get_size(&ids, &n_ids) != 0 || n_ids == 0)
-                        return ENTRY_ERROR(-EINVAL, "equality delete file without equality_ids");
-                m->n_equality_delete_files++;
-        }
+        /* Spec: equality_ids is required for equality deletes; without it a reader cannot apply
+         * them. */
+        r = manifest_fields_read(l, x->datum, &x->f, e, MANIFEST_FIELD_EQUALITY_IDS);
+        if (r < 0)
+                return ENTRY_PREFIX(r);
+        if (!x->f.equality_ids.is_set ||
+            avro_value_get_type(&x->f.equality_ids.value) != AVRO_ARRAY ||
+            avro_value_get_size(&x->f.equality_ids.value, &n_ids) != 0 || n_ids == 0)
+                return ENTRY_ERROR(-EINVAL, "equality delete file without equality_ids");
+        m->n_equality_delete_files++;
+        return 0;
+}
+
+/* No row ids yet; known, non-negative counts and sizes; the format kept. */
+static int manifest_staged_entry_sizes(StagedManifestRead *read, StagedEntry *x, Error *e) {
+        const ManifestFieldsLayout *l = &read->ef->layout;
+        const ManifestFieldValue *format = &x->f.file_format;
+        StagedManifest *m = read->m;
+        DataFileInfo *info = x->info;
+        uint64_t idx = x->idx;
+        int r;
 
         /* Row ids are assigned by the commit; Java drops a first_row_id on ADDED entries
          * (GenericManifestEntry.wrapAppend), keeping one would collide ranges (#13232). */
-        r = fields_get_long(&df, ef->first_row_id, &v, e);
+        r = manifest_fields_read(l, x->datum, &x->f, e, MANIFEST_FIELD_FIRST_ROW_ID);
         if (r < 0)
                 return ENTRY_PREFIX(r);
-        if (r > 0)
+        if (x->f.first_row_id.is_set)
                 return ENTRY_ERROR(-EINVAL,
                                    "first_row_id is %" PRId64 ", ADDED entries must leave it null",
-                                   v);
+                                   x->f.first_row_id.number);
 
-        r = fields_get_long(&df, ef->record_count, &info->record_count, e);
+        r = manifest_fields_read(l, x->datum, &x->f, e, MANIFEST_FIELD_RECORD_COUNT);
         if (r < 0)
                 return ENTRY_PREFIX(r);
-        if (r == 0)
+        if (!x->f.record_count.is_set)
                 return ENTRY_ERROR(-EINVAL, "record_count is null, it must be known");
+        info->record_count = x->f.record_count.number;
         if (info->record_count < 0)
                 return ENTRY_ERROR(-EINVAL, "record_count is %" PRId64 ", it must not be negative",
                                    info->record_count);
-        r = fields_get_long(&df, ef->file_size, &info->file_size_in_bytes, e);
+        r = manifest_fields_read(l, x->datum, &x->f, e, MANIFEST_FIELD_FILE_SIZE);
         if (r < 0)
                 return ENTRY_PREFIX(r);
-        if (r == 0)
+        if (!x->f.file_size_in_bytes.is_set)
                 return ENTRY_ERROR(-EINVAL, "file_size_in_bytes is null, it must be known");
+        info->file_size_in_bytes = x->f.file_size_in_bytes.number;
         if (info->file_size_in_bytes < 0)
                 return ENTRY_ERROR(-EINVAL,
                                    "file_size_in_bytes is %" PRId64 ", it must not be negative",
                                    info->file_size_in_bytes);
 
-        if (!format)
+        if (!format->is_set)
                 return ENTRY_ERROR(-EINVAL, "file_format is null");
-        info->format = strndup(format, format_len);
+        info->format = strndup(format->str, format->len);
         if (!info->format)
                 return error_set(e, -ENOMEM, "out of memory");
 
         if (checked_add_i64(&m->added_rows_count, m->added_rows_count, info->record_count) ||
             checked_add_i64(&m->added_files_size, m->added_files_size, info->file_size_in_bytes))
                 return ENTRY_ERROR(-EINVAL, "row or byte totals overflow");
+        return 0;
+}
+
+/* The entry's partition values into the manifest's partition summaries. */
+static int manifest_staged_entry_partition(StagedManifestRead *read, StagedEntry *x, Error *e) {
+        EntryFields *ef = read->ef;
+        const DataFileInfo *info = x->info;
+        uint64_t idx = x->idx;
+        avro_value_t *tuple = &x->f.partition.value;
+        int r;
 
         if (!ef->summaries_supported)
                 return 0;
-        r = fields_get_value(&df, ef->partition, &tuple, e);
+        r = manifest_fields_read(&ef->layout, x->datum, &x->f, e, MANIFEST_FIELD_PARTITION);
         if (r < 0)
                 return ENTRY_PREFIX(r);
-        if (r == 0 || avro_value_get_type(&tuple) != AVRO_RECORD)
+        if (!x->f.partition.is_set || avro_value_get_type(tuple) != AVRO_RECORD)
                 return ENTRY_ERROR(-EBADMSG, "partition is not a record");
         for (size_t i = 0; i < ef->n_stats; i++) {
-                r = partition_stats_update(&ef->stats[i], &tuple, e);
+                r = partition_stats_update(&ef->stats[i], tuple, e);
                 if (r < 0)
                         return error_prefix(e, r, "entry %" PRIu64 " (%s): partition field %zu",
                                             idx, info->path, i);
@@ -556,6 +587,24 @@ static int manifest_staged_read_entry(StagedManifestRead *read, avro_value_t *en
 
 #undef ENTRY_ERROR
 #undef ENTRY_PREFIX
+
+/* Validates one entry against the staging rules and records its data file in `info`. */
+static int manifest_staged_read_entry(StagedManifestRead *read, avro_value_t *entry, uint64_t idx,
+                                      DataFileInfo *info, Error *e) {
+        StagedEntry x = { .datum = entry, .idx = idx, .info = info };
+        int r;
+
+        r = manifest_staged_entry_path(read, &x, e);
+        if (r >= 0)
+                r = manifest_staged_entry_status(read, &x, e);
+        if (r >= 0)
+                r = manifest_staged_entry_content(read, &x, e);
+        if (r >= 0)
+                r = manifest_staged_entry_sizes(read, &x, e);
+        if (r >= 0)
+                r = manifest_staged_entry_partition(read, &x, e);
+        return r;
+}
 
 static int manifest_staged_read_meta(OcfReader *reader, StagedManifest *m, Error *e) {
         Slice content;
@@ -733,28 +782,35 @@ int manifest_staged_copy(Slice bytes, const char *staged_location, Buf *out, Err
 
 /* The counts of manifest_count_entries(), by status, and where it reads them. */
 typedef struct ManifestCount {
-        int status_index, data_file_index, record_count_index;
+        ManifestFieldsLayout layout;
         int64_t files[3], rows[3];
 } ManifestCount;
 
 static int manifest_count_record(avro_value_t *v, uint64_t index, void *item, void *userdata,
                                  Error *e) {
         ManifestCount *c = userdata;
-        avro_value_t df;
-        int32_t status;
-        int64_t count;
+        ManifestEntryFields f = { 0 };
+        int32_t status = 0;
+        int64_t count = 0;
         int r;
 
         (void)item;
-        r = fields_get_int(v, c->status_index, &status, e);
+        r = manifest_fields_read(&c->layout, v, &f, e, MANIFEST_FIELD_STATUS);
+        if (r >= 0) {
+                r = f.status.is_set;
+                status = (int32_t)f.status.number;
+        }
         if (r == 0 ||
             (r > 0 && (status < MANIFEST_ENTRY_EXISTING || status > MANIFEST_ENTRY_DELETED)))
                 return error_set(e, -EBADMSG, "entry %" PRIu64 ": status is null or unknown",
                                  index);
         if (r > 0)
-                r = fields_get_value(v, c->data_file_index, &df, e);
-        if (r > 0)
-                r = fields_get_long(&df, c->record_count_index, &count, e);
+                r = manifest_fields_read(&c->layout, v, &f, e, MANIFEST_FIELD_DATA_FILE,
+                                         MANIFEST_FIELD_RECORD_COUNT);
+        if (r >= 0) {
+                r = f.data_file.is_set && f.record_count.is_set;
+                count = f.record_count.number;
+        }
         if (r < 0)
                 return error_prefix(e, r, "entry %" PRIu64, index);
         if (r == 0 || count < 0)
@@ -778,7 +834,8 @@ int manifest_count_entries(Slice bytes, const ManifestLimits *limits, ManifestCo
                 .prefix = "manifest",
         };
         ManifestCount count = { 0 };
-        FieldsRecord entry, data_file;
+        ManifestFieldsLayout *l = &count.layout;
+        FieldsRecord entry;
         int r;
 
         r = ocf_reader_open(bytes, &reader, e);
@@ -786,15 +843,14 @@ int manifest_count_entries(Slice bytes, const ManifestLimits *limits, ManifestCo
                 r = records_schema(reader, &entry, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest");
-        count.status_index = fields_index(&entry, MANIFEST_FIELD_STATUS);
-        count.data_file_index = fields_index(&entry, MANIFEST_FIELD_DATA_FILE);
-        if (count.status_index < 0 || count.data_file_index < 0)
+        manifest_fields_layout_init(&entry, l);
+        if (manifest_fields_index(l, MANIFEST_FIELD_STATUS) < 0 ||
+            manifest_fields_index(l, MANIFEST_FIELD_DATA_FILE) < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks status (0) or data_file (2)");
-        r = fields_record_nested(&entry, count.data_file_index, &data_file, e);
+        r = manifest_fields_layout_nest(l, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest schema");
-        count.record_count_index = fields_index(&data_file, MANIFEST_FIELD_RECORD_COUNT);
-        if (count.record_count_index < 0)
+        if (manifest_fields_index(l, MANIFEST_FIELD_RECORD_COUNT) < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks field %d (record_count)",
                                  MANIFEST_FIELD_RECORD_COUNT);
 

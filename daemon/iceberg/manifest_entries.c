@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Committed manifests (manifest_entries.h): manifest_entry records (ids 0-4) holding data_file
- * r2 (ids 100-145), read by field id so that v1, v2 and v3 writers' schemas all work. Nothing
- * is validated beyond what lineage needs: this reads what others committed. */
+ * r2 (ids 100-145), read by field id through the field table (manifest_fields.h) so that v1, v2
+ * and v3 writers' schemas all work. Nothing is validated beyond what lineage needs: this reads
+ * what others committed. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -14,103 +15,115 @@
 #include "iceberg/manifest_fields.h"
 #include "util/checked.h"
 
-typedef struct EntryIndexes {
-        int status, snapshot_id, sequence_number, file_sequence_number, data_file;
-        int content, file_path, record_count, first_row_id;
-} EntryIndexes;
-
 ManifestEntry *manifest_entries_free(ManifestEntry *entries, size_t n) {
         if (!entries)
                 return NULL;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 free(entries[i].file_path);
+                free(entries[i].referenced_data_file);
+        }
         free(entries);
         return NULL;
 }
 
-static int entry_indexes_resolve(const FieldsRecord *entry, EntryIndexes *ix, Error *e) {
-        FieldsRecord data_file;
+static int entry_layout_resolve(const FieldsRecord *entry, ManifestFieldsLayout *l, Error *e) {
         int r;
 
-        *ix = (EntryIndexes){
-                .status = fields_index(entry, MANIFEST_FIELD_STATUS),
-                .snapshot_id = fields_index(entry, MANIFEST_FIELD_SNAPSHOT_ID),
-                .sequence_number = fields_index(entry, MANIFEST_FIELD_SEQUENCE_NUMBER),
-                .file_sequence_number = fields_index(entry, MANIFEST_FIELD_FILE_SEQUENCE_NUMBER),
-                .data_file = fields_index(entry, MANIFEST_FIELD_DATA_FILE),
-        };
-        if (ix->status < 0 || ix->data_file < 0)
+        manifest_fields_layout_init(entry, l);
+        if (manifest_fields_index(l, MANIFEST_FIELD_STATUS) < 0 ||
+            manifest_fields_index(l, MANIFEST_FIELD_DATA_FILE) < 0)
                 return error_set(e, -EBADMSG, "manifest schema lacks status (0) or data_file (2)");
-        r = fields_record_nested(entry, ix->data_file, &data_file, e);
+        r = manifest_fields_layout_nest(l, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest schema");
-        ix->content = fields_index(&data_file, MANIFEST_FIELD_CONTENT);
-        ix->file_path = fields_index(&data_file, MANIFEST_FIELD_FILE_PATH);
-        ix->record_count = fields_index(&data_file, MANIFEST_FIELD_RECORD_COUNT);
-        ix->first_row_id = fields_index(&data_file, MANIFEST_FIELD_FIRST_ROW_ID);
-        if (ix->file_path < 0 || ix->record_count < 0)
+        if (manifest_fields_index(l, MANIFEST_FIELD_FILE_PATH) < 0 ||
+            manifest_fields_index(l, MANIFEST_FIELD_RECORD_COUNT) < 0)
                 return error_set(e, -EBADMSG,
                                  "manifest schema lacks file_path (100) or record_count (103)");
         return 0;
 }
 
-static int entry_read(const EntryIndexes *ix, avro_value_t *entry, ManifestEntry *out, Error *e) {
-        const char *path;
-        size_t path_len;
-        avro_value_t df;
+/* A delete file's fields 143-145 (data files never have them: Java writes them only for
+ * position deletes and deletion vectors). */
+static int entry_read_delete_fields(const ManifestFieldsLayout *l, avro_value_t *entry,
+                                    ManifestEntryFields *f, ManifestEntry *out, Error *e) {
         int r;
 
-        *out = (ManifestEntry){ 0 };
-        r = fields_get_int(entry, ix->status, &out->status, e);
-        if (r == 0)
-                return error_set(e, -EBADMSG, "status is null");
-        if (r > 0)
-                r = fields_get_long(entry, ix->snapshot_id, &out->snapshot_id, e);
-        if (r >= 0) {
-                out->has_snapshot_id = r > 0;
-                r = fields_get_long(entry, ix->sequence_number, &out->sequence_number, e);
-        }
-        if (r >= 0) {
-                out->has_sequence_number = r > 0;
-                r = fields_get_long(entry, ix->file_sequence_number, &out->file_sequence_number, e);
-        }
-        if (r >= 0) {
-                out->has_file_sequence_number = r > 0;
-                r = fields_get_value(entry, ix->data_file, &df, e);
-                if (r == 0)
-                        return error_set(e, -EBADMSG, "data_file is null");
-        }
+        r = manifest_fields_read(l, entry, f, e, MANIFEST_FIELD_REFERENCED_DATA_FILE,
+                                 MANIFEST_FIELD_CONTENT_OFFSET, MANIFEST_FIELD_CONTENT_SIZE);
         if (r < 0)
                 return r;
-
-        /* v1 data files have no content field: data. */
-        r = fields_get_int(&df, ix->content, &out->content, e);
-        if (r >= 0)
-                r = fields_get_long(&df, ix->record_count, &out->record_count, e);
-        if (r == 0 || (r > 0 && out->record_count < 0))
-                return error_set(e, -EBADMSG, "record_count is null or negative");
-        if (r > 0)
-                r = fields_get_long(&df, ix->first_row_id, &out->first_row_id, e);
-        if (r >= 0) {
-                out->has_first_row_id = r > 0;
-                r = fields_get_string(&df, ix->file_path, &path, &path_len, e);
-                if (r == 0 || (r > 0 && path_len == 0))
-                        return error_set(e, -EBADMSG, "file_path is empty");
-        }
-        if (r < 0)
-                return r;
-        out->file_path = strndup(path, path_len);
-        if (!out->file_path)
+        out->has_content_offset = f->content_offset.is_set;
+        out->content_offset = f->content_offset.number;
+        out->has_content_size_in_bytes = f->content_size_in_bytes.is_set;
+        out->content_size_in_bytes = f->content_size_in_bytes.number;
+        if (!f->referenced_data_file.is_set)
+                return 0;
+        out->referenced_data_file =
+                strndup(f->referenced_data_file.str, f->referenced_data_file.len);
+        if (!out->referenced_data_file)
                 return error_set(e, -ENOMEM, "out of memory");
         return 0;
 }
 
-static int entry_read_record(avro_value_t *record, uint64_t index, void *item, void *userdata,
-                             Error *e) {
-        const EntryIndexes *ix = userdata;
+/* Reads in the order the checks need, so that the first problem of an entry is the one named. */
+static int entry_read(const ManifestFieldsLayout *l, avro_value_t *entry, ManifestEntry *out,
+                      Error *e) {
+        ManifestEntryFields f = { 0 };
         int r;
 
-        r = entry_read(ix, record, item, e);
+        *out = (ManifestEntry){ 0 };
+        r = manifest_fields_read(l, entry, &f, e, MANIFEST_FIELD_STATUS);
+        if (r < 0)
+                return r;
+        if (!f.status.is_set)
+                return error_set(e, -EBADMSG, "status is null");
+        out->status = (int32_t)f.status.number;
+        r = manifest_fields_read(l, entry, &f, e, MANIFEST_FIELD_SNAPSHOT_ID,
+                                 MANIFEST_FIELD_SEQUENCE_NUMBER,
+                                 MANIFEST_FIELD_FILE_SEQUENCE_NUMBER, MANIFEST_FIELD_DATA_FILE);
+        if (r < 0)
+                return r;
+        out->has_snapshot_id = f.snapshot_id.is_set;
+        out->snapshot_id = f.snapshot_id.number;
+        out->has_sequence_number = f.sequence_number.is_set;
+        out->sequence_number = f.sequence_number.number;
+        out->has_file_sequence_number = f.file_sequence_number.is_set;
+        out->file_sequence_number = f.file_sequence_number.number;
+        if (!f.data_file.is_set)
+                return error_set(e, -EBADMSG, "data_file is null");
+
+        /* v1 data files have no content field: data. */
+        r = manifest_fields_read(l, entry, &f, e, MANIFEST_FIELD_CONTENT,
+                                 MANIFEST_FIELD_RECORD_COUNT);
+        if (r < 0)
+                return r;
+        out->content = (int32_t)f.content.number;
+        out->record_count = f.record_count.number;
+        if (!f.record_count.is_set || out->record_count < 0)
+                return error_set(e, -EBADMSG, "record_count is null or negative");
+        r = manifest_fields_read(l, entry, &f, e, MANIFEST_FIELD_FIRST_ROW_ID,
+                                 MANIFEST_FIELD_FILE_PATH);
+        if (r < 0)
+                return r;
+        out->has_first_row_id = f.first_row_id.is_set;
+        out->first_row_id = f.first_row_id.number;
+        if (!f.file_path.is_set || f.file_path.len == 0)
+                return error_set(e, -EBADMSG, "file_path is empty");
+        out->file_path = strndup(f.file_path.str, f.file_path.len);
+        if (!out->file_path)
+                return error_set(e, -ENOMEM, "out of memory");
+        if (out->content == 0)
+                return 0;
+        return entry_read_delete_fields(l, entry, &f, out, e);
+}
+
+static int entry_read_record(avro_value_t *record, uint64_t index, void *item, void *userdata,
+                             Error *e) {
+        const ManifestFieldsLayout *l = userdata;
+        int r;
+
+        r = entry_read(l, record, item, e);
         if (r < 0)
                 return error_prefix(e, r, "entry %" PRIu64, index);
         return 0;
@@ -126,16 +139,16 @@ int manifest_entries_read(Slice bytes, uint64_t max_entries, ManifestEntry **ret
         };
         RecordsArray array = { 0 };
         FieldsRecord record;
-        EntryIndexes ix;
+        ManifestFieldsLayout layout;
         int r;
 
         r = ocf_reader_open(bytes, &reader, e);
         if (r >= 0)
                 r = records_schema(reader, &record, e);
         if (r >= 0)
-                r = entry_indexes_resolve(&record, &ix, e);
+                r = entry_layout_resolve(&record, &layout, e);
         if (r >= 0)
-                r = records_read(reader, &options, entry_read_record, &ix, &array, e);
+                r = records_read(reader, &options, entry_read_record, &layout, &array, e);
         if (r < 0) {
                 manifest_entries_free(array.items, array.n_items);
                 return r;

@@ -13,7 +13,8 @@
 #include "util/error.h"
 #include "util/slice.h"
 
-/* One manifest_entry (ids 0-4) with the parts of data_file r2 lineage needs. */
+/* One manifest_entry (ids 0-4) with the parts of data_file r2 lineage needs, read through the
+ * field table (manifest_fields.h). */
 typedef struct ManifestEntry {
         int32_t status;       /* 0: MANIFEST_ENTRY_* */
         bool has_snapshot_id; /* 1 */
@@ -28,13 +29,22 @@ typedef struct ManifestEntry {
         bool has_first_row_id; /* 142 */
         int64_t first_row_id;
         bool is_first_row_id_inherited; /* set by manifest_entries_inherit() */
+        /* Delete files only (content 1 or 2), when set: 143, the data file a position delete
+         * file or deletion vector applies to (owned, NULL when null); 144 and 145, where a
+         * deletion vector's blob is in its Puffin file (v3). Never read for data files. */
+        char *referenced_data_file;
+        bool has_content_offset;
+        int64_t content_offset;
+        bool has_content_size_in_bytes;
+        int64_t content_size_in_bytes;
 } ManifestEntry;
 
 /* Reads every entry of a manifest. More than max_entries entries is -E2BIG. On success
  * *ret_entries (owned; free with manifest_entries_free()) holds *ret_n entries in file order.
  * Returns 0, -EBADMSG for a file that is not a readable manifest (missing status, data_file,
  * file_path or record_count; a null or negative record_count), -EOPNOTSUPP (codec), -E2BIG,
- * -ENOMEM, with the entry index in *e. */
+ * -ENOMEM, with the entry index in *e. A delete file's fields 143-145 of another type than the
+ * spec's are -EBADMSG too. */
 int manifest_entries_read(Slice bytes, uint64_t max_entries, ManifestEntry **ret_entries,
                           size_t *ret_n, Error *e);
 ManifestEntry *manifest_entries_free(ManifestEntry *entries, size_t n);
