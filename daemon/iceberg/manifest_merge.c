@@ -436,11 +436,6 @@ static int merge_partitions(const ManifestMergeInput *inputs, size_t n,
 
 /* --- the rewrite ---------------------------------------------------------------------------- */
 
-typedef struct MergeIndexes {
-        int status, snapshot_id, sequence_number, file_sequence_number, data_file;
-        int first_row_id;
-} MergeIndexes;
-
 static bool merge_slice_eq(Slice a, Slice b) {
         return (!a.ptr) == (!b.ptr) && a.len == b.len &&
                (a.len == 0 || !memcmp(a.ptr, b.ptr, a.len));
@@ -465,32 +460,27 @@ static int merge_check_inputs(OcfReader **readers, size_t n, Error *e) {
         return 0;
 }
 
-static int merge_indexes(const FieldsRecord *entry, bool wants_first_row_id, MergeIndexes *ix,
-                         Error *e) {
-        FieldsRecord data_file;
+/* Where the rewrite sets the fields it must write out; first_row_id only when format 3 data. */
+static int merge_layout(const FieldsRecord *entry, bool wants_first_row_id, ManifestFieldsLayout *l,
+                        Error *e) {
         int r;
 
-        *ix = (MergeIndexes){
-                .status = fields_index(entry, MANIFEST_FIELD_STATUS),
-                .snapshot_id = fields_index(entry, MANIFEST_FIELD_SNAPSHOT_ID),
-                .sequence_number = fields_index(entry, MANIFEST_FIELD_SEQUENCE_NUMBER),
-                .file_sequence_number = fields_index(entry, MANIFEST_FIELD_FILE_SEQUENCE_NUMBER),
-                .data_file = fields_index(entry, MANIFEST_FIELD_DATA_FILE),
-                .first_row_id = -1,
-        };
+        manifest_fields_layout_init(entry, l);
         /* A v1 schema has no sequence numbers to write the inherited values into. */
-        if (ix->status < 0 || ix->snapshot_id < 0 || ix->sequence_number < 0 ||
-            ix->file_sequence_number < 0 || ix->data_file < 0)
+        if (manifest_fields_index(l, MANIFEST_FIELD_STATUS) < 0 ||
+            manifest_fields_index(l, MANIFEST_FIELD_SNAPSHOT_ID) < 0 ||
+            manifest_fields_index(l, MANIFEST_FIELD_SEQUENCE_NUMBER) < 0 ||
+            manifest_fields_index(l, MANIFEST_FIELD_FILE_SEQUENCE_NUMBER) < 0 ||
+            manifest_fields_index(l, MANIFEST_FIELD_DATA_FILE) < 0)
                 return error_set(e, MANIFEST_MERGE_E_INCOMPATIBLE,
                                  "the writer schema lacks status, snapshot_id, sequence_number, "
                                  "file_sequence_number or data_file");
         if (!wants_first_row_id)
                 return 0;
-        r = fields_record_nested(entry, ix->data_file, &data_file, e);
+        r = manifest_fields_layout_nest(l, e);
         if (r < 0)
                 return r;
-        ix->first_row_id = fields_index(&data_file, MANIFEST_FIELD_FIRST_ROW_ID);
-        if (ix->first_row_id < 0)
+        if (manifest_fields_index(l, MANIFEST_FIELD_FIRST_ROW_ID) < 0)
                 return error_set(e, MANIFEST_MERGE_E_INCOMPATIBLE,
                                  "the writer schema lacks data_file.first_row_id (142), which "
                                  "format 3 must write for EXISTING data files");
@@ -503,22 +493,31 @@ static int merge_avro_error(Error *e, int r, const char *what, size_t input, uin
 }
 
 /* Sets the fields a rewrite must write out on a copied datum. */
-static int merge_set_inherited(avro_value_t *out, const MergeIndexes *ix, const ManifestEntry *x) {
+static int merge_set_inherited(avro_value_t *out, const ManifestFieldsLayout *l,
+                               const ManifestEntry *x) {
+        const ManifestFieldValue status = manifest_fields_number(MANIFEST_ENTRY_EXISTING),
+                                 snapshot_id = manifest_fields_number(x->snapshot_id),
+                                 sequence_number = manifest_fields_number(x->sequence_number),
+                                 file_sequence_number =
+                                         manifest_fields_number(x->file_sequence_number),
+                                 first_row_id = manifest_fields_number(x->first_row_id);
         avro_value_t df;
         int r;
 
-        r = fields_set_int(out, ix->status, MANIFEST_ENTRY_EXISTING);
+        r = manifest_fields_set(l, out, MANIFEST_FIELD_STATUS, &status);
         if (r >= 0)
-                r = fields_set_long(out, ix->snapshot_id, x->snapshot_id);
+                r = manifest_fields_set(l, out, MANIFEST_FIELD_SNAPSHOT_ID, &snapshot_id);
         if (r >= 0)
-                r = fields_set_long(out, ix->sequence_number, x->sequence_number);
+                r = manifest_fields_set(l, out, MANIFEST_FIELD_SEQUENCE_NUMBER, &sequence_number);
         if (r >= 0)
-                r = fields_set_long(out, ix->file_sequence_number, x->file_sequence_number);
-        if (r < 0 || ix->first_row_id < 0 || x->content != 0 || !x->has_first_row_id)
+                r = manifest_fields_set(l, out, MANIFEST_FIELD_FILE_SEQUENCE_NUMBER,
+                                        &file_sequence_number);
+        if (r < 0 || manifest_fields_index(l, MANIFEST_FIELD_FIRST_ROW_ID) < 0 || x->content != 0 ||
+            !x->has_first_row_id)
                 return r;
-        r = fields_set_value(out, ix->data_file, &df);
+        r = fields_set_value(out, manifest_fields_index(l, MANIFEST_FIELD_DATA_FILE), &df);
         if (r >= 0)
-                r = fields_set_long(&df, ix->first_row_id, x->first_row_id);
+                r = manifest_fields_set(l, &df, MANIFEST_FIELD_FIRST_ROW_ID, &first_row_id);
         return r;
 }
 
@@ -526,7 +525,7 @@ typedef struct MergeState {
         OcfWriter *writer;
         avro_value_t value;
         bool has_value;
-        MergeIndexes ix;
+        ManifestFieldsLayout layout;
         int64_t min_sequence_number;
         int64_t existing_rows;
         int32_t existing_files;
@@ -563,7 +562,7 @@ static int merge_copy_input(MergeState *st, OcfReader *reader, const ManifestEnt
                         return merge_avro_error(e, -ENOMEM, "reset", i, k);
                 if (avro_value_copy(&st->value, datum) != 0)
                         return merge_avro_error(e, -EIO, "copy", i, k);
-                r = merge_set_inherited(&st->value, &st->ix, x);
+                r = merge_set_inherited(&st->value, &st->layout, x);
                 if (r < 0)
                         return merge_avro_error(e, r, "set the inherited fields", i, k);
                 r = ocf_writer_append(st->writer, &st->value);
@@ -650,10 +649,10 @@ int manifest_merge_write(const ManifestMergeInput *inputs, size_t n,
         if (r == 0)
                 r = records_schema(readers[0], &record, e);
         if (r == 0)
-                r = merge_indexes(&record,
-                                  target->format_version >= 3 &&
-                                          inputs[0].file->content == MANIFEST_CONTENT_DATA,
-                                  &st.ix, e);
+                r = merge_layout(&record,
+                                 target->format_version >= 3 &&
+                                         inputs[0].file->content == MANIFEST_CONTENT_DATA,
+                                 &st.layout, e);
         if (r == 0)
                 r = merge_open_writer(readers[0], &st, e);
 

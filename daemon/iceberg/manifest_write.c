@@ -263,27 +263,10 @@ static int set_partition_value(avro_value_t *v, const IcebergType *t, const Buf 
         }
 }
 
-/* Fills every optional field of a record with null, so that only what is set is written. */
-static int set_all_null(avro_value_t *rec, const FieldsRecord *fr) {
-        size_t n = avro_schema_record_size(fr->schema);
-
-        for (size_t i = 0; i < n; i++) {
-                FieldsType t;
-
-                if (fields_type(fr, (int)i, &t, NULL) == 0 && t.is_optional) {
-                        int r = fields_set_null(rec, (int)i);
-
-                        if (r < 0)
-                                return r;
-                }
-        }
-        return 0;
-}
-
-static int set_counts(avro_value_t *df, const FieldsRecord *fr, int64_t id,
+static int set_counts(avro_value_t *df, const ManifestFieldsLayout *l, int32_t id,
                       const DataFileCounts *c) {
         avro_value_t array, element, k, v;
-        int index = fields_index(fr, id);
+        int index = manifest_fields_index(l, id);
 
         if (!c->is_present)
                 return 0;
@@ -300,10 +283,10 @@ static int set_counts(avro_value_t *df, const FieldsRecord *fr, int64_t id,
         return 0;
 }
 
-static int set_bounds(avro_value_t *df, const FieldsRecord *fr, int64_t id,
+static int set_bounds(avro_value_t *df, const ManifestFieldsLayout *l, int32_t id,
                       const DataFileBounds *b) {
         avro_value_t array, element, k, v;
-        int index = fields_index(fr, id);
+        int index = manifest_fields_index(l, id);
 
         if (!b->is_present)
                 return 0;
@@ -322,7 +305,8 @@ static int set_bounds(avro_value_t *df, const FieldsRecord *fr, int64_t id,
 }
 
 typedef struct EntryLayout {
-        FieldsRecord entry, data_file, partition;
+        ManifestFieldsLayout fields;
+        FieldsRecord partition;
         IcebergType *partition_types;
         size_t n_partition;
 } EntryLayout;
@@ -331,38 +315,27 @@ static void entry_layout_deinit(EntryLayout *l) {
         l->partition_types = (free(l->partition_types), NULL);
 }
 
+/* The entry of one described file: ADDED, with only what the writer described set. */
 static int set_entry(const EntryLayout *l, const DataFile *f, avro_value_t *entry) {
-        avro_value_t df, tuple, array, element;
-        int r;
-
-        r = set_all_null(entry, &l->entry);
-        if (r >= 0)
-                r = fields_set_int(entry, fields_index(&l->entry, MANIFEST_FIELD_STATUS),
-                                   1); /* ADDED */
-        if (r >= 0)
-                r = fields_set_value(entry, fields_index(&l->entry, MANIFEST_FIELD_DATA_FILE), &df);
-        if (r < 0)
-                return r;
         /* snapshot_id (1), sequence_number (3), file_sequence_number (4) and first_row_id
          * (142) stay null: inherited from the manifest list (spec "Sequence Number
          * Inheritance", "First Row ID Inheritance"). */
-        r = set_all_null(&df, &l->data_file);
+        const ManifestEntryFields fields = {
+                .status = manifest_fields_number(MANIFEST_ENTRY_ADDED),
+                .content = manifest_fields_number(0), /* data */
+                .file_path = manifest_fields_string(f->location),
+                .file_format = manifest_fields_string(data_file_format_name(f->format)),
+                .record_count = manifest_fields_number(f->record_count),
+                .file_size_in_bytes = manifest_fields_number(f->file_size_in_bytes),
+                .sort_order_id = { .is_set = f->has_sort_order_id, .number = f->sort_order_id },
+        };
+        const ManifestFieldsLayout *fl = &l->fields;
+        avro_value_t df, tuple, array, element;
+        int r;
+
+        r = manifest_fields_write(fl, entry, &fields, &df);
         if (r >= 0)
-                r = fields_set_int(&df, fields_index(&l->data_file, MANIFEST_FIELD_CONTENT), 0);
-        if (r >= 0)
-                r = fields_set_string(&df, fields_index(&l->data_file, MANIFEST_FIELD_FILE_PATH),
-                                      f->location);
-        if (r >= 0)
-                r = fields_set_string(&df, fields_index(&l->data_file, MANIFEST_FIELD_FILE_FORMAT),
-                                      data_file_format_name(f->format));
-        if (r >= 0)
-                r = fields_set_long(&df, fields_index(&l->data_file, MANIFEST_FIELD_RECORD_COUNT),
-                                    f->record_count);
-        if (r >= 0)
-                r = fields_set_long(&df, fields_index(&l->data_file, MANIFEST_FIELD_FILE_SIZE),
-                                    f->file_size_in_bytes);
-        if (r >= 0)
-                r = fields_set_value(&df, fields_index(&l->data_file, MANIFEST_FIELD_PARTITION),
+                r = fields_set_value(&df, manifest_fields_index(fl, MANIFEST_FIELD_PARTITION),
                                      &tuple);
         if (r < 0)
                 return r;
@@ -381,24 +354,19 @@ static int set_entry(const EntryLayout *l, const DataFile *f, avro_value_t *entr
                     set_partition_value(&v, &l->partition_types[i], &f->partition_values[i]) != 0)
                         return -EINVAL;
         }
-        r = set_counts(&df, &l->data_file, MANIFEST_FIELD_COLUMN_SIZES, &f->column_sizes);
+        r = set_counts(&df, fl, MANIFEST_FIELD_COLUMN_SIZES, &f->column_sizes);
         if (r >= 0)
-                r = set_counts(&df, &l->data_file, MANIFEST_FIELD_VALUE_COUNTS, &f->value_counts);
+                r = set_counts(&df, fl, MANIFEST_FIELD_VALUE_COUNTS, &f->value_counts);
         if (r >= 0)
-                r = set_counts(&df, &l->data_file, MANIFEST_FIELD_NULL_VALUE_COUNTS,
-                               &f->null_value_counts);
+                r = set_counts(&df, fl, MANIFEST_FIELD_NULL_VALUE_COUNTS, &f->null_value_counts);
         if (r >= 0)
-                r = set_counts(&df, &l->data_file, MANIFEST_FIELD_NAN_VALUE_COUNTS,
-                               &f->nan_value_counts);
+                r = set_counts(&df, fl, MANIFEST_FIELD_NAN_VALUE_COUNTS, &f->nan_value_counts);
         if (r >= 0)
-                r = set_bounds(&df, &l->data_file, MANIFEST_FIELD_LOWER_BOUNDS, &f->lower_bounds);
+                r = set_bounds(&df, fl, MANIFEST_FIELD_LOWER_BOUNDS, &f->lower_bounds);
         if (r >= 0)
-                r = set_bounds(&df, &l->data_file, MANIFEST_FIELD_UPPER_BOUNDS, &f->upper_bounds);
-        if (r >= 0 && f->has_sort_order_id)
-                r = fields_set_int(&df, fields_index(&l->data_file, MANIFEST_FIELD_SORT_ORDER_ID),
-                                   f->sort_order_id);
+                r = set_bounds(&df, fl, MANIFEST_FIELD_UPPER_BOUNDS, &f->upper_bounds);
         if (r >= 0 && f->has_split_offsets) {
-                r = fields_set_value(&df, fields_index(&l->data_file, MANIFEST_FIELD_SPLIT_OFFSETS),
+                r = fields_set_value(&df, manifest_fields_index(fl, MANIFEST_FIELD_SPLIT_OFFSETS),
                                      &array);
                 for (size_t i = 0; r >= 0 && i < f->n_split_offsets; i++)
                         if (avro_value_append(&array, &element, NULL) != 0 ||
@@ -455,16 +423,18 @@ static int write_meta(OcfWriter *w, const ManifestWriteSpec *spec) {
 
 static int entry_layout_init(OcfWriter *w, const ManifestWriteSpec *spec, EntryLayout *l,
                              Error *e) {
+        FieldsRecord entry;
         int r;
 
-        r = fields_record_init(ocf_writer_schema_json(w), ocf_writer_schema(w), &l->entry, e);
+        r = fields_record_init(ocf_writer_schema_json(w), ocf_writer_schema(w), &entry, e);
+        if (r >= 0) {
+                manifest_fields_layout_init(&entry, &l->fields);
+                r = manifest_fields_layout_nest(&l->fields, e);
+        }
         if (r >= 0)
-                r = fields_record_nested(&l->entry,
-                                         fields_index(&l->entry, MANIFEST_FIELD_DATA_FILE),
-                                         &l->data_file, e);
-        if (r >= 0)
-                r = fields_record_nested(&l->data_file,
-                                         fields_index(&l->data_file, MANIFEST_FIELD_PARTITION),
+                r = fields_record_nested(&l->fields.data_file,
+                                         manifest_fields_index(&l->fields,
+                                                               MANIFEST_FIELD_PARTITION),
                                          &l->partition, e);
         if (r < 0)
                 return error_prefix(e, r, "manifest entry schema");
