@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Staged manifests (see manifest.h): manifest_entry records (spec "Manifests", field ids 0-4)
- * holding data_file r2 (ids 100-145), read by field id. A staged manifest is accepted as it
- * is only under the rules of docs/design.md section 2.1 (item 6); partition summaries follow
- * Java's PartitionSummary. */
+ * holding data_file r2 (ids 100-145), read through the field table (manifest_fields.h). A staged
+ * manifest is accepted as it is only under the rules of docs/design.md section 2.1 (item 6);
+ * partition summaries follow Java's PartitionSummary. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>

@@ -151,9 +151,9 @@ int manifest_fields_layout_nest(ManifestFieldsLayout *l, Error *e);
  * record is not resolved). `id` must be in the table. */
 int manifest_fields_index(const ManifestFieldsLayout *l, int32_t id);
 
-/* THE reader of manifest entries: reads the fields `ids` of one manifest_entry datum (`entry`,
- * of l's schema), in this order, into their slots of *f (each slot rewritten: set, or not set
- * for null or a field the schema lacks). A data_file field is read from f->data_file, so
+/* The one reader of manifest entries: reads the fields `ids` of one manifest_entry datum
+ * (`entry`, of l's schema), in this order, into their slots of *f (each slot rewritten: set, or not
+ * set for null or a field the schema lacks). A data_file field is read from f->data_file, so
  * MANIFEST_FIELD_DATA_FILE comes first (in this call or an earlier one on the same *f); while
  * data_file is not set its fields read as absent. Ints and longs go to number (a long accepts an
  * int), strings and bytes to str/len (strings checked to be UTF-8 without NUL), records and
@@ -185,10 +185,10 @@ static inline ManifestFieldValue manifest_fields_string(const char *s) {
  * when the schema lacks the field, -EINVAL for a type the schema does not have, -ENOMEM. */
 int manifest_fields_set(const ManifestFieldsLayout *l, avro_value_t *rec, int32_t id,
                         const ManifestFieldValue *v);
-/* THE writer of manifest entries: fills the datum `entry` (of l's schema) from *f: every optional
- * field null, then each set int, long, string or bytes slot of the entry and its data_file (in
- * table order), so that only what is set is written. Records and arrays (partition, metrics,
- * split_offsets...) are the caller's to fill in *ret_data_file, the data_file record. Returns 0,
- * or as manifest_fields_set(). */
+/* The one writer of manifest entries: fills the datum `entry` (of l's schema) from *f: every
+ * optional field null, then each set int, long, string or bytes slot of the entry and its
+ * data_file (in table order), so that only what is set is written. Records and arrays (partition,
+ * metrics, split_offsets...) are the caller's to fill in *ret_data_file, the data_file record.
+ * Returns 0, or as manifest_fields_set(). */
 int manifest_fields_write(const ManifestFieldsLayout *l, avro_value_t *entry,
                           const ManifestEntryFields *f, avro_value_t *ret_data_file);
