@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The catalog client's bearer token (see rest_client-internal.h): a static one, or OAuth2
+/* The catalog client's bearer token (see auth.h): a static one, or OAuth2
  * client_credentials fetched from the token endpoint, refreshed ahead of expiry and dropped when
  * the catalog refuses it. Owns the credential and the token, wiped when dropped. Never parks or
  * resends a call itself (rest_call.c does); logs at debug only. */
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog/rest_client-internal.h"
+#include "catalog/auth.h"
 #include "catalog/rest.h"
 #include "util/buf.h"
 #include "util/log.h"

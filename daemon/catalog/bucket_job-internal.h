@@ -11,13 +11,15 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "catalog/bucket.h"
+#include "catalog/catalog.h"
 #include "catalog/table_cache.h"
 #include "iceberg/metadata_text.h"
 #include "storage/storage.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+
+typedef struct BucketCatalog BucketCatalog;
 
 /* Version files listed at most when the hint is unusable (a table with more is read from the
  * highest of the first ones, then stepped forward by HEAD). */

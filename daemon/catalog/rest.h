@@ -17,6 +17,9 @@
 /* The OpenAPI default of namespace-separator: 0x1F, as it appears in a path. */
 #define REST_DEFAULT_NAMESPACE_SEPARATOR "%1F"
 
+/* URLs and bodies we build: far above any real path or commit request, far below memory. */
+#define CATALOG_MAX_REQUEST_BYTES (64u << 20)
+
 typedef enum RestResource {
         REST_RESOURCE_NAMESPACES, /* /v1/{prefix}/namespaces */
         REST_RESOURCE_TABLES,     /* /v1/{prefix}/namespaces/{namespace}/tables */

@@ -10,7 +10,7 @@
 
 #include "catalog/rest.h"
 #include "catalog/rest_answer-internal.h"
-#include "catalog/rest_client.h"
+#include "catalog/rest_answer.h"
 
 static_assert(sizeof(((CatalogResult *)0)->message) == sizeof(((RestError *)0)->message),
               "error messages are copied whole");

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Private to daemon/catalog/: one call of the REST catalog client and its way out and back
+/* Private to daemon/catalog/: the REST client's state (RestClient, made and closed by
+ * rest_client.c, moved on by its calls) and one call of it and its way out and back
  * (rest_call.c), which rest_client.c creates for each operation and starts. Nothing outside
  * catalog/ includes this. */
 #pragma once
@@ -8,11 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "catalog/auth.h"
 #include "catalog/catalog.h"
+#include "catalog/rest.h"
 #include "catalog/rest_answer-internal.h"
+#include "net/curl_uv.h"
 #include "util/cleanup.h"
 
-struct RestClient;
+typedef struct RestClient RestClient;
 
 /* One operation. Owned by the client from the public function that accepted it until its
  * callback returned; meanwhile it sits on one wait queue or is the userdata of one transfer. */
@@ -37,6 +41,43 @@ typedef struct CallQueue {
         CatalogCall *head;
         CatalogCall *tail;
 } CallQueue;
+
+/* Owned by the daemon. */
+struct RestClient {
+        uv_loop_t *loop;
+        CurlUv *curl;
+        uv_timer_t retry_timer;  /* /v1/config again after a failed start */
+        unsigned n_open_handles; /* the timer and curl_uv, while closing */
+        struct ParseJob *parses; /* bodies on the thread pool (rest_call.c); close waits for them */
+        size_t n_parses;
+        uint64_t n_parses_started;
+        uint64_t parse_off_loop_bytes;
+        bool is_closing;
+        bool is_closed;
+        void (*close_done)(void *userdata);
+        void *close_userdata;
+
+        char *base_uri; /* config uri without trailing '/' */
+        char *warehouse;
+        bool send_idempotency_key;
+        char **headers; /* Accept and header.* lines, sent on every request */
+        size_t n_headers;
+        json_t *client_properties;      /* what we tell /v1/config merging about ourselves */
+        char *access_delegation_header; /* "X-Iceberg-Access-Delegation: …", or NULL */
+
+        CatalogAuth auth;
+        CallQueue waiting_token; /* never non-empty while no token fetch is under way */
+
+        RestConfig config;
+        bool is_ready;
+        bool is_started;          /* rest_client_start() was called */
+        CatalogCallback start_cb; /* until it heard a success (catalog.h) */
+        void *start_userdata;
+        bool has_told_start;        /* start_cb heard the first outcome */
+        unsigned n_config_calls;    /* /v1/config fetches in flight or waiting */
+        unsigned n_config_failures; /* in a row, for the retry backoff */
+        CallQueue waiting_config;   /* never non-empty while n_config_calls == 0 */
+};
 
 /* Frees an array of n strings (or NULL). */
 void rest_call_strv_free(char **v, size_t n);

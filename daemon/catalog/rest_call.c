@@ -17,7 +17,6 @@
 #include "catalog/rest.h"
 #include "catalog/rest_answer-internal.h"
 #include "catalog/rest_call-internal.h"
-#include "catalog/rest_client-internal.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/log.h"

@@ -15,7 +15,8 @@
 
 #include "catalog/rest.h"
 #include "catalog/rest_call-internal.h"
-#include "catalog/rest_client-internal.h"
+#include "catalog/auth.h"
+#include "catalog/rest_client.h"
 #include "util/cleanup.h"
 
 static RestClient *rest_client_destroy(RestClient *c) {

@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "catalog/catalog.h"
+#include "catalog/rest_answer.h"
 #include "config/config.h"
 
 /* Owned by the daemon through Catalog (catalog.h), which reaches it through rest_catalog_backend:
@@ -39,12 +40,6 @@ uint64_t rest_client_connections_opened(const RestClient *c);
 /* Bodies handed to the thread pool so far, and those still there, for tests. */
 uint64_t rest_client_parses_started(const RestClient *c);
 size_t rest_client_parses_in_flight(const RestClient *c);
-
-/* The outcome of an HTTP answer (pure, the table tests check): 2xx success; 404 NOT_FOUND;
- * 409 CONFLICT; on a mutation the pre-1.11 stale-lineage 400 (recognized by `message`, may be
- * NULL) CONFLICT, 408/500/502/503/504 and unknown 5xx STATE_UNKNOWN; on a read 408 and 5xx
- * UNAVAILABLE; 429 UNAVAILABLE; 501, 3xx, 1xx and other 4xx REJECTED. */
-int catalog_outcome_from_http(bool is_mutation, long http_status, const char *message);
 
 /* This client behind the catalog interface (catalog.h). What each call does here:
  * - start fetches an OAuth2 token when a credential is configured, then GET

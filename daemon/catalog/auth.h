@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Private to daemon/catalog/: the REST client's state (RestClient, owned by rest_client.c and
- * moved on by its calls in rest_call.c) and what it shares with auth.c (the bearer token: OAuth2
- * client_credentials fetch, expiry and refresh, refusals). The client embeds one CatalogAuth and
- * parks calls while it fetches. Nothing outside catalog/ includes this. */
+/* The REST client's bearer token (auth.c): a static one, or OAuth2 client_credentials fetched,
+ * refreshed before it expires and forgotten when refused. The client (rest_call-internal.h)
+ * embeds one CatalogAuth and parks calls while it fetches. Nothing outside catalog/ includes
+ * this. */
 #pragma once
 
 #include <stdbool.h>
@@ -10,15 +10,9 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "catalog/rest.h"
-#include "catalog/rest_call-internal.h"
-#include "catalog/rest_client.h"
-#include "net/curl_uv.h"
+#include "catalog/catalog.h"
 #include "config/config.h"
-#include "util/cleanup.h"
-
-/* URLs and bodies we build: far above any real path or commit request, far below memory. */
-#define CATALOG_MAX_REQUEST_BYTES (64u << 20)
+#include "net/curl_uv.h"
 
 /* catalog_auth_check(): the call must wait for the token fetch under way. */
 enum {
@@ -67,40 +61,3 @@ bool catalog_auth_is_refusal(const CatalogAuth *a, long http_status);
 /* The server refused the token of `generation`: forgets it, unless a newer one has arrived
  * meanwhile, so that the next catalog_auth_check() fetches one. */
 void catalog_auth_token_refused(CatalogAuth *a, uint64_t generation);
-
-/* Owned by the daemon. */
-struct RestClient {
-        uv_loop_t *loop;
-        CurlUv *curl;
-        uv_timer_t retry_timer;  /* /v1/config again after a failed start */
-        unsigned n_open_handles; /* the timer and curl_uv, while closing */
-        struct ParseJob *parses; /* bodies on the thread pool (rest_call.c); close waits for them */
-        size_t n_parses;
-        uint64_t n_parses_started;
-        uint64_t parse_off_loop_bytes;
-        bool is_closing;
-        bool is_closed;
-        void (*close_done)(void *userdata);
-        void *close_userdata;
-
-        char *base_uri; /* config uri without trailing '/' */
-        char *warehouse;
-        bool send_idempotency_key;
-        char **headers; /* Accept and header.* lines, sent on every request */
-        size_t n_headers;
-        json_t *client_properties;      /* what we tell /v1/config merging about ourselves */
-        char *access_delegation_header; /* "X-Iceberg-Access-Delegation: …", or NULL */
-
-        CatalogAuth auth;
-        CallQueue waiting_token; /* never non-empty while no token fetch is under way */
-
-        RestConfig config;
-        bool is_ready;
-        bool is_started;          /* rest_client_start() was called */
-        CatalogCallback start_cb; /* until it heard a success (catalog.h) */
-        void *start_userdata;
-        bool has_told_start;        /* start_cb heard the first outcome */
-        unsigned n_config_calls;    /* /v1/config fetches in flight or waiting */
-        unsigned n_config_failures; /* in a row, for the retry backoff */
-        CallQueue waiting_config;   /* never non-empty while n_config_calls == 0 */
-};
