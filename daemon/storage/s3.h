@@ -61,7 +61,7 @@ uint64_t s3_client_requests_sent(const S3Client *c);
 int s3_url_build(const S3Settings *settings, const char *bucket, const char *key, const char *query,
                  Buf *out);
 /* RFC 3986 percent-encoding with upper-case hex; '/' kept when keep_slash. */
-int s3_uri_encode(const char *s, bool keep_slash, Buf *out);
+int s3_url_encode(const char *s, bool keep_slash, Buf *out);
 /* The object size of a Content-Range value "bytes FIRST-LAST/SIZE", and the range; -EINVAL for
  * anything else (a "*" size, a range past the size). */
 int s3_content_range_parse(const char *value, uint64_t *ret_first, uint64_t *ret_last,

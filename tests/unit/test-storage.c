@@ -214,7 +214,7 @@ TEST(s3_urls_are_path_or_virtual_hosted_and_encoded) {
         ASSERT_OK(s3_url_build(&path, "b", "", "list-type=2&prefix=wh%2F", &u));
         ASSERT_STREQ(buf_str(&u), "http://127.0.0.1:9000/b/?list-type=2&prefix=wh%2F");
         u.len = 0;
-        ASSERT_OK(s3_uri_encode("a/b=c&d", false, &u));
+        ASSERT_OK(s3_url_encode("a/b=c&d", false, &u));
         ASSERT_STREQ(buf_str(&u), "a%2Fb%3Dc%26d");
 }
 
