@@ -121,6 +121,20 @@ int snapshot_change_replace(SnapshotChange *c, const size_t *owner, ManifestFile
         return 0;
 }
 
+int snapshot_change_rewrite(SnapshotChange *c, size_t index, ManifestFile *rewritten) {
+        if (index >= c->n_list || c->sources[index].origin != SNAPSHOT_CHANGE_KEPT)
+                return -EINVAL;
+        manifest_file_deinit(&c->list[index]);
+        c->list[index] = *rewritten;
+        *rewritten = (ManifestFile){ 0 };
+        c->sources[index] = (SnapshotChangeSource){
+                .origin = SNAPSHOT_CHANGE_REWRITTEN,
+                .n_replaced = 1,
+        };
+        c->is_parent_untouched = false;
+        return 0;
+}
+
 int snapshot_change_remove(SnapshotChange *c, const char *path, const char *manifest,
                            int32_t content, int64_t record_count, int64_t file_size) {
         SnapshotChangeRemoval *grown, *r;
@@ -232,6 +246,9 @@ static void snapshot_change_counts(const SnapshotChange *c, SnapshotAdded *added
                         added->manifests_kept++;
                         break;
                 case SNAPSHOT_CHANGE_MERGED:
+                case SNAPSHOT_CHANGE_REWRITTEN:
+                        /* SnapshotProducer.buildManifestCountSummary: written by this snapshot,
+                         * in place of what they replace. */
                         added->manifests_created++;
                         added->manifests_replaced += c->sources[i].n_replaced;
                         added->entries_processed += c->sources[i].n_entries_read;

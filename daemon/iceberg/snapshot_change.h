@@ -32,15 +32,17 @@ typedef enum SnapshotOperation {
 
 /* Where an entry of the new list comes from. */
 typedef enum SnapshotChangeOrigin {
-        SNAPSHOT_CHANGE_ADDED,  /* written for a part of the change (a request), added by it */
-        SNAPSHOT_CHANGE_KEPT,   /* the parent's, carried over */
-        SNAPSHOT_CHANGE_MERGED, /* written in place of parent manifests it replaces (merging) */
+        SNAPSHOT_CHANGE_ADDED,     /* written for a part of the change (a request), added by it */
+        SNAPSHOT_CHANGE_KEPT,      /* the parent's, carried over */
+        SNAPSHOT_CHANGE_MERGED,    /* written in place of parent manifests it replaces (merging) */
+        SNAPSHOT_CHANGE_REWRITTEN, /* a parent manifest written again without what the change
+                                    * removes (its entries DELETED): Java's filter step */
 } SnapshotChangeOrigin;
 
 typedef struct SnapshotChangeSource {
         SnapshotChangeOrigin origin;
         size_t part;            /* ADDED: the part it belongs to */
-        int64_t n_replaced;     /* MERGED: the parent's manifests it replaces */
+        int64_t n_replaced;     /* MERGED, REWRITTEN: the parent's manifests it replaces */
         int64_t n_entries_read; /* MERGED: the entries read to write it */
 } SnapshotChangeSource;
 
@@ -98,6 +100,10 @@ void snapshot_change_keep_parent(SnapshotChange *c, bool has_parent, int64_t par
 int snapshot_change_replace(SnapshotChange *c, const size_t *owner, ManifestFile *merged,
                             const SnapshotChangeSource *merged_sources, size_t n_merged,
                             size_t *indices, size_t n_indices);
+/* Replaces kept entry `index` (a parent manifest holding removed files) by `rewritten` (taken):
+ * the same manifest written again with those entries DELETED. Returns 0, or -EINVAL when the
+ * entry is not a kept one (nothing changed). */
+int snapshot_change_rewrite(SnapshotChange *c, size_t index, ManifestFile *rewritten);
 /* Records a removed file (path and manifest copied). Returns 0 or -ENOMEM. */
 int snapshot_change_remove(SnapshotChange *c, const char *path, const char *manifest,
                            int32_t content, int64_t record_count, int64_t file_size);

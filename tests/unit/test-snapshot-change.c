@@ -311,6 +311,21 @@ TEST(a_removal_is_described_and_summarized_as_java_does) {
         ASSERT_OK(snapshot_change_remove(&c, "/wh/t/data/f-1.parquet",
                                          "/wh/t/metadata/parent-1.avro", MANIFEST_CONTENT_DATA, 7,
                                          700));
+        {
+                /* parent-1 holds it: written again with its entry DELETED (the filter step). */
+                ManifestFile rewritten = added_file("/wh/t/metadata/parent-1-filtered.avro",
+                                                    MANIFEST_CONTENT_DATA, 0, 0);
+
+                rewritten.deleted_files_count = 1;
+                rewritten.deleted_rows_count = 7;
+                ASSERT_EQ(snapshot_change_rewrite(&c, 5, &rewritten), -EINVAL);
+                ASSERT_OK(snapshot_change_rewrite(&c, 1, &rewritten));
+                ASSERT_TRUE(rewritten.path == NULL);
+                ASSERT_EQ(snapshot_change_rewrite(&c, 1, &rewritten), -EINVAL); /* not kept */
+                ASSERT_EQ(c.sources[1].origin, SNAPSHOT_CHANGE_REWRITTEN);
+                ASSERT_STREQ(c.list[1].path, "/wh/t/metadata/parent-1-filtered.avro");
+                ASSERT_TRUE(!c.is_parent_untouched);
+        }
         ASSERT_EQ(c.n_removed, 1);
         ASSERT_STREQ(c.removed[0].path, "/wh/t/data/f-1.parquet");
         ASSERT_STREQ(c.removed[0].manifest, "/wh/t/metadata/parent-1.avro");
@@ -323,8 +338,9 @@ TEST(a_removal_is_described_and_summarized_as_java_does) {
         ASSERT_STREQ(summary_get(summary, "total-records"), "93");
         ASSERT_STREQ(summary_get(summary, "total-data-files"), "3");
         ASSERT_STREQ(summary_get(summary, "total-files-size"), "3300");
-        ASSERT_STREQ(summary_get(summary, "manifests-created"), "0");
-        ASSERT_STREQ(summary_get(summary, "manifests-kept"), "2");
+        ASSERT_STREQ(summary_get(summary, "manifests-created"), "1"); /* the rewritten one */
+        ASSERT_STREQ(summary_get(summary, "manifests-kept"), "1");
+        ASSERT_STREQ(summary_get(summary, "manifests-replaced"), "1");
         ASSERT_TRUE(!json_object_get(summary, "added-records"));
         ASSERT_STREQ(summary_get(summary, SNAPSHOT_SUMMARY_KEYS), "");
         snapshot_change_deinit(&c);
