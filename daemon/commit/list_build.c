@@ -26,7 +26,9 @@
  * sequence numbers and snapshot id are filled in per attempt. */
 static int list_build_entry_of_staged(const StagedManifest *m, const char *location, int64_t length,
                                       ManifestFile *ret) {
-        _cleanup_(manifest_file_deinit) ManifestFile f = {
+        /* The staged manifest seen as a list entry (nothing of it owned), copied deep. */
+        const ManifestFile view = {
+                .path = (char *)location,
                 .length = length,
                 .partition_spec_id = m->partition_spec_id,
                 .content = m->content,
@@ -34,39 +36,11 @@ static int list_build_entry_of_staged(const StagedManifest *m, const char *locat
                 .added_files_count = m->added_files_count,
                 .added_rows_count = m->added_rows_count,
                 .has_partitions = m->has_partitions,
+                .partitions = m->has_partitions ? m->partitions : NULL,
+                .n_partitions = m->has_partitions ? m->n_partitions : 0,
         };
 
-        f.path = strdup(location);
-        if (!f.path)
-                return -ENOMEM;
-        if (m->has_partitions && m->n_partitions > 0) {
-                f.partitions = calloc(m->n_partitions, sizeof(*f.partitions));
-                if (!f.partitions)
-                        return -ENOMEM;
-                f.n_partitions = m->n_partitions;
-                for (size_t i = 0; i < m->n_partitions; i++) {
-                        const PartitionFieldSummary *from = &m->partitions[i];
-                        PartitionFieldSummary *to = &f.partitions[i];
-
-                        to->contains_null = from->contains_null;
-                        to->has_contains_nan = from->has_contains_nan;
-                        to->contains_nan = from->contains_nan;
-                        to->has_lower_bound = from->has_lower_bound;
-                        to->has_upper_bound = from->has_upper_bound;
-                        buf_init(&to->lower_bound, from->lower_bound.max);
-                        buf_init(&to->upper_bound, from->upper_bound.max);
-                        if ((from->has_lower_bound &&
-                             buf_append(&to->lower_bound, from->lower_bound.data,
-                                        from->lower_bound.len) < 0) ||
-                            (from->has_upper_bound &&
-                             buf_append(&to->upper_bound, from->upper_bound.data,
-                                        from->upper_bound.len) < 0))
-                                return -ENOMEM;
-                }
-        }
-        *ret = f;
-        f = (ManifestFile){ 0 };
-        return 0;
+        return manifest_file_copy(&view, ret);
 }
 
 /* The counts of a manifest already counted by an earlier attempt of this batch, applied. */
