@@ -3,6 +3,7 @@
 #pragma once
 
 #include <jansson.h>
+
 #include "commit/job.h"
 #include "iceberg/table.h"
 #include "storage/storage.h"

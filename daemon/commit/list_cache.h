@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+
 #include "commit/batch.h"
 
 /* After a commit: the list it wrote (b->list, b->list_bytes, taken) becomes the queue's cache

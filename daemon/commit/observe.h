@@ -8,7 +8,7 @@
 /* After a commit landed: the table's last-commit time and row ids, and the commit's log line
  * (table, branch, keys, snapshot id, attempts, duration; JSON or journal fields too). */
 void observe_committed(const Batch *b);
-/* From engine_job_finish(): counts a request with an earlier commit without verdict whose
+/* From answer_job(): counts a request with an earlier commit without verdict whose
  * outcome is now known (icecommit_unknown_outcomes_resolved_total). */
 void observe_job_finished(const Job *j, KeyState state, int status);
 /* Before /metrics is exposed: each table's queue depth and oldest request, and the unknown

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+
 #include "commit/job.h"
 #include "util/slice.h"
 
@@ -20,11 +21,12 @@ bool owned_copy_id_of(const char *list_location, char ret[OWNED_COPY_ID_MAX]);
  * j->owned[k], at most max_bytes, and its new location in the table's metadata directory.
  * The copy's bytes are taken from j->intake before it is made. Returns 0, -EFBIG or -EBUSY
  * when the request's or the daemon's intake bound refuses them (the caller words it:
- * engine_intake_refuse()), or another <0 with the reason in j->error (manifest_staged_copy()'s
+ * job_intake_refuse()), or another <0 with the reason in j->error (manifest_staged_copy()'s
  * codes). */
 int owned_copy_prepare(Job *j, size_t k, Slice staged, uint64_t max_bytes);
 /* Loop: writes every owned manifest (create-if-absent), s3.max-concurrent-requests at a time,
- * then calls done(j); on a failure deletes what was written and answers the job instead. */
+ * then calls done(j) once; on a failure it first deletes what was written and sets
+ * j->intake_status, j->intake_type and j->error (the caller answers). */
 void owned_write_start(Job *j, void (*done)(Job *j));
 /* Deletes the owned manifests that may be on storage: the request is known not committed. */
 void owned_delete(Job *j, const StorageProps *props);

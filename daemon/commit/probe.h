@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
 #include "commit/job.h"
 #include "iceberg/table.h"
 #include "storage/storage.h"
@@ -20,7 +21,8 @@ void probe_outside_message(const Job *j, size_t k, size_t e, char *out, size_t s
  * On failure sets intake_status/_type and j->error. */
 int probe_plan(Job *j);
 /* Loop: sizes the listed files beneath their roots, s3.max-concurrent-requests at a time, then
- * calls done(j); on a missing file, a wrong size or a storage fault answers the job instead. */
+ * calls done(j) once; a missing file, a wrong size or a storage fault sets j->intake_status,
+ * j->intake_type and j->error first (the caller answers). */
 void probe_start(Job *j, void (*done)(Job *j));
 /* Frees the list (and its I/O slots) and gives back what it counted. */
 void probe_list_free(Job *j);

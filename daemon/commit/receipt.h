@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+
 #include "commit/batch.h"
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_file.h"

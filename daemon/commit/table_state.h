@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+
 #include "commit/core.h"
 #include "commit/key_index.h"
 #include "iceberg/table.h"
