@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Manifest merging (manifest_merge.h): Java's MergeAppend for the parent's manifests only. The
- * rewrite copies datums generically (avro-c, same writer schema in and out) and sets only the
- * fields the spec says a rewrite must write out: status, snapshot id, sequence numbers and
- * first_row_id. It never guesses a schema: a bin that needs one stays unmerged. */
+ * rewrite is manifest_rewriter.c's (datums copied whole, the inherited fields written out); it
+ * never guesses a schema: a bin that needs one stays unmerged. */
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -11,12 +10,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "avro/fields.h"
 #include "avro/ocf.h"
-#include "avro/records.h"
 #include "iceberg/manifest_entries.h"
 #include "iceberg/manifest_fields.h"
 #include "iceberg/manifest_merge.h"
+#include "iceberg/manifest_rewriter.h"
 #include "util/checked.h"
 #include "util/parse.h"
 
@@ -460,123 +458,17 @@ static int merge_check_inputs(OcfReader **readers, size_t n, Error *e) {
         return 0;
 }
 
-/* Where the rewrite sets the fields it must write out; first_row_id only when format 3 data. */
-static int merge_layout(const FieldsRecord *entry, bool wants_first_row_id, ManifestFieldsLayout *l,
+/* Every live entry EXISTING with its inherited values; DELETED ones dropped (all are of earlier
+ * snapshots: gone for good). */
+static int merge_decide(void *userdata, const ManifestFieldsLayout *l, avro_value_t *datum,
+                        const ManifestEntry *x, size_t index, ManifestRewriteAction *ret,
                         Error *e) {
-        int r;
-
-        manifest_fields_layout_init(entry, l);
-        /* A v1 schema has no sequence numbers to write the inherited values into. */
-        if (manifest_fields_index(l, MANIFEST_FIELD_STATUS) < 0 ||
-            manifest_fields_index(l, MANIFEST_FIELD_SNAPSHOT_ID) < 0 ||
-            manifest_fields_index(l, MANIFEST_FIELD_SEQUENCE_NUMBER) < 0 ||
-            manifest_fields_index(l, MANIFEST_FIELD_FILE_SEQUENCE_NUMBER) < 0 ||
-            manifest_fields_index(l, MANIFEST_FIELD_DATA_FILE) < 0)
-                return error_set(e, MANIFEST_MERGE_E_INCOMPATIBLE,
-                                 "the writer schema lacks status, snapshot_id, sequence_number, "
-                                 "file_sequence_number or data_file");
-        if (!wants_first_row_id)
-                return 0;
-        r = manifest_fields_layout_nest(l, e);
-        if (r < 0)
-                return r;
-        if (manifest_fields_index(l, MANIFEST_FIELD_FIRST_ROW_ID) < 0)
-                return error_set(e, MANIFEST_MERGE_E_INCOMPATIBLE,
-                                 "the writer schema lacks data_file.first_row_id (142), which "
-                                 "format 3 must write for EXISTING data files");
+        (void)userdata, (void)l, (void)datum, (void)index, (void)e;
+        *ret = (ManifestRewriteAction){
+                .is_written = x->status != MANIFEST_ENTRY_DELETED,
+                .status = MANIFEST_ENTRY_EXISTING,
+        };
         return 0;
-}
-
-static int merge_avro_error(Error *e, int r, const char *what, size_t input, uint64_t entry) {
-        return error_set(e, r, "input %zu entry %" PRIu64 ": cannot %s: %s", input, entry, what,
-                         r == -EIO ? avro_strerror() : strerror(-r));
-}
-
-/* Sets the fields a rewrite must write out on a copied datum. */
-static int merge_set_inherited(avro_value_t *out, const ManifestFieldsLayout *l,
-                               const ManifestEntry *x) {
-        const ManifestFieldValue status = manifest_fields_number(MANIFEST_ENTRY_EXISTING),
-                                 snapshot_id = manifest_fields_number(x->snapshot_id),
-                                 sequence_number = manifest_fields_number(x->sequence_number),
-                                 file_sequence_number =
-                                         manifest_fields_number(x->file_sequence_number),
-                                 first_row_id = manifest_fields_number(x->first_row_id);
-        avro_value_t df;
-        int r;
-
-        r = manifest_fields_set(l, out, MANIFEST_FIELD_STATUS, &status);
-        if (r >= 0)
-                r = manifest_fields_set(l, out, MANIFEST_FIELD_SNAPSHOT_ID, &snapshot_id);
-        if (r >= 0)
-                r = manifest_fields_set(l, out, MANIFEST_FIELD_SEQUENCE_NUMBER, &sequence_number);
-        if (r >= 0)
-                r = manifest_fields_set(l, out, MANIFEST_FIELD_FILE_SEQUENCE_NUMBER,
-                                        &file_sequence_number);
-        if (r < 0 || manifest_fields_index(l, MANIFEST_FIELD_FIRST_ROW_ID) < 0 || x->content != 0 ||
-            !x->has_first_row_id)
-                return r;
-        r = fields_set_value(out, manifest_fields_index(l, MANIFEST_FIELD_DATA_FILE), &df);
-        if (r >= 0)
-                r = manifest_fields_set(l, &df, MANIFEST_FIELD_FIRST_ROW_ID, &first_row_id);
-        return r;
-}
-
-typedef struct MergeState {
-        OcfWriter *writer;
-        avro_value_t value;
-        bool has_value;
-        ManifestFieldsLayout layout;
-        int64_t min_sequence_number;
-        int64_t existing_rows;
-        int32_t existing_files;
-        ManifestMergeStats stats;
-} MergeState;
-
-/* Copies the live entries of input i. `entries` are its entries with inheritance applied, in
- * file order: the datums come in the same order. */
-static int merge_copy_input(MergeState *st, OcfReader *reader, const ManifestEntry *entries,
-                            size_t n_entries, size_t i, Error *e) {
-        for (uint64_t k = 0;; k++) {
-                avro_value_t *datum;
-                const ManifestEntry *x;
-                int r;
-
-                r = ocf_reader_read(reader, &datum, e);
-                if (r < 0)
-                        return error_prefix(e, r, "input %zu", i);
-                if (r == 0)
-                        return k == n_entries ? 0 : error_set(e, -EBADMSG, "input %zu changed", i);
-                if (k >= n_entries)
-                        return error_set(e, -EBADMSG, "input %zu changed", i);
-                x = &entries[k];
-                st->stats.n_entries_read++;
-                if (x->status == MANIFEST_ENTRY_DELETED)
-                        continue; /* deleted by an earlier snapshot: gone for good */
-                if (!x->has_snapshot_id || !x->has_sequence_number || !x->has_file_sequence_number)
-                        return error_set(e, -EBADMSG,
-                                         "input %zu entry %" PRIu64
-                                         " (status %d) has no snapshot id or sequence numbers "
-                                         "to inherit",
-                                         i, k, x->status);
-                if (avro_value_reset(&st->value) != 0)
-                        return merge_avro_error(e, -ENOMEM, "reset", i, k);
-                if (avro_value_copy(&st->value, datum) != 0)
-                        return merge_avro_error(e, -EIO, "copy", i, k);
-                r = merge_set_inherited(&st->value, &st->layout, x);
-                if (r < 0)
-                        return merge_avro_error(e, r, "set the inherited fields", i, k);
-                r = ocf_writer_append(st->writer, &st->value);
-                if (r < 0)
-                        return merge_avro_error(e, r, "encode", i, k);
-                if (st->existing_files == INT32_MAX ||
-                    checked_add_i64(&st->existing_rows, st->existing_rows, x->record_count))
-                        return error_set(e, -EBADMSG, "input %zu entry %" PRIu64 ": overflow", i,
-                                         k);
-                st->existing_files++;
-                if (x->sequence_number < st->min_sequence_number)
-                        st->min_sequence_number = x->sequence_number;
-                st->stats.n_entries_written++;
-        }
 }
 
 static void merge_readers_free(OcfReader **readers, size_t n) {
@@ -585,60 +477,11 @@ static void merge_readers_free(OcfReader **readers, size_t n) {
         free(readers);
 }
 
-static int merge_open_writer(OcfReader *first, MergeState *st, Error *e) {
-        _cleanup_(freep) char *schema =
-                json_dumps(ocf_reader_schema_json(first), JSON_COMPACT | JSON_PRESERVE_ORDER);
-        int r;
+/* Opens every input and the rewriter; the rewriter's "incompatible" becomes the merge's. */
+static int merge_open(const ManifestMergeInput *inputs, size_t n, const ManifestMergeTarget *target,
+                      OcfReader **readers, ManifestRewriter *w, Error *e) {
+        int r = 0;
 
-        if (!schema)
-                return error_set(e, -ENOMEM, "out of memory");
-        r = ocf_writer_new(schema, OCF_CODEC_DEFLATE, &st->writer);
-        if (r < 0)
-                return error_set(e, r, "cannot create the manifest writer: %s",
-                                 r == -EINVAL ? avro_strerror() : strerror(-r));
-        /* Java's manifest metadata (schema, partition-spec, format-version, content...) as the
-         * newest input has it. */
-        for (size_t i = 0; i < ocf_reader_n_meta(first); i++) {
-                const char *key;
-                Slice value;
-
-                ocf_reader_meta_at(first, i, &key, &value);
-                if (strncmp(key, "avro.", 5) == 0)
-                        continue;
-                r = ocf_writer_set_meta(st->writer, key, value);
-                if (r < 0)
-                        return error_set(e, r, "cannot set manifest metadata '%s'", key);
-        }
-        r = ocf_writer_value_new(st->writer, &st->value);
-        if (r < 0)
-                return error_set(e, r, "out of memory");
-        st->has_value = true;
-        return 0;
-}
-
-static void merge_state_deinit(MergeState *st) {
-        if (st->has_value)
-                avro_value_decref(&st->value);
-        st->writer = ocf_writer_free(st->writer);
-}
-
-int manifest_merge_write(const ManifestMergeInput *inputs, size_t n,
-                         const ManifestMergeTarget *target, Buf *out, ManifestFile *ret_file,
-                         ManifestMergeStats *ret_stats, Error *e) {
-        _cleanup_(merge_state_deinit) MergeState st = { .min_sequence_number = INT64_MAX };
-        _cleanup_(manifest_file_deinit) ManifestFile f = { 0 };
-        _cleanup_(buf_deinitp) Buf bytes = { 0 };
-        OcfReader **readers;
-        FieldsRecord record;
-        uint64_t n_total = 0;
-        int r;
-
-        if (n == 0)
-                return error_set(e, -EINVAL, "a merge needs inputs");
-        readers = calloc(n, sizeof(*readers));
-        if (!readers)
-                return error_set(e, -ENOMEM, "out of memory");
-        r = 0;
         for (size_t i = 0; r == 0 && i < n; i++) {
                 r = ocf_reader_open(inputs[i].bytes, &readers[i], e);
                 if (r < 0)
@@ -647,14 +490,28 @@ int manifest_merge_write(const ManifestMergeInput *inputs, size_t n,
         if (r == 0)
                 r = merge_check_inputs(readers, n, e);
         if (r == 0)
-                r = records_schema(readers[0], &record, e);
-        if (r == 0)
-                r = merge_layout(&record,
-                                 target->format_version >= 3 &&
-                                         inputs[0].file->content == MANIFEST_CONTENT_DATA,
-                                 &st.layout, e);
-        if (r == 0)
-                r = merge_open_writer(readers[0], &st, e);
+                r = manifest_rewriter_init(w, readers[0],
+                                           target->format_version >= 3 &&
+                                                   inputs[0].file->content == MANIFEST_CONTENT_DATA,
+                                           e);
+        return r == MANIFEST_REWRITER_E_INCOMPATIBLE ? MANIFEST_MERGE_E_INCOMPATIBLE : r;
+}
+
+int manifest_merge_write(const ManifestMergeInput *inputs, size_t n,
+                         const ManifestMergeTarget *target, Buf *out, ManifestFile *ret_file,
+                         ManifestMergeStats *ret_stats, Error *e) {
+        _cleanup_(manifest_rewriter_deinit) ManifestRewriter w = { 0 };
+        _cleanup_(manifest_file_deinit) ManifestFile f = { 0 };
+        OcfReader **readers;
+        uint64_t n_total = 0;
+        int r;
+
+        if (n == 0)
+                return error_set(e, -EINVAL, "a merge needs inputs");
+        readers = calloc(n, sizeof(*readers));
+        if (!readers)
+                return error_set(e, -ENOMEM, "out of memory");
+        r = merge_open(inputs, n, target, readers, &w, e);
 
         for (size_t i = 0; r == 0 && i < n; i++) {
                 ManifestEntry *entries = NULL;
@@ -667,34 +524,30 @@ int manifest_merge_write(const ManifestMergeInput *inputs, size_t n,
                 if (r == 0)
                         r = manifest_entries_inherit(entries, n_entries, inputs[i].file, e);
                 if (r == 0)
-                        r = merge_copy_input(&st, readers[i], entries, n_entries, i, e);
+                        r = manifest_rewriter_copy(&w, readers[i], entries, n_entries, merge_decide,
+                                                   NULL, e);
                 if (r < 0)
-                        (void)error_prefix(e, r, "manifest '%s'", inputs[i].file->path);
+                        (void)error_prefix(e, r, "input %zu manifest '%s'", i,
+                                           inputs[i].file->path);
                 n_total += n_entries;
                 manifest_entries_free(entries, n_entries);
         }
         merge_readers_free(readers, n);
         if (r != 0)
                 return r;
-        if (st.existing_files == 0)
+        if (w.existing_files == 0)
                 return error_set(e, MANIFEST_MERGE_E_INCOMPATIBLE, "no live entry to keep");
 
-        buf_init(&bytes, out->max - out->len);
-        r = ocf_writer_finish(st.writer, &bytes);
-        if (r < 0)
-                return error_set(e, r, "cannot write the merged manifest: %s", strerror(-r));
-
         f = (ManifestFile){
-                .length = (int64_t)bytes.len,
                 .partition_spec_id = inputs[0].file->partition_spec_id,
                 .content = inputs[0].file->content,
                 .sequence_number = target->sequence_number,
-                .min_sequence_number = st.min_sequence_number,
+                .min_sequence_number = w.min_sequence_number,
                 .has_added_snapshot_id = true,
                 .added_snapshot_id = target->snapshot_id,
                 .has_counts = true,
-                .existing_files_count = st.existing_files,
-                .existing_rows_count = st.existing_rows,
+                .existing_files_count = w.existing_files,
+                .existing_rows_count = w.existing_rows,
         };
         f.path = strdup(target->location);
         if (!f.path)
@@ -702,11 +555,18 @@ int manifest_merge_write(const ManifestMergeInput *inputs, size_t n,
         r = merge_partitions(inputs, n, target, &f);
         if (r < 0)
                 return error_set(e, r, "out of memory");
-        if (buf_append(out, bytes.data, bytes.len) < 0)
-                return error_set(e, -E2BIG, "the merged manifest passes the size bound");
+        {
+                size_t before = out->len;
+
+                r = manifest_rewriter_finish(&w, out, e);
+                if (r < 0)
+                        return r;
+                f.length = (int64_t)(out->len - before);
+        }
         *ret_file = f;
         f = (ManifestFile){ 0 };
         if (ret_stats)
-                *ret_stats = st.stats;
+                *ret_stats = (ManifestMergeStats){ .n_entries_read = w.n_read,
+                                                   .n_entries_written = w.n_written };
         return 0;
 }
