@@ -2,8 +2,9 @@
 /* icecommit-avro-tool: lets the interop tests (tests/integration/test_avro_interop.py,
  * test_manifest_list_incremental.py) and tests/fuzz/make-corpus.py drive avro/ocf,
  * iceberg/manifest_list and manifest from outside: writes a fixed v3 manifest list (whole or by
- * appends), rewrites a list whole and prints, as JSON, what our readers return for any list or
- * staged manifest. Test-only. */
+ * appends), rewrites a list whole, filters files out of a committed manifest
+ * (tests/integration/test_manifest_filter.py) and prints, as JSON, what our readers return for any
+ * list or staged manifest. Test-only. */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -13,6 +14,7 @@
 
 #include "avro/ocf.h"
 #include "iceberg/manifest.h"
+#include "iceberg/manifest_filter.h"
 #include "iceberg/manifest_list.h"
 #include "iceberg/manifest_list_append.h"
 #include "iceberg-fixture.h"
@@ -383,6 +385,92 @@ static int cmd_rewrite_list(const char *in, const char *out_path) {
         return r < 0 ? io_failed(out_path, r) : 0;
 }
 
+/* A location as a local path: "file:" dropped. */
+static const char *local_path(const char *location) {
+        return strncmp(location, "file:", 5) == 0 ? location + 5 : location;
+}
+
+static json_t *filter_result_json(const ManifestFilterResult *res, const bool *found, size_t n) {
+        json_t *removed = json_array(), *found_json = json_array();
+
+        for (size_t i = 0; removed && i < res->n_removed; i++)
+                json_array_append_new(removed, json_pack("{s:s, s:i, s:I, s:I}", "path",
+                                                         res->removed[i].path, "content",
+                                                         res->removed[i].content, "record_count",
+                                                         (json_int_t)res->removed[i].record_count,
+                                                         "file_size",
+                                                         (json_int_t)res->removed[i].file_size));
+        for (size_t i = 0; found_json && i < n; i++)
+                json_array_append_new(found_json, json_boolean(found[i]));
+        return json_pack("{s:b, s:o, s:o, s:o, s:I, s:I}", "untouched", false, "file",
+                         manifest_file_json(&res->file), "removed", removed, "found", found_json,
+                         "n_duplicates", (json_int_t)res->n_duplicates, "n_entries_read",
+                         (json_int_t)res->n_entries_read);
+}
+
+/* Filters the files `paths` out of manifest number INDEX of the list LIST (read where its
+ * manifest_path says), as snapshot SNAPSHOT_ID at SEQUENCE of a FORMAT_VERSION table; writes
+ * the new manifest to OUT (also its location in the new list entry) and prints the result. */
+static int cmd_filter_manifest(char **argv, int argc) {
+        _cleanup_(buf_deinitp) Buf list, manifest, out;
+        _cleanup_(freep) bool *found = NULL;
+        ManifestFile *files = NULL;
+        ManifestFilterResult res = { 0 };
+        uint64_t index, snapshot_id, sequence, format_version;
+        size_t n = 0, n_paths = (size_t)argc - 6;
+        Error e = { 0 };
+        int r;
+
+        if (parse_u64(argv[1], &index) < 0 || parse_u64(argv[3], &snapshot_id) < 0 ||
+            parse_u64(argv[4], &sequence) < 0 || parse_u64(argv[5], &format_version) < 0 ||
+            snapshot_id > INT64_MAX || sequence > INT64_MAX || format_version > 3) {
+                fprintf(stderr, "filter-manifest: INDEX, SNAPSHOT_ID, SEQUENCE, FORMAT_VERSION\n");
+                return 2;
+        }
+        r = read_file(argv[0], &list);
+        if (r < 0)
+                return io_failed(argv[0], r);
+        r = manifest_list_read(buf_slice(&list), &files, &n, &e);
+        if (r < 0)
+                return fail_json("manifest_list_read", r, &e);
+        if (index >= n) {
+                manifest_list_files_free(files, n);
+                fprintf(stderr, "filter-manifest: the list has %zu manifests\n", n);
+                return 2;
+        }
+        r = read_file(local_path(files[index].path), &manifest);
+        if (r < 0) {
+                r = io_failed(files[index].path, r);
+                manifest_list_files_free(files, n);
+                return r;
+        }
+        found = calloc(n_paths + 1, sizeof(*found));
+        buf_init(&out, TOOL_MAX_FILE_BYTES);
+        r = !found ? -ENOMEM
+                   : manifest_filter_write(buf_slice(&manifest), &files[index],
+                                           &(ManifestFilterPaths){ (const char *const *)&argv[6],
+                                                                   n_paths, found },
+                                           &(ManifestFilterTarget){
+                                                   .format_version = (int)format_version,
+                                                   .snapshot_id = (int64_t)snapshot_id,
+                                                   .sequence_number = (int64_t)sequence,
+                                                   .location = argv[2],
+                                                   .max_entries = 1000000 },
+                                           &out, &res, &e);
+        manifest_list_files_free(files, n);
+        if (r == MANIFEST_FILTER_E_UNTOUCHED)
+                return print_json(json_pack("{s:b}", "untouched", true)) < 0 ? 2 : 0;
+        if (r != 0)
+                return fail_json("manifest_filter_write", r, &e);
+        r = write_file(argv[2], &out);
+        if (r >= 0)
+                r = print_json(filter_result_json(&res, found, n_paths)) < 0 ? 2 : 0;
+        else
+                r = io_failed(argv[2], r);
+        manifest_filter_result_deinit(&res);
+        return r;
+}
+
 int main(int argc, char **argv) {
         if (argc == 3 && strcmp(argv[1], "write-list-v3") == 0)
                 return cmd_write_list_v3(argv[2]);
@@ -394,10 +482,14 @@ int main(int argc, char **argv) {
                 return cmd_rewrite_list(argv[2], argv[3]);
         if ((argc == 3 || argc == 4) && strcmp(argv[1], "read-manifest") == 0)
                 return cmd_read_manifest(argv[2], argc == 4 ? argv[3] : NULL);
+        if (argc >= 9 && strcmp(argv[1], "filter-manifest") == 0)
+                return cmd_filter_manifest(argv + 2, argc - 2);
         fprintf(stderr,
                 "usage: icecommit-avro-tool write-list-v3 OUT | write-list-appended OUT ROUNDS |\n"
                 "                           read-list IN | rewrite-list IN OUT |\n"
-                "                           read-manifest IN [LOCATION]\n"
+                "                           read-manifest IN [LOCATION] |\n"
+                "                           filter-manifest LIST INDEX OUT SNAPSHOT_ID SEQUENCE\n"
+                "                                           FORMAT_VERSION PATH...\n"
                 "exit: 0 ok, 1 the file was rejected (JSON with \"error\" on stdout),\n"
                 "      2 usage or I/O\n");
         return 2;

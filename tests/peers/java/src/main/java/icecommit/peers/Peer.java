@@ -23,6 +23,8 @@
 //   datafile-json      --uri U --table ns.name [--files N]   (DataFileJson.java: real data files
 //                      of every primitive type, described by ContentFileParser.toJson)
 //   datafile-json-read --uri U --table ns.name   (the live files, as ContentFileParser JSON)
+//   read-manifest --manifest PATH --list-entry JSON   (every entry, DELETED ones too, as Java
+//                      reads it with that manifest-list entry's inheritance; ReadManifest.java)
 //   bench-manifests, bench-history, bench-commit   (benchmarks only; Bench.java)
 //
 // Table layout: schema {1: id long required, 2: data string optional}; with --partitioned a third
@@ -78,7 +80,7 @@ public final class Peer {
   static final ObjectMapper JSON = new ObjectMapper();
 
   private static final String USAGE =
-      "usage: peer <create-table|stage|append|dump|metadata|stage-eq-deletes|evolve|datafile-json|datafile-json-read|bench-manifests|bench-history|bench-commit> --uri URI --table NS.NAME [options]";
+      "usage: peer <create-table|stage|append|dump|metadata|stage-eq-deletes|evolve|datafile-json|datafile-json-read|read-manifest|bench-manifests|bench-history|bench-commit> --uri URI --table NS.NAME [options]";
 
   private Peer() {}
 
@@ -153,6 +155,8 @@ public final class Peer {
         return DataFileJson.write(new Args(rest, Set.of("uri", "table", "files"), Set.of()));
       case "datafile-json-read":
         return DataFileJson.read(new Args(rest, Set.of("uri", "table"), Set.of()));
+      case "read-manifest":
+        return ReadManifest.run(new Args(rest, Set.of("manifest", "list-entry"), Set.of()));
       default:
         throw new Args.UsageException("unknown subcommand: " + cmd);
     }
