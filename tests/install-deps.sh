@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.."
 packages=(
     gcc make meson ninja-build pkg-config git curl ca-certificates
     libuv1-dev libh2o-dev libssl-dev libjansson-dev libavro-dev libcurl4-openssl-dev libinih-dev
-    libsystemd-dev zlib1g-dev python3 python3-venv python3-pip
+    libsystemd-dev zlib1g-dev libroaring-dev python3 python3-venv python3-pip
 )
 runtime=false
 [ "${1:-}" = "--runtime" ] && runtime=true
