@@ -3,16 +3,19 @@
 """Regenerates the seed corpora of tests/fuzz: valid manifest lists and staged manifests (from
 Iceberg Java via tests/data, from our writer via icecommit-avro-tool, from fastavro in Java's
 shapes, both codecs) plus truncated and corrupted variants; Parquet files written by pyarrow
-(also copied to tests/data/parquet/ for the unit tests) and damaged footers. Crashers found by libFuzzer are
+(also copied to tests/data/parquet/ for the unit tests) and damaged footers; Puffin files
+and deletion vectors from Iceberg Java's test resources (tests/data/puffin/) and damaged copies. Crashers found by libFuzzer are
 added by hand as crash-<sha1> and never regenerated.
 
 usage: .venv/bin/python tests/fuzz/make-corpus.py BUILD_DIR [CORPUS...]   (default: all)"""
 import io
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 
 import fastavro
 
@@ -167,10 +170,72 @@ def parquet_seeds():
     return footers
 
 
+PUFFIN_DATA = os.path.join(ROOT, "tests", "data", "puffin")
+
+
+def puffin_data(name):
+    with open(os.path.join(PUFFIN_DATA, name + ".bin"), "rb") as f:
+        return f.read()
+
+
+def dv_frame(bitmap):
+    """A deletion-vector-v1 blob around a portable 64-bit Roaring bitmap (puffin-spec)."""
+    body = struct.pack("<I", 0x6439D3D1) + bitmap
+    return struct.pack(">I", len(body)) + body + struct.pack(">I", zlib.crc32(body))
+
+
+def dv_seeds():
+    """Java's golden DVs (TestBitmapPositionDeleteIndex resources), CRoaring's 64-bit portable
+    bitmaps framed, a bitset container, and damaged copies (length, magic, CRC, cut)."""
+    seeds = {}
+    for name in ("empty", "small-alternating-values", "small-and-large-values", "all-container-types"):
+        seeds["java-" + name] = puffin_data(name + "-position-index")
+    for name in ("64map32bitvals", "64mapspreadvals"):
+        seeds["framed-" + name] = dv_frame(puffin_data(name))
+    bitset = struct.pack("<QIIIHHI", 1, 0, 12346, 1, 0, 4999, 16) + b"\xff" * 625 + b"\0" * 7567
+    seeds["bitset"] = dv_frame(bitset)
+    data = seeds["java-all-container-types"]
+    seeds["cut"] = data[: len(data) // 2]
+    seeds["bad-length"] = b"\0\0\0\x01" + data[4:]
+    seeds["bad-magic"] = data[:4] + b"\x64\x39\xd3\xd1" + data[8:]
+    seeds["bad-crc"] = data[:-1] + bytes([data[-1] ^ 1])
+    return seeds
+
+
+def puffin_footer_seeds():
+    """Java's sample Puffin files, a file of two DVs in BaseDVFileWriter's shape, and damaged
+    copies: cut, flags set, a blob outside the file."""
+    seeds = {"java-empty": puffin_data("empty-puffin-uncompressed"),
+             "java-sample": puffin_data("sample-metric-data-uncompressed"),
+             "java-zstd": puffin_data("sample-metric-data-compressed-zstd")}
+    dvs = [puffin_data("small-alternating-values-position-index"), puffin_data("empty-position-index")]
+    blobs, offset = [], 4
+    for i, dv in enumerate(dvs):
+        blobs.append({"type": "deletion-vector-v1", "fields": [2147483645], "snapshot-id": -1,
+                      "sequence-number": -1, "offset": offset, "length": len(dv),
+                      "properties": {"referenced-data-file": f"s3://b/t/data/{i}.parquet",
+                                     "cardinality": str(5 - 5 * i)}})
+        offset += len(dv)
+
+    def puffin(blob_meta, flags=0):
+        payload = json.dumps({"blobs": blob_meta, "properties": {"created-by": "make-corpus"}},
+                             separators=(",", ":")).encode()
+        return (b"PFA1" + b"".join(dvs) + b"PFA1" + payload + struct.pack("<ii", len(payload), flags)
+                + b"PFA1")
+
+    data = puffin(blobs)
+    seeds["dvs"] = data
+    seeds["dvs-cut"] = data[: len(data) - 20]
+    seeds["dvs-compressed"] = puffin(blobs, flags=1)
+    seeds["dvs-outside"] = puffin([dict(blobs[0], length=10000)])
+    return seeds
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     makers = {"manifest-list": lambda: manifest_list_seeds(build), "manifest": manifest_seeds,
-              "parquet-footer": parquet_seeds, "ocf-blocks": lambda: ocf_blocks_seeds(build)}
+              "parquet-footer": parquet_seeds, "ocf-blocks": lambda: ocf_blocks_seeds(build),
+              "dv": dv_seeds, "puffin-footer": puffin_footer_seeds}
     for corpus in sys.argv[2:] or makers:
         seeds = makers[corpus]()
         d = os.path.join(CORPUS, corpus)
