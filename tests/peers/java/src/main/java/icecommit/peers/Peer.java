@@ -26,6 +26,8 @@
 //   read-manifest --manifest PATH --list-entry JSON   (every entry, DELETED ones too, as Java
 //                      reads it with that manifest-list entry's inheritance; ReadManifest.java)
 //   bench-manifests, bench-history, bench-commit   (benchmarks only; Bench.java)
+//   dv-write, dv-read   (deletion vectors in Puffin files with Iceberg's own writer and reader;
+//                       no catalog; Dv.java)
 //
 // Table layout: schema {1: id long required, 2: data string optional}; with --partitioned a third
 // column {3: bucket int optional} and spec identity(bucket). Rows get data = "row-<id>" and
@@ -126,6 +128,7 @@ public final class Peer {
   static String run(String cmd, String[] rest) throws Exception {
     if (Refs.handles(cmd)) return Refs.run(cmd, rest); // branch, set-property (Refs.java)
     if (Bench.handles(cmd)) return Bench.run(cmd, rest); // tests/bench only (Bench.java)
+    if (Dv.handles(cmd)) return Dv.run(cmd, rest); // dv-write, dv-read (Dv.java)
     switch (cmd) {
       case "create-table":
         return createTable(
