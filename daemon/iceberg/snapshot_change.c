@@ -60,7 +60,8 @@ void snapshot_change_keep_parent(SnapshotChange *c, bool has_parent, int64_t par
                 c->list[c->n_list] = *m;
                 c->sources[c->n_list++] = (SnapshotChangeSource){ .origin = SNAPSHOT_CHANGE_KEPT };
         }
-        memset(parent, 0, n_parent * sizeof(*parent));
+        if (n_parent > 0) /* a first snapshot has no parent list: parent may be NULL */
+                memset(parent, 0, n_parent * sizeof(*parent));
 }
 
 int snapshot_change_replace(SnapshotChange *c, const size_t *owner, ManifestFile *merged,

@@ -76,7 +76,8 @@ static void on_result(StorageResult *result, void *userdata) {
         o->is_truncated = result->is_truncated;
         o->n_names = result->n_names;
         ASSERT_TRUE(result->data.len <= sizeof(o->data));
-        memcpy(o->data, result->data.data, result->data.len);
+        if (result->data.len > 0)
+                memcpy(o->data, result->data.data, result->data.len);
         o->data_len = result->data.len;
         for (size_t i = 0; i < result->n_names; i++) {
                 size_t n = strlen(o->names);

@@ -359,6 +359,26 @@ TEST(a_removal_is_described_and_summarized_as_java_does) {
         snapshot_change_deinit(&both);
 }
 
+TEST(a_first_snapshot_has_no_parent_list) {
+        _cleanup_(json_decrefp) json_t *props = json_object();
+        _cleanup_(json_decrefp) json_t *summary = NULL;
+        static const StagedManifest *const of_one[] = { &staged[0] };
+        SnapshotChange c = { 0 };
+        ManifestFile f = added_file("/wh/t/metadata/copy-first.avro", MANIFEST_CONTENT_DATA, 2, 10);
+        Error e;
+
+        ASSERT_OK(snapshot_change_reserve(&c, 1, 1));
+        snapshot_change_begin_part(&c, "k", props, of_one);
+        snapshot_change_add(&c, &f);
+        snapshot_change_keep_parent(&c, false, 0, 3, NULL, 0);
+        ASSERT_TRUE(!c.has_base && !c.is_parent_untouched);
+        ASSERT_EQ(c.n_list, 1);
+        ASSERT_OK(snapshot_change_summary(&c, NULL, "main", 1, &summary, &e));
+        ASSERT_STREQ(summary_get(summary, "total-records"), "10");
+        ASSERT_STREQ(summary_get(summary, "manifests-kept"), "0");
+        snapshot_change_deinit(&c);
+}
+
 TEST(a_parent_entry_without_counts_or_row_ids_is_not_copied) {
         _cleanup_(json_decrefp) json_t *props = json_object();
         SnapshotChange c = { 0 };
