@@ -28,11 +28,11 @@ bool storage_health_status_is_storage_fault(int status) {
         return storage_status_is_transient(status);
 }
 
-void storage_health_init(StorageHealth *h, Storage *storage, uv_loop_t *loop,
-                         uint32_t probe_interval_ms) {
-        *h = (StorageHealth){ .storage = storage,
-                              .loop = loop,
-                              .probe_interval_ms = probe_interval_ms };
+void storage_health_init(StorageHealth *h, Storage *storage, const StorageHealthOps *ops,
+                         uv_loop_t *loop, uint32_t probe_interval_ms) {
+        *h = (StorageHealth){
+                .storage = storage, .ops = ops, .loop = loop, .probe_interval_ms = probe_interval_ms
+        };
 }
 
 static void storage_health_set_writable(StorageHealth *h, const char *how) {
@@ -65,8 +65,8 @@ static void storage_health_on_probe_written(StorageResult *result, void *userdat
                 return;
         if (result->status == 0 || result->status == -EEXIST) {
                 if (result->status == 0)
-                        (void)storage_delete(h->storage, &(StorageContext){ .props = h->props },
-                                             probe, storage_health_on_probe_deleted, NULL, NULL);
+                        (void)h->ops->delete_probe(h->storage, h->props, probe,
+                                                   storage_health_on_probe_deleted, NULL);
                 storage_health_set_writable(h, "a probe write succeeded");
                 return;
         }
@@ -92,8 +92,8 @@ static void storage_health_on_timer(uv_timer_t *t) {
                 return;
         }
         h->is_probing = true;
-        r = storage_health_write_probe(h->storage, h->props, h->probe_location,
-                                       storage_health_on_probe_written, h);
+        r = h->ops->write_probe(h->storage, h->props, h->probe_location,
+                                storage_health_on_probe_written, h);
         if (r < 0) {
                 h->is_probing = false;
                 free(h->probe_location);
@@ -136,7 +136,7 @@ static void storage_health_on_timer_closed(uv_handle_t *handle) {
         StorageHealth *h = handle->data;
 
         h->is_timer_closed = true;
-        storage_health_closed(h->storage);
+        h->ops->closed(h->storage);
 }
 
 void storage_health_close(StorageHealth *h, bool *ret_pending) {

@@ -365,22 +365,10 @@ int storage_write(Storage *s, const StorageContext *ctx, const char *location, S
         return r;
 }
 
-int storage_health_write_probe(Storage *s, const StorageProps *props, const char *location,
-                               StorageCallback cb, void *userdata) {
-        return storage_submit(s, &(StorageContext){ .props = props }, LOCAL_WRITE, S3_OP_PUT,
-                              location, slice_make(NULL, 0), STORAGE_WRITE_IF_ABSENT, 0, cb,
-                              userdata, NULL);
-}
-
 bool storage_is_writable(const Storage *s, const char **ret_reason) {
         if (s->health.is_unwritable && ret_reason)
                 *ret_reason = s->health.reason;
         return !s->health.is_unwritable;
-}
-
-void storage_health_closed(Storage *s) {
-        s->health_pending = false;
-        storage_maybe_closed(s);
 }
 
 int storage_delete(Storage *s, const StorageContext *ctx, const char *location, StorageCallback cb,
@@ -570,6 +558,30 @@ void storage_close(Storage *s, void (*done)(void *userdata), void *userdata) {
         s3_client_close(s->s3, storage_on_s3_closed, s);
 }
 
+/* What the health (health.c) asks of the storage it watches. */
+static int storage_health_probe_write(Storage *s, const StorageProps *props, const char *location,
+                                      StorageCallback cb, void *userdata) {
+        return storage_submit(s, &(StorageContext){ .props = props }, LOCAL_WRITE, S3_OP_PUT,
+                              location, slice_make(NULL, 0), STORAGE_WRITE_IF_ABSENT, 0, cb,
+                              userdata, NULL);
+}
+
+static int storage_health_probe_delete(Storage *s, const StorageProps *props, const char *location,
+                                       StorageCallback cb, void *userdata) {
+        return storage_delete(s, &(StorageContext){ .props = props }, location, cb, userdata, NULL);
+}
+
+static void storage_health_on_closed(Storage *s) {
+        s->health_pending = false;
+        storage_maybe_closed(s);
+}
+
+static const StorageHealthOps storage_health_ops = {
+        .write_probe = storage_health_probe_write,
+        .delete_probe = storage_health_probe_delete,
+        .closed = storage_health_on_closed,
+};
+
 int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics,
                 Storage **ret_storage) {
         _cleanup_(freep) Storage *s = NULL;
@@ -582,7 +594,7 @@ int storage_new(uv_loop_t *loop, const StorageConfig *config, Metrics *metrics,
         s->loop = loop;
         s->config = config;
         s->metrics = metrics;
-        storage_health_init(&s->health, s, loop, config->probe_interval_ms);
+        storage_health_init(&s->health, s, &storage_health_ops, loop, config->probe_interval_ms);
         r = s3_client_new(loop, &config->s3, metrics, &s->s3);
         if (r < 0)
                 return r;
