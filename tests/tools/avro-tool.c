@@ -18,40 +18,9 @@
 #include "iceberg/manifest_list.h"
 #include "iceberg/manifest_list_append.h"
 #include "iceberg-fixture.h"
+#include "tool-io.h"
 #include "util/buf.h"
 #include "util/parse.h"
-
-#define TOOL_MAX_FILE_BYTES (1u << 30)
-
-static int read_file(const char *path, Buf *ret) {
-        _cleanup_(fclosep) FILE *f = NULL;
-        uint8_t chunk[65536];
-        size_t n;
-        int r;
-
-        buf_init(ret, TOOL_MAX_FILE_BYTES);
-        f = fopen(path, "rbe");
-        if (!f)
-                return -errno;
-        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-                r = buf_append(ret, chunk, n);
-                if (r < 0)
-                        return r;
-        }
-        return ferror(f) ? -EIO : 0;
-}
-
-static int write_file(const char *path, const Buf *b) {
-        FILE *f = fopen(path, "wbe");
-
-        if (!f)
-                return -errno;
-        if (fwrite(b->data, 1, b->len, f) != b->len) {
-                fclose(f);
-                return -EIO;
-        }
-        return fclose(f) == 0 ? 0 : -errno;
-}
 
 /* Says why `path` could not be read or written; returns the exit status for I/O errors. */
 static int io_failed(const char *path, int r) {
@@ -181,7 +150,7 @@ static int cmd_read_list(const char *path) {
         Error e = { 0 };
         int r;
 
-        r = read_file(path, &file);
+        r = tool_read_file(path, &file);
         if (r < 0)
                 return io_failed(path, r);
         r = ocf_reader_open(buf_slice(&file), &reader, &e);
@@ -222,7 +191,7 @@ static int cmd_read_manifest(const char *path, const char *location) {
         Error e = { 0 };
         int r;
 
-        r = read_file(path, &file);
+        r = tool_read_file(path, &file);
         if (r < 0)
                 return io_failed(path, r);
         r = manifest_staged_parse(buf_slice(&file), location, /* limits= */ NULL, &m, &e);
@@ -315,7 +284,7 @@ static int cmd_write_list_v3(const char *path) {
                 fprintf(stderr, "write-list-v3: %s\n", e.message);
                 return 1;
         }
-        r = write_file(path, &out);
+        r = tool_write_file(path, &out);
         if (r < 0)
                 return io_failed(path, r);
         return 0;
@@ -353,7 +322,7 @@ static int cmd_write_list_appended(const char *path, const char *rounds_text) {
                 fprintf(stderr, "write-list-appended: %d: %s\n", r, e.message);
                 return 1;
         }
-        r = write_file(path, &list);
+        r = tool_write_file(path, &list);
         return r < 0 ? io_failed(path, r) : 0;
 }
 
@@ -367,7 +336,7 @@ static int cmd_rewrite_list(const char *in, const char *out_path) {
         Error e = { 0 };
         int r;
 
-        r = read_file(in, &file);
+        r = tool_read_file(in, &file);
         if (r < 0)
                 return io_failed(in, r);
         r = manifest_list_read_header(buf_slice(&file), &h, &e);
@@ -381,7 +350,7 @@ static int cmd_rewrite_list(const char *in, const char *out_path) {
         manifest_list_files_free(files, n);
         if (r < 0)
                 return fail_json("manifest_list_write", r, &e);
-        r = write_file(out_path, &out);
+        r = tool_write_file(out_path, &out);
         return r < 0 ? io_failed(out_path, r) : 0;
 }
 
@@ -427,7 +396,7 @@ static int cmd_filter_manifest(char **argv, int argc) {
                 fprintf(stderr, "filter-manifest: INDEX, SNAPSHOT_ID, SEQUENCE, FORMAT_VERSION\n");
                 return 2;
         }
-        r = read_file(argv[0], &list);
+        r = tool_read_file(argv[0], &list);
         if (r < 0)
                 return io_failed(argv[0], r);
         r = manifest_list_read(buf_slice(&list), &files, &n, &e);
@@ -438,7 +407,7 @@ static int cmd_filter_manifest(char **argv, int argc) {
                 fprintf(stderr, "filter-manifest: the list has %zu manifests\n", n);
                 return 2;
         }
-        r = read_file(local_path(files[index].path), &manifest);
+        r = tool_read_file(local_path(files[index].path), &manifest);
         if (r < 0) {
                 r = io_failed(files[index].path, r);
                 manifest_list_files_free(files, n);
@@ -462,7 +431,7 @@ static int cmd_filter_manifest(char **argv, int argc) {
                 return print_json(json_pack("{s:b}", "untouched", true)) < 0 ? 2 : 0;
         if (r != 0)
                 return fail_json("manifest_filter_write", r, &e);
-        r = write_file(argv[2], &out);
+        r = tool_write_file(argv[2], &out);
         if (r >= 0)
                 r = print_json(filter_result_json(&res, found, n_paths)) < 0 ? 2 : 0;
         else

@@ -11,43 +11,13 @@
 
 #include "puffin/dv.h"
 #include "puffin/puffin.h"
+#include "tool-io.h"
 #include "util/buf.h"
 #include "util/parse.h"
 
-#define TOOL_MAX_FILE_BYTES (1u << 30)
 #define TOOL_MAX_DVS 2
 
 DEFINE_CLEANUP_FUNC(DvBitmap, dv_free);
-
-static int read_file(const char *path, Buf *ret) {
-        _cleanup_(fclosep) FILE *f = NULL;
-        uint8_t chunk[65536];
-        size_t n;
-        int r;
-
-        buf_init(ret, TOOL_MAX_FILE_BYTES);
-        f = fopen(path, "rbe");
-        if (!f)
-                return -errno;
-        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-                r = buf_append(ret, chunk, n);
-                if (r < 0)
-                        return r;
-        }
-        return ferror(f) ? -EIO : 0;
-}
-
-static int write_file(const char *path, const Buf *b) {
-        FILE *f = fopen(path, "wbe");
-
-        if (!f)
-                return -errno;
-        if (fwrite(b->data, 1, b->len, f) != b->len) {
-                fclose(f);
-                return -EIO;
-        }
-        return fclose(f) == 0 ? 0 : -errno;
-}
 
 static int fail(const char *what, int r, const Error *e) {
         fprintf(stderr, "dv-tool: %s: %s\n", what, e && e->message[0] ? e->message : strerror(-r));
@@ -114,7 +84,7 @@ static int write_dvs(const char *out_path, const char *const *data_files, DvBitm
         }
         r = puffin_write(in, n, "icecommit dv-tool", &file, placed);
         if (r >= 0)
-                r = write_file(out_path, &file);
+                r = tool_write_file(out_path, &file);
         if (r < 0) {
                 json_decref(list);
                 return fail(out_path, r, NULL);
@@ -159,7 +129,7 @@ static int read_dv(const char *path, const char *offset_s, const char *length_s,
         if (parse_u64(offset_s, &offset) < 0 || parse_u64(length_s, &length) < 0 ||
             parse_u64(rows_s, &rows) < 0)
                 return fail("arguments", -EINVAL, NULL);
-        r = read_file(path, file);
+        r = tool_read_file(path, file);
         if (r < 0)
                 return fail(path, r, NULL);
         r = puffin_read_footer(buf_slice(file), file->len, 1u << 20, footer, &need, &e);
