@@ -234,7 +234,7 @@ static void guard_cut_http1(HttpConn *c, int status, const char *type, const cha
                 (void)sendmsg(fd, &(struct msghdr){ .msg_iov = iov, .msg_iovlen = 2 },
                               MSG_DONTWAIT | MSG_NOSIGNAL);
         }
-        http_server_count_reply(c->server, status);
+        http_stats_count_reply(&c->server->stats, status);
         (void)shutdown(fd, SHUT_RDWR);
 }
 
@@ -316,7 +316,7 @@ static void guard_refuse_unfinished(HttpServer *s, uint64_t total) {
                         n_refused++;
                 }
 
-        if (http_server_ratelimit_test(&s->buffer_ratelimit, s->loop, &n_suppressed))
+        if (http_ratelimit_test(&s->buffer_ratelimit, s->loop, &n_suppressed))
                 log_warning("request bytes held=%" PRIu64 " reached max-buffered-bytes=%" PRIu64
                             ", refused %" PRIu64 " unfinished requests (%" PRIu64
                             " more times since the last warning)",
@@ -340,7 +340,7 @@ static void guard_log_timeout(HttpServer *s, HttpConn *c, const char *what, uint
         uint64_t n_suppressed;
         char addr[64] = "?";
 
-        if (!http_server_ratelimit_test(&s->timeout_ratelimit, s->loop, &n_suppressed))
+        if (!http_ratelimit_test(&s->timeout_ratelimit, s->loop, &n_suppressed))
                 return;
         if (c && c->peer)
                 http_peer_format(c->peer, addr, sizeof(addr));
@@ -482,21 +482,23 @@ void http_guard_start(HttpServer *s) {
         s->has_guard_check = true;
         (void)uv_check_init(s->loop, &s->buffer_check);
         s->buffer_check.data = s;
-        s->n_handles++;
+        s->handles.n_open++;
         (void)uv_check_start(&s->buffer_check, guard_on_check);
         /* Neither keeps the loop alive: the listener and the connections do. */
         uv_unref((uv_handle_t *)&s->buffer_check);
 
         (void)uv_timer_init(s->loop, &s->guard_timer);
         s->guard_timer.data = s;
-        s->n_handles++;
+        s->handles.n_open++;
         (void)uv_timer_start(&s->guard_timer, guard_on_timer, guard_interval_ms(s),
                              guard_interval_ms(s));
         uv_unref((uv_handle_t *)&s->guard_timer);
 }
 
 static void guard_on_closed(uv_handle_t *handle) {
-        http_server_handle_closed(handle->data);
+        HttpServer *s = handle->data;
+
+        http_handles_closed(&s->handles);
 }
 
 void http_guard_stop_limits(HttpServer *s) {

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Private to daemon/http/: the layouts of HttpServer and HttpRequest and the calls between
  * server.c (listener, connections, h2o context), request.c (HttpRequest, client-gone watch),
- * router.c (route table, dispatch) and reply.c (responses, the JSON error shape). */
+ * router.c (route table, dispatch) and reply.c (responses, the JSON error shape), and the
+ * services they share below them: handles.c (the open handle count), stats.c (answers counted
+ * and timed), ratelimit.c (repeated warnings) and percent.c (percent-decoding, pure).
+ *
+ * Calls go one way, down this list: server.c; guard.c; router.c; reply.c; request.c; peers.c,
+ * tls.c, handles.c, stats.c, ratelimit.c, percent.c. */
 #pragma once
 
 #include <h2o.h>
@@ -11,8 +16,9 @@
 #include "util/error.h"
 
 #include "http/http.h"
-#include "metrics/metrics.h"
+#include "http/percent.h"
 #include "http/router.h"
+#include "metrics/metrics.h"
 
 typedef struct HttpRoute {
         char *method;
@@ -102,13 +108,30 @@ struct HttpRequest {
         bool is_gone;
 };
 
-/* Lets a warning that can repeat for every connection through once per interval. */
+/* Lets a warning that can repeat for every connection through once per interval (ratelimit.c).
+ * Embedded in its owner, one per kind of warning. */
 typedef struct HttpRateLimit {
         uint64_t next_ms;
         uint64_t n_suppressed;
 } HttpRateLimit;
 
 #define HTTP_RATELIMIT_INTERVAL_MS 10000
+
+/* The server's uv handles not yet through their close callback (handles.c). Embedded in
+ * HttpServer. */
+typedef struct HttpHandles {
+        size_t n_open;
+        /* Called after each close callback: the server's close waits for the count to reach 0
+         * and decides what to close next (server.c). A function pointer because the files that
+         * close handles lie below server.c and must not call up into it. */
+        void (*on_closed)(void *userdata);
+        void *userdata;
+} HttpHandles;
+
+/* Where answers are counted (stats.c). Embedded in HttpServer. */
+typedef struct HttpStats {
+        Metrics *metrics; /* borrowed, may be NULL: answers counted by status code */
+} HttpStats;
 
 typedef struct HttpErrorFilter {
         h2o_filter_t super;
@@ -122,7 +145,7 @@ typedef struct HttpRouteHandler {
 
 struct HttpServer {
         uv_loop_t *loop;
-        Metrics *metrics; /* borrowed, may be NULL: answers counted by status code */
+        HttpStats stats;
         char *listen_address;
         uint16_t port; /* as configured */
         uint16_t bound_port;
@@ -149,7 +172,7 @@ struct HttpServer {
         size_t n_conns;
         HttpRequest *requests;     /* waiting for a reply */
         HttpRequest *dispatching;  /* the request inside its handler right now, or NULL */
-        size_t n_handles;          /* uv handles of ours not yet through their close callback */
+        HttpHandles handles;       /* uv handles of ours not yet through their close callback */
         uv_check_t buffer_check;   /* refused I/O and the total buffered bytes, once per loop
                                     * turn (guard.c) */
         uv_timer_t guard_timer;    /* header and body timeouts (guard.c) */
@@ -198,12 +221,22 @@ void http_request_end(HttpRequest *r);
  * h2o release the request. */
 void http_request_abandon(HttpRequest *r, bool is_shutdown);
 
-/* server.c */
-/* Called when a watch's uv handle is closed, for the server's handle count. */
-void http_server_handle_closed(HttpServer *s);
+/* handles.c */
+/* Called from each close callback of a counted handle: one fewer open, then on_closed. */
+void http_handles_closed(HttpHandles *h);
+
+/* stats.c */
+/* Counts one answer in icecommit_http_requests_total{code}. */
+void http_stats_count_reply(HttpStats *st, int status);
+/* Times one answer in icecommit_http_request_duration_seconds{method,route,code}: the route's
+ * pattern, never the raw path or method (bounded labels); "other" outside the routes (route
+ * NULL). started_ns is the request's now_monotonic_ns() at dispatch. */
+void http_stats_time_reply(HttpStats *st, const HttpRoute *route, uint64_t started_ns, int status);
+
+/* ratelimit.c */
 /* True when a rate-limited message may be logged now; then *ret_n_suppressed holds how many
  * were dropped since the last one. */
-bool http_server_ratelimit_test(HttpRateLimit *rl, uv_loop_t *loop, uint64_t *ret_n_suppressed);
+bool http_ratelimit_test(HttpRateLimit *rl, uv_loop_t *loop, uint64_t *ret_n_suppressed);
 
 /* peers.c */
 /* The peer of a socket address (AF_INET or AF_INET6), created with no counts. NULL: out of
@@ -217,7 +250,7 @@ void http_peers_deinit(HttpPeers *peers);
 void http_peer_format(const HttpPeer *peer, char *buf, size_t len);
 
 /* guard.c: the limits h2o 2.2.5 has no knob for (see server.c) */
-/* Starts the buffer check and the timeout timer (their handles count in s->n_handles). */
+/* Starts the buffer check and the timeout timer (their handles count in s->handles). */
 void http_guard_start(HttpServer *s);
 /* Stops enforcing the limits and closes the timer; the check goes on waking refused I/O. */
 void http_guard_stop_limits(HttpServer *s);
@@ -250,14 +283,5 @@ int http_tls_new(const HttpConfig *config, SSL_CTX **ret_ctx, Error *error);
 /* Registers the filter that rewrites the errors h2o answers on its own (413 while reading a
  * body, 404 outside every path, 400, 417) into the JSON error shape. */
 void http_reply_filter_register(HttpServer *s, h2o_pathconf_t *pathconf);
-/* The response that makes h2o release an abandoned request and close its connection: a JSON
- * 503 when the server shuts down (the client may still read it), else empty. */
-void http_reply_abandoned(HttpRequest *r, bool is_shutdown);
 /* The "type" of the JSON error h2o's own errors get, e.g. "not-found" for 404. */
 const char *http_reply_status_type(int status);
-
-/* Counts one answer in icecommit_http_requests_total{code}. */
-void http_server_count_reply(HttpServer *s, int status);
-/* Times one answer in icecommit_http_request_duration_seconds{method,route,code}: the route's
- * pattern, never the raw path or method (bounded labels); "other" outside the routes. */
-void http_server_time_reply(HttpServer *s, const HttpRequest *r, int status);

@@ -121,8 +121,8 @@ static void reply_send(HttpRequest *r, int status, const char *content_type, con
         assert(status >= 200 && status <= 599);
 
         http_request_end(r);
-        http_server_count_reply(r->server, status);
-        http_server_time_reply(r->server, r, status);
+        http_stats_count_reply(&r->server->stats, status);
+        http_stats_time_reply(&r->server->stats, r->route, r->started_ns, status);
         r->reply_body = owned;
         /* h2o decided keep-alive when the request arrived; once the server stops accepting,
          * every answer also ends its HTTP/1.1 connection. */
@@ -145,7 +145,7 @@ static void reply_send(HttpRequest *r, int status, const char *content_type, con
 static void reply_out_of_memory(HttpRequest *r) {
         uint64_t n_suppressed;
 
-        if (http_server_ratelimit_test(&r->server->reply_ratelimit, r->server->loop, &n_suppressed))
+        if (http_ratelimit_test(&r->server->reply_ratelimit, r->server->loop, &n_suppressed))
                 log_error("cannot build a reply: %s (%" PRIu64 " more suppressed), answering 503",
                           strerror(ENOMEM), n_suppressed);
         reply_send(r, 503, "application/json", oom_body, sizeof(oom_body) - 1,
@@ -218,8 +218,8 @@ void http_reply_add_header(HttpRequest *r, const char *name, const char *value) 
         if (!*name || !header_text_is_valid(name) || !header_text_is_valid(value)) {
                 uint64_t n_suppressed;
 
-                if (http_server_ratelimit_test(&r->server->reply_ratelimit, r->server->loop,
-                                               &n_suppressed))
+                if (http_ratelimit_test(&r->server->reply_ratelimit, r->server->loop,
+                                        &n_suppressed))
                         log_warning("refusing a response header with a line break name='%s' "
                                     "(%" PRIu64 " more suppressed), dropping it",
                                     name, n_suppressed);
@@ -232,32 +232,6 @@ void http_reply_add_header(HttpRequest *r, const char *name, const char *value) 
         h2o_add_header_by_str(pool, &r->req->res.headers, lower.base, lower.len,
                               /* maybe_token= */ 1, name, h2o_strdup(pool, value, SIZE_MAX).base,
                               strlen(value));
-}
-
-void http_reply_abandoned(HttpRequest *r, bool is_shutdown) {
-        static const char shutdown_body[] = "{\"error\":{\"code\":503,\"type\":\"shutting-down\","
-                                            "\"message\":\"the server is shutting down, retry\"}}";
-        static h2o_generator_t generator = { /* proceed= */ NULL, /* stop= */ NULL };
-        h2o_req_t *req = r->req;
-        h2o_iovec_t buf = h2o_iovec_init(shutdown_body, sizeof(shutdown_body) - 1);
-
-        /* This response exists because h2o frees a request only once its response is out; it
-         * also closes the HTTP/1.1 connection behind it. A client that left reads nothing, one
-         * cut off by shutdown may still read the error. */
-        req->http1_is_persistent = 0;
-        req->res.status = 503;
-        req->res.reason = status_reason(503);
-        if (is_shutdown) {
-                req->res.content_length = buf.len;
-                h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE,
-                               /* orig_name= */ NULL, H2O_STRLIT("application/json"));
-        } else
-                req->res.content_length = 0;
-        h2o_start_response(req, &generator);
-        if (is_shutdown && strcmp(r->method, "HEAD") != 0)
-                h2o_send(req, &buf, 1, H2O_SEND_STATE_FINAL);
-        else
-                h2o_send(req, /* bufs= */ NULL, 0, H2O_SEND_STATE_FINAL);
 }
 
 typedef struct ErrorOstream {
@@ -302,7 +276,7 @@ static void error_ostream_do_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec
         }
 
         log_debug("answering status=%d for h2o: %.*s", req->res.status, (int)msg_len, msg);
-        http_server_count_reply(o->server, req->res.status);
+        http_stats_count_reply(&o->server->stats, req->res.status);
         s = error_body(req->res.status, http_reply_status_type(req->res.status), msg, msg_len,
                        &len);
         if (!s) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "http/http-internal.h"
+#include "http/percent.h"
 #include "util/log.h"
 #include "util/time-util.h"
 
@@ -38,7 +39,7 @@ static void watch_on_closed(uv_handle_t *handle) {
 
         (void)close(w->fd);
         free(w);
-        http_server_handle_closed(s);
+        http_handles_closed(&s->handles);
 }
 
 static void request_watch_stop(HttpRequest *r) {
@@ -142,7 +143,7 @@ static void watch_on_event(uv_poll_t *poll, int status, int events) {
 static void request_watch_failed(HttpServer *s, int error) {
         uint64_t n_suppressed;
 
-        if (http_server_ratelimit_test(&s->watch_ratelimit, s->loop, &n_suppressed))
+        if (http_ratelimit_test(&s->watch_ratelimit, s->loop, &n_suppressed))
                 log_warning("cannot watch a connection: %s (%" PRIu64 " more suppressed), "
                             "clients leaving early go unnoticed",
                             strerror(-error), n_suppressed);
@@ -189,13 +190,42 @@ void http_request_watch(HttpRequest *r) {
         w->poll.data = w;
         w->req = r;
         r->watch = w;
-        r->server->n_handles++;
+        r->server->handles.n_open++;
 
         k = uv_poll_start(&w->poll, UV_READABLE | UV_DISCONNECT, watch_on_event);
         if (k < 0) {
                 request_watch_failed(r->server, k);
                 request_watch_stop(r);
         }
+}
+
+/* The response that makes h2o release an abandoned request and close its connection: a JSON
+ * 503 when the server shuts down (the client may still read it), else empty. Not a reply
+ * (reply.c): the handler never sees it, and it is the end of the request's own life. */
+static void request_release(HttpRequest *r, bool is_shutdown) {
+        static const char shutdown_body[] = "{\"error\":{\"code\":503,\"type\":\"shutting-down\","
+                                            "\"message\":\"the server is shutting down, retry\"}}";
+        static h2o_generator_t generator = { /* proceed= */ NULL, /* stop= */ NULL };
+        h2o_req_t *req = r->req;
+        h2o_iovec_t buf = h2o_iovec_init(shutdown_body, sizeof(shutdown_body) - 1);
+
+        /* This response exists because h2o frees a request only once its response is out; it
+         * also closes the HTTP/1.1 connection behind it. A client that left reads nothing, one
+         * cut off by shutdown may still read the error. */
+        req->http1_is_persistent = 0;
+        req->res.status = 503;
+        req->res.reason = "Service Unavailable";
+        if (is_shutdown) {
+                req->res.content_length = buf.len;
+                h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE,
+                               /* orig_name= */ NULL, H2O_STRLIT("application/json"));
+        } else
+                req->res.content_length = 0;
+        h2o_start_response(req, &generator);
+        if (is_shutdown && strcmp(r->method, "HEAD") != 0)
+                h2o_send(req, &buf, 1, H2O_SEND_STATE_FINAL);
+        else
+                h2o_send(req, /* bufs= */ NULL, 0, H2O_SEND_STATE_FINAL);
 }
 
 void http_request_abandon(HttpRequest *r, bool is_shutdown) {
@@ -206,7 +236,7 @@ void http_request_abandon(HttpRequest *r, bool is_shutdown) {
         request_unlink(r);
         if (r->gone_cb)
                 r->gone_cb(r, r->gone_userdata);
-        http_reply_abandoned(r, is_shutdown);
+        request_release(r, is_shutdown);
 }
 
 const char *http_request_method(const HttpRequest *r) {

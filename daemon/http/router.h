@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Route patterns and request-path matching of daemon/http: pure functions over bytes (no h2o,
  * no allocation, no logging) so that tests and the fuzzer drive them directly. They never read
- * past the Slice they are given. */
+ * past the Slice they are given. Their percent-decoding is percent.h's. */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "http/percent.h"
 #include "util/slice.h"
 
 #define HTTP_ROUTE_MAX_PARAMS 8
@@ -21,12 +22,6 @@ enum {
 /* Checks a route pattern (see http_server_route()). Returns the number of "{}" segments, or
  * -EINVAL for a malformed pattern or one with more than HTTP_ROUTE_MAX_PARAMS parameters. */
 int http_pattern_parse(const char *pattern);
-
-/* Percent-decodes `in` into `out`, which has room for in.len bytes (decoding never grows).
- * With plus_is_space, '+' becomes ' ' (form encoding, for queries). The result may contain NUL
- * bytes and is not NUL-terminated. Returns 0 and the length in *ret_len, or -EINVAL for a '%'
- * not followed by two hex digits. */
-int http_percent_decode(Slice in, bool plus_is_space, char *out, size_t *ret_len);
 
 /* Matches a request path (raw, without the query) against a pattern accepted by
  * http_pattern_parse(). Literal segments compare equal after percent-decoding; each "{}" takes

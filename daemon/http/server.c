@@ -20,7 +20,6 @@
 #include "http/http-internal.h"
 #include "util/address.h"
 #include "util/log.h"
-#include "util/time-util.h"
 
 /* How the limits map onto h2o 2.2.5:
  *
@@ -91,29 +90,18 @@
 /* h2o hands our close callback the uv handle, which is where the HttpConn starts. */
 static_assert(offsetof(HttpConn, tcp) == 0, "HttpConn must start with its uv_tcp_t");
 
-bool http_server_ratelimit_test(HttpRateLimit *rl, uv_loop_t *loop, uint64_t *ret_n_suppressed) {
-        uint64_t now = uv_now(loop);
-
-        if (now < rl->next_ms) {
-                rl->n_suppressed++;
-                return false;
-        }
-        rl->next_ms = now + HTTP_RATELIMIT_INTERVAL_MS;
-        *ret_n_suppressed = rl->n_suppressed;
-        rl->n_suppressed = 0;
-        return true;
-}
-
 static void server_maybe_finish(HttpServer *s);
 
-void http_server_handle_closed(HttpServer *s) {
-        assert(s->n_handles > 0);
-        s->n_handles--;
-        server_maybe_finish(s);
+/* HttpHandles.on_closed: every close callback of ours, also those of guard.c and request.c,
+ * ends here, after the count went down. */
+static void server_on_handles_closed(void *userdata) {
+        server_maybe_finish(userdata);
 }
 
 static void server_on_handle_closed(uv_handle_t *handle) {
-        http_server_handle_closed(handle->data);
+        HttpServer *s = handle->data;
+
+        http_handles_closed(&s->handles);
 }
 
 static void server_on_refused_closed(uv_handle_t *handle) {
@@ -121,7 +109,7 @@ static void server_on_refused_closed(uv_handle_t *handle) {
         HttpServer *s = c->server;
 
         free(c);
-        http_server_handle_closed(s);
+        http_handles_closed(&s->handles);
 }
 
 /* The close callback h2o calls (through its uv socket) once it is done with a connection. */
@@ -141,7 +129,7 @@ static void server_on_conn_closed(uv_handle_t *handle) {
         c->peer->n_conns--;
         http_peers_release(&s->peers, c->peer);
         free(c);
-        http_server_handle_closed(s);
+        http_handles_closed(&s->handles);
 }
 
 static void server_on_connection(uv_stream_t *listener, int status) {
@@ -154,7 +142,7 @@ static void server_on_connection(uv_stream_t *listener, int status) {
 
         if (status < 0) {
                 /* EMFILE and friends: libuv retries on the next loop turn by itself. */
-                if (http_server_ratelimit_test(&s->accept_ratelimit, s->loop, &n_suppressed))
+                if (http_ratelimit_test(&s->accept_ratelimit, s->loop, &n_suppressed))
                         log_warning("cannot accept a connection: %s (%" PRIu64
                                     " more suppressed), retrying",
                                     uv_strerror(status), n_suppressed);
@@ -163,7 +151,7 @@ static void server_on_connection(uv_stream_t *listener, int status) {
 
         c = calloc(1, sizeof(*c));
         if (!c) {
-                if (http_server_ratelimit_test(&s->accept_ratelimit, s->loop, &n_suppressed))
+                if (http_ratelimit_test(&s->accept_ratelimit, s->loop, &n_suppressed))
                         log_warning("cannot accept a connection: %s (%" PRIu64
                                     " more suppressed), retrying",
                                     strerror(ENOMEM), n_suppressed);
@@ -172,11 +160,11 @@ static void server_on_connection(uv_stream_t *listener, int status) {
         c->server = s;
         (void)uv_tcp_init(s->loop, &c->tcp); /* cannot fail without a socket to create */
         c->tcp.data = c;
-        s->n_handles++;
+        s->handles.n_open++;
 
         k = uv_accept(listener, (uv_stream_t *)&c->tcp);
         if (k < 0) {
-                if (http_server_ratelimit_test(&s->accept_ratelimit, s->loop, &n_suppressed))
+                if (http_ratelimit_test(&s->accept_ratelimit, s->loop, &n_suppressed))
                         log_warning("cannot accept a connection: %s (%" PRIu64
                                     " more suppressed), retrying",
                                     uv_strerror(k), n_suppressed);
@@ -184,7 +172,7 @@ static void server_on_connection(uv_stream_t *listener, int status) {
                 return;
         }
         if (s->n_conns >= s->max_connections || s->is_closing) {
-                if (http_server_ratelimit_test(&s->refuse_ratelimit, s->loop, &n_suppressed))
+                if (http_ratelimit_test(&s->refuse_ratelimit, s->loop, &n_suppressed))
                         log_warning("refusing a connection: max-connections=%" PRIu32
                                     " reached (%" PRIu64 " more refused since the last "
                                     "warning), closing it",
@@ -201,7 +189,7 @@ static void server_on_connection(uv_stream_t *listener, int status) {
         }
         if (s->max_connections_per_address > 0 &&
             c->peer->n_conns >= s->max_connections_per_address) {
-                if (http_server_ratelimit_test(&s->peer_ratelimit, s->loop, &n_suppressed)) {
+                if (http_ratelimit_test(&s->peer_ratelimit, s->loop, &n_suppressed)) {
                         char addr[64];
 
                         http_peer_format(c->peer, addr, sizeof(addr));
@@ -265,7 +253,7 @@ static int server_on_req(h2o_handler_t *self, h2o_req_t *req) {
                    c->peer->n_requests >= s->max_requests_per_address) {
                 uint64_t n_suppressed;
 
-                if (http_server_ratelimit_test(&s->peer_ratelimit, s->loop, &n_suppressed)) {
+                if (http_ratelimit_test(&s->peer_ratelimit, s->loop, &n_suppressed)) {
                         char addr[64];
 
                         http_peer_format(c->peer, addr, sizeof(addr));
@@ -317,6 +305,7 @@ int http_server_new(uv_loop_t *loop, const HttpConfig *config, HttpServer **ret)
         if (!s)
                 return -ENOMEM;
         s->loop = loop;
+        s->handles = (HttpHandles){ .on_closed = server_on_handles_closed, .userdata = s };
         s->port = (uint16_t)config->port;
         s->max_body_bytes = config->max_body_bytes;
         s->max_connections = config->max_connections;
@@ -415,7 +404,7 @@ int http_server_start(HttpServer *s) {
 
         (void)uv_tcp_init(s->loop, &s->listener);
         s->listener.data = s;
-        s->n_handles++;
+        s->handles.n_open++;
         k = uv_tcp_open(&s->listener, fd);
         if (k < 0) {
                 uv_close((uv_handle_t *)&s->listener, server_on_handle_closed);
@@ -491,7 +480,7 @@ static void server_context_dispose(HttpServer *s) {
                 assert(h2o_linklist_is_empty(&timeouts[i]->_entries));
                 timeouts[i]->_backend.timer.data = s;
                 uv_close((uv_handle_t *)&timeouts[i]->_backend.timer, server_on_handle_closed);
-                s->n_handles++;
+                s->handles.n_open++;
         }
 
         h2o_filecache_destroy(ctx->filecache);
@@ -526,7 +515,7 @@ static void server_maybe_finish(HttpServer *s) {
                 }
         }
         /* Connections, refused connections, watches and the listener go first. */
-        if (s->n_handles > 0)
+        if (s->handles.n_open > 0)
                 return;
         if (s->has_context) {
                 /* No connection is left, so no h2o object can still use the context. */
@@ -590,7 +579,7 @@ void http_server_close(HttpServer *s, void (*done)(void *userdata), void *userda
 
                 (void)uv_timer_init(s->loop, &s->close_timer);
                 s->close_timer.data = s;
-                s->n_handles++;
+                s->handles.n_open++;
                 s->has_close_timer = true;
                 (void)uv_timer_start(&s->close_timer, server_on_close_deadline,
                                      SERVER_CLOSE_DEADLINE_MS, SERVER_CLOSE_DEADLINE_MS);
@@ -616,26 +605,5 @@ HttpServer *http_server_free(HttpServer *s) {
 }
 
 void http_server_set_metrics(HttpServer *s, Metrics *metrics) {
-        s->metrics = metrics;
-}
-
-void http_server_count_reply(HttpServer *s, int status) {
-        char code[8];
-
-        if (!s->metrics)
-                return;
-        (void)snprintf(code, sizeof(code), "%d", status);
-        metrics_add(s->metrics, METRIC_HTTP_REQUESTS, code, 1);
-}
-
-void http_server_time_reply(HttpServer *s, const HttpRequest *r, int status) {
-        char label[512];
-
-        if (!s->metrics)
-                return;
-        (void)snprintf(label, sizeof(label), "%s" METRICS_LABEL_SEP "%s" METRICS_LABEL_SEP "%d",
-                       r->route ? r->route->method : "other",
-                       r->route ? r->route->pattern : "other", status);
-        metrics_observe_label(s->metrics, METRIC_HTTP_DURATION, label,
-                              (double)(now_monotonic_ns() - r->started_ns) / 1e9);
+        s->stats.metrics = metrics;
 }
