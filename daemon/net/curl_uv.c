@@ -34,7 +34,8 @@ struct CurlUvTransfer {
         CurlUv *owner;
         CURL *easy;
         struct curl_slist *headers;
-        Buf body;
+        Buf body;        /* its max: the larger of the two limits below */
+        size_t max_body; /* a 2xx answer's body limit, the request's */
         int body_error;
         /* Counted by CURLOPT_PREREQFUNCTION, which curl calls once a connection is ready and
          * just before it writes the request: at 0 no byte can have reached the server. Above 1,
@@ -423,6 +424,17 @@ static size_t curl_uv_on_write(char *ptr, size_t size, size_t nmemb, void *userd
                 t->body_error = -E2BIG;
                 return 0;
         }
+        /* The body buffer may hold an error document past the request's limit; a successful
+         * answer gets the request's limit. */
+        if (n > t->max_body - t->body.len || t->body.len > t->max_body) {
+                long http_status = 0;
+
+                (void)curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &http_status);
+                if (http_status >= 200 && http_status < 300) {
+                        t->body_error = -E2BIG;
+                        return 0;
+                }
+        }
         r = buf_append(&t->body, ptr, n);
         if (r < 0) {
                 t->body_error = r;
@@ -493,8 +505,10 @@ static int curl_uv_transfer_setup(CurlUvTransfer *t, const CurlUvRequest *req,
                 EASY_SETOPT(easy, CURLOPT_ACCEPT_ENCODING, "");
         EASY_SETOPT(easy, CURLOPT_HTTP_CONTENT_DECODING, cu->decode_content ? 1L : 0L);
         EASY_SETOPT(easy, CURLOPT_ERRORBUFFER, t->errbuf);
-        /* A body announced larger than the limit is refused at its headers, not downloaded
-         * (not for HEAD, whose Content-Length is the object's size, not a body). */
+        /* A body announced larger than the larger limit (an error's may pass the request's) is
+         * refused at its headers, not downloaded (not for HEAD, whose Content-Length is the
+         * object's size, not a body); a 2xx body past the request's limit is refused as it
+         * arrives (curl_uv_on_write). */
         if (method != CURL_UV_HEAD)
                 EASY_SETOPT(easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)t->body.max);
         EASY_SETOPT(easy, CURLOPT_WRITEFUNCTION, curl_uv_on_write);
@@ -560,10 +574,11 @@ int curl_uv_send(CurlUv *cu, const CurlUvRequest *req, CurlUvCallback cb, void *
         if (!t)
                 return -ENOMEM;
         t->owner = cu;
-        buf_init(&t->body, req->max_response_bytes == 0 ? cu->max_response_bytes
-                           : req->max_response_bytes > SIZE_MAX - 1
-                                   ? SIZE_MAX - 1
-                                   : (size_t)req->max_response_bytes);
+        t->max_body = req->max_response_bytes == 0             ? cu->max_response_bytes
+                      : req->max_response_bytes > SIZE_MAX - 1 ? SIZE_MAX - 1
+                                                               : (size_t)req->max_response_bytes;
+        buf_init(&t->body,
+                 t->max_body > CURL_UV_ERROR_BODY_BYTES ? t->max_body : CURL_UV_ERROR_BODY_BYTES);
         t->easy = cu->n_idle > 0 ? cu->idle[--cu->n_idle] : curl_easy_init();
         if (!t->easy)
                 return -ENOMEM;

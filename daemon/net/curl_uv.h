@@ -39,6 +39,11 @@ enum {
         CURL_UV_E_NO_RESPONSE, /* the request may have reached the server, no full response came */
 };
 
+/* An answer that is not 2xx may carry this much body whatever the request's own limit: its
+ * error document says why (an S3 error code such as ExpiredToken or SlowDown), and a read
+ * limited to a few bytes (a version hint, a read-back) must not lose it. */
+#define CURL_UV_ERROR_BODY_BYTES (64u << 10)
+
 typedef struct CurlUvRequest {
         const char *method; /* "GET", "HEAD", "POST", "PUT" or "DELETE" */
         const char *url;
@@ -51,7 +56,8 @@ typedef struct CurlUvRequest {
         const char *aws_sigv4;
         const char *username;        /* the access key id */
         const char *password;        /* the secret key; copied by curl, never kept here */
-        uint64_t max_response_bytes; /* 0: the CurlUv's limit */
+        uint64_t max_response_bytes; /* 0: the CurlUv's limit (a 2xx body's; an error's body
+                                      * may have CURL_UV_ERROR_BODY_BYTES when that is more) */
         uint32_t timeout_ms;         /* 0: the CurlUv's request timeout */
 } CurlUvRequest;
 

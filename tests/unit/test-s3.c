@@ -777,6 +777,38 @@ TEST(reads_above_the_limit_fail) {
         fixture_done(&f);
 }
 
+/* An error's document is read whatever the read's own limit (CURL_UV_ERROR_BODY_BYTES): a
+ * read of a few bytes (a version hint, a read-back) still learns ExpiredToken or SlowDown. */
+TEST(error_documents_pass_a_small_read_limit) {
+        static const HttpDoubleStep steps[] = {
+                { .method = "GET",
+                  .target = "/bkt/hint",
+                  .status = 400,
+                  .body = "<Error><Code>ExpiredToken</Code><Message>The provided token has "
+                          "expired.</Message><RequestId>4442587FB7D0A2F9</RequestId></Error>" },
+                { .method = "GET",
+                  .target = "/bkt/hint",
+                  .status = 400,
+                  .body = "<Error><Code>SlowDown</Code><Message>Please reduce your request "
+                          "rate.</Message><RequestId>4442587FB7D0A2FA</RequestId></Error>" },
+                { .method = "GET", .target = "/bkt/hint", .body = "12" },
+        };
+        Fixture f;
+        Outcome o;
+
+        fixture_init(&f);
+        http_double_script(f.d, steps, ELEMENTSOF(steps));
+        o = do_read(&f, "s3://bkt/hint", 8);
+        ASSERT_EQ(o.status, -EKEYEXPIRED);
+        ASSERT_CONTAINS(o.message, "ExpiredToken");
+        /* A 400 SlowDown is transient by its code: retried, then the object. */
+        o = do_read(&f, "s3://bkt/hint", 8);
+        ASSERT_EQ(o.status, 0);
+        ASSERT_EQ(o.n_requests, 2);
+        ASSERT_EQ(o.data_len, 2);
+        fixture_done(&f);
+}
+
 TEST(tails_are_suffix_ranges) {
         static const char *const range4[] = { "Range: bytes=-4", NULL };
         static const HttpDoubleStep steps[] = {
