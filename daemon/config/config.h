@@ -143,6 +143,7 @@ typedef struct S3Config {
         uint32_t min_backoff_ms;
         uint32_t max_backoff_ms;
         uint32_t max_concurrent_requests; /* requests one operation of the engine keeps in flight */
+        uint32_t max_error_body_bytes;    /* an error answer's body, whatever the read's limit */
 } S3Config;
 
 typedef struct StorageConfig {

@@ -153,6 +153,8 @@ const ConfigOption config_options[] = {
                3600000),
         OPTION("s3", "max-concurrent-requests", OPTION_KIND_U32, storage.s3.max_concurrent_requests,
                8, 1, 1024),
+        OPTION("s3", "max-error-body-bytes", OPTION_KIND_U32, storage.s3.max_error_body_bytes,
+               65536, 1024, 16777216),
         OPTION_STR("client", "region", storage.s3.region, "us-east-1"),
 
         OPTION("audit", "max-snapshots", OPTION_KIND_U32, audit.max_snapshots, 100000, 1,

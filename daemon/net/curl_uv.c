@@ -74,6 +74,7 @@ struct CurlUv {
         long connect_timeout_ms;
         long request_timeout_ms;
         size_t max_response_bytes;
+        size_t max_error_body_bytes;
 
         void (*close_done)(void *userdata);
         void *close_userdata;
@@ -578,7 +579,7 @@ int curl_uv_send(CurlUv *cu, const CurlUvRequest *req, CurlUvCallback cb, void *
                       : req->max_response_bytes > SIZE_MAX - 1 ? SIZE_MAX - 1
                                                                : (size_t)req->max_response_bytes;
         buf_init(&t->body,
-                 t->max_body > CURL_UV_ERROR_BODY_BYTES ? t->max_body : CURL_UV_ERROR_BODY_BYTES);
+                 t->max_body > cu->max_error_body_bytes ? t->max_body : cu->max_error_body_bytes);
         t->easy = cu->n_idle > 0 ? cu->idle[--cu->n_idle] : curl_easy_init();
         if (!t->easy)
                 return -ENOMEM;
@@ -694,6 +695,8 @@ int curl_uv_new(uv_loop_t *loop, const CurlUvOptions *config, CurlUv **ret_curl_
         cu->max_response_bytes = config->max_response_bytes > SIZE_MAX - 1
                                          ? SIZE_MAX - 1
                                          : (size_t)config->max_response_bytes;
+        cu->max_error_body_bytes = config->max_error_body_bytes ? config->max_error_body_bytes
+                                                                : CURL_UV_ERROR_BODY_BYTES;
         cu->user_agent = strdup(config->user_agent);
         if (!cu->user_agent)
                 return -ENOMEM;

@@ -24,6 +24,11 @@ typedef struct CurlUvOptions {
         uint32_t request_timeout_ms; /* whole transfer, unless the request sets its own */
         uint32_t max_connections;    /* parallel and cached connections per host */
         uint64_t max_response_bytes; /* body limit, unless the request sets its own */
+        /* An answer that is not 2xx may carry this much body whatever the request's own limit
+         * (0: CURL_UV_ERROR_BODY_BYTES): its error document says why (an S3 error code such as
+         * ExpiredToken or SlowDown), and a read limited to a few bytes (a version hint, a
+         * read-back) must not lose it. */
+        uint32_t max_error_body_bytes;
         const char *user_agent;
         /* true: ask for compressed answers (Accept-Encoding) and hand back the decoded body;
          * false: no Accept-Encoding, and a body is handed back as its bytes came, whatever its
@@ -39,9 +44,7 @@ enum {
         CURL_UV_E_NO_RESPONSE, /* the request may have reached the server, no full response came */
 };
 
-/* An answer that is not 2xx may carry this much body whatever the request's own limit: its
- * error document says why (an S3 error code such as ExpiredToken or SlowDown), and a read
- * limited to a few bytes (a version hint, a read-back) must not lose it. */
+/* CurlUvOptions.max_error_body_bytes when 0. */
 #define CURL_UV_ERROR_BODY_BYTES (64u << 10)
 
 typedef struct CurlUvRequest {
@@ -57,7 +60,7 @@ typedef struct CurlUvRequest {
         const char *username;        /* the access key id */
         const char *password;        /* the secret key; copied by curl, never kept here */
         uint64_t max_response_bytes; /* 0: the CurlUv's limit (a 2xx body's; an error's body
-                                      * may have CURL_UV_ERROR_BODY_BYTES when that is more) */
+                                      * may have max_error_body_bytes when that is more) */
         uint32_t timeout_ms;         /* 0: the CurlUv's request timeout */
 } CurlUvRequest;
 

@@ -833,6 +833,7 @@ int s3_client_new(uv_loop_t *loop, const S3Config *config, Metrics *metrics,
                                 .request_timeout_ms = config->request_timeout_ms,
                                 .max_connections = config->max_connections,
                                 .max_response_bytes = 1u << 20,
+                                .max_error_body_bytes = config->max_error_body_bytes,
                                 .user_agent = "icecommitd/" ICECOMMIT_VERSION,
                                 /* What intake checks must be the bytes every other reader
                                  * gets: an object stored with Content-Encoding: gzip is its
