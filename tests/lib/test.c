@@ -23,6 +23,15 @@ void test_register(const char *name, TestFunc func) {
         test_cases[test_n_cases++] = (TestCase){ name, func };
 }
 
+json_t *test_json(const char *text) {
+        json_error_t e;
+        json_t *j = json_loads(text, 0, &e);
+
+        if (!j)
+                TEST_FAIL("bad test JSON: %s", e.text);
+        return j;
+}
+
 char *test_read_source_file(const char *relative_path, size_t *ret_len) {
         const char *root = getenv("ICECOMMIT_SOURCE_ROOT");
         char path[4096];

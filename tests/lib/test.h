@@ -12,10 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 typedef void (*TestFunc)(void);
 
 void test_register(const char *name, TestFunc func);
 int test_main(int argc, char **argv);
+/* Parses a test's JSON literal; fails the test (naming jansson's reason) when it is not JSON. */
+json_t *test_json(const char *text);
 /* Reads a file under the source tree (ICECOMMIT_SOURCE_ROOT) into a NUL-terminated buffer. */
 char *test_read_source_file(const char *relative_path, size_t *ret_len);
 

@@ -71,17 +71,8 @@ static const char *CREATE =
         "{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"}]},"
         " \"properties\": {\"format-version\": \"3\"}}";
 
-static json_t *J(const char *text) {
-        json_error_t e;
-        json_t *j = json_loads(text, 0, &e);
-
-        if (!j)
-                TEST_FAIL("bad test JSON: %s", e.text);
-        return j;
-}
-
 static char *v1_text(void) {
-        _cleanup_(json_decrefp) json_t *request = J(CREATE), *md = NULL;
+        _cleanup_(json_decrefp) json_t *request = test_json(CREATE), *md = NULL;
         Error e = { 0 };
         char *text;
 
@@ -183,7 +174,7 @@ static json_t *append_request(const json_t *md, int64_t snapshot_id, int64_t add
 }
 
 static void commit(Fixture *f, Outcome *o) {
-        _cleanup_(json_decrefp) json_t *md = J(f->v1), *req = append_request(md, 11, 25);
+        _cleanup_(json_decrefp) json_t *md = test_json(f->v1), *req = append_request(md, 11, 25);
 
         ASSERT_OK(bucket_catalog_backend.commit_table(f->catalog, NS, 1, "t", req,
                                                       /* idempotency_key= */ NULL, on_result, o));
@@ -597,7 +588,7 @@ TEST(start_namespace_and_table_creation) {
                   .body = marker },
                 { .method = "GET", .target = LIST_VERSIONS, .body = versions },
         };
-        _cleanup_(json_decrefp) json_t *create = J(CREATE), *sent = NULL;
+        _cleanup_(json_decrefp) json_t *create = test_json(CREATE), *sent = NULL;
         Fixture f;
         Outcome o = { 0 };
 

@@ -467,15 +467,6 @@ static bool file_exists(const char *path) {
         return access(path, F_OK) == 0;
 }
 
-static json_t *J(const char *text) {
-        json_error_t e;
-        json_t *j = json_loads(text, 0, &e);
-
-        if (!j)
-                TEST_FAIL("bad test JSON: %s", e.text);
-        return j;
-}
-
 static const char *SCHEMA =
         "{\"type\": \"struct\", \"schema-id\": 0, \"fields\": ["
         "{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"}]}";
@@ -622,8 +613,8 @@ static void fixture_init(Fixture *f) {
         d->close_timer.data = d;
         (void)snprintf(d->metadata_location, sizeof(d->metadata_location),
                        "/double/v0.metadata.json");
-        create = json_pack("{s:s, s:o, s:{s:s}}", "name", "t", "schema", J(SCHEMA), "properties",
-                           "format-version", "3");
+        create = json_pack("{s:s, s:o, s:{s:s}}", "name", "t", "schema", test_json(SCHEMA),
+                           "properties", "format-version", "3");
         ASSERT_TRUE(create);
         if (table_update_metadata_create(create, f->table_location, 1700000000000,
                                          "9a3a4b7e-0c55-4b7e-9e4d-6a1f1d1e2c3b", &d->metadata,
@@ -2415,12 +2406,13 @@ TEST(key_index_finds_recorded_keys_and_verifies_them_against_the_table) {
         Error e = { 0 };
         json_t *s;
 
-        md = J("{\"format-version\": 2, \"table-uuid\": \"9a3a4b7e-0c55-4b7e-9e4d-6a1f1d1e2c3b\","
-               " \"location\": \"/t\", \"last-sequence-number\": 3, \"snapshots\": ["
-               "{\"snapshot-id\": 1, \"summary\": {\"icecommit.idempotency-keys\": \"a,b\"}},"
-               "{\"snapshot-id\": 2, \"summary\": {\"operation\": \"append\"}},"
-               "{\"snapshot-id\": 3, \"summary\": {\"icecommit.idempotency-keys\": \"p/c\"}}]}");
-        md_older = J(
+        md = test_json(
+                "{\"format-version\": 2, \"table-uuid\": \"9a3a4b7e-0c55-4b7e-9e4d-6a1f1d1e2c3b\","
+                " \"location\": \"/t\", \"last-sequence-number\": 3, \"snapshots\": ["
+                "{\"snapshot-id\": 1, \"summary\": {\"icecommit.idempotency-keys\": \"a,b\"}},"
+                "{\"snapshot-id\": 2, \"summary\": {\"operation\": \"append\"}},"
+                "{\"snapshot-id\": 3, \"summary\": {\"icecommit.idempotency-keys\": \"p/c\"}}]}");
+        md_older = test_json(
                 "{\"format-version\": 2, \"table-uuid\": \"9a3a4b7e-0c55-4b7e-9e4d-6a1f1d1e2c3b\","
                 " \"location\": \"/t\", \"last-sequence-number\": 1, \"snapshots\": ["
                 "{\"snapshot-id\": 1, \"summary\": {\"icecommit.idempotency-keys\": \"a,b\"}}]}");
@@ -2467,11 +2459,12 @@ TEST(a_schema_change_behind_the_state_is_a_409_then_a_reload) {
         fixture_init(&f);
         ASSERT_EQ(commit_one(&f, &a, "job-a", 3), 200);
         /* Another writer adds a column: a new current schema, and no snapshot (no head moves). */
-        evolve = J("{\"requirements\": [], \"updates\": [{\"action\": \"add-schema\", \"schema\": "
-                   "{\"type\": \"struct\", \"schema-id\": 1, \"fields\": ["
-                   "{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
-                   "{\"id\": 2, \"name\": \"note\", \"required\": false, \"type\": \"string\"}]}},"
-                   "{\"action\": \"set-current-schema\", \"schema-id\": -1}]}");
+        evolve = test_json(
+                "{\"requirements\": [], \"updates\": [{\"action\": \"add-schema\", \"schema\": "
+                "{\"type\": \"struct\", \"schema-id\": 1, \"fields\": ["
+                "{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
+                "{\"id\": 2, \"name\": \"note\", \"required\": false, \"type\": \"string\"}]}},"
+                "{\"action\": \"set-current-schema\", \"schema-id\": -1}]}");
         if (table_update_apply(f.cat->metadata, evolve, 1700000000000, f.cat->metadata_location,
                                &applied, &e) < 0)
                 TEST_FAIL("schema update: %s", e.message);

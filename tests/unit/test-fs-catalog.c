@@ -98,17 +98,8 @@ static const char *CREATE =
         "{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"}]},"
         " \"properties\": {\"format-version\": \"3\"}}";
 
-static json_t *J(const char *text) {
-        json_error_t e;
-        json_t *j = json_loads(text, 0, &e);
-
-        if (!j)
-                TEST_FAIL("bad test JSON: %s", e.text);
-        return j;
-}
-
 static void create_db_and_table(Fixture *f) {
-        _cleanup_(json_decrefp) json_t *req = J(CREATE);
+        _cleanup_(json_decrefp) json_t *req = test_json(CREATE);
         Outcome o = { 0 };
 
         ASSERT_OK(filesystem_catalog_backend.create_namespace(f->catalog, NS, 1,
@@ -372,11 +363,12 @@ TEST(lagging_or_missing_hint) {
 }
 
 TEST(not_found_conflicts_and_rejections) {
-        _cleanup_(json_decrefp) json_t *create = J(CREATE), *missing = NULL;
+        _cleanup_(json_decrefp) json_t *create = test_json(CREATE), *missing = NULL;
         _cleanup_(json_decrefp) json_t *bad_update =
-                J("{\"updates\": [{\"action\": \"set-location\"}]}");
-        _cleanup_(json_decrefp) json_t *elsewhere = J("{\"location\": \"/elsewhere\", \"schema\": "
-                                                      "{\"type\": \"struct\", \"fields\": []}}");
+                test_json("{\"updates\": [{\"action\": \"set-location\"}]}");
+        _cleanup_(json_decrefp) json_t *elsewhere =
+                test_json("{\"location\": \"/elsewhere\", \"schema\": "
+                          "{\"type\": \"struct\", \"fields\": []}}");
         static const char *const NOPE[] = { "nope" };
         Fixture f;
         Outcome o = { 0 };
@@ -448,7 +440,7 @@ TEST(not_found_conflicts_and_rejections) {
 
 TEST(bad_names_fail_at_call_time) {
         static const char *const bad[] = { "", ".", "..", "a/b" };
-        _cleanup_(json_decrefp) json_t *req = J(CREATE);
+        _cleanup_(json_decrefp) json_t *req = test_json(CREATE);
         Fixture f;
         Outcome o = { 0 };
 
@@ -483,7 +475,7 @@ TEST(bad_names_fail_at_call_time) {
 }
 
 TEST(close_waits_for_work_in_flight) {
-        _cleanup_(json_decrefp) json_t *req = J(CREATE);
+        _cleanup_(json_decrefp) json_t *req = test_json(CREATE);
         Fixture f;
         Outcome o[4] = { 0 };
         unsigned closed = 0;
@@ -629,7 +621,8 @@ TEST(cache_sees_versions_written_behind_its_back) {
         o = commit_wait(&f, other, theirs);
         ASSERT_EQ(o.status, 0);
         outcome_reset(&o);
-        props = J("{\"updates\": [{\"action\": \"set-properties\", \"updates\": {\"k\": \"v\"}}]}");
+        props = test_json(
+                "{\"updates\": [{\"action\": \"set-properties\", \"updates\": {\"k\": \"v\"}}]}");
         o = commit_wait(&f, f.catalog, props);
         ASSERT_EQ(o.status, 0);
         ASSERT_CONTAINS(json_string_value(json_object_get(o.body, "metadata-location")),
@@ -645,7 +638,7 @@ TEST(cache_sees_versions_written_behind_its_back) {
 /* A table dropped and created again under the same name has other files of the same names:
  * the cache notices (the file is not the one it read) instead of serving the old table. */
 TEST(cache_notices_a_table_created_again) {
-        _cleanup_(json_decrefp) json_t *v1 = NULL, *again = NULL, *create = J(CREATE);
+        _cleanup_(json_decrefp) json_t *v1 = NULL, *again = NULL, *create = test_json(CREATE);
         FsCatalog *other;
         Fixture f;
         Outcome o = { 0 };
@@ -692,7 +685,7 @@ TEST(metadata_is_written_compact) {
                 ASSERT_TRUE(text);
                 ASSERT_TRUE(!strchr(text, '\n'));
                 json_decref(parsed);
-                parsed = J(text);
+                parsed = test_json(text);
                 free(expected);
                 expected = json_dumps(parsed, JSON_COMPACT);
                 ASSERT_STREQ(text, expected);
@@ -704,12 +697,12 @@ TEST(metadata_is_written_compact) {
  * only the current file and the 2 in its metadata-log are left; disabled, nothing goes. */
 TEST(previous_metadata_files_deleted_after_commit_when_enabled) {
         _cleanup_(json_decrefp) json_t *on =
-                J("{\"updates\": [{\"action\": \"set-properties\", \"updates\": {"
-                  "\"write.metadata.previous-versions-max\": \"2\","
-                  " \"write.metadata.delete-after-commit.enabled\": \"true\"}}]}");
+                test_json("{\"updates\": [{\"action\": \"set-properties\", \"updates\": {"
+                          "\"write.metadata.previous-versions-max\": \"2\","
+                          " \"write.metadata.delete-after-commit.enabled\": \"true\"}}]}");
         _cleanup_(json_decrefp) json_t *off =
-                J("{\"updates\": [{\"action\": \"set-properties\", \"updates\": {"
-                  "\"write.metadata.delete-after-commit.enabled\": \"false\"}}]}");
+                test_json("{\"updates\": [{\"action\": \"set-properties\", \"updates\": {"
+                          "\"write.metadata.delete-after-commit.enabled\": \"false\"}}]}");
         _cleanup_(json_decrefp) json_t *current = NULL;
         Fixture f;
         Outcome o;

@@ -14,15 +14,6 @@
         "{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"                   \
         "{\"id\": 2, \"name\": \"data\", \"required\": false, \"type\": \"string\"}]}"
 
-static json_t *J(const char *text) {
-        json_error_t e;
-        json_t *j = json_loads(text, 0, &e);
-
-        if (!j)
-                TEST_FAIL("bad test JSON at %d: %s: %s", e.column, e.text, text);
-        return j;
-}
-
 static int64_t I(const json_t *o, const char *key) {
         json_t *v = json_object_get(o, key);
 
@@ -42,7 +33,7 @@ static json_t *create_table(const char *format_version) {
                  "[{\"name\": \"id_bucket\", \"transform\": \"bucket[16]\", \"source-id\": 1}]},"
                  " \"properties\": {\"format-version\": \"%s\", \"owner\": \"me\"}}",
                  format_version);
-        _cleanup_(json_decrefp) json_t *req = J(text);
+        _cleanup_(json_decrefp) json_t *req = test_json(text);
         ASSERT_OK(table_update_metadata_create(req, "/wh/db/t", 1000, UUID, &md, &e));
         return md;
 }
@@ -52,7 +43,7 @@ static json_t *create_table(const char *format_version) {
  * (the result shares their unchanged parts). */
 static int commit(json_t **md, const char *request, int64_t now_ms, const char *previous,
                   Error *e) {
-        _cleanup_(json_decrefp) json_t *req = J(request), *md_before = json_deep_copy(*md),
+        _cleanup_(json_decrefp) json_t *req = test_json(request), *md_before = json_deep_copy(*md),
                                        *req_before = json_deep_copy(req);
         json_t *out = NULL;
         int r;
@@ -123,11 +114,11 @@ TEST(create_v3) {
 }
 
 TEST(create_default_v2_sorted) {
-        _cleanup_(json_decrefp) json_t *req =
-                J("{\"name\": \"t\", \"location\": \"/elsewhere/t\", \"schema\": " SCHEMA ","
-                  " \"write-order\": {\"order-id\": 7, \"fields\": [{\"source-id\": 2, "
-                  "\"transform\": \"identity\","
-                  " \"direction\": \"asc\", \"null-order\": \"nulls-first\"}]}}");
+        _cleanup_(json_decrefp) json_t *req = test_json(
+                "{\"name\": \"t\", \"location\": \"/elsewhere/t\", \"schema\": " SCHEMA ","
+                " \"write-order\": {\"order-id\": 7, \"fields\": [{\"source-id\": 2, "
+                "\"transform\": \"identity\","
+                " \"direction\": \"asc\", \"null-order\": \"nulls-first\"}]}}");
         _cleanup_(json_decrefp) json_t *md = NULL;
         Error e;
 
@@ -244,7 +235,7 @@ TEST(create_bad_inputs) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                _cleanup_(json_decrefp) json_t *req = J(bad[i].request);
+                _cleanup_(json_decrefp) json_t *req = test_json(bad[i].request);
                 json_t *md = NULL;
                 Error e = { 0 };
 
@@ -255,7 +246,7 @@ TEST(create_bad_inputs) {
 }
 
 TEST(create_accepts_nested_and_v3_types) {
-        _cleanup_(json_decrefp) json_t *req = J(
+        _cleanup_(json_decrefp) json_t *req = test_json(
                 "{\"name\": \"t\", \"properties\": {\"format-version\": \"3\"}, \"schema\": "
                 "{\"type\": \"struct\", \"fields\": ["
                 "{\"id\": 1, \"name\": \"d\", \"required\": false, \"type\": \"decimal(10, 2)\"},"
@@ -670,7 +661,8 @@ TEST(apply_shares_unchanged_parts_and_never_changes_its_input) {
                                  "prev", &e));
         base = json_incref(md);
         before = json_deep_copy(base);
-        req = J("{\"updates\": [{\"action\": \"add-snapshot\", \"snapshot\": {\"snapshot-id\": 7,"
+        req = test_json(
+                "{\"updates\": [{\"action\": \"add-snapshot\", \"snapshot\": {\"snapshot-id\": 7,"
                 " \"parent-snapshot-id\": 104, \"sequence-number\": 6, \"timestamp-ms\": 3000,"
                 " \"manifest-list\": \"l\", \"first-row-id\": 50, \"added-rows\": 1}},"
                 " {\"action\": \"set-snapshot-ref\", \"ref-name\": \"main\", \"type\": \"branch\","
@@ -710,10 +702,10 @@ TEST(apply_shares_unchanged_parts_and_never_changes_its_input) {
 
         /* A failing commit leaves the input as it was, too. */
         {
-                _cleanup_(json_decrefp) json_t *bad =
-                        J("{\"updates\": [{\"action\": \"set-properties\", \"updates\": {\"x\": "
-                          "\"y\"}},"
-                          " {\"action\": \"set-current-schema\", \"schema-id\": 9}]}");
+                _cleanup_(json_decrefp) json_t *bad = test_json(
+                        "{\"updates\": [{\"action\": \"set-properties\", \"updates\": {\"x\": "
+                        "\"y\"}},"
+                        " {\"action\": \"set-current-schema\", \"schema-id\": 9}]}");
                 json_t *none = NULL;
 
                 ASSERT_EQ(table_update_apply(base, bad, 6000, "v7", &none, &e), -EINVAL);
