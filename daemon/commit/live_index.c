@@ -42,11 +42,6 @@ void live_index_attempt_deinit(LiveIndexAttempt *a) {
         *a = (LiveIndexAttempt){ 0 };
 }
 
-static void live_index_publish(CommitEngine *e) {
-        metrics_set(e->metrics, METRIC_LIVE_INDEX_BYTES, NULL,
-                    (double)budget_used(&e->live_budget));
-}
-
 /* Whether the check runs for this table: its property, else [commit] live-file-index. */
 static bool live_index_is_enabled(const Batch *b) {
         const char *v = table_property(b->table, TABLE_PROPERTY_LIVE_FILE_INDEX);
@@ -337,7 +332,7 @@ static void live_index_work_after(uv_work_t *w, int status) {
         int r = status < 0 ? status : a->status;
 
         e->n_in_flight--;
-        live_index_publish(e);
+        queue_live_index_publish(e);
         switch (r) {
         case 0:
                 step_next(b);
@@ -437,12 +432,12 @@ void live_index_committed(Batch *b) {
         }
         if (r < 0) {
                 ix->is_current = false; /* out of memory: the next attempt catches up */
-                live_index_publish(e);
+                queue_live_index_publish(e);
                 return;
         }
         ix->has_snapshot = true;
         ix->snapshot_id = b->snapshot_id;
-        live_index_publish(e);
+        queue_live_index_publish(e);
 }
 
 void live_index_check(Batch *b) {

@@ -11,13 +11,15 @@
 #include "commit/table_state.h"
 #include "util/log.h"
 
-/* --- queues ------------------------------------------------------------------------------ */
+void queue_live_index_publish(CommitEngine *e) {
+        metrics_set(e->metrics, METRIC_LIVE_INDEX_BYTES, NULL,
+                    (double)budget_used(&e->live_budget));
+}
 
 void queue_live_index_drop(CommitEngine *e, LiveIndex *ix) {
         ix->files = live_files_free(ix->files);
         *ix = (LiveIndex){ 0 };
-        metrics_set(e->metrics, METRIC_LIVE_INDEX_BYTES, NULL,
-                    (double)budget_used(&e->live_budget));
+        queue_live_index_publish(e);
 }
 
 void queue_list_cache_clear(TableQueue *q) {

@@ -57,6 +57,8 @@ TableQueue *queue_get(CommitEngine *e, const CommitRequest *r);
 void queue_idle(TableQueue *q);
 /* Frees what a queue's list cache holds and empties it. */
 void queue_list_cache_clear(TableQueue *q);
+/* Publishes the memory every queue's live-file index holds (icecommit_live_index_bytes). */
+void queue_live_index_publish(CommitEngine *e);
 /* Frees a queue's live-file index and gives its memory back. */
 void queue_live_index_drop(CommitEngine *e, LiveIndex *ix);
 /* While stopping: closes every queue's timer; each close frees its queue and calls
